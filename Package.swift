@@ -1,0 +1,45 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Upcoming-feature flags applied to every Swift target, as swift-log does.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Keychain",
+    products: [
+        .library(name: "Keychain", targets: ["Keychain"]),
+        .executable(name: "keychain-demo", targets: ["keychain-demo"]),
+    ],
+    targets: [
+        // MARK: C libraries (Debian packages; see the Makefile's DEB_PACKAGES)
+        .systemLibrary(
+            name: "CLibSecret", pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev"])]),
+        .systemLibrary(
+            name: "CGio", pkgConfig: "gio-unix-2.0",
+            providers: [.apt(["libglib2.0-dev"])]),
+
+        // MARK: Client library
+        .target(
+            name: "Keychain", dependencies: ["CLibSecret"],
+            swiftSettings: strictSettings),
+
+        // MARK: Executables
+        .executableTarget(
+            name: "keychain-demo", dependencies: ["Keychain"],
+            swiftSettings: strictSettings),
+
+        // MARK: Test support and tests
+        .target(
+            name: "KeychainTestSupport", dependencies: ["CGio", "Keychain"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "KeychainTests", dependencies: ["Keychain", "KeychainTestSupport"],
+            swiftSettings: strictSettings),
+    ],
+    swiftLanguageModes: [.v6]
+)

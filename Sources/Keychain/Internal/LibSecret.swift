@@ -1,0 +1,337 @@
+// The only file that calls libsecret (and the GLib functions its API needs).
+// Ownership of every returned C object is noted next to the call ("transfer full" = ours to free).
+
+internal import CLibSecret
+import Foundation
+
+/// Thin, typed wrappers over libsecret's synchronous item API.
+///
+/// Every function blocks the calling thread for one or more D-Bus round trips (and for as long
+/// as an unlock prompt stays open), so the async API runs them on a dedicated thread.
+enum LibSecret {
+    /// Where a search looks and what it does with locked items.
+    struct SearchOptions {
+        /// Ask the provider to unlock locked matches (this may show a prompt).
+        var unlock = false
+        /// Fetch the secrets of the matches along with their attributes.
+        var loadSecrets = false
+    }
+
+    // MARK: - Operations
+
+    /// Items whose attributes include all of `attributes`, in `collection` or in all collections.
+    ///
+    /// The corresponding libsecret functions are `secret_service_search_sync` and
+    /// `secret_collection_search_sync`.
+    static func search(
+        _ attributes: [String: String], in collection: KeychainCollection?, options: SearchOptions
+    ) throws(KeychainError) -> [Item] {
+        try withService { service throws(KeychainError) in
+            var flags = SECRET_SEARCH_ALL.rawValue
+            if options.unlock { flags |= SECRET_SEARCH_UNLOCK.rawValue }
+            if options.loadSecrets { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
+            let table = HashTable(attributes)
+            var error: UnsafeMutablePointer<GError>?
+            let list: UnsafeMutablePointer<GList>?  // transfer full: list and items are ours
+            if let collection {
+                // transfer full; NULL without an error when the alias is not set.
+                guard
+                    let handle = secret_collection_for_alias_sync(
+                        service, collection.alias, SECRET_COLLECTION_NONE, nil, &error)
+                else {
+                    if let error { throw takeError(error) }
+                    return []
+                }
+                defer { g_object_unref(handle) }
+                list = secret_collection_search_sync(
+                    handle, nil, table.pointer, SecretSearchFlags(rawValue: flags), nil, &error)
+            } else {
+                list = secret_service_search_sync(
+                    service, nil, table.pointer, SecretSearchFlags(rawValue: flags), nil, &error)
+            }
+            if let error { throw takeError(error) }
+            return adoptItems(list)
+        }
+    }
+
+    /// Creates an item in `collection` (the default collection when `nil`), replacing an item
+    /// with exactly the same attributes.
+    ///
+    /// The corresponding libsecret function is `secret_service_store_sync`; libsecret unlocks a
+    /// locked collection first, which may show a prompt.
+    static func create(
+        attributes: [String: String], label: String, secret: SecretBuffer, contentType: String,
+        in collection: KeychainCollection?
+    ) throws(KeychainError) {
+        try withService { service throws(KeychainError) in
+            let table = HashTable(attributes)
+            let value = secretValue(secret, contentType: contentType)
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            var error: UnsafeMutablePointer<GError>?
+            let ok = secret_service_store_sync(
+                service, nil, table.pointer, collection?.alias, label, value, nil, &error)
+            if let error { throw takeError(error) }
+            if ok == 0 { throw KeychainError.backend(domain: "libsecret", code: 0, message: "store failed") }
+        }
+    }
+
+    /// Drops libsecret's cached connection to the provider, so the next call opens a new
+    /// session (after the provider was restarted or replaced).
+    ///
+    /// The corresponding libsecret function is `secret_service_disconnect`.
+    static func disconnect() {
+        secret_service_disconnect()
+    }
+
+    // MARK: - Items
+
+    /// One item found by a search; owns its `SecretItem` reference.
+    final class Item {
+        private let pointer: UnsafeMutablePointer<SecretItem>
+
+        /// Takes over a reference the caller owned.
+        fileprivate init(adopting pointer: UnsafeMutablePointer<SecretItem>) {
+            self.pointer = pointer
+        }
+
+        deinit { g_object_unref(pointer) }
+
+        /// The item's D-Bus object path, which identifies it for the provider's lifetime.
+        var objectPath: String {
+            let proxy = UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GDBusProxy.self)
+            return g_dbus_proxy_get_object_path(proxy).map { String(cString: $0) } ?? ""
+        }
+
+        /// The item's attributes (`secret_item_get_attributes`, transfer full).
+        var attributes: [String: String] {
+            guard let table = secret_item_get_attributes(pointer) else { return [:] }
+            defer { g_hash_table_unref(table) }
+            return HashTable.dictionary(table)
+        }
+
+        /// The item's label (`secret_item_get_label`, transfer full).
+        var label: String {
+            guard let label = secret_item_get_label(pointer) else { return "" }
+            defer { g_free(label) }
+            return String(cString: label)
+        }
+
+        /// When the provider created the item.
+        var created: Date { Date(timeIntervalSince1970: TimeInterval(secret_item_get_created(pointer))) }
+
+        /// When the provider last modified the item.
+        var modified: Date { Date(timeIntervalSince1970: TimeInterval(secret_item_get_modified(pointer))) }
+
+        /// Whether the item is still locked (its secret cannot be read).
+        var isLocked: Bool { secret_item_get_locked(pointer) != 0 }
+
+        /// Hands the loaded secret's bytes and content type to `body`; `nil` when no secret was
+        /// loaded. The bytes live in libsecret's secure memory and are wiped when released.
+        func withSecret<T>(
+            _ body: (UnsafeRawBufferPointer, String) throws(KeychainError) -> T
+        ) throws(KeychainError) -> T? {
+            guard let value = secret_item_get_secret(pointer) else { return nil }  // transfer full
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }  // wipes: libsecret keeps secrets in egg-secure memory
+            var length = 0
+            let bytes = secret_value_get(value, &length)
+            let contentType = secret_value_get_content_type(value).map { String(cString: $0) } ?? ""
+            return try body(UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length), contentType)
+        }
+
+        /// Replaces the secret (`secret_item_set_secret_sync`).
+        func setSecret(_ secret: SecretBuffer, contentType: String) throws(KeychainError) {
+            let value = secretValue(secret, contentType: contentType)
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_item_set_secret_sync(pointer, value, nil, &error)
+            if let error { throw takeError(error) }
+        }
+
+        /// Replaces the label (`secret_item_set_label_sync`).
+        func setLabel(_ label: String) throws(KeychainError) {
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_item_set_label_sync(pointer, label, nil, &error)
+            if let error { throw takeError(error) }
+        }
+
+        /// Replaces the whole attribute set (`secret_item_set_attributes_sync`, no schema check).
+        func setAttributes(_ attributes: [String: String]) throws(KeychainError) {
+            let table = HashTable(attributes)
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_item_set_attributes_sync(pointer, nil, table.pointer, nil, &error)
+            if let error { throw takeError(error) }
+        }
+
+        /// Deletes the item (`secret_item_delete_sync`).
+        func delete() throws(KeychainError) {
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_item_delete_sync(pointer, nil, &error)
+            if let error { throw takeError(error) }
+        }
+    }
+
+    // MARK: - Connection
+
+    /// Runs `body` with libsecret's shared `SecretService`, retrying once on a fresh connection
+    /// when the provider no longer knows our session (it was restarted or replaced).
+    private static func withService<T>(
+        _ body: (UnsafeMutablePointer<SecretService>) throws(KeychainError) -> T
+    ) throws(KeychainError) -> T {
+        do {
+            return try attemptWithService(body)
+        } catch .backend(let domain, let code, let message)
+            where domain == RemoteError.domain && code == RemoteError.noSession.rawValue
+        {
+            _ = message
+            disconnect()
+            return try attemptWithService(body)
+        }
+    }
+
+    private static func attemptWithService<T>(
+        _ body: (UnsafeMutablePointer<SecretService>) throws(KeychainError) -> T
+    ) throws(KeychainError) -> T {
+        RemoteError.registerOnce()
+        var error: UnsafeMutablePointer<GError>?
+        // transfer full; opening a session reaches the provider, so a missing one fails here.
+        let service = secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, nil, &error)
+        if let error {
+            if let service { g_object_unref(service) }
+            switch takeError(error) {
+            case .backend(_, _, let message): throw .noProvider(reason: message)
+            case let other: throw other
+            }
+        }
+        guard let service else { throw .noProvider(reason: "libsecret returned no service") }
+        defer { g_object_unref(service) }
+        return try body(service)
+    }
+
+    // MARK: - Errors
+
+    /// D-Bus error names libsecret does not map itself, registered in a private GError domain
+    /// so they survive libsecret stripping the remote name from the message.
+    private enum RemoteError: Int32, CaseIterable {
+        case denied = 1
+        case noSession = 2
+        case accessDenied = 3
+
+        static let domain = "keychain-remote-error"
+
+        var dbusName: String {
+            switch self {
+            case .denied: return "org.gnome.keyring.Error.Denied"
+            case .noSession: return "org.freedesktop.Secret.Error.NoSession"
+            case .accessDenied: return "org.freedesktop.Secret.Error.AccessDenied"
+            }
+        }
+
+        private static let registration: Void = {
+            for error in RemoteError.allCases {
+                _ = g_dbus_error_register_error(quark, error.rawValue, error.dbusName)
+            }
+        }()
+
+        static var quark: GQuark { g_quark_from_string(domain) }
+
+        static func registerOnce() { _ = registration }
+    }
+
+    /// Turns a GError into a `KeychainError` and frees it.
+    private static func takeError(_ error: UnsafeMutablePointer<GError>) -> KeychainError {
+        defer { g_error_free(error) }
+        // libsecret strips remote names already; strip again in case a call path did not.
+        _ = g_dbus_error_strip_remote_error(error)
+        let domain = error.pointee.domain
+        let code = error.pointee.code
+        let message = error.pointee.message.map { String(cString: $0) } ?? ""
+
+        if domain == secret_error_get_quark() && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue) {
+            return .locked
+        }
+        if domain == g_io_error_quark() {
+            switch code {
+            case Int32(G_IO_ERROR_CANCELLED.rawValue): return .cancelled
+            case Int32(G_IO_ERROR_CLOSED.rawValue), Int32(G_IO_ERROR_CONNECTION_REFUSED.rawValue),
+                Int32(G_IO_ERROR_NOT_FOUND.rawValue), Int32(G_IO_ERROR_BROKEN_PIPE.rawValue),
+                Int32(G_IO_ERROR_CONNECTION_CLOSED.rawValue):
+                return .noProvider(reason: message)
+            default: break
+            }
+        }
+        if domain == g_dbus_error_quark() {
+            switch code {
+            case Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue), Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue),
+                Int32(G_DBUS_ERROR_NO_SERVER.rawValue), Int32(G_DBUS_ERROR_DISCONNECTED.rawValue),
+                Int32(G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND.rawValue):
+                return .noProvider(reason: message)
+            case Int32(G_DBUS_ERROR_ACCESS_DENIED.rawValue), Int32(G_DBUS_ERROR_AUTH_FAILED.rawValue):
+                return .accessDenied(message: message)
+            default: break
+            }
+        }
+        if domain == RemoteError.quark, let remote = RemoteError(rawValue: code) {
+            switch remote {
+            case .denied, .accessDenied: return .accessDenied(message: message)
+            case .noSession: return .backend(domain: RemoteError.domain, code: Int(code), message: message)
+            }
+        }
+        let domainName = g_quark_to_string(domain).map { String(cString: $0) } ?? "unknown"
+        return .backend(domain: domainName, code: Int(code), message: message)
+    }
+
+    // MARK: - Conversions
+
+    /// A `SecretValue` holding a copy of `secret` in libsecret's secure memory (transfer full).
+    private static func secretValue(_ secret: SecretBuffer, contentType: String) -> OpaquePointer {
+        let bytes = secret.view
+        let base = bytes.baseAddress?.assumingMemoryBound(to: CChar.self)
+        // secret_value_new copies the bytes (egg_secure memory); a NULL pointer is not allowed.
+        return withUnsafePointer(to: CChar(0)) { empty in
+            secret_value_new(base ?? empty, bytes.count, contentType)
+        }
+    }
+
+    /// Wraps every item of a `GList` of `SecretItem` (transfer full) and frees the list.
+    private static func adoptItems(_ list: UnsafeMutablePointer<GList>?) -> [Item] {
+        var items: [Item] = []
+        var node = list
+        while let current = node {
+            if let data = current.pointee.data {
+                items.append(Item(adopting: data.assumingMemoryBound(to: SecretItem.self)))
+            }
+            node = current.pointee.next
+        }
+        g_list_free(list)
+        return items
+    }
+
+    /// A `GHashTable` of strings built from a dictionary; unreferenced when released.
+    private final class HashTable {
+        let pointer: OpaquePointer
+
+        init(_ dictionary: [String: String]) {
+            pointer = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)
+            for (key, value) in dictionary {
+                g_hash_table_insert(pointer, g_strdup(key), g_strdup(value))
+            }
+        }
+
+        deinit { g_hash_table_unref(pointer) }
+
+        /// Copies a `GHashTable` of strings into a dictionary.
+        static func dictionary(_ table: OpaquePointer) -> [String: String] {
+            var result: [String: String] = [:]
+            var iterator = GHashTableIter()
+            g_hash_table_iter_init(&iterator, table)
+            var key: gpointer?
+            var value: gpointer?
+            while g_hash_table_iter_next(&iterator, &key, &value) != 0 {
+                guard let key, let value else { continue }
+                result[String(cString: key.assumingMemoryBound(to: CChar.self))] =
+                    String(cString: value.assumingMemoryBound(to: CChar.self))
+            }
+            return result
+        }
+    }
+}

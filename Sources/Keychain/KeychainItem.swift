@@ -1,0 +1,36 @@
+public import Foundation
+
+/// What the keychain knows about a stored item, without its secret.
+public struct KeychainItem: Equatable, Sendable {
+    /// The service of a generic password, or the server of an internet password.
+    public var service: String
+    /// The account the secret belongs to.
+    public var account: String
+    /// The label shown by keyring managers such as Seahorse.
+    public var label: String
+    /// The comment given on write, if any.
+    public var comment: String?
+    /// The access group the item belongs to, if it was stored with one.
+    public var accessGroup: String?
+    /// When the provider created the item.
+    public var created: Date
+    /// When the provider last changed the item.
+    public var modified: Date
+    /// Every attribute of the item as the provider reports it (see ``KeychainAttributeName``).
+    public var attributes: [String: String]
+
+    /// Creates an item description; the library builds these from what the provider reports.
+    public init(
+        service: String, account: String, label: String, comment: String? = nil,
+        accessGroup: String? = nil, created: Date, modified: Date, attributes: [String: String]
+    ) {
+        self.service = service
+        self.account = account
+        self.label = label
+        self.comment = comment
+        self.accessGroup = accessGroup
+        self.created = created
+        self.modified = modified
+        self.attributes = attributes
+    }
+}

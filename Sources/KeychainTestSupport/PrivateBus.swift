@@ -1,0 +1,59 @@
+public import Foundation
+
+/// A private `dbus-daemon` for one test run: a session-type bus with no service directories,
+/// so nothing is ever auto-activated on it (not gnome-keyring, not a prompter).
+public final class PrivateBus: @unchecked Sendable {
+    /// The address clients connect to (`unix:path=…`).
+    public let address: String
+    private let daemon: SupervisedProcess
+
+    /// Starts the bus with its socket and config in `directory`, and waits until it accepts
+    /// connections. `directory` is removed once the bus ends after the test process exits.
+    public init(directory: URL) throws {
+        let socket = directory.appendingPathComponent("bus").path
+        let config = directory.appendingPathComponent("bus.conf")
+        try Self.config(socket: socket).write(to: config, atomically: true, encoding: .utf8)
+        address = "unix:path=\(socket)"
+        daemon = try SupervisedProcess(
+            ["dbus-daemon", "--config-file=\(config.path)", "--nofork", "--nopidfile"],
+            environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"],
+            logURL: directory.appendingPathComponent("bus.log"), removeWhenOrphaned: directory)
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            if (try? BusConnection(address: address)) != nil { return }
+            guard daemon.isRunning, Date() < deadline else {
+                throw HarnessError("dbus-daemon did not start: \(daemon.log)")
+            }
+            usleep(20_000)
+        }
+    }
+
+    /// Ends the bus daemon.
+    public func stop() { daemon.stop() }
+
+    private static func config(socket: String) -> String {
+        """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>session</type>
+          <listen>unix:path=\(socket)</listen>
+          <auth>EXTERNAL</auth>
+          <policy context="default">
+            <allow send_destination="*" eavesdrop="true"/>
+            <allow eavesdrop="true"/>
+            <allow own="*"/>
+          </policy>
+        </busconfig>
+        """
+    }
+}
+
+/// A failure of the test harness itself (a daemon that would not start, a command that hung).
+public struct HarnessError: Error, CustomStringConvertible {
+    /// What went wrong.
+    public let description: String
+
+    /// Creates an error with a message.
+    public init(_ description: String) { self.description = description }
+}

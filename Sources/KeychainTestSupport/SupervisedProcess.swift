@@ -1,0 +1,76 @@
+public import Foundation
+
+/// A long-running helper process (a bus daemon, a provider) that dies with the test process.
+///
+/// Each one runs under a small `/bin/sh` watchdog that ends it when the test process is gone,
+/// so a crashed or killed test run never leaves daemons behind; ``stop()`` ends it earlier.
+public final class SupervisedProcess: @unchecked Sendable {
+    /// The watchdog's process (the helper is its only child).
+    private let process: Process
+    /// Where the helper's standard output and error go.
+    public let logURL: URL
+
+    /// The script the watchdog runs: start "$@" in the background (an asynchronous command's
+    /// standard input is /dev/null unless passed through another descriptor), end it when the
+    /// test process (`$1`) is gone or when the watchdog is told to stop, and then remove the
+    /// directory `$2` if one is given.
+    private static let watchdog = #"""
+        parent=$1; cleanup=$2; shift 2
+        exec 3<&0
+        "$@" <&3 3<&- &
+        child=$!
+        exec 3<&-
+        trap 'kill -TERM $child 2>/dev/null; wait $child; exit $?' TERM INT
+        while kill -0 "$parent" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.2; done
+        kill -TERM $child 2>/dev/null
+        wait $child
+        status=$?
+        if [ -n "$cleanup" ]; then sleep 0.5; rm -rf "$cleanup"; fi
+        exit $status
+        """#
+
+    /// Starts `arguments` (argv[0] is looked up in `PATH`) with exactly `environment`, writing
+    /// `standardInput` to it and closing its standard input afterwards. When the helper ends
+    /// because the test process is gone, `removeWhenOrphaned` is deleted.
+    public init(
+        _ arguments: [String], environment: [String: String], standardInput: Data? = nil, logURL: URL,
+        removeWhenOrphaned: URL? = nil
+    ) throws {
+        self.logURL = logURL
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        let log = try FileHandle(forWritingTo: logURL)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", Self.watchdog, "watchdog", String(getpid()), removeWhenOrphaned?.path ?? ""] + arguments
+        process.environment = environment
+        process.standardOutput = log
+        process.standardError = log
+        let input = Pipe()
+        process.standardInput = input
+        try process.run()
+        if let standardInput { input.fileHandleForWriting.write(standardInput) }
+        try input.fileHandleForWriting.close()
+        try log.close()
+    }
+
+    /// Whether the helper (its watchdog) is still running.
+    public var isRunning: Bool { process.isRunning }
+
+    /// What the helper wrote so far.
+    public var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    /// Asks the helper to end without waiting (safe while the process is exiting).
+    public func signalStop() {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+    }
+
+    /// Ends the helper with SIGTERM and waits for it (SIGKILL after `timeout` seconds).
+    public func stop(timeout: TimeInterval = 5) {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}

@@ -1,0 +1,183 @@
+public import Foundation
+import Keychain
+
+/// One private bus and one provider for this test process, in a temporary HOME/XDG tree.
+///
+/// The first call to ``shared()`` creates the tree, starts the bus, points this process's
+/// `DBUS_SESSION_BUS_ADDRESS` at it (before libsecret connects) and starts the provider chosen
+/// by `KEYCHAIN_TEST_PROVIDER` (see ``ProviderCommand/fromEnvironment()``). Only the processes
+/// started here are ever stopped; they also end by themselves when the test process exits.
+public final class TestEnvironment: @unchecked Sendable {
+    /// The temporary directory holding everything (mode 0700).
+    public let root: URL
+    /// The private bus.
+    public let bus: PrivateBus
+    /// How the provider is started.
+    public let command: ProviderCommand
+    /// The environment client commands run with (private bus, temporary HOME and XDG dirs).
+    public let clientEnvironment: [String: String]
+
+    private let lock = NSLock()
+    private var provider: SupervisedProcess?
+    private var control: BusConnection
+
+    nonisolated(unsafe) private static var instance: Result<TestEnvironment, any Error>?
+    private static let instanceLock = NSLock()
+
+    /// The process-wide environment, started on first use.
+    public static func shared() throws -> TestEnvironment {
+        instanceLock.lock()
+        defer { instanceLock.unlock() }
+        if instance == nil {
+            instance = Result { try TestEnvironment(command: .fromEnvironment()) }
+        }
+        return try instance!.get()
+    }
+
+    private init(command: ProviderCommand) throws {
+        self.command = command
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "keychain-tests-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        root = base
+        let home = base.appendingPathComponent("home")
+        let runtime = base.appendingPathComponent("run")
+        for directory in [base, home, runtime] {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        for sub in [".local/share", ".config", ".cache"] {
+            try FileManager.default.createDirectory(
+                at: home.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+        bus = try PrivateBus(directory: base)
+        control = try BusConnection(address: bus.address)
+        clientEnvironment = [
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            "HOME": home.path,
+            "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path,
+            "XDG_CACHE_HOME": home.appendingPathComponent(".cache").path,
+            "XDG_RUNTIME_DIR": runtime.path,
+            "DBUS_SESSION_BUS_ADDRESS": bus.address,
+            "LANG": "C.UTF-8",
+        ]
+        // This process's libsecret must talk to the private bus only, and never autolaunch.
+        setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
+        unsetenv("DISPLAY")
+        unsetenv("WAYLAND_DISPLAY")
+        try startProvider()
+        atexit { TestEnvironment.tearDownAtExit() }
+    }
+
+    /// Tells the provider to stop. The bus is left to its watchdog, which ends it and removes
+    /// the temporary tree right after this process: closing libsecret's bus connection while
+    /// the process still runs would make GDBus raise SIGTERM.
+    private static func tearDownAtExit() {
+        guard case .success(let environment)? = instance else { return }
+        environment.provider?.signalStop()
+    }
+
+    // MARK: - Provider
+
+    /// Starts the provider and waits (up to 20 s) until it owns `org.freedesktop.secrets`.
+    public func startProvider() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard provider == nil else { return }
+        let process = try SupervisedProcess(
+            command.arguments, environment: clientEnvironment, standardInput: Data(command.password.utf8),
+            logURL: root.appendingPathComponent("provider.log"))
+        let deadline = Date().addingTimeInterval(20)
+        while try !control.nameHasOwner(Self.busName) {
+            guard process.isRunning, Date() < deadline else {
+                process.stop()
+                throw HarnessError("provider '\(command)' did not take \(Self.busName): \(process.log)")
+            }
+            usleep(20_000)
+        }
+        provider = process
+        Keychain.resetConnection()
+    }
+
+    /// Stops the provider and waits until the bus name is free.
+    public func stopProvider() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        provider?.stop()
+        provider = nil
+        let deadline = Date().addingTimeInterval(10)
+        while try control.nameHasOwner(Self.busName) {
+            guard Date() < deadline else { throw HarnessError("\(Self.busName) still owned after stop") }
+            usleep(20_000)
+        }
+        Keychain.resetConnection()
+    }
+
+    /// Stops and starts the provider (its data stays; `--unlock` unlocks it again).
+    public func restartProvider() throws {
+        try stopProvider()
+        try startProvider()
+    }
+
+    /// Locks the collection behind the `default` alias.
+    public func lockDefaultCollection() throws {
+        guard let path = try control.readAlias("default") else { throw HarnessError("no default collection") }
+        try control.lock([path])
+    }
+
+    /// Unlocks the collection behind the `default` alias with the login password.
+    public func unlockDefaultCollection() throws {
+        guard let path = try control.readAlias("default") else { throw HarnessError("no default collection") }
+        try control.unlock(path, password: command.password)
+    }
+
+    /// What the provider logged so far.
+    public var providerLog: String {
+        (try? String(contentsOf: root.appendingPathComponent("provider.log"), encoding: .utf8)) ?? ""
+    }
+
+    // MARK: - Clients
+
+    /// Runs a client command (argv[0] looked up in `PATH`) in ``clientEnvironment`` plus
+    /// `environment`, feeding it `input`; kills it after 60 s so a hang fails instead of blocking.
+    public func run(_ arguments: [String], input: Data? = nil, environment: [String: String] = [:]) throws
+        -> CommandResult
+    {
+        let id = UUID().uuidString
+        let outURL = root.appendingPathComponent("cmd-\(id).out")
+        let errURL = root.appendingPathComponent("cmd-\(id).err")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: outURL)
+            try? FileManager.default.removeItem(at: errURL)
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.environment = clientEnvironment.merging(environment) { $1 }
+        process.standardOutput = try FileHandle(forWritingTo: outURL)
+        process.standardError = try FileHandle(forWritingTo: errURL)
+        let pipe = Pipe()
+        process.standardInput = pipe
+        try process.run()
+        if let input { pipe.fileHandleForWriting.write(input) }
+        try pipe.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning {
+            if Date() > deadline {
+                process.terminate()
+                process.waitUntilExit()
+                throw HarnessError("\(arguments.joined(separator: " ")) did not finish within 60 s")
+            }
+            usleep(10_000)
+        }
+        process.waitUntilExit()
+        return CommandResult(
+            status: process.terminationStatus, output: (try? Data(contentsOf: outURL)) ?? Data(),
+            errorOutput: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
+    }
+
+    /// The bus name every Secret Service provider owns.
+    public static let busName = "org.freedesktop.secrets"
+}
