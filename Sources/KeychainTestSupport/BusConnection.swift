@@ -64,7 +64,8 @@ public final class BusConnection: @unchecked Sendable {
     }
 
     /// Unlocks `collection` with its password through gnome-keyring's extension interface
-    /// (`UnlockWithMasterPassword`), over a `plain` session opened for the call.
+    /// (`UnlockWithMasterPassword` on `/org/freedesktop/secrets`, where gnome-keyring 42 serves
+    /// it), over a `plain` session opened for the call.
     public func unlock(_ collection: String, password: String) throws(BusError) {
         let opened = try call(
             Self.secrets, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
@@ -79,7 +80,7 @@ public final class BusConnection: @unchecked Sendable {
             g_variant_new_string("text/plain"),
         ])
         let reply = try call(
-            Self.secrets, "/org/gnome/keyring/InternalUnsupportedGuiltRiddenInterface",
+            Self.secrets, "/org/freedesktop/secrets",
             "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface", "UnlockWithMasterPassword",
             tuple([g_variant_new_object_path(collection), secret]), replyType: "()")
         g_variant_unref(reply)

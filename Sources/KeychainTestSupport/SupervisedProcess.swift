@@ -6,7 +6,7 @@ public import Foundation
 /// so a crashed or killed test run never leaves daemons behind; ``stop()`` ends it earlier.
 public final class SupervisedProcess: @unchecked Sendable {
     /// The watchdog's process (the helper is its only child).
-    private let process: Process
+    private let process: Subprocess
     /// Where the helper's standard output and error go.
     public let logURL: URL
 
@@ -37,20 +37,15 @@ public final class SupervisedProcess: @unchecked Sendable {
         removeWhenOrphaned: URL? = nil
     ) throws {
         self.logURL = logURL
-        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
-        let log = try FileHandle(forWritingTo: logURL)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", Self.watchdog, "watchdog", String(getpid()), removeWhenOrphaned?.path ?? ""] + arguments
-        process.environment = environment
-        process.standardOutput = log
-        process.standardError = log
-        let input = Pipe()
-        process.standardInput = input
-        try process.run()
-        if let standardInput { input.fileHandleForWriting.write(standardInput) }
-        try input.fileHandleForWriting.close()
-        try log.close()
+        let log = try Subprocess.openForWriting(logURL.path)
+        defer { close(log) }
+        let input = try Subprocess.pipe()
+        defer { close(input.read) }
+        process = try Subprocess(
+            ["/bin/sh", "-c", Self.watchdog, "watchdog", String(getpid()), removeWhenOrphaned?.path ?? ""]
+                + arguments,
+            environment: environment, input: input.read, output: log, error: log)
+        Subprocess.writeAndClose(input.write, Array(standardInput ?? Data()))
     }
 
     /// Whether the helper (its watchdog) is still running.
@@ -61,16 +56,15 @@ public final class SupervisedProcess: @unchecked Sendable {
 
     /// Asks the helper to end without waiting (safe while the process is exiting).
     public func signalStop() {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.send(SIGTERM)
     }
 
     /// Ends the helper with SIGTERM and waits for it (SIGKILL after `timeout` seconds).
     public func stop(timeout: TimeInterval = 5) {
-        guard process.isRunning else { return }
-        process.terminate()
+        process.send(SIGTERM)
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.send(SIGKILL)
+        process.waitForExit()
     }
 }

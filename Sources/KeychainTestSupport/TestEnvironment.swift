@@ -119,6 +119,27 @@ public final class TestEnvironment: @unchecked Sendable {
         try startProvider()
     }
 
+    /// Stops and starts the provider without telling the library, as happens when a user
+    /// restarts their provider under a running program.
+    public func restartProviderKeepingConnection() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        provider?.stop()
+        provider = nil
+        let process = try SupervisedProcess(
+            command.arguments, environment: clientEnvironment, standardInput: Data(command.password.utf8),
+            logURL: root.appendingPathComponent("provider.log"))
+        let deadline = Date().addingTimeInterval(20)
+        while try !control.nameHasOwner(Self.busName) {
+            guard process.isRunning, Date() < deadline else {
+                process.stop()
+                throw HarnessError("provider '\(command)' did not take \(Self.busName): \(process.log)")
+            }
+            usleep(20_000)
+        }
+        provider = process
+    }
+
     /// Locks the collection behind the `default` alias.
     public func lockDefaultCollection() throws {
         guard let path = try control.readAlias("default") else { throw HarnessError("no default collection") }
@@ -144,38 +165,34 @@ public final class TestEnvironment: @unchecked Sendable {
         -> CommandResult
     {
         let id = UUID().uuidString
-        let outURL = root.appendingPathComponent("cmd-\(id).out")
-        let errURL = root.appendingPathComponent("cmd-\(id).err")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let outPath = root.appendingPathComponent("cmd-\(id).out").path
+        let errPath = root.appendingPathComponent("cmd-\(id).err").path
         defer {
-            try? FileManager.default.removeItem(at: outURL)
-            try? FileManager.default.removeItem(at: errURL)
+            unlink(outPath)
+            unlink(errPath)
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.environment = clientEnvironment.merging(environment) { $1 }
-        process.standardOutput = try FileHandle(forWritingTo: outURL)
-        process.standardError = try FileHandle(forWritingTo: errURL)
-        let pipe = Pipe()
-        process.standardInput = pipe
-        try process.run()
-        if let input { pipe.fileHandleForWriting.write(input) }
-        try pipe.fileHandleForWriting.close()
+        let output = try Subprocess.openForWriting(outPath)
+        let errorOutput = try Subprocess.openForWriting(errPath)
+        let pipe = try Subprocess.pipe()
+        let process = try Subprocess(
+            arguments, environment: clientEnvironment.merging(environment) { $1 }, input: pipe.read,
+            output: output, error: errorOutput)
+        close(pipe.read)
+        close(output)
+        close(errorOutput)
+        Subprocess.writeAndClose(pipe.write, Array(input ?? Data()))
         let deadline = Date().addingTimeInterval(60)
         while process.isRunning {
             if Date() > deadline {
-                process.terminate()
-                process.waitUntilExit()
+                process.send(SIGKILL)
+                process.waitForExit()
                 throw HarnessError("\(arguments.joined(separator: " ")) did not finish within 60 s")
             }
-            usleep(10_000)
+            usleep(5_000)
         }
-        process.waitUntilExit()
         return CommandResult(
-            status: process.terminationStatus, output: (try? Data(contentsOf: outURL)) ?? Data(),
-            errorOutput: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
+            status: process.waitForExit(), output: FileManager.default.contents(atPath: outPath) ?? Data(),
+            errorOutput: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self))
     }
 
     /// The bus name every Secret Service provider owns.

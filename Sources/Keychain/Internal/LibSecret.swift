@@ -54,25 +54,71 @@ enum LibSecret {
         }
     }
 
-    /// Creates an item in `collection` (the default collection when `nil`), replacing an item
-    /// with exactly the same attributes.
+    /// Creates an item in `collection` (the default collection when `nil`).
     ///
-    /// The corresponding libsecret function is `secret_service_store_sync`; libsecret unlocks a
-    /// locked collection first, which may show a prompt.
+    /// No provider-side "replace" is asked for: gnome-keyring replaces any item whose attributes
+    /// include the new ones, which would overwrite an item of another key. A locked collection
+    /// is unlocked first (which may show a prompt); a missing default collection is created
+    /// (which may prompt for its password), as libsecret's own store does.
+    ///
+    /// The corresponding libsecret functions are `secret_item_create_sync`,
+    /// `secret_service_unlock_sync` and `secret_collection_create_sync`.
     static func create(
         attributes: [String: String], label: String, secret: SecretBuffer, contentType: String,
         in collection: KeychainCollection?
     ) throws(KeychainError) {
         try withService { service throws(KeychainError) in
+            let target = try openCollection(service, alias: (collection ?? .default).alias)
+            defer { g_object_unref(target) }
+            if secret_collection_get_locked(target) != 0 {
+                try unlock(service, target)
+            }
             let table = HashTable(attributes)
             let value = secretValue(secret, contentType: contentType)
             defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
             var error: UnsafeMutablePointer<GError>?
-            let ok = secret_service_store_sync(
-                service, nil, table.pointer, collection?.alias, label, value, nil, &error)
+            let item = secret_item_create_sync(
+                target, nil, table.pointer, label, value, SECRET_ITEM_CREATE_NONE, nil, &error)
+            if let item { g_object_unref(item) }
             if let error { throw takeError(error) }
-            if ok == 0 { throw KeychainError.backend(domain: "libsecret", code: 0, message: "store failed") }
         }
+    }
+
+    /// The collection behind `alias` (transfer full); creates the default collection when the
+    /// provider has none.
+    private static func openCollection(
+        _ service: UnsafeMutablePointer<SecretService>, alias: String
+    ) throws(KeychainError) -> UnsafeMutablePointer<SecretCollection> {
+        var error: UnsafeMutablePointer<GError>?
+        if let found = secret_collection_for_alias_sync(service, alias, SECRET_COLLECTION_NONE, nil, &error) {
+            return found
+        }
+        if let error { throw takeError(error) }
+        guard alias == KeychainCollection.default.alias else {
+            throw .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'")
+        }
+        let created = secret_collection_create_sync(
+            service, "Login", alias, SECRET_COLLECTION_CREATE_NONE, nil, &error)
+        if let error {
+            if let created { g_object_unref(created) }
+            throw takeError(error)
+        }
+        guard let created else { throw .cancelled }
+        return created
+    }
+
+    /// Asks the provider to unlock `collection` (may show a prompt); `.locked` when it stays locked.
+    private static func unlock(
+        _ service: UnsafeMutablePointer<SecretService>, _ collection: UnsafeMutablePointer<SecretCollection>
+    ) throws(KeychainError) {
+        let objects = g_list_append(nil, collection)
+        defer { g_list_free(objects) }
+        var unlocked: UnsafeMutablePointer<GList>?
+        var error: UnsafeMutablePointer<GError>?
+        let count = secret_service_unlock_sync(service, objects, nil, &unlocked, &error)
+        g_list_free_full(unlocked, g_object_unref)
+        if let error { throw takeError(error) }
+        if count == 0 { throw .locked }
     }
 
     /// Drops libsecret's cached connection to the provider, so the next call opens a new
@@ -173,18 +219,25 @@ enum LibSecret {
     // MARK: - Connection
 
     /// Runs `body` with libsecret's shared `SecretService`, retrying once on a fresh connection
-    /// when the provider no longer knows our session (it was restarted or replaced).
+    /// when the cached one is stale: the provider was restarted or replaced, so its old unique
+    /// bus name is gone (libsecret's proxy stays bound to it) or it no longer knows our session.
     private static func withService<T>(
         _ body: (UnsafeMutablePointer<SecretService>) throws(KeychainError) -> T
     ) throws(KeychainError) -> T {
         do {
             return try attemptWithService(body)
-        } catch .backend(let domain, let code, let message)
-            where domain == RemoteError.domain && code == RemoteError.noSession.rawValue
-        {
-            _ = message
+        } catch let error where isStaleConnection(error) {
             disconnect()
             return try attemptWithService(body)
+        }
+    }
+
+    /// Whether `error` means the cached connection points at a provider that is gone.
+    private static func isStaleConnection(_ error: KeychainError) -> Bool {
+        switch error {
+        case .noProvider: return true
+        case .backend(let domain, let code, _): return domain == RemoteError.domain && code == RemoteError.noSession.rawValue
+        default: return false
         }
     }
 
