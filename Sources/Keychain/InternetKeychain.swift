@@ -133,6 +133,21 @@ public struct InternetKeychain: Sendable {
         try await BlockingCall.run { () throws(KeychainError) in try password(for: account) }
     }
 
+    /// Async variant of ``data(for:)``.
+    public func data(for account: String) async throws(KeychainError) -> Data? {
+        try await BlockingCall.run { () throws(KeychainError) in try data(for: account) }
+    }
+
+    /// Async variant of ``contains(_:)``.
+    public func contains(_ account: String) async throws(KeychainError) -> Bool {
+        try await BlockingCall.run { () throws(KeychainError) in try contains(account) }
+    }
+
+    /// Async variant of ``attributes(for:)``.
+    public func attributes(for account: String) async throws(KeychainError) -> KeychainItem? {
+        try await BlockingCall.run { () throws(KeychainError) in try attributes(for: account) }
+    }
+
     /// Async variant of ``set(_:for:label:comment:)``.
     public func set(_ password: String, for account: String, label: String? = nil, comment: String? = nil)
         async throws(KeychainError)

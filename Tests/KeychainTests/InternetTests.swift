@@ -78,6 +78,9 @@ extension ProviderTests {
             let web = try InternetKeychain(server: uniqueServer(), protocol: .https)
             try await web.set("a", for: "alice")
             #expect(try await web.password(for: "alice") == "a")
+            #expect(try await web.data(for: "alice") == Data("a".utf8))
+            #expect(try await web.contains("alice"))
+            #expect(try await web.attributes(for: "alice")?.account == "alice")
             #expect(try await web.allAccounts().count == 1)
             #expect(try await web.removeValue(for: "alice"))
         }
