@@ -84,3 +84,23 @@ extension ProviderTests {
         }
     }
 }
+
+extension ProviderTests.Failures {
+    @Test("with no session bus at all, a program gets a one-line .noProvider error, not a hang")
+    func noBusAtAll() throws {
+        let demo = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("keychain-demo")
+        try #require(FileManager.default.isExecutableFile(atPath: demo.path), "build keychain-demo first")
+        let emptyRuntime = try environment().root.appendingPathComponent("empty-runtime")
+        try FileManager.default.createDirectory(at: emptyRuntime, withIntermediateDirectories: true)
+        // No DBUS_SESSION_BUS_ADDRESS, no bus socket in XDG_RUNTIME_DIR, no DISPLAY to autolaunch with.
+        let result = try environment().run(
+            ["env", "-u", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR=\(emptyRuntime.path)", demo.path],
+            input: Data("not-a-real-secret".utf8))
+        #expect(result.status == 1)
+        let lines = result.errorOutput.split(separator: "\n").filter { !$0.contains("WARNING") && !$0.isEmpty }
+        #expect(lines.count == 1, "\(result.errorOutput)")
+        #expect(result.errorOutput.contains("keychain-demo: no Secret Service provider:"))
+        #expect(!result.errorOutput.contains("not-a-real-secret"))
+    }
+}
