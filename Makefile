@@ -4,7 +4,7 @@
 
 # Build: libsecret and GLib headers. Tests: a private bus, the reference provider and the
 # clients the library is checked against (secret-tool, Python keyring).
-DEB_BUILD := pkg-config libsecret-1-dev libglib2.0-dev
+DEB_BUILD := pkg-config libsecret-1-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev
 DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-keyring python3-secretstorage
 SWIFT ?= swift
 # Which provider the library tests run against (see Sources/KeychainTestSupport/ProviderCommand.swift).

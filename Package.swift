@@ -22,10 +22,21 @@ let package = Package(
         .systemLibrary(
             name: "CGio", pkgConfig: "gio-unix-2.0",
             providers: [.apt(["libglib2.0-dev"])]),
+        .systemLibrary(
+            name: "CGcrypt", pkgConfig: "libgcrypt",
+            providers: [.apt(["libgcrypt20-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
 
         // MARK: Client library
         .target(
             name: "Keychain", dependencies: ["CLibSecret"],
+            swiftSettings: strictSettings),
+
+        // MARK: secretd's storage (SQLite + libgcrypt, no D-Bus)
+        .target(
+            name: "SecretStore", dependencies: ["CGcrypt", "CSQLite"],
             swiftSettings: strictSettings),
 
         // MARK: Executables
@@ -36,6 +47,9 @@ let package = Package(
         // MARK: Test support and tests
         .target(
             name: "KeychainTestSupport", dependencies: ["CGio", "Keychain"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "SecretStoreTests", dependencies: ["SecretStore"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "KeychainTestSupport"],

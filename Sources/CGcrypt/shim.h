@@ -1,0 +1,22 @@
+// libgcrypt for Sources/SecretStore/Gcrypt.swift (the only Swift file that includes it).
+// gcry_control is variadic and some helpers are macros, so they are wrapped here.
+#include <gcrypt.h>
+
+/// Initialises libgcrypt once: version check, a secure-memory pool of `secmem` bytes that may
+/// grow, and GCRYCTL_INITIALIZATION_FINISHED. Returns the library version, or NULL when the
+/// installed library is older than the headers.
+static inline const char *keychain_gcry_initialize(size_t secmem) {
+    const char *version = gcry_check_version(GCRYPT_VERSION);
+    if (version == NULL) return NULL;
+    gcry_control(GCRYCTL_SUSPEND_SECMEM_WARN);
+    gcry_control(GCRYCTL_INIT_SECMEM, secmem, 0);
+    gcry_control(GCRYCTL_AUTO_EXPAND_SECMEM, secmem, 0);
+    gcry_control(GCRYCTL_RESUME_SECMEM_WARN);
+    gcry_control(GCRYCTL_INITIALIZATION_FINISHED, 0);
+    return version;
+}
+
+/// Whether libgcrypt has been initialised (by us or by another library in the process).
+static inline int keychain_gcry_is_initialized(void) {
+    return gcry_control(GCRYCTL_INITIALIZATION_FINISHED_P) ? 1 : 0;
+}

@@ -1,0 +1,167 @@
+// The only file that calls SQLite. Bound values never appear in errors or logs.
+
+internal import CSQLite
+import Foundation
+
+/// One SQLite connection, used from one thread at a time (the daemon's main loop).
+final class Database {
+    private let handle: OpaquePointer
+
+    /// Opens (creating if needed) the database at `path`.
+    init(path: String) throws(StoreError) {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let status = sqlite3_open_v2(path, &db, flags, nil)
+        guard status == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let db { sqlite3_close_v2(db) }
+            throw .database(code: status, message: message)
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, 5_000)
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    /// Runs one or more statements that take no parameters.
+    func execute(_ sql: String) throws(StoreError) {
+        let status = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard status == SQLITE_OK else { throw error(status) }
+    }
+
+    /// Prepares `sql` with its parameters bound in order.
+    func prepare(_ sql: String, _ values: [Value] = []) throws(StoreError) -> Statement {
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard status == SQLITE_OK, let statement else { throw error(status) }
+        let prepared = Statement(statement, database: self)
+        for (index, value) in values.enumerated() { try prepared.bind(value, at: Int32(index + 1)) }
+        return prepared
+    }
+
+    /// Runs a statement that returns no rows.
+    func run(_ sql: String, _ values: [Value] = []) throws(StoreError) {
+        let statement = try prepare(sql, values)
+        while try statement.step() {}
+    }
+
+    /// Every row of a query, each as its column values.
+    func rows(_ sql: String, _ values: [Value] = []) throws(StoreError) -> [[Value]] {
+        let statement = try prepare(sql, values)
+        var result: [[Value]] = []
+        while try statement.step() { result.append(statement.row()) }
+        return result
+    }
+
+    /// Runs `body` in an IMMEDIATE transaction, rolling back when it throws.
+    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The rowid of the last inserted row.
+    var lastInsertID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// `PRAGMA user_version`, used as the schema version.
+    var userVersion: Int {
+        get throws(StoreError) {
+            let rows = try rows("PRAGMA user_version")
+            guard case .integer(let version)? = rows.first?.first else { return 0 }
+            return Int(version)
+        }
+    }
+
+    /// A `StoreError` for a failed call (message from SQLite, never bound values).
+    fileprivate func error(_ status: Int32) -> StoreError {
+        let code = sqlite3_extended_errcode(handle)
+        let message = String(cString: sqlite3_errmsg(handle))
+        if status & 0xff == SQLITE_CORRUPT || status & 0xff == SQLITE_NOTADB {
+            return .corrupted("database file: \(message)")
+        }
+        if status & 0xff == SQLITE_FULL { return .io("disk full: \(message)") }
+        return .database(code: code, message: message)
+    }
+
+    /// A column or parameter value.
+    enum Value: Equatable {
+        case null
+        case integer(Int64)
+        case text(String)
+        case blob([UInt8])
+
+        /// The integer, or nil.
+        var integer: Int64? { if case .integer(let value) = self { return value } else { return nil } }
+        /// The text, or nil.
+        var text: String? { if case .text(let value) = self { return value } else { return nil } }
+        /// The bytes of a blob (or of text), or nil.
+        var blob: [UInt8]? {
+            switch self {
+            case .blob(let value): return value
+            case .text(let value): return Array(value.utf8)
+            default: return nil
+            }
+        }
+    }
+
+    /// A prepared statement; finalized when released.
+    final class Statement {
+        private let handle: OpaquePointer
+        private let database: Database
+
+        fileprivate init(_ handle: OpaquePointer, database: Database) {
+            self.handle = handle
+            self.database = database
+        }
+
+        deinit { sqlite3_finalize(handle) }
+
+        fileprivate func bind(_ value: Value, at index: Int32) throws(StoreError) {
+            let status: Int32
+            switch value {
+            case .null: status = sqlite3_bind_null(handle, index)
+            case .integer(let number): status = sqlite3_bind_int64(handle, index, number)
+            case .text(let text): status = sqlite3_bind_text(handle, index, text, -1, keychain_sqlite_transient())
+            case .blob(let bytes):
+                status = bytes.withUnsafeBytes { buffer in
+                    sqlite3_bind_blob(
+                        handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
+                        keychain_sqlite_transient())
+                }
+            }
+            guard status == SQLITE_OK else { throw database.error(status) }
+        }
+
+        /// Advances to the next row; `false` when the statement is done.
+        func step() throws(StoreError) -> Bool {
+            let status = sqlite3_step(handle)
+            switch status {
+            case SQLITE_ROW: return true
+            case SQLITE_DONE: return false
+            default: throw database.error(status)
+            }
+        }
+
+        /// The current row's values.
+        func row() -> [Value] {
+            (0..<sqlite3_column_count(handle)).map { column in
+                switch sqlite3_column_type(handle, column) {
+                case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
+                case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(handle, column)))
+                case SQLITE_BLOB:
+                    let count = Int(sqlite3_column_bytes(handle, column))
+                    guard let base = sqlite3_column_blob(handle, column), count > 0 else { return .blob([]) }
+                    return .blob(Array(UnsafeRawBufferPointer(start: base, count: count)))
+                default: return .null
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,311 @@
+public import Foundation
+
+/// The encrypted keyring database: collections with Argon2id-wrapped master keys, items sealed
+/// with AES-256-GCM, and a hash index of attributes so locked collections stay searchable.
+///
+/// One SQLite file per user (WAL, `synchronous=FULL`, foreign keys on). Every write touches
+/// only its own rows. Not thread-safe: the daemon uses it from its main loop only.
+public final class Store {
+    /// The database file.
+    public let databaseURL: URL
+    private let database: Database
+
+    /// The database file name inside the data directory.
+    public static let fileName = "secretd.sqlite3"
+
+    /// Opens (creating if needed) the store in `directory`, which is created 0700; the database
+    /// file is 0600. Refuses a corrupted or foreign file, and one from a newer schema version.
+    public init(directory: URL) throws(StoreError) {
+        Gcrypt.initialize()
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
+        } catch {
+            throw .io("cannot create data directory \(directory.path): \(error.localizedDescription)")
+        }
+        databaseURL = directory.appendingPathComponent(Self.fileName)
+        let previousMask = umask(0o077)
+        defer { umask(previousMask) }
+        database = try Database(path: databaseURL.path)
+        chmod(databaseURL.path, 0o600)
+        try database.execute("PRAGMA foreign_keys = ON")
+        let check = try database.rows("PRAGMA quick_check")
+        guard check.first?.first?.text == "ok" else { throw .corrupted("database file fails its integrity check") }
+        try database.execute("PRAGMA journal_mode = WAL")
+        try database.execute("PRAGMA synchronous = FULL")
+        try Migrations.migrate(database)
+    }
+
+    // MARK: - Collections
+
+    /// A stored collection (keyring); its label is not secret.
+    public struct CollectionRecord: Equatable, Sendable {
+        /// The database id.
+        public var id: Int64
+        /// The stable name used in its object path (`login`).
+        public var name: String
+        /// The label shown to users.
+        public var label: String
+        /// Creation time, seconds since 1970.
+        public var created: UInt64
+        /// Last change, seconds since 1970.
+        public var modified: UInt64
+        /// A random identity that binds the collection's sealed data to it.
+        var uuid: [UInt8]
+    }
+
+    /// Every collection, by name.
+    public func collections() throws(StoreError) -> [CollectionRecord] {
+        try database.rows("SELECT id, name, label, created, modified, uuid FROM collections ORDER BY name")
+            .map(Self.collection)
+    }
+
+    /// The collection called `name`, if any.
+    public func collection(named name: String) throws(StoreError) -> CollectionRecord? {
+        try database.rows("SELECT id, name, label, created, modified, uuid FROM collections WHERE name = ?", [.text(name)])
+            .first.map(Self.collection)
+    }
+
+    /// Creates a collection whose fresh random master key is wrapped by `password`; returns it
+    /// with the (unlocked) master key.
+    public func createCollection(
+        name: String, label: String, password: SecureBytes, parameters: KDFParameters = .standard
+    ) throws(StoreError) -> (CollectionRecord, SecureBytes) {
+        guard !name.isEmpty else { throw .invalidInput("collection name is empty") }
+        if try collection(named: name) != nil { throw .invalidInput("a collection named '\(name)' exists") }
+        let uuid = Gcrypt.randomBytes(count: 16)
+        let masterKey = Gcrypt.randomKey()
+        let salt = Gcrypt.randomBytes(count: 16)
+        let wrapped = try wrap(masterKey, password: password, salt: salt, parameters: parameters, uuid: uuid)
+        let now = Self.now()
+        try database.run(
+            """
+            INSERT INTO collections (name, uuid, label, created, modified, kdf_salt, kdf_iterations,
+                kdf_memory_kib, kdf_lanes, wrapped_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [.text(name), .blob(uuid), .text(label), .integer(Int64(now)), .integer(Int64(now)), .blob(salt),
+             .integer(Int64(parameters.iterations)), .integer(Int64(parameters.memoryKiB)),
+             .integer(Int64(parameters.lanes)), .blob(wrapped)])
+        let record = CollectionRecord(
+            id: database.lastInsertID, name: name, label: label, created: now, modified: now, uuid: uuid)
+        return (record, masterKey)
+    }
+
+    /// Unwraps the collection's master key with `password`; `.wrongPassword` when it does not fit.
+    public func unlock(_ collection: CollectionRecord, password: SecureBytes) throws(StoreError) -> SecureBytes {
+        let rows = try database.rows(
+            "SELECT kdf_salt, kdf_iterations, kdf_memory_kib, kdf_lanes, wrapped_key FROM collections WHERE id = ?",
+            [.integer(collection.id)])
+        guard let row = rows.first, let salt = row[0].blob, let iterations = row[1].integer,
+            let memory = row[2].integer, let lanes = row[3].integer, let wrapped = row[4].blob
+        else { throw .notFound }
+        let parameters = KDFParameters(iterations: Int(iterations), memoryKiB: Int(memory), lanes: Int(lanes))
+        let kek = try password.withBytes { (bytes) throws(StoreError) in
+            try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
+        }
+        let key: SecureBytes
+        do {
+            key = try Gcrypt.open(wrapped, key: kek, associatedData: Self.keyAssociatedData(collection.uuid))
+        } catch {
+            // A wrong password and a tampered wrapped key look the same to GCM.
+            if error == .corrupted("authentication failed") { throw .wrongPassword }
+            throw error
+        }
+        guard key.count == Gcrypt.keyLength else { throw .corrupted("wrapped key has the wrong size") }
+        return key
+    }
+
+    /// Re-wraps the master key under `newPassword` (new salt); nothing else changes.
+    public func changePassword(
+        _ collection: CollectionRecord, from oldPassword: SecureBytes, to newPassword: SecureBytes,
+        parameters: KDFParameters = .standard
+    ) throws(StoreError) {
+        let masterKey = try unlock(collection, password: oldPassword)
+        let salt = Gcrypt.randomBytes(count: 16)
+        let wrapped = try wrap(masterKey, password: newPassword, salt: salt, parameters: parameters, uuid: collection.uuid)
+        try database.run(
+            """
+            UPDATE collections SET kdf_salt = ?, kdf_iterations = ?, kdf_memory_kib = ?, kdf_lanes = ?,
+                wrapped_key = ?, modified = ? WHERE id = ?
+            """,
+            [.blob(salt), .integer(Int64(parameters.iterations)), .integer(Int64(parameters.memoryKiB)),
+             .integer(Int64(parameters.lanes)), .blob(wrapped), .integer(Int64(Self.now())), .integer(collection.id)])
+    }
+
+    /// Changes a collection's label.
+    public func setLabel(_ label: String, of collection: CollectionRecord) throws(StoreError) {
+        try database.run(
+            "UPDATE collections SET label = ?, modified = ? WHERE id = ?",
+            [.text(label), .integer(Int64(Self.now())), .integer(collection.id)])
+    }
+
+    /// Deletes a collection with its items and aliases.
+    public func deleteCollection(_ collection: CollectionRecord) throws(StoreError) {
+        try database.run("DELETE FROM collections WHERE id = ?", [.integer(collection.id)])
+    }
+
+    // MARK: - Aliases
+
+    /// Every alias and the name of the collection it points at.
+    public func aliases() throws(StoreError) -> [String: String] {
+        var result: [String: String] = [:]
+        for row in try database.rows(
+            "SELECT aliases.alias, collections.name FROM aliases JOIN collections ON collections.id = aliases.collection_id")
+        {
+            if let alias = row[0].text, let name = row[1].text { result[alias] = name }
+        }
+        return result
+    }
+
+    /// Points `alias` at `collection`, or removes it when `collection` is nil.
+    public func setAlias(_ alias: String, to collection: CollectionRecord?) throws(StoreError) {
+        if let collection {
+            try database.run(
+                "INSERT OR REPLACE INTO aliases (alias, collection_id) VALUES (?, ?)", [.text(alias), .integer(collection.id)])
+        } else {
+            try database.run("DELETE FROM aliases WHERE alias = ?", [.text(alias)])
+        }
+    }
+
+    // MARK: - Items
+
+    /// A stored item's identity and timestamps (everything else is sealed).
+    public struct ItemRecord: Equatable, Sendable {
+        /// The database id, stable for the item's life (used in its object path).
+        public var id: Int64
+        /// The collection's database id.
+        public var collectionID: Int64
+        /// Creation time, seconds since 1970.
+        public var created: UInt64
+        /// Last change, seconds since 1970.
+        public var modified: UInt64
+    }
+
+    /// Items of `collection` (or of every collection) that have all of `attributes`; works
+    /// while locked, through the hash index.
+    public func search(_ attributes: [String: String], in collection: CollectionRecord? = nil) throws(StoreError)
+        -> [ItemRecord]
+    {
+        var sql = "SELECT id, collection_id, created, modified FROM items WHERE 1"
+        var values: [Database.Value] = []
+        if let collection {
+            sql += " AND collection_id = ?"
+            values.append(.integer(collection.id))
+        }
+        for (name, value) in attributes.sorted(by: { $0.key < $1.key }) {
+            sql += " AND id IN (SELECT item_id FROM attribute_hashes WHERE hash = ?)"
+            values.append(.blob(Self.attributeHash(name: name, value: value)))
+        }
+        sql += " ORDER BY id"
+        return try database.rows(sql, values).map(Self.item)
+    }
+
+    /// The item with `id`, if any.
+    public func item(id: Int64) throws(StoreError) -> ItemRecord? {
+        try database.rows("SELECT id, collection_id, created, modified FROM items WHERE id = ?", [.integer(id)])
+            .first.map(Self.item)
+    }
+
+    /// Creates an item in `collection`, sealed under its master `key`.
+    public func createItem(
+        in collection: CollectionRecord, key: SecureBytes, contents: ItemContents
+    ) throws(StoreError) -> ItemRecord {
+        let now = Self.now()
+        return try database.transaction { () throws(StoreError) -> ItemRecord in
+            try database.run(
+                "INSERT INTO items (collection_id, created, modified, sealed) VALUES (?, ?, ?, x'')",
+                [.integer(collection.id), .integer(Int64(now)), .integer(Int64(now))])
+            let record = ItemRecord(id: database.lastInsertID, collectionID: collection.id, created: now, modified: now)
+            try write(record, in: collection, key: key, contents: contents, modified: now)
+            return record
+        }
+    }
+
+    /// Replaces an item's sealed contents (label, attributes, secret).
+    public func updateItem(
+        _ item: ItemRecord, in collection: CollectionRecord, key: SecureBytes, contents: ItemContents
+    ) throws(StoreError) -> ItemRecord {
+        let now = max(Self.now(), item.modified)
+        try database.transaction { () throws(StoreError) in
+            try write(item, in: collection, key: key, contents: contents, modified: now)
+        }
+        var updated = item
+        updated.modified = now
+        return updated
+    }
+
+    /// Opens an item's sealed contents with its collection's master `key`.
+    public func readItem(_ item: ItemRecord, in collection: CollectionRecord, key: SecureBytes) throws(StoreError)
+        -> ItemContents
+    {
+        let rows = try database.rows("SELECT sealed FROM items WHERE id = ? AND collection_id = ?",
+                                     [.integer(item.id), .integer(collection.id)])
+        guard let sealed = rows.first?.first?.blob else { throw .notFound }
+        let plaintext = try Gcrypt.open(sealed, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
+        return try ItemContents.decode(plaintext)
+    }
+
+    /// Deletes an item (its attribute hashes go with it).
+    public func deleteItem(_ item: ItemRecord) throws(StoreError) {
+        try database.run("DELETE FROM items WHERE id = ?", [.integer(item.id)])
+    }
+
+    // MARK: - Internals
+
+    private func write(
+        _ item: ItemRecord, in collection: CollectionRecord, key: SecureBytes, contents: ItemContents, modified: UInt64
+    ) throws(StoreError) {
+        let plaintext = contents.encoded()
+        let sealed = try plaintext.withBytes { (bytes) throws(StoreError) in
+            try Gcrypt.seal(bytes, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
+        }
+        try database.run("UPDATE items SET sealed = ?, modified = ? WHERE id = ?",
+                         [.blob(sealed), .integer(Int64(modified)), .integer(item.id)])
+        try database.run("DELETE FROM attribute_hashes WHERE item_id = ?", [.integer(item.id)])
+        for (name, value) in contents.attributes {
+            try database.run("INSERT OR IGNORE INTO attribute_hashes (item_id, hash) VALUES (?, ?)",
+                             [.integer(item.id), .blob(Self.attributeHash(name: name, value: value))])
+        }
+    }
+
+    private func wrap(
+        _ masterKey: SecureBytes, password: SecureBytes, salt: [UInt8], parameters: KDFParameters, uuid: [UInt8]
+    ) throws(StoreError) -> [UInt8] {
+        let kek = try password.withBytes { (bytes) throws(StoreError) in
+            try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
+        }
+        return try masterKey.withBytes { (bytes) throws(StoreError) in
+            try Gcrypt.seal(bytes, key: kek, associatedData: Self.keyAssociatedData(uuid))
+        }
+    }
+
+    /// The index entry for one attribute: SHA-256 over a domain label, the name and the value.
+    static func attributeHash(name: String, value: String) -> [UInt8] {
+        Gcrypt.sha256(Array("secretd-attribute-v1\u{0}".utf8) + Array(name.utf8) + [0] + Array(value.utf8))
+    }
+
+    /// Associated data binding a sealed item to its collection and row.
+    static func itemAssociatedData(_ uuid: [UInt8], _ id: Int64) -> [UInt8] {
+        Array("secretd-item-v1".utf8) + uuid + withUnsafeBytes(of: id.bigEndian) { Array($0) }
+    }
+
+    /// Associated data binding a wrapped master key to its collection.
+    static func keyAssociatedData(_ uuid: [UInt8]) -> [UInt8] {
+        Array("secretd-collection-key-v1".utf8) + uuid
+    }
+
+    private static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970) }
+
+    private static func collection(_ row: [Database.Value]) -> CollectionRecord {
+        CollectionRecord(
+            id: row[0].integer ?? 0, name: row[1].text ?? "", label: row[2].text ?? "",
+            created: UInt64(row[3].integer ?? 0), modified: UInt64(row[4].integer ?? 0), uuid: row[5].blob ?? [])
+    }
+
+    private static func item(_ row: [Database.Value]) -> ItemRecord {
+        ItemRecord(
+            id: row[0].integer ?? 0, collectionID: row[1].integer ?? 0, created: UInt64(row[2].integer ?? 0),
+            modified: UInt64(row[3].integer ?? 0))
+    }
+}

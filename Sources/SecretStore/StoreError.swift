@@ -1,0 +1,34 @@
+/// What can go wrong in the encrypted store. Messages never contain secrets or bound values.
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The password does not open the collection's key.
+    case wrongPassword
+    /// Stored data failed its integrity check (tampered, truncated, or moved to another row).
+    case corrupted(String)
+    /// The database was written by a newer secretd (its schema version is higher than ours).
+    case newerSchema(found: Int, supported: Int)
+    /// No collection or item with that identity.
+    case notFound
+    /// A name, label or value the store refuses (too large, empty, duplicate).
+    case invalidInput(String)
+    /// SQLite reported an error; `code` is its extended result code.
+    case database(code: Int32, message: String)
+    /// libgcrypt reported an error, or is unusable.
+    case crypto(String)
+    /// A file-system problem with the data directory or database file.
+    case io(String)
+
+    /// A one-line description.
+    public var description: String {
+        switch self {
+        case .wrongPassword: return "wrong password"
+        case .corrupted(let what): return "stored data is corrupted: \(what)"
+        case .newerSchema(let found, let supported):
+            return "database schema version \(found) is newer than this secretd supports (\(supported))"
+        case .notFound: return "no such object"
+        case .invalidInput(let what): return "invalid input: \(what)"
+        case .database(let code, let message): return "database error \(code): \(message)"
+        case .crypto(let message): return "crypto error: \(message)"
+        case .io(let message): return message
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+@testable import SecretStore
+
+@Suite struct Crypto {
+    func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    func hex(_ bytes: SecureBytes) -> String { bytes.withBytes { hex(Array($0)) } }
+
+    @Test("Argon2id matches the RFC 9106 §5.3 test vector")
+    func argon2Vector() throws {
+        let password = [UInt8](repeating: 1, count: 32)
+        let key = try password.withUnsafeBytes { bytes in
+            try Gcrypt.argon2id(
+                password: bytes, salt: [UInt8](repeating: 2, count: 16),
+                parameters: KDFParameters(iterations: 3, memoryKiB: 32, lanes: 4),
+                secret: [UInt8](repeating: 3, count: 8), associatedData: [UInt8](repeating: 4, count: 12))
+        }
+        #expect(hex(key) == "0d640df58d78766c08c037a34a8b53c9d01ef0452d75b65eb52520e96b01e659")
+    }
+
+    @Test("AES-256-GCM matches NIST test case 14, and tampering is detected")
+    func gcmVector() throws {
+        let key = SecureBytes([UInt8](repeating: 0, count: 32))
+        let plaintext = [UInt8](repeating: 0, count: 16)
+        let sealed = try plaintext.withUnsafeBytes { bytes in
+            try Gcrypt.seal(bytes, key: key, associatedData: [], nonce: [UInt8](repeating: 0, count: 12))
+        }
+        #expect(hex(Array(sealed[12..<28])) == "cea7403d4d606b6e074ec5d3baf39d18")
+        #expect(hex(Array(sealed[28...])) == "d0d1c8a799996bf0265b98b5d48ab919")
+        #expect(hex(try Gcrypt.open(sealed, key: key, associatedData: [])) == hex(plaintext))
+
+        var flipped = sealed
+        flipped[20] ^= 1
+        #expect(throws: StoreError.corrupted("authentication failed")) {
+            try Gcrypt.open(flipped, key: key, associatedData: [])
+        }
+        #expect(throws: StoreError.corrupted("authentication failed")) {
+            try Gcrypt.open(sealed, key: key, associatedData: [1])
+        }
+        #expect(throws: StoreError.corrupted("sealed value is truncated")) {
+            try Gcrypt.open(Array(sealed[0..<20]), key: key, associatedData: [])
+        }
+    }
+
+    @Test("sealing the same plaintext twice uses fresh nonces; empty plaintexts work")
+    func freshNonces() throws {
+        let key = Gcrypt.randomKey()
+        let first = try [UInt8]("same".utf8).withUnsafeBytes { try Gcrypt.seal($0, key: key, associatedData: []) }
+        let second = try [UInt8]("same".utf8).withUnsafeBytes { try Gcrypt.seal($0, key: key, associatedData: []) }
+        #expect(first != second)
+        let empty = try [UInt8]().withUnsafeBytes { try Gcrypt.seal($0, key: key, associatedData: [9]) }
+        #expect(try Gcrypt.open(empty, key: key, associatedData: [9]).count == 0)
+    }
+
+    @Test("SHA-256 of 'abc'")
+    func sha256() {
+        #expect(hex(Gcrypt.sha256(Array("abc".utf8)))
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+}

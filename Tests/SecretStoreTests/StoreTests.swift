@@ -1,0 +1,192 @@
+import Foundation
+import Testing
+
+@testable import SecretStore
+
+/// A store in a fresh temporary directory.
+func makeStore() throws -> (Store, URL) {
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("secretstore-tests-\(UUID().uuidString)/data")
+    return (try Store(directory: directory), directory)
+}
+
+func secret(_ text: String) -> SecureBytes { SecureBytes(Array(text.utf8)) }
+func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $0, as: UTF8.self) } }
+
+@Suite struct StoreTests {
+    let password = secret("correct horse")
+
+    func contents(_ label: String, _ attributes: [String: String], _ value: String) -> ItemContents {
+        ItemContents(label: label, attributes: attributes, secret: secret(value), contentType: "text/plain")
+    }
+
+    @Test("files are private: directory 0700, database 0600")
+    func permissions() throws {
+        let (store, directory) = try makeStore()
+        let directoryMode = try FileManager.default.attributesOfItem(atPath: directory.path)[.posixPermissions] as? Int
+        let fileMode = try FileManager.default.attributesOfItem(atPath: store.databaseURL.path)[.posixPermissions] as? Int
+        #expect(directoryMode == 0o700)
+        #expect(fileMode == 0o600)
+    }
+
+    @Test("a collection unlocks with its password only, and a wrong one changes nothing")
+    func passwords() throws {
+        let (store, directory) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let item = try store.createItem(in: login, key: key, contents: contents("l", ["a": "1"], "s1"))
+        #expect(throws: StoreError.wrongPassword) { try store.unlock(login, password: secret("wrong")) }
+        let unlocked = try store.unlock(login, password: password)
+        #expect(unlocked.constantTimeEquals(key))
+        #expect(text(try store.readItem(item, in: login, key: unlocked).secret) == "s1")
+
+        // Reopening the file gives the same result.
+        let reopened = try Store(directory: directory)
+        let again = try #require(try reopened.collection(named: "login"))
+        #expect(text(try reopened.readItem(item, in: again, key: try reopened.unlock(again, password: password)).secret) == "s1")
+    }
+
+    @Test("changing the password re-wraps the key; items stay readable")
+    func changePassword() throws {
+        let (store, _) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let item = try store.createItem(in: login, key: key, contents: contents("l", [:], "kept"))
+        try store.changePassword(login, from: password, to: secret("new pass"), parameters: .testing)
+        #expect(throws: StoreError.wrongPassword) { try store.unlock(login, password: password) }
+        let newKey = try store.unlock(login, password: secret("new pass"))
+        #expect(newKey.constantTimeEquals(key))
+        #expect(text(try store.readItem(item, in: login, key: newKey).secret) == "kept")
+        #expect(throws: StoreError.wrongPassword) {
+            try store.changePassword(login, from: secret("wrong"), to: secret("x"), parameters: .testing)
+        }
+    }
+
+    @Test("items round-trip label, attributes, content type and binary secrets")
+    func itemRoundTrip() throws {
+        let (store, _) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let binary = SecureBytes([0, 1, 0, 255, 0])
+        let created = try store.createItem(
+            in: login, key: key,
+            contents: ItemContents(label: "Lábel ✓", attributes: ["service": "s", "account": "ä"], secret: binary,
+                                   contentType: "application/octet-stream"))
+        let read = try store.readItem(created, in: login, key: key)
+        #expect(read.label == "Lábel ✓")
+        #expect(read.attributes == ["service": "s", "account": "ä"])
+        #expect(read.contentType == "application/octet-stream")
+        #expect(read.secret.constantTimeEquals(binary))
+        let empty = try store.createItem(in: login, key: key, contents: contents("", [:], ""))
+        #expect(try store.readItem(empty, in: login, key: key).secret.count == 0)
+    }
+
+    @Test("search uses the hash index and works without the key")
+    func search() throws {
+        let (store, _) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let (other, otherKey) = try store.createCollection(name: "other", label: "Other", password: password, parameters: .testing)
+        let a = try store.createItem(in: login, key: key, contents: contents("a", ["service": "mail", "account": "alice"], "1"))
+        let b = try store.createItem(in: login, key: key, contents: contents("b", ["service": "mail", "account": "bob"], "2"))
+        let c = try store.createItem(in: other, key: otherKey, contents: contents("c", ["service": "mail", "account": "alice"], "3"))
+        #expect(try store.search(["service": "mail"]).map(\.id) == [a.id, b.id, c.id])
+        #expect(try store.search(["service": "mail"], in: login).map(\.id) == [a.id, b.id])
+        #expect(try store.search(["service": "mail", "account": "alice"]).map(\.id) == [a.id, c.id])
+        #expect(try store.search(["service": "mail", "account": "carol"]).isEmpty)
+        // Name and value are hashed together: a value under another name does not match.
+        #expect(try store.search(["account": "mail"]).isEmpty)
+        #expect(try store.search([:], in: other).map(\.id) == [c.id])
+        _ = try store.updateItem(a, in: login, key: key, contents: contents("a", ["service": "web"], "1"))
+        #expect(try store.search(["service": "mail"], in: login).map(\.id) == [b.id])
+        try store.deleteItem(b)
+        #expect(try store.search(["service": "mail"], in: login).isEmpty)
+        try store.deleteCollection(other)
+        #expect(try store.search(["service": "mail"]).isEmpty)
+    }
+
+    @Test("an update touches only its own row")
+    func rowLevelWrites() throws {
+        let (store, directory) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let first = try store.createItem(in: login, key: key, contents: contents("1", ["n": "1"], "one"))
+        let second = try store.createItem(in: login, key: key, contents: contents("2", ["n": "2"], "two"))
+        let database = try Database(path: directory.appendingPathComponent(Store.fileName).path)
+        let before = try database.rows("SELECT id, sealed FROM items WHERE id = ?", [.integer(first.id)])
+        _ = try store.updateItem(second, in: login, key: key, contents: contents("2", ["n": "2"], "TWO"))
+        let after = try database.rows("SELECT id, sealed FROM items WHERE id = ?", [.integer(first.id)])
+        #expect(before == after)
+        #expect(text(try store.readItem(second, in: login, key: key).secret) == "TWO")
+    }
+
+    @Test("a sealed item copied onto another row, or altered, fails to open")
+    func tamperedItems() throws {
+        let (store, directory) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let first = try store.createItem(in: login, key: key, contents: contents("1", [:], "one"))
+        let second = try store.createItem(in: login, key: key, contents: contents("2", [:], "two"))
+        let database = try Database(path: directory.appendingPathComponent(Store.fileName).path)
+        try database.run("UPDATE items SET sealed = (SELECT sealed FROM items WHERE id = ?) WHERE id = ?",
+                         [.integer(first.id), .integer(second.id)])
+        #expect(throws: StoreError.corrupted("authentication failed")) { try store.readItem(second, in: login, key: key) }
+        var sealed = try #require(try database.rows("SELECT sealed FROM items WHERE id = ?", [.integer(first.id)]).first?.first?.blob)
+        sealed[sealed.count / 2] ^= 0x40
+        try database.run("UPDATE items SET sealed = ? WHERE id = ?", [.blob(sealed), .integer(first.id)])
+        #expect(throws: StoreError.corrupted("authentication failed")) { try store.readItem(first, in: login, key: key) }
+    }
+
+    @Test("a database from a newer schema version is refused, untouched")
+    func newerSchema() throws {
+        let (store, directory) = try makeStore()
+        let database = try Database(path: store.databaseURL.path)
+        try database.execute("PRAGMA user_version = 99")
+        #expect(throws: StoreError.newerSchema(found: 99, supported: Migrations.currentVersion)) {
+            try Store(directory: directory)
+        }
+        #expect(try database.userVersion == 99)
+    }
+
+    @Test("a foreign, truncated or corrupted file is refused with a clear error", arguments: ["foreign", "truncated", "garbled"])
+    func badFiles(kind: String) throws {
+        let (store, directory) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        for index in 0..<50 { _ = try store.createItem(in: login, key: key, contents: contents("\(index)", ["i": "\(index)"], "v")) }
+        try Database(path: store.databaseURL.path).execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        let file = store.databaseURL.path
+        var bytes = try #require(FileManager.default.contents(atPath: file))
+        switch kind {
+        case "foreign": bytes = Data("this is not a database, just some text\n".utf8)
+        case "truncated": bytes = bytes.prefix(bytes.count / 3)
+        default:
+            for offset in stride(from: 4096, to: bytes.count, by: 97) { bytes[offset] ^= 0xA5 }
+        }
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
+        try bytes.write(to: URL(fileURLWithPath: file))
+        do {
+            let reopened = try Store(directory: directory)
+            // If SQLite can still read the header, the damage must surface as an error, never as wrong data.
+            let collection = try #require(try reopened.collection(named: "login"))
+            let key = try reopened.unlock(collection, password: password)
+            for item in try reopened.search([:]) { _ = try reopened.readItem(item, in: collection, key: key) }
+            Issue.record("damaged file (\(kind)) was accepted")
+        } catch let error as StoreError {
+            switch error {
+            case .corrupted, .database: break
+            default: Issue.record("unexpected error \(error)")
+            }
+            #expect(!error.description.isEmpty)
+        }
+    }
+
+    @Test("aliases point at collections and go away with them")
+    func aliases() throws {
+        let (store, _) = try makeStore()
+        let (login, _) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        try store.setAlias("default", to: login)
+        #expect(try store.aliases() == ["default": "login"])
+        try store.setAlias("default", to: nil)
+        #expect(try store.aliases().isEmpty)
+        try store.setAlias("default", to: login)
+        try store.deleteCollection(login)
+        #expect(try store.aliases().isEmpty)
+        #expect(throws: StoreError.invalidInput("collection name is empty")) {
+            try store.createCollection(name: "", label: "", password: password, parameters: .testing)
+        }
+    }
+}
