@@ -187,6 +187,196 @@ public enum Gcrypt {
         return digest
     }
 
+    // MARK: - Secret Service transport encryption (dh-ietf1024-sha256-aes128-cbc-pkcs7)
+
+    /// HKDF-SHA256 (RFC 5869) of `inputKey`; an empty `salt` means HashLen zero bytes.
+    public static func hkdfSHA256(
+        _ inputKey: SecureBytes, salt: [UInt8] = [], info: [UInt8] = [], length: Int
+    ) throws(StoreError) -> SecureBytes {
+        let pseudoRandomKey = try inputKey.withBytes { (bytes) throws(StoreError) in
+            try hmacSHA256(key: SecureBytes(salt.isEmpty ? [UInt8](repeating: 0, count: 32) : salt), message: [bytes])
+        }
+        let output = SecureBytes(count: length)
+        var previous = SecureBytes(count: 0)
+        var offset = 0
+        var counter: UInt8 = 1
+        while offset < length {
+            // T(n) = HMAC(PRK, T(n-1) | info | n)
+            let message = SecureBytes(count: previous.count + info.count + 1)
+            message.withMutableBytes { out in
+                previous.withBytes { if $0.count > 0 { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
+                for (index, byte) in info.enumerated() { out[previous.count + index] = byte }
+                out[out.count - 1] = counter
+            }
+            let block = try message.withBytes { (bytes) throws(StoreError) in
+                try hmacSHA256(key: pseudoRandomKey, message: [bytes])
+            }
+            let take = min(32, length - offset)
+            output.withMutableBytes { out in
+                block.withBytes { out.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: take) }
+            }
+            offset += take
+            counter += 1
+            previous = block
+        }
+        return output
+    }
+
+    /// HMAC-SHA256 of the concatenated `message` parts.
+    static func hmacSHA256(key: SecureBytes, message: [UnsafeRawBufferPointer]) throws(StoreError) -> SecureBytes {
+        initialize()
+        var handle: gcry_mac_hd_t?
+        var error = gcry_mac_open(&handle, Int32(GCRY_MAC_HMAC_SHA256.rawValue), UInt32(GCRY_MAC_FLAG_SECURE.rawValue), nil)
+        guard error == 0, let handle else { throw .crypto("hmac: \(describe(error))") }
+        defer { gcry_mac_close(handle) }
+        error = key.withBytes { gcry_mac_setkey(handle, $0.baseAddress, $0.count) }
+        for part in message where error == 0 && part.count > 0 {
+            error = gcry_mac_write(handle, part.baseAddress, part.count)
+        }
+        let digest = SecureBytes(count: 32)
+        var length = 32
+        if error == 0 { error = digest.withMutableBytes { gcry_mac_read(handle, $0.baseAddress, &length) } }
+        guard error == 0 else { throw .crypto("hmac: \(describe(error))") }
+        return digest
+    }
+
+    /// AES-128-CBC with PKCS#7 padding: encrypts `plaintext` under a 16-byte `key` and `iv`.
+    public static func encryptAES128CBC(
+        _ plaintext: SecureBytes, key: SecureBytes, iv: [UInt8]
+    ) throws(StoreError) -> [UInt8] {
+        let padding = 16 - plaintext.count % 16
+        let padded = SecureBytes(count: plaintext.count + padding)
+        padded.withMutableBytes { out in
+            plaintext.withBytes { if $0.count > 0 { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
+            for index in plaintext.count..<out.count { out[index] = UInt8(padding) }
+        }
+        let cipher = try cbcCipher(key: key, iv: iv)
+        defer { gcry_cipher_close(cipher) }
+        var output = [UInt8](repeating: 0, count: padded.count)
+        let error = output.withUnsafeMutableBytes { out in
+            padded.withBytes { gcry_cipher_encrypt(cipher, out.baseAddress, out.count, $0.baseAddress, $0.count) }
+        }
+        guard error == 0 else { throw .crypto("aes-cbc: \(describe(error))") }
+        return output
+    }
+
+    /// Reverses ``encryptAES128CBC(_:key:iv:)``; `.invalidInput` for a bad length or padding.
+    public static func decryptAES128CBC(
+        _ ciphertext: [UInt8], key: SecureBytes, iv: [UInt8]
+    ) throws(StoreError) -> SecureBytes {
+        guard !ciphertext.isEmpty, ciphertext.count % 16 == 0 else {
+            throw .invalidInput("encrypted secret is not a whole number of AES blocks")
+        }
+        let cipher = try cbcCipher(key: key, iv: iv)
+        defer { gcry_cipher_close(cipher) }
+        let padded = SecureBytes(count: ciphertext.count)
+        let error = padded.withMutableBytes { out in
+            ciphertext.withUnsafeBytes { gcry_cipher_decrypt(cipher, out.baseAddress, out.count, $0.baseAddress, $0.count) }
+        }
+        guard error == 0 else { throw .crypto("aes-cbc: \(describe(error))") }
+        let padding = padded.withBytes { Int($0[$0.count - 1]) }
+        let valid = padded.withBytes { bytes in
+            (1...16).contains(padding) && bytes[(bytes.count - padding)...].allSatisfy { Int($0) == padding }
+        }
+        guard valid else { throw .invalidInput("encrypted secret has invalid padding") }
+        return padded.withBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<($0.count - padding)])) }
+    }
+
+    private static func cbcCipher(key: SecureBytes, iv: [UInt8]) throws(StoreError) -> gcry_cipher_hd_t {
+        initialize()
+        guard key.count == 16, iv.count == 16 else { throw .invalidInput("AES-128-CBC needs a 16-byte key and IV") }
+        var handle: gcry_cipher_hd_t?
+        var error = gcry_cipher_open(
+            &handle, Int32(GCRY_CIPHER_AES.rawValue), Int32(GCRY_CIPHER_MODE_CBC.rawValue),
+            UInt32(GCRY_CIPHER_SECURE.rawValue))
+        guard error == 0, let handle else { throw .crypto("aes-cbc: \(describe(error))") }
+        error = key.withBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
+        if error == 0 { error = iv.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
+        guard error == 0 else {
+            gcry_cipher_close(handle)
+            throw .crypto("aes-cbc: \(describe(error))")
+        }
+        return handle
+    }
+
+    /// A Diffie-Hellman key pair over RFC 2409's Second Oakley Group (1024-bit MODP, g = 2),
+    /// as the Secret Service's `dh-ietf1024-sha256-aes128-cbc-pkcs7` session uses.
+    public final class DiffieHellman {
+        private let privateKey: gcry_mpi_t
+        /// Our public value, big-endian unsigned bytes (what goes over D-Bus).
+        public let publicKey: [UInt8]
+
+        /// The group's prime, from RFC 2409 §6.2.
+        static let primeHex = """
+            FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DD\
+            EF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED\
+            EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF
+            """
+
+        /// A fresh random key pair.
+        public init() {
+            Gcrypt.initialize()
+            privateKey = gcry_mpi_snew(1024)!
+            gcry_mpi_randomize(privateKey, 1024, GCRY_STRONG_RANDOM)
+            let prime = Self.prime()
+            defer { gcry_mpi_release(prime) }
+            let generator = gcry_mpi_set_ui(nil, 2)!
+            defer { gcry_mpi_release(generator) }
+            let publicValue = gcry_mpi_new(1024)!
+            defer { gcry_mpi_release(publicValue) }
+            gcry_mpi_powm(publicValue, generator, privateKey, prime)
+            publicKey = Self.bytes(publicValue, paddedTo: nil)
+        }
+
+        deinit { gcry_mpi_release(privateKey) }
+
+        /// The 16-byte AES key both sides derive: HKDF-SHA256 (no salt, no info) of the shared
+        /// secret left-padded with zeros to 128 bytes, as libsecret does.
+        public func sessionKey(peerPublicKey: [UInt8]) throws(StoreError) -> SecureBytes {
+            guard !peerPublicKey.isEmpty, peerPublicKey.count <= 256 else {
+                throw .invalidInput("DH public key has an invalid length")
+            }
+            let prime = Self.prime()
+            defer { gcry_mpi_release(prime) }
+            var peer: gcry_mpi_t?
+            let error = peerPublicKey.withUnsafeBytes {
+                gcry_mpi_scan(&peer, GCRYMPI_FMT_USG, $0.baseAddress, $0.count, nil)
+            }
+            guard error == 0, let peer else { throw .invalidInput("DH public key is not a number") }
+            defer { gcry_mpi_release(peer) }
+            // 1 < y < p - 1, so the shared secret is not trivially predictable.
+            let maximum = gcry_mpi_new(1024)!
+            defer { gcry_mpi_release(maximum) }
+            gcry_mpi_sub_ui(maximum, prime, 1)
+            guard gcry_mpi_cmp_ui(peer, 1) > 0, gcry_mpi_cmp(peer, maximum) < 0 else {
+                throw .invalidInput("DH public key is out of range")
+            }
+            let shared = gcry_mpi_snew(1024)!
+            defer { gcry_mpi_release(shared) }
+            gcry_mpi_powm(shared, peer, privateKey, prime)
+            let secret = SecureBytes(Self.bytes(shared, paddedTo: 128))
+            return try Gcrypt.hkdfSHA256(secret, length: 16)
+        }
+
+        private static func prime() -> gcry_mpi_t {
+            var prime: gcry_mpi_t?
+            _ = gcry_mpi_scan(&prime, GCRYMPI_FMT_HEX, primeHex, 0, nil)
+            return prime!
+        }
+
+        /// Big-endian unsigned bytes of `value`, left-padded with zeros to `length` if given.
+        private static func bytes(_ value: gcry_mpi_t, paddedTo length: Int?) -> [UInt8] {
+            var count = 0
+            gcry_mpi_print(GCRYMPI_FMT_USG, nil, 0, &count, value)
+            var output = [UInt8](repeating: 0, count: max(count, length ?? 0))
+            let start = output.count - count
+            output.withUnsafeMutableBytes { buffer in
+                _ = gcry_mpi_print(GCRYMPI_FMT_USG, buffer.baseAddress! + start, count, nil, value)
+            }
+            return output
+        }
+    }
+
     private static func describe(_ error: gcry_error_t) -> String {
         String(cString: gcry_strerror(error))
     }
