@@ -7,8 +7,9 @@
 DEB_BUILD := pkg-config libsecret-1-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev
 DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-keyring python3-secretstorage
 SWIFT ?= swift
-# Which provider the library tests run against (see Sources/KeychainTestSupport/ProviderCommand.swift).
-PROVIDERS ?= gnome-keyring
+# The providers the provider tests run against, one full run each
+# (see Sources/KeychainTestSupport/ProviderCommand.swift).
+PROVIDERS ?= gnome-keyring secretd
 
 .PHONY: all deps toolchain build test run clean
 

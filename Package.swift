@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .library(name: "Keychain", targets: ["Keychain"]),
         .executable(name: "keychain-demo", targets: ["keychain-demo"]),
+        .executable(name: "secretd", targets: ["secretd"]),
     ],
     targets: [
         // MARK: C libraries (Debian packages; see the Makefile's DEB_PACKAGES)
@@ -28,6 +29,7 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CProcess"),
 
         // MARK: Client library
         .target(
@@ -39,7 +41,15 @@ let package = Package(
             name: "SecretStore", dependencies: ["CGcrypt", "CSQLite"],
             swiftSettings: strictSettings),
 
+        // MARK: secretd's D-Bus object layer
+        .target(
+            name: "SecretService", dependencies: ["CGio", "SecretStore"],
+            swiftSettings: strictSettings),
+
         // MARK: Executables
+        .executableTarget(
+            name: "secretd", dependencies: ["SecretService", "SecretStore", "CProcess"],
+            swiftSettings: strictSettings),
         .executableTarget(
             name: "keychain-demo", dependencies: ["Keychain"],
             swiftSettings: strictSettings),

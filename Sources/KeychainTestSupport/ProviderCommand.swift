@@ -21,11 +21,19 @@ public struct ProviderCommand: Sendable, CustomStringConvertible {
             password: password)
     }
 
-    /// The provider chosen by `KEYCHAIN_TEST_PROVIDER`: `gnome-keyring` (the default) or a
-    /// command line such as `.build/debug/secretd --foreground --unlock`.
+    /// This package's `secretd`, built next to the test bundle, unlocked with `password`.
+    public static func secretd(password: String = "test-login-password") -> ProviderCommand {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        return ProviderCommand(
+            arguments: [directory.appendingPathComponent("secretd").path, "--foreground", "--unlock"], password: password)
+    }
+
+    /// The provider chosen by `KEYCHAIN_TEST_PROVIDER`: `gnome-keyring` (the default),
+    /// `secretd` (this package's build), or a command line that takes the password on stdin.
     public static func fromEnvironment() -> ProviderCommand {
         let value = ProcessInfo.processInfo.environment["KEYCHAIN_TEST_PROVIDER"] ?? "gnome-keyring"
         if value.isEmpty || value == "gnome-keyring" { return .gnomeKeyring() }
+        if value == "secretd" { return .secretd() }
         return ProviderCommand(
             arguments: value.split(separator: " ").map(String.init), password: "test-login-password")
     }

@@ -1,0 +1,10 @@
+// Process hardening for secretd; prctl is variadic, so it is wrapped here.
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+/// Makes the process non-dumpable: no core files, and no ptrace by other same-user processes.
+static inline int keychain_set_non_dumpable(void) {
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}

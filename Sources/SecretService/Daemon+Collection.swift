@@ -1,0 +1,115 @@
+// org.freedesktop.Secret.Collection
+
+import SecretStore
+
+extension Daemon {
+    func handleCollection(_ call: MethodCall, _ collection: Store.CollectionRecord) -> Result<DBusValue, SecretServiceError> {
+        let args = call.arguments
+        switch call.method {
+        case "SearchItems":
+            guard let attributes = args[0].stringMap else { return .failure(.invalidArgs("a{ss} expected")) }
+            do {
+                let paths = try store.search(attributes, in: collection).map { ObjectPaths.item(collection.name, $0.id) }
+                return .success(.tuple([.objectPaths(paths)]))
+            } catch {
+                return .failure(storeFailure(error))
+            }
+        case "CreateItem":
+            guard let properties = args[0].variantMap, let replace = args[2].boolean else {
+                return .failure(.invalidArgs("(a{sv}(oayays)b) expected"))
+            }
+            return decodeSecret(args[1], from: call.sender).flatMap { secret, contentType in
+                createItem(in: collection, properties: properties, secret: secret, contentType: contentType, replace: replace)
+            }
+        case "Delete":
+            guard collection.name != Self.sessionName else { return .failure(.invalidArgs("the session keyring cannot be deleted")) }
+            if isLocked(collection) { return .failure(.isLocked("the collection is locked")) }
+            do {
+                try store.deleteCollection(collection)
+                keys[collection.id] = nil
+                let path = ObjectPaths.collection(collection.name)
+                unexportCollection(path)
+                server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionDeleted",
+                                  arguments: [.objectPath(path)])
+                return .success(.tuple([.objectPath(ObjectPaths.none)]))
+            } catch {
+                return .failure(storeFailure(error))
+            }
+        default:
+            return .failure(.noSuchObject("no method \(call.method)"))
+        }
+    }
+
+    private func createItem(
+        in collection: Store.CollectionRecord, properties: [String: DBusValue], secret: SecureBytes, contentType: String,
+        replace: Bool
+    ) -> Result<DBusValue, SecretServiceError> {
+        guard let key = keys[collection.id] else { return .failure(.isLocked("the collection is locked")) }
+        let label = properties["org.freedesktop.Secret.Item.Label"]?.string ?? ""
+        let attributes = properties["org.freedesktop.Secret.Item.Attributes"]?.stringMap ?? [:]
+        if let problem = Self.checkItemText(label: label, attributes: attributes) { return .failure(problem) }
+        let contents = ItemContents(label: label, attributes: attributes, secret: secret, contentType: contentType)
+        do {
+            if replace {
+                for candidate in try store.search(attributes, in: collection) {
+                    let existing = try store.readItem(candidate, in: collection, key: key)
+                    guard existing.attributes == attributes else { continue }
+                    _ = try store.updateItem(candidate, in: collection, key: key, contents: contents)
+                    let path = ObjectPaths.item(collection.name, candidate.id)
+                    server.emitSignal(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
+                                      name: "ItemChanged", arguments: [.objectPath(path)])
+                    return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
+                }
+            }
+            let item = try store.createItem(in: collection, key: key, contents: contents)
+            let path = ObjectPaths.item(collection.name, item.id)
+            let collectionPath = ObjectPaths.collection(collection.name)
+            server.emitSignal(path: collectionPath, interface: Introspection.collection, name: "ItemCreated",
+                              arguments: [.objectPath(path)])
+            return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
+        } catch {
+            return .failure(storeFailure(error))
+        }
+    }
+
+    /// Refuses labels and attribute sets beyond the daemon's limits.
+    static func checkItemText(label: String, attributes: [String: String]) -> SecretServiceError? {
+        if label.utf8.count > Limits.textSize { return .invalidArgs("the label is longer than \(Limits.textSize) bytes") }
+        if attributes.count > Limits.attributeCount {
+            return .invalidArgs("an item may have at most \(Limits.attributeCount) attributes")
+        }
+        if attributes.contains(where: { $0.key.utf8.count > Limits.textSize || $0.value.utf8.count > Limits.textSize }) {
+            return .invalidArgs("attribute names and values must be at most \(Limits.textSize) bytes")
+        }
+        return nil
+    }
+
+    func collectionProperty(_ name: String, _ collection: Store.CollectionRecord) -> Result<DBusValue, SecretServiceError> {
+        switch name {
+        case "Items":
+            do {
+                return .success(.objectPaths(try store.search([:], in: collection).map { ObjectPaths.item(collection.name, $0.id) }))
+            } catch {
+                return .failure(storeFailure(error))
+            }
+        case "Label": return .success(.string(collection.label))
+        case "Locked": return .success(.boolean(isLocked(collection)))
+        case "Created": return .success(.uint64(collection.created))
+        case "Modified": return .success(.uint64(collection.modified))
+        default: return .failure(.invalidArgs("no property \(name)"))
+        }
+    }
+
+    func setCollectionProperty(_ name: String, _ value: DBusValue, _ collection: Store.CollectionRecord) -> SecretServiceError? {
+        guard name == "Label", let label = value.string else { return .invalidArgs("only Label can be set") }
+        guard label.utf8.count <= Limits.textSize else { return .invalidArgs("the label is too long") }
+        do {
+            try store.setLabel(label, of: collection)
+            server.emitPropertiesChanged(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
+                                         changed: ["Label": .string(label)])
+            return nil
+        } catch {
+            return storeFailure(error)
+        }
+    }
+}

@@ -1,0 +1,112 @@
+// org.freedesktop.Secret.Item
+
+import SecretStore
+
+extension Daemon {
+    func handleItem(
+        _ call: MethodCall, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord
+    ) -> Result<DBusValue, SecretServiceError> {
+        guard let key = keys[collection.id] else { return .failure(.isLocked("the item's collection is locked")) }
+        let path = ObjectPaths.item(collection.name, item.id)
+        switch call.method {
+        case "GetSecret":
+            guard let sessionPath = call.arguments[0].objectPath else { return .failure(.invalidArgs("o expected")) }
+            return session(at: sessionPath, for: call.sender).flatMap { session in
+                do {
+                    let contents = try store.readItem(item, in: collection, key: key)
+                    return session.encode(contents.secret, contentType: contents.contentType, sessionPath: sessionPath)
+                        .map { .tuple([$0]) }
+                } catch {
+                    return .failure(storeFailure(error))
+                }
+            }
+        case "SetSecret":
+            return decodeSecret(call.arguments[0], from: call.sender).flatMap { secret, contentType in
+                update(item, collection, key) { $0.secret = secret; $0.contentType = contentType }.map { .tuple([]) }
+            }
+        case "Delete":
+            do {
+                try store.deleteItem(item)
+                server.emitSignal(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
+                                  name: "ItemDeleted", arguments: [.objectPath(path)])
+                return .success(.tuple([.objectPath(ObjectPaths.none)]))
+            } catch {
+                return .failure(storeFailure(error))
+            }
+        default:
+            return .failure(.noSuchObject("no method \(call.method)"))
+        }
+    }
+
+    /// Reads, changes and re-seals an item, then announces the change.
+    private func update(
+        _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, _ key: SecureBytes,
+        _ change: (inout ItemContents) -> Void
+    ) -> Result<Void, SecretServiceError> {
+        do {
+            var contents = try store.readItem(item, in: collection, key: key)
+            change(&contents)
+            if let problem = Self.checkItemText(label: contents.label, attributes: contents.attributes) {
+                return .failure(problem)
+            }
+            let updated = try store.updateItem(item, in: collection, key: key, contents: contents)
+            let path = ObjectPaths.item(collection.name, item.id)
+            server.emitSignal(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
+                              name: "ItemChanged", arguments: [.objectPath(path)])
+            server.emitPropertiesChanged(path: path, interface: Introspection.item, changed: [
+                "Label": .string(contents.label), "Attributes": .stringMap(contents.attributes),
+                "Modified": .uint64(updated.modified),
+            ])
+            return .success(())
+        } catch {
+            return .failure(storeFailure(error))
+        }
+    }
+
+    func itemProperty(
+        _ name: String, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord
+    ) -> Result<DBusValue, SecretServiceError> {
+        let key = keys[collection.id]
+        switch name {
+        case "Locked": return .success(.boolean(key == nil))
+        case "Created": return .success(.uint64(item.created))
+        case "Modified": return .success(.uint64(item.modified))
+        case "Label", "Attributes", "Type":
+            // Labels and attributes are sealed: a locked item shows none.
+            guard let key else {
+                return .success(name == "Attributes" ? .stringMap([:]) : .string(""))
+            }
+            do {
+                let contents = try store.readItem(item, in: collection, key: key)
+                switch name {
+                case "Label": return .success(.string(contents.label))
+                case "Attributes": return .success(.stringMap(contents.attributes))
+                default: return .success(.string(contents.attributes["xdg:schema"] ?? ""))
+                }
+            } catch {
+                return .failure(storeFailure(error))
+            }
+        default:
+            return .failure(.invalidArgs("no property \(name)"))
+        }
+    }
+
+    func setItemProperty(
+        _ name: String, _ value: DBusValue, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord
+    ) -> SecretServiceError? {
+        guard let key = keys[collection.id] else { return .isLocked("the item's collection is locked") }
+        let result: Result<Void, SecretServiceError>
+        switch name {
+        case "Label":
+            guard let label = value.string else { return .invalidArgs("Label is a string") }
+            result = update(item, collection, key) { $0.label = label }
+        case "Attributes":
+            guard let attributes = value.stringMap else { return .invalidArgs("Attributes is a{ss}") }
+            result = update(item, collection, key) { $0.attributes = attributes }
+        default:
+            return .invalidArgs("\(name) cannot be set")
+        }
+        if case .failure(let error) = result { return error }
+        return nil
+    }
+}

@@ -1,0 +1,242 @@
+// org.freedesktop.Secret.Service and gnome-keyring's InternalUnsupportedGuiltRiddenInterface
+
+import Foundation
+import SecretStore
+
+extension Daemon {
+    func handleService(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+        let args = call.arguments
+        switch call.method {
+        case "OpenSession":
+            guard let algorithm = args[0].string, let input = args[1].variant else { return .failure(.invalidArgs("(sv) expected")) }
+            return Session.open(algorithm: algorithm, input: input, owner: call.sender).map { session, output in
+                .tuple([output, .objectPath(addSession(session))])
+            }
+        case "SearchItems":
+            guard let attributes = args[0].stringMap else { return .failure(.invalidArgs("a{ss} expected")) }
+            return searchAll(attributes)
+        case "GetSecrets":
+            guard let paths = args[0].objectPaths, let sessionPath = args[1].objectPath else {
+                return .failure(.invalidArgs("(ao, o) expected"))
+            }
+            return getSecrets(paths, sessionPath: sessionPath, sender: call.sender)
+        case "Unlock":
+            guard let paths = args[0].objectPaths else { return .failure(.invalidArgs("ao expected")) }
+            return unlock(paths, sender: call.sender)
+        case "Lock":
+            guard let paths = args[0].objectPaths else { return .failure(.invalidArgs("ao expected")) }
+            return lock(paths)
+        case "ReadAlias":
+            guard let alias = args[0].string else { return .failure(.invalidArgs("s expected")) }
+            let path = resolveAlias(alias).map { ObjectPaths.collection($0.name) } ?? ObjectPaths.none
+            return .success(.tuple([.objectPath(path)]))
+        case "SetAlias":
+            guard let alias = args[0].string, let path = args[1].objectPath else { return .failure(.invalidArgs("(so) expected")) }
+            return setAlias(alias, path)
+        case "CreateCollection":
+            guard let properties = args[0].variantMap, let alias = args[1].string else {
+                return .failure(.invalidArgs("(a{sv}s) expected"))
+            }
+            _ = properties
+            if !alias.isEmpty, let existing = resolveAlias(alias) {
+                return .success(.tuple([.objectPath(ObjectPaths.collection(existing.name)), .objectPath(ObjectPaths.none)]))
+            }
+            // A new collection needs a password, which needs a prompt.
+            let prompt = addPrompt(Prompt(owner: call.sender, emptyResult: .objectPath(ObjectPaths.none)))
+            return .success(.tuple([.objectPath(ObjectPaths.none), .objectPath(prompt)]))
+        default:
+            return .failure(.noSuchObject("no method \(call.method)"))
+        }
+    }
+
+    private func searchAll(_ attributes: [String: String]) -> Result<DBusValue, SecretServiceError> {
+        do {
+            let collections = Dictionary(uniqueKeysWithValues: try store.collections().map { ($0.id, $0) })
+            var unlocked: [String] = []
+            var locked: [String] = []
+            for item in try store.search(attributes) {
+                guard let collection = collections[item.collectionID] else { continue }
+                let path = ObjectPaths.item(collection.name, item.id)
+                if isLocked(collection) { locked.append(path) } else { unlocked.append(path) }
+            }
+            return .success(.tuple([.objectPaths(unlocked), .objectPaths(locked)]))
+        } catch {
+            return .failure(storeFailure(error))
+        }
+    }
+
+    private func getSecrets(_ paths: [String], sessionPath: String, sender: String) -> Result<DBusValue, SecretServiceError> {
+        session(at: sessionPath, for: sender).flatMap { session in
+            var entries: [DBusValue.Entry] = []
+            for path in paths {
+                guard let (item, collection) = item(at: path), let key = keys[collection.id] else { continue }
+                do {
+                    let contents = try store.readItem(item, in: collection, key: key)
+                    let encoded = session.encode(contents.secret, contentType: contents.contentType, sessionPath: sessionPath)
+                    guard case .success(let secret) = encoded else { return encoded }
+                    entries.append(.init(key: .objectPath(path), value: secret))
+                } catch {
+                    return .failure(storeFailure(error))
+                }
+            }
+            return .success(.tuple([.dictionary(key: "o", value: "(oayays)", entries)]))
+        }
+    }
+
+    private func unlock(_ paths: [String], sender: String) -> Result<DBusValue, SecretServiceError> {
+        var unlocked: [String] = []
+        var needPrompt = false
+        for path in paths {
+            let collection = collection(at: path) ?? item(at: path)?.1
+            guard let collection else { continue }
+            if isLocked(collection) { needPrompt = true } else { unlocked.append(path) }
+        }
+        guard needPrompt else { return .success(.tuple([.objectPaths(unlocked), .objectPath(ObjectPaths.none)])) }
+        let prompt = addPrompt(Prompt(owner: sender, emptyResult: .objectPaths([])))
+        return .success(.tuple([.objectPaths(unlocked), .objectPath(prompt)]))
+    }
+
+    private func lock(_ paths: [String]) -> Result<DBusValue, SecretServiceError> {
+        var locked: [String] = []
+        for path in paths {
+            guard let collection = collection(at: path) ?? item(at: path)?.1 else { continue }
+            if collection.name != Self.sessionName, keys.removeValue(forKey: collection.id) != nil {
+                server.emitPropertiesChanged(
+                    path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
+                    changed: ["Locked": .boolean(true)])
+                Log.info("locked the \(collection.name) keyring")
+            }
+            if isLocked(collection) || collection.name == Self.sessionName { locked.append(path) }
+        }
+        return .success(.tuple([.objectPaths(locked), .objectPath(ObjectPaths.none)]))
+    }
+
+    private func setAlias(_ alias: String, _ path: String) -> Result<DBusValue, SecretServiceError> {
+        guard !alias.isEmpty, alias != Self.sessionName else { return .failure(.invalidArgs("that alias cannot be set")) }
+        do {
+            if path == ObjectPaths.none {
+                try store.setAlias(alias, to: nil)
+            } else {
+                guard let collection = collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }
+                try store.setAlias(alias, to: collection)
+            }
+            return .success(.tuple([]))
+        } catch {
+            return .failure(storeFailure(error))
+        }
+    }
+
+    // MARK: - gnome-keyring extension
+
+    func handleGnomeExtension(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+        let args = call.arguments
+        switch call.method {
+        case "UnlockWithMasterPassword":
+            guard let path = args[0].objectPath, let collection = collection(at: path) else {
+                return .failure(.noSuchObject("no collection \(args[0])"))
+            }
+            return decodeSecret(args[1], from: call.sender).flatMap { password, _ in
+                unlock(collection, password: password).map { .tuple([]) }
+            }
+        case "CreateWithMasterPassword":
+            guard let properties = args[0].variantMap else { return .failure(.invalidArgs("a{sv} expected")) }
+            let label = properties["org.freedesktop.Secret.Collection.Label"]?.string ?? "Keyring"
+            return decodeSecret(args[1], from: call.sender).flatMap { password, _ in
+                createCollection(label: label, password: password).map { .tuple([.objectPath($0)]) }
+            }
+        case "ChangeWithMasterPassword":
+            guard let path = args[0].objectPath, let collection = collection(at: path) else {
+                return .failure(.noSuchObject("no collection \(args[0])"))
+            }
+            return decodeSecret(args[1], from: call.sender).flatMap { original, _ in
+                decodeSecret(args[2], from: call.sender).flatMap { master, _ in
+                    guard collection.name != Self.sessionName else { return .failure(.invalidArgs("the session keyring has no password")) }
+                    do {
+                        try store.changePassword(collection, from: original, to: master, parameters: options.kdf)
+                        Log.info("changed the password of the \(collection.name) keyring")
+                        return .success(.tuple([]))
+                    } catch {
+                        if (error as? StoreError) == .wrongPassword {
+                            return .failure(.accessDenied("the original password is wrong"))
+                        }
+                        return .failure(storeFailure(error))
+                    }
+                }
+            }
+        case "ChangeWithPrompt":
+            return .failure(.notSupported("changing a password needs a prompt, which secretd cannot show yet"))
+        default:
+            return .failure(.noSuchObject("no method \(call.method)"))
+        }
+    }
+
+    /// Unlocks `collection` with `password`; wrong passwords make the next attempt wait longer
+    /// (1 s, 2 s, 4 s … up to 60 s) and change nothing.
+    func unlock(_ collection: Store.CollectionRecord, password: SecureBytes) -> Result<Void, SecretServiceError> {
+        if !isLocked(collection) { return .success(()) }
+        if let failure = failedUnlocks[collection.id], failure.notBefore > Date() {
+            let wait = Int(failure.notBefore.timeIntervalSinceNow.rounded(.up))
+            return .failure(.accessDenied("too many wrong passwords; try again in \(wait) s"))
+        }
+        do {
+            keys[collection.id] = try store.unlock(collection, password: password)
+            failedUnlocks[collection.id] = nil
+            server.emitPropertiesChanged(
+                path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
+                changed: ["Locked": .boolean(false)])
+            Log.info("unlocked the \(collection.name) keyring")
+            return .success(())
+        } catch .wrongPassword {
+            let count = (failedUnlocks[collection.id]?.count ?? 0) + 1
+            let delay = min(60.0, pow(2.0, Double(count - 1)))
+            failedUnlocks[collection.id] = (count, Date().addingTimeInterval(delay))
+            Log.warning("wrong password for the \(collection.name) keyring (attempt \(count))")
+            return .failure(.accessDenied("the password is wrong"))
+        } catch {
+            return .failure(storeFailure(error))
+        }
+    }
+
+    /// Creates an unlocked collection with a name made from `label`; returns its path.
+    func createCollection(label: String, password: SecureBytes) -> Result<String, SecretServiceError> {
+        guard label.utf8.count <= Limits.textSize else { return .failure(.invalidArgs("the label is too long")) }
+        do {
+            var name = ObjectPaths.name(fromLabel: label)
+            var suffix = 2
+            while try store.collection(named: name) != nil {
+                name = ObjectPaths.name(fromLabel: label) + "_\(suffix)"
+                suffix += 1
+            }
+            let (collection, key) = try store.createCollection(name: name, label: label, password: password, parameters: options.kdf)
+            keys[collection.id] = key
+            let path = ObjectPaths.collection(name)
+            try exportCollection(path)
+            server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionCreated",
+                              arguments: [.objectPath(path)])
+            return .success(path)
+        } catch let error as StoreError {
+            return .failure(storeFailure(error))
+        } catch let error as SecretServiceError {
+            return .failure(error)
+        } catch {
+            return .failure(.failed("cannot create the collection"))
+        }
+    }
+
+    /// The D-Bus error for any error thrown by the store.
+    func storeFailure(_ error: any Error) -> SecretServiceError {
+        storeFailure(error as? StoreError ?? .crypto("unexpected error"))
+    }
+
+    /// The D-Bus error for a store failure; the detail is logged, not sent.
+    func storeFailure(_ error: StoreError) -> SecretServiceError {
+        switch error {
+        case .notFound: return .noSuchObject("no such object")
+        case .invalidInput(let message): return .invalidArgs(message)
+        case .wrongPassword: return .accessDenied("the password is wrong")
+        default:
+            Log.error("storage error: \(error)")
+            return .failed("secretd could not complete the operation; see its log")
+        }
+    }
+}

@@ -1,0 +1,319 @@
+public import Foundation
+public import SecretStore
+
+/// The Secret Service provider: the D-Bus objects over the encrypted store.
+///
+/// Runs entirely on the main loop's thread. Method handlers live in the `Daemon+*.swift`
+/// files, one per interface.
+public final class Daemon: BusHandler {
+    /// Daemon settings from the command line.
+    public struct Options {
+        /// Where the database lives.
+        public var dataDirectory: URL
+        /// Argon2id cost for new and re-wrapped keyrings.
+        public var kdf: KDFParameters
+        /// Take the bus name from another provider.
+        public var replace: Bool
+
+        /// Creates options.
+        public init(dataDirectory: URL, kdf: KDFParameters = .standard, replace: Bool = false) {
+            self.dataDirectory = dataDirectory
+            self.kdf = kdf
+            self.replace = replace
+        }
+    }
+
+    static let busName = "org.freedesktop.secrets"
+    static let loginName = "login"
+    static let sessionName = "session"
+
+    let options: Options
+    let store: Store
+    var server: BusServer!
+    /// Master keys of unlocked collections, by collection id.
+    var keys: [Int64: SecureBytes] = [:]
+    var sessions: [Int: Session] = [:]
+    var prompts: [Int: Prompt] = [:]
+    private var nextSessionID = 1
+    private var nextPromptID = 1
+    /// Failed password attempts per collection id, and when the next one is allowed.
+    var failedUnlocks: [Int64: (count: Int, notBefore: Date)] = [:]
+
+    /// Opens the store (refusing a damaged or newer one) and prepares the session collection.
+    public init(options: Options) throws(StoreError) {
+        self.options = options
+        store = try Store(directory: options.dataDirectory)
+        try resetSessionCollection()
+    }
+
+    /// The session collection lives only as long as this process: its key is random and never
+    /// stored, so whatever it held before a restart is unreadable and is deleted here.
+    private func resetSessionCollection() throws(StoreError) {
+        if let old = try store.collection(named: Self.sessionName) { try store.deleteCollection(old) }
+        let (session, key) = try store.createCollection(
+            name: Self.sessionName, label: "Session", password: Gcrypt.randomKey(), parameters: .testing)
+        keys[session.id] = key
+    }
+
+    // MARK: - Starting
+
+    /// Unlocks the login collection with `password`, creating it (and the `default` alias) when
+    /// there is none. Returns false after logging when the password is wrong.
+    @discardableResult
+    public func unlockLogin(password: SecureBytes) throws(StoreError) -> Bool {
+        if let login = try store.collection(named: Self.loginName) {
+            do {
+                keys[login.id] = try store.unlock(login, password: password)
+            } catch .wrongPassword {
+                Log.warning("the password given at start does not unlock the login keyring; it stays locked")
+                return false
+            }
+        } else {
+            let (login, key) = try store.createCollection(
+                name: Self.loginName, label: "Login", password: password, parameters: options.kdf)
+            keys[login.id] = key
+            Log.info("created the login keyring")
+        }
+        if try store.aliases()["default"] == nil, let login = try store.collection(named: Self.loginName) {
+            try store.setAlias("default", to: login)
+        }
+        return true
+    }
+
+    /// Connects to the session bus, exports the objects and asks for the bus name.
+    /// `ready` runs once the name is ours; `refused` when another provider keeps it.
+    public func start(ready: @escaping () -> Void, refused: @escaping (String) -> Void) throws(SecretServiceError) {
+        server = try BusServer(introspection: Introspection.xml, handler: self)
+        try server.registerObject(ObjectPaths.service)
+        try server.registerSubtree(ObjectPaths.collectionPrefix)
+        for collection in (try? store.collections()) ?? [] {
+            try exportCollection(ObjectPaths.collection(collection.name))
+        }
+        try server.registerSubtree(ObjectPaths.aliasPrefix)
+        try server.registerSubtree(ObjectPaths.sessionPrefix)
+        try server.registerSubtree(ObjectPaths.promptPrefix)
+        server.watchDisconnects { [weak self] name in self?.clientDisconnected(name) }
+        var acquired = false
+        server.ownName(Self.busName, replace: options.replace, acquired: {
+            acquired = true
+            ready()
+        }, lost: { [weak self] _ in
+            guard let self else { return }
+            if acquired {
+                Log.info("another provider took \(Self.busName); exiting")
+                BusServer.quit()
+            } else {
+                let owner = self.server.owner(of: Self.busName)
+                let who = owner.map { "\($0.uniqueName)" + ($0.pid.map { ", pid \($0)" } ?? "") } ?? "unknown"
+                refused("\(Self.busName) is already owned by another provider (\(who)); use --replace to take it over")
+            }
+        })
+    }
+
+    /// Exports the subtree of a collection's items (the collection object itself is a node of
+    /// the `collection` subtree).
+    func exportCollection(_ path: String) throws(SecretServiceError) {
+        try server.registerSubtree(path)
+    }
+
+    /// Stops exporting a collection's items.
+    func unexportCollection(_ path: String) {
+        server.unregisterSubtree(path)
+    }
+
+    /// Runs the main loop until SIGTERM/SIGINT or until another provider replaces this one.
+    public static func run() {
+        BusServer.runMainLoop()
+    }
+
+    /// Stops the main loop.
+    public static func stop() { BusServer.quit() }
+
+    // MARK: - Clients
+
+    private func clientDisconnected(_ name: String) {
+        sessions = sessions.filter { $0.value.owner != name }
+        prompts = prompts.filter { $0.value.owner != name }
+    }
+
+    func addSession(_ session: Session) -> String {
+        let id = nextSessionID
+        nextSessionID += 1
+        sessions[id] = session
+        return ObjectPaths.session(id)
+    }
+
+    func addPrompt(_ prompt: Prompt) -> String {
+        let id = nextPromptID
+        nextPromptID += 1
+        prompts[id] = prompt
+        return ObjectPaths.prompt(id)
+    }
+
+    /// The caller's session at `path`; `NoSession` for a bogus path or another client's session.
+    func session(at path: String, for sender: String) -> Result<Session, SecretServiceError> {
+        guard case .session(let id) = ObjectPaths.parse(path), let session = sessions[id], session.owner == sender else {
+            return .failure(.noSession("the session \(path) does not exist"))
+        }
+        return .success(session)
+    }
+
+    /// Decodes a `(oayays)` secret sent by `sender`.
+    func decodeSecret(_ value: DBusValue, from sender: String) -> Result<(SecureBytes, String), SecretServiceError> {
+        guard let fields = value.tuple, fields.count == 4, let path = fields[0].objectPath, let parameters = fields[1].bytes,
+            let bytes = fields[2].bytes, let contentType = fields[3].string
+        else { return .failure(.invalidArgs("a secret must be (oayays)")) }
+        guard bytes.count <= Limits.secretSize + 32 else {
+            return .failure(.invalidArgs("the secret is larger than \(Limits.secretSize) bytes"))
+        }
+        return session(at: path, for: sender).flatMap { $0.decode(parameters: parameters, value: bytes) }
+            .flatMap { secret in
+                secret.count <= Limits.secretSize
+                    ? .success((secret, contentType.isEmpty ? "text/plain" : contentType))
+                    : .failure(.invalidArgs("the secret is larger than \(Limits.secretSize) bytes"))
+            }
+    }
+
+    // MARK: - Lookup
+
+    /// The collection at a collection or alias path.
+    func collection(at path: String) -> Store.CollectionRecord? {
+        switch ObjectPaths.parse(path) {
+        case .collection(let name): return try? store.collection(named: name)
+        case .alias(let alias): return resolveAlias(alias)
+        default: return nil
+        }
+    }
+
+    /// The collection an alias points at.
+    func resolveAlias(_ alias: String) -> Store.CollectionRecord? {
+        if alias == Self.sessionName { return try? store.collection(named: Self.sessionName) }
+        guard let name = (try? store.aliases())?[alias] else { return nil }
+        return try? store.collection(named: name)
+    }
+
+    /// The item and its collection at an item path.
+    func item(at path: String) -> (Store.ItemRecord, Store.CollectionRecord)? {
+        guard case .item(let collectionName, let id) = ObjectPaths.parse(path),
+            let collection = try? store.collection(named: collectionName), let item = try? store.item(id: id),
+            item.collectionID == collection.id
+        else { return nil }
+        return (item, collection)
+    }
+
+    func isLocked(_ collection: Store.CollectionRecord) -> Bool { keys[collection.id] == nil }
+
+    func path(of item: Store.ItemRecord) -> String? {
+        guard let collection = (try? store.collections())?.first(where: { $0.id == item.collectionID }) else { return nil }
+        return ObjectPaths.item(collection.name, item.id)
+    }
+
+    // MARK: - BusHandler
+
+    func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+        switch (ObjectPaths.parse(call.path), call.interface) {
+        case (.service, Introspection.service): return handleService(call)
+        case (.service, Introspection.gnomeExtension): return handleGnomeExtension(call)
+        case (.collection, Introspection.collection), (.alias, Introspection.collection):
+            guard let collection = collection(at: call.path) else { return .failure(.noSuchObject("no collection \(call.path)")) }
+            return handleCollection(call, collection)
+        case (.item, Introspection.item):
+            guard let (item, collection) = item(at: call.path) else { return .failure(.noSuchObject("no item \(call.path)")) }
+            return handleItem(call, item, collection)
+        case (.session(let id), Introspection.session):
+            guard let session = sessions[id], session.owner == call.sender else {
+                return .failure(.noSession("the session \(call.path) does not exist"))
+            }
+            sessions[id] = nil
+            return .success(.tuple([]))
+        case (.prompt(let id), Introspection.prompt):
+            return handlePrompt(call, id: id)
+        default:
+            return .failure(.noSuchObject("no object \(call.path) with \(call.interface)"))
+        }
+    }
+
+    func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError> {
+        switch (ObjectPaths.parse(path), interface) {
+        case (.service, Introspection.service) where name == "Collections":
+            return .success(.objectPaths(((try? store.collections()) ?? []).map { ObjectPaths.collection($0.name) }))
+        case (.collection, Introspection.collection), (.alias, Introspection.collection):
+            guard let collection = collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }
+            return collectionProperty(name, collection)
+        case (.item, Introspection.item):
+            guard let (item, collection) = item(at: path) else { return .failure(.noSuchObject("no item \(path)")) }
+            return itemProperty(name, item, collection)
+        default:
+            return .failure(.noSuchObject("no property \(name) at \(path)"))
+        }
+    }
+
+    func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError? {
+        switch (ObjectPaths.parse(path), interface) {
+        case (.collection, Introspection.collection), (.alias, Introspection.collection):
+            guard let collection = collection(at: path) else { return .noSuchObject("no collection \(path)") }
+            return setCollectionProperty(name, value, collection)
+        case (.item, Introspection.item):
+            guard let (item, collection) = item(at: path) else { return .noSuchObject("no item \(path)") }
+            return setItemProperty(name, value, item, collection)
+        default:
+            return .noSuchObject("no writable property \(name) at \(path)")
+        }
+    }
+
+    func children(of path: String) -> [String] {
+        switch path {
+        case ObjectPaths.aliasPrefix:
+            return Array(((try? store.aliases()) ?? [:]).keys) + [Self.sessionName]
+        case ObjectPaths.sessionPrefix: return sessions.keys.sorted().map { "s\($0)" }
+        case ObjectPaths.promptPrefix: return prompts.keys.sorted().map { "p\($0)" }
+        case ObjectPaths.collectionPrefix: return ((try? store.collections()) ?? []).map(\.name)
+        default:
+            guard let collection = collection(at: path) else { return [] }
+            return ((try? store.search([:], in: collection)) ?? []).map { String($0.id) }
+        }
+    }
+
+    func interfaces(at path: String) -> [String] {
+        switch ObjectPaths.parse(path) {
+        case .service: return [Introspection.service, Introspection.gnomeExtension]
+        case .collection, .alias: return collection(at: path) == nil ? [] : [Introspection.collection]
+        case .item: return item(at: path) == nil ? [] : [Introspection.item]
+        case .session(let id): return sessions[id] == nil ? [] : [Introspection.session]
+        case .prompt(let id): return prompts[id] == nil ? [] : [Introspection.prompt]
+        case .unknown: return []
+        }
+    }
+
+    // MARK: - Prompts
+
+    private func handlePrompt(_ call: MethodCall, id: Int) -> Result<DBusValue, SecretServiceError> {
+        guard let prompt = prompts[id], prompt.owner == call.sender else {
+            return .failure(.noSuchObject("no prompt \(call.path)"))
+        }
+        switch call.method {
+        case "Prompt", "Dismiss":
+            // No way to ask the user yet: complete as dismissed, after the reply is sent.
+            prompts[id] = nil
+            let path = call.path
+            BusServer.after(seconds: 0) { [weak self] in
+                self?.server.emitSignal(
+                    path: path, interface: Introspection.prompt, name: "Completed",
+                    arguments: [.boolean(true), .variant(prompt.emptyResult)])
+            }
+            return .success(.tuple([]))
+        default:
+            return .failure(.noSuchObject("no method \(call.method)"))
+        }
+    }
+}
+
+/// Sizes the daemon refuses to exceed.
+enum Limits {
+    /// The largest secret stored (8 MiB, the library's limit too).
+    static let secretSize = 8 * 1024 * 1024
+    /// The most attributes an item may have.
+    static let attributeCount = 256
+    /// The longest attribute name, value or label in bytes.
+    static let textSize = 64 * 1024
+}

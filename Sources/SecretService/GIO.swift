@@ -1,0 +1,407 @@
+// The only file of the daemon that calls GIO/GLib: the bus connection, object and subtree
+// registration, GVariant conversion, signals, bus-name ownership and the main loop.
+// Everything here runs on the thread that runs the main loop.
+
+internal import CGio
+import Foundation
+
+/// A method call as the daemon's logic sees it.
+struct MethodCall {
+    /// The caller's unique bus name.
+    var sender: String
+    /// The object path called.
+    var path: String
+    /// The interface.
+    var interface: String
+    /// The method name.
+    var method: String
+    /// The arguments, already checked against the introspection data by GDBus.
+    var arguments: [DBusValue]
+}
+
+/// What answers calls on the objects a ``BusServer`` exports.
+protocol BusHandler: AnyObject {
+    /// Handles a method call; the value is the reply's tuple of out arguments.
+    func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError>
+    /// Reads a property.
+    func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError>
+    /// Writes a property.
+    func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError?
+    /// The child node names under `path` that are objects (for subtrees).
+    func children(of path: String) -> [String]
+    /// The interfaces the object at `path` implements; empty when there is no such object.
+    func interfaces(at path: String) -> [String]
+}
+
+/// The daemon's connection to the session bus and the objects it exports.
+final class BusServer {
+    private let connection: OpaquePointer
+    private let nodeInfo: UnsafeMutablePointer<GDBusNodeInfo>
+    private weak var handler: (any BusHandler)?
+    private var subtrees: [String: UInt32] = [:]
+    private var objects: [String: [UInt32]] = [:]
+    private var ownerID: UInt32 = 0
+    private var nameCallbacks: (acquired: () -> Void, lost: (String) -> Void)?
+    private var disconnectHandler: ((String) -> Void)?
+
+    /// Connects to the session bus; `introspection` is the XML of every interface served.
+    init(introspection: String, handler: any BusHandler) throws(SecretServiceError) {
+        var error: UnsafeMutablePointer<GError>?
+        guard let connection = g_bus_get_sync(G_BUS_TYPE_SESSION, nil, &error) else {
+            throw .failed("cannot connect to the session bus: \(Self.take(error))")
+        }
+        guard let info = g_dbus_node_info_new_for_xml(introspection, &error) else {
+            throw .failed("bad introspection data: \(Self.take(error))")
+        }
+        self.connection = connection
+        self.nodeInfo = info
+        self.handler = handler
+    }
+
+    /// This connection's unique name.
+    var uniqueName: String { g_dbus_connection_get_unique_name(connection).map { String(cString: $0) } ?? "" }
+
+    // MARK: - Exporting objects
+
+    /// Exports the object at `path` with the interfaces its handler reports.
+    func registerObject(_ path: String) throws(SecretServiceError) {
+        guard let handler else { return }
+        var ids: [UInt32] = []
+        for name in handler.interfaces(at: path) {
+            guard let interface = g_dbus_node_info_lookup_interface(nodeInfo, name) else {
+                throw .failed("no introspection data for \(name)")
+            }
+            var error: UnsafeMutablePointer<GError>?
+            let id = g_dbus_connection_register_object(
+                connection, path, interface, Self.interfaceVTable, Unmanaged.passUnretained(self).toOpaque(), nil, &error)
+            if id == 0 { throw .failed("cannot export \(path): \(Self.take(error))") }
+            ids.append(id)
+        }
+        objects[path] = ids
+    }
+
+    /// Stops exporting the object at `path`.
+    func unregisterObject(_ path: String) {
+        for id in objects.removeValue(forKey: path) ?? [] { g_dbus_connection_unregister_object(connection, id) }
+    }
+
+    /// Exports a dynamic subtree: the direct children of `path`, as the handler reports them at
+    /// call time. (GDBus serves a subtree's children only; export the object at `path` itself
+    /// with ``registerObject(_:)``.)
+    func registerSubtree(_ path: String) throws(SecretServiceError) {
+        guard subtrees[path] == nil else { return }
+        var error: UnsafeMutablePointer<GError>?
+        let id = g_dbus_connection_register_subtree(
+            connection, path, Self.subtreeVTable, G_DBUS_SUBTREE_FLAGS_NONE,
+            Unmanaged.passUnretained(self).toOpaque(), nil, &error)
+        if id == 0 { throw .failed("cannot export subtree \(path): \(Self.take(error))") }
+        subtrees[path] = id
+    }
+
+    /// Stops exporting the subtree at `path`.
+    func unregisterSubtree(_ path: String) {
+        if let id = subtrees.removeValue(forKey: path) { g_dbus_connection_unregister_subtree(connection, id) }
+    }
+
+    // MARK: - Signals
+
+    /// Broadcasts a signal.
+    func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue]) {
+        let parameters = Self.makeVariant(.tuple(arguments))
+        g_dbus_connection_emit_signal(connection, nil, path, interface, name, parameters, nil)
+    }
+
+    /// Broadcasts `org.freedesktop.DBus.Properties.PropertiesChanged` for `changed`.
+    func emitPropertiesChanged(path: String, interface: String, changed: [String: DBusValue]) {
+        let entries = changed.sorted { $0.key < $1.key }.map {
+            DBusValue.Entry(key: .string($0.key), value: .variant($0.value))
+        }
+        emitSignal(
+            path: path, interface: "org.freedesktop.DBus.Properties", name: "PropertiesChanged",
+            arguments: [.string(interface), .dictionary(key: "s", value: "v", entries), .array(element: "s", [])])
+    }
+
+    /// Calls `handler` with the unique name of every client that disconnects from the bus.
+    func watchDisconnects(_ handler: @escaping (String) -> Void) {
+        disconnectHandler = handler
+        g_dbus_connection_signal_subscribe(
+            connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
+            nil, G_DBUS_SIGNAL_FLAGS_NONE,
+            { _, _, _, _, _, parameters, userData in
+                guard let parameters, let userData,
+                    case .tuple(let fields)? = BusServer.makeValue(parameters), fields.count == 3,
+                    let name = fields[0].string, let newOwner = fields[2].string, newOwner.isEmpty, name.hasPrefix(":")
+                else { return }
+                Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue().disconnectHandler?(name)
+            }, Unmanaged.passUnretained(self).toOpaque(), nil)
+    }
+
+    // MARK: - Bus name
+
+    /// Asks for `name` without queueing; `acquired` or `lost` runs from the main loop.
+    /// With `replace`, takes the name from an owner that allows replacement.
+    func ownName(_ name: String, replace: Bool, acquired: @escaping () -> Void, lost: @escaping (String) -> Void) {
+        nameCallbacks = (acquired, lost)
+        var flags = G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT.rawValue | G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE.rawValue
+        if replace { flags |= G_BUS_NAME_OWNER_FLAGS_REPLACE.rawValue }
+        ownerID = g_bus_own_name_on_connection(
+            connection, name, GBusNameOwnerFlags(rawValue: flags),
+            { _, _, userData in
+                Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue().nameCallbacks?.acquired()
+            },
+            { _, name, userData in
+                let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
+                server.nameCallbacks?.lost(name.map { String(cString: $0) } ?? "")
+            }, Unmanaged.passUnretained(self).toOpaque(), nil)
+    }
+
+    /// The unique name and process id of the current owner of `name`, if any.
+    func owner(of name: String) -> (uniqueName: String, pid: UInt32?)? {
+        guard case .tuple(let reply)? = callBus("GetNameOwner", [.string(name)]), let unique = reply.first?.string else {
+            return nil
+        }
+        if case .tuple(let pidReply)? = callBus("GetConnectionUnixProcessID", [.string(unique)]),
+            case .uint32(let pid)? = pidReply.first
+        {
+            return (unique, pid)
+        }
+        return (unique, nil)
+    }
+
+    private func callBus(_ method: String, _ arguments: [DBusValue]) -> DBusValue? {
+        let reply = g_dbus_connection_call_sync(
+            connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
+            Self.makeVariant(.tuple(arguments)), nil, G_DBUS_CALL_FLAGS_NONE, 5_000, nil, nil)
+        guard let reply else { return nil }
+        defer { g_variant_unref(reply) }
+        return Self.makeValue(reply)
+    }
+
+    /// Sends everything queued and waits until the bus has it.
+    func flush() { g_dbus_connection_flush_sync(connection, nil, nil) }
+
+    // MARK: - Main loop
+
+    /// Runs the GLib main loop until SIGTERM, SIGINT or ``quit()``.
+    static func runMainLoop() {
+        let loop = g_main_loop_new(nil, 0)!
+        mainLoop = loop
+        let quit: GSourceFunc = { loop in
+            g_main_loop_quit(OpaquePointer(loop))
+            return 0
+        }
+        g_unix_signal_add(SIGTERM, quit, UnsafeMutableRawPointer(loop))
+        g_unix_signal_add(SIGINT, quit, UnsafeMutableRawPointer(loop))
+        g_main_loop_run(loop)
+    }
+
+    nonisolated(unsafe) private static var mainLoop: OpaquePointer?
+
+    /// Stops ``runMainLoop()``.
+    static func quit() {
+        if let mainLoop { g_main_loop_quit(mainLoop) }
+    }
+
+    /// Runs `body` once after `seconds` on the main loop.
+    static func after(seconds: Double, _ body: @escaping () -> Void) {
+        let box = Unmanaged.passRetained(ClosureBox(body)).toOpaque()
+        g_timeout_add_full(
+            G_PRIORITY_DEFAULT, UInt32(max(0, seconds * 1000)),
+            { data in
+                Unmanaged<ClosureBox>.fromOpaque(data!).takeUnretainedValue().body()
+                return 0
+            }, box, { data in Unmanaged<ClosureBox>.fromOpaque(data!).release() })
+    }
+
+    private final class ClosureBox {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    // MARK: - Dispatch
+
+    private func methodCall(
+        sender: String, path: String, interface: String, method: String, parameters: OpaquePointer,
+        invocation: OpaquePointer
+    ) {
+        guard let handler else {
+            g_dbus_method_invocation_return_dbus_error(invocation, "org.freedesktop.DBus.Error.Failed", "shutting down")
+            return
+        }
+        let arguments = Self.makeValue(parameters)?.tuple ?? []
+        let call = MethodCall(sender: sender, path: path, interface: interface, method: method, arguments: arguments)
+        switch handler.handle(call) {
+        case .success(let reply):
+            g_dbus_method_invocation_return_value(invocation, Self.makeVariant(reply))
+        case .failure(let error):
+            g_dbus_method_invocation_return_dbus_error(invocation, error.dbusName, error.message)
+        }
+    }
+
+    nonisolated(unsafe) private static let interfaceVTable: UnsafeMutablePointer<GDBusInterfaceVTable> = {
+        let table = UnsafeMutablePointer<GDBusInterfaceVTable>.allocate(capacity: 1)  // lives for the process
+        table.initialize(to: GDBusInterfaceVTable(
+            method_call: { _, sender, path, interface, method, parameters, invocation, userData in
+                Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue().methodCall(
+                    sender: sender.map { String(cString: $0) } ?? "", path: String(cString: path!),
+                    interface: String(cString: interface!), method: String(cString: method!), parameters: parameters!,
+                    invocation: invocation!)
+            },
+            get_property: { _, sender, path, interface, name, error, userData in
+                let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
+                let result = server.handler?.property(
+                    String(cString: name!), interface: String(cString: interface!), path: String(cString: path!),
+                    sender: sender.map { String(cString: $0) } ?? "") ?? .failure(.failed("shutting down"))
+                switch result {
+                case .success(let value): return BusServer.makeVariant(value)
+                case .failure(let failure):
+                    error?.pointee = g_dbus_error_new_for_dbus_error(failure.dbusName, failure.message)
+                    return nil
+                }
+            },
+            set_property: { _, sender, path, interface, name, value, error, userData in
+                let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
+                guard let converted = BusServer.makeValue(value!) else { return 0 }
+                if let failure = server.handler?.setProperty(
+                    String(cString: name!), interface: String(cString: interface!), path: String(cString: path!),
+                    value: converted, sender: sender.map { String(cString: $0) } ?? "")
+                {
+                    error?.pointee = g_dbus_error_new_for_dbus_error(failure.dbusName, failure.message)
+                    return 0
+                }
+                return 1
+            },
+            padding: (nil, nil, nil, nil, nil, nil, nil, nil)))
+        return table
+    }()
+
+    nonisolated(unsafe) private static let subtreeVTable: UnsafeMutablePointer<GDBusSubtreeVTable> = {
+        let table = UnsafeMutablePointer<GDBusSubtreeVTable>.allocate(capacity: 1)  // lives for the process
+        table.initialize(to: GDBusSubtreeVTable(
+            enumerate: { _, _, path, userData in
+                let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
+                let names = server.handler?.children(of: String(cString: path!)) ?? []
+                let array = g_malloc0(gsize((names.count + 1) * MemoryLayout<UnsafeMutablePointer<gchar>?>.stride))!
+                    .assumingMemoryBound(to: UnsafeMutablePointer<gchar>?.self)
+                for (index, name) in names.enumerated() { array[index] = g_strdup(name) }
+                return array  // transfer full: GDBus frees it
+            },
+            introspect: { _, _, path, node, userData in
+                let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
+                let full = BusServer.join(String(cString: path!), node)
+                let infos = (server.handler?.interfaces(at: full) ?? []).compactMap {
+                    g_dbus_node_info_lookup_interface(server.nodeInfo, $0)
+                }
+                let array = g_malloc0(gsize((infos.count + 1) * MemoryLayout<UnsafeMutablePointer<GDBusInterfaceInfo>?>.stride))!
+                    .assumingMemoryBound(to: UnsafeMutablePointer<GDBusInterfaceInfo>?.self)
+                for (index, info) in infos.enumerated() { array[index] = g_dbus_interface_info_ref(info) }
+                return array  // transfer full: GDBus unrefs the infos and frees the array
+            },
+            dispatch: { _, _, path, interface, node, outUserData, userData in
+                let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
+                let full = BusServer.join(String(cString: path!), node)
+                guard let interface, server.handler?.interfaces(at: full).contains(String(cString: interface)) == true
+                else { return nil }
+                outUserData?.pointee = userData
+                return UnsafePointer(BusServer.interfaceVTable)
+            },
+            padding: (nil, nil, nil, nil, nil, nil, nil, nil)))
+        return table
+    }()
+
+    /// The full path of a subtree node. GLib 2.74 passes the requested object path (which
+    /// already ends with the node) rather than the subtree's path, as its docs say; accept both.
+    private static func join(_ path: String, _ node: UnsafePointer<gchar>?) -> String {
+        guard let node else { return path }
+        let name = String(cString: node)
+        return path.hasSuffix("/" + name) ? path : path + "/" + name
+    }
+
+    // MARK: - GVariant conversion
+
+    /// Builds a (floating) GVariant from a value.
+    static func makeVariant(_ value: DBusValue) -> OpaquePointer {
+        switch value {
+        case .boolean(let flag): return g_variant_new_boolean(flag ? 1 : 0)
+        case .uint32(let number): return g_variant_new_uint32(number)
+        case .int32(let number): return g_variant_new_int32(number)
+        case .uint64(let number): return g_variant_new_uint64(guint64(number))
+        case .int64(let number): return g_variant_new_int64(gint64(number))
+        case .string(let text): return g_variant_new_string(text)
+        case .objectPath(let path): return g_variant_new_object_path(path)
+        case .bytes(let bytes):
+            return withType("y") { type in
+                bytes.withUnsafeBytes { g_variant_new_fixed_array(type, $0.baseAddress, gsize($0.count), 1) }
+            }
+        case .array(let element, let items):
+            let children = items.map { Optional(makeVariant($0)) }
+            return withType(element) { type in
+                children.withUnsafeBufferPointer { g_variant_new_array(type, $0.baseAddress, gsize($0.count)) }
+            }
+        case .dictionary(let key, let valueType, let entries):
+            let children: [OpaquePointer?] = entries.map { g_variant_new_dict_entry(makeVariant($0.key), makeVariant($0.value)) }
+            return withType("{\(key)\(valueType)}") { type in
+                children.withUnsafeBufferPointer { g_variant_new_array(type, $0.baseAddress, gsize($0.count)) }
+            }
+        case .tuple(let items):
+            let children = items.map { Optional(makeVariant($0)) }
+            return children.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        case .variant(let inner): return g_variant_new_variant(makeVariant(inner))
+        }
+    }
+
+    /// Converts a GVariant (not consumed) into a value; nil for types the daemon never uses.
+    static func makeValue(_ variant: OpaquePointer) -> DBusValue? {
+        let type = String(cString: g_variant_get_type_string(variant))
+        switch type {
+        case "b": return .boolean(g_variant_get_boolean(variant) != 0)
+        case "u": return .uint32(g_variant_get_uint32(variant))
+        case "i": return .int32(g_variant_get_int32(variant))
+        case "t": return .uint64(UInt64(g_variant_get_uint64(variant)))
+        case "x": return .int64(Int64(g_variant_get_int64(variant)))
+        case "s": return .string(String(cString: g_variant_get_string(variant, nil)))
+        case "o": return .objectPath(String(cString: g_variant_get_string(variant, nil)))
+        case "ay":
+            var count: gsize = 0
+            guard let base = g_variant_get_fixed_array(variant, &count, 1), count > 0 else { return .bytes([]) }
+            return .bytes(Array(UnsafeRawBufferPointer(start: base, count: Int(count))))
+        case "v":
+            let inner = g_variant_get_variant(variant)!
+            defer { g_variant_unref(inner) }
+            return makeValue(inner).map { .variant($0) }
+        default: break
+        }
+        let children = (0..<g_variant_n_children(variant)).map { index -> DBusValue? in
+            let child = g_variant_get_child_value(variant, index)!
+            defer { g_variant_unref(child) }
+            return makeValue(child)
+        }
+        guard children.allSatisfy({ $0 != nil }) else { return nil }
+        let values = children.map { $0! }
+        if type.hasPrefix("(") { return .tuple(values) }
+        if type.hasPrefix("a{") {
+            let inner = type.dropFirst(2).dropLast()
+            let key = String(inner.prefix(1))
+            let entries = values.compactMap { value -> DBusValue.Entry? in
+                guard case .tuple(let pair) = value, pair.count == 2 else { return nil }
+                return DBusValue.Entry(key: pair[0], value: pair[1])
+            }
+            return .dictionary(key: key, value: String(inner.dropFirst()), entries)
+        }
+        if type.hasPrefix("{") { return .tuple(values) }  // a dict entry, seen while walking a dictionary
+        if type.hasPrefix("a") { return .array(element: String(type.dropFirst()), values) }
+        return nil
+    }
+
+    private static func withType(_ signature: String, _ body: (OpaquePointer) -> OpaquePointer) -> OpaquePointer {
+        let type = g_variant_type_new(signature)!
+        defer { g_variant_type_free(type) }
+        return body(type)
+    }
+
+    private static func take(_ error: UnsafeMutablePointer<GError>?) -> String {
+        guard let error else { return "unknown error" }
+        defer { g_error_free(error) }
+        return error.pointee.message.map { String(cString: $0) } ?? ""
+    }
+}

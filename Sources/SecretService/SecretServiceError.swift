@@ -1,0 +1,43 @@
+/// Errors returned to D-Bus callers; each has the name clients match on.
+public enum SecretServiceError: Error, Equatable {
+    /// The object must be unlocked first.
+    case isLocked(String)
+    /// The session does not exist or belongs to another client.
+    case noSession(String)
+    /// No such item, collection or prompt.
+    case noSuchObject(String)
+    /// An item or collection with that identity exists.
+    case alreadyExists(String)
+    /// Arguments of the right D-Bus type but unacceptable value.
+    case invalidArgs(String)
+    /// The session algorithm is not supported (libsecret then falls back to `plain`).
+    case notSupported(String)
+    /// The caller may not do this.
+    case accessDenied(String)
+    /// Anything else; the message is safe to show (no secrets).
+    case failed(String)
+
+    /// The D-Bus error name.
+    public var dbusName: String {
+        switch self {
+        case .isLocked: return "org.freedesktop.Secret.Error.IsLocked"
+        case .noSession: return "org.freedesktop.Secret.Error.NoSession"
+        case .noSuchObject: return "org.freedesktop.Secret.Error.NoSuchObject"
+        case .alreadyExists: return "org.freedesktop.Secret.Error.AlreadyExists"
+        case .invalidArgs: return "org.freedesktop.DBus.Error.InvalidArgs"
+        case .notSupported: return "org.freedesktop.DBus.Error.NotSupported"
+        case .accessDenied: return "org.gnome.keyring.Error.Denied"
+        case .failed: return "org.freedesktop.DBus.Error.Failed"
+        }
+    }
+
+    /// The message sent with the error.
+    public var message: String {
+        switch self {
+        case .isLocked(let message), .noSession(let message), .noSuchObject(let message),
+            .alreadyExists(let message), .invalidArgs(let message), .notSupported(let message),
+            .accessDenied(let message), .failed(let message):
+            return message
+        }
+    }
+}

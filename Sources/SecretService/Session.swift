@@ -1,0 +1,75 @@
+// org.freedesktop.Secret.Session
+
+import SecretStore
+
+/// A client's transfer session: how secrets are encoded between it and the daemon.
+final class Session {
+    /// The negotiated algorithm.
+    enum Algorithm {
+        /// Secrets travel as they are.
+        case plain
+        /// `dh-ietf1024-sha256-aes128-cbc-pkcs7`: AES-128-CBC under a DH-derived key.
+        case diffieHellman(key: SecureBytes)
+    }
+
+    /// The unique bus name of the client that opened it; nobody else may use it.
+    let owner: String
+    let algorithm: Algorithm
+
+    init(owner: String, algorithm: Algorithm) {
+        self.owner = owner
+        self.algorithm = algorithm
+    }
+
+    /// Opens a session for `algorithm` with the client's `input`; returns it and the output
+    /// to send back.
+    static func open(algorithm: String, input: DBusValue, owner: String) -> Result<(Session, DBusValue), SecretServiceError> {
+        switch algorithm {
+        case "plain":
+            return .success((Session(owner: owner, algorithm: .plain), .variant(.string(""))))
+        case "dh-ietf1024-sha256-aes128-cbc-pkcs7":
+            guard let peer = input.bytes else { return .failure(.invalidArgs("the DH input must be a byte array")) }
+            let pair = Gcrypt.DiffieHellman()
+            do {
+                let key = try pair.sessionKey(peerPublicKey: peer)
+                return .success((Session(owner: owner, algorithm: .diffieHellman(key: key)), .variant(.bytes(pair.publicKey))))
+            } catch {
+                return .failure(.invalidArgs(error.description))
+            }
+        default:
+            return .failure(.notSupported("the session algorithm '\(algorithm)' is not supported"))
+        }
+    }
+
+    /// Encodes a secret for this session as the `(oayays)` struct.
+    func encode(_ secret: SecureBytes, contentType: String, sessionPath: String) -> Result<DBusValue, SecretServiceError> {
+        switch algorithm {
+        case .plain:
+            return .success(.tuple([.objectPath(sessionPath), .bytes([]), .bytes(secret.withBytes { Array($0) }), .string(contentType)]))
+        case .diffieHellman(let key):
+            let iv = Gcrypt.randomBytes(count: 16)
+            do {
+                let encrypted = try Gcrypt.encryptAES128CBC(secret, key: key, iv: iv)
+                return .success(.tuple([.objectPath(sessionPath), .bytes(iv), .bytes(encrypted), .string(contentType)]))
+            } catch {
+                return .failure(.failed("cannot encrypt the secret for the session"))
+            }
+        }
+    }
+
+    /// Decodes the value of a `(oayays)` struct sent in this session.
+    func decode(parameters: [UInt8], value: [UInt8]) -> Result<SecureBytes, SecretServiceError> {
+        switch algorithm {
+        case .plain:
+            guard parameters.isEmpty else { return .failure(.invalidArgs("a plain session takes no secret parameters")) }
+            return .success(value.withUnsafeBytes { SecureBytes(copying: $0) })
+        case .diffieHellman(let key):
+            guard parameters.count == 16 else { return .failure(.invalidArgs("the secret's IV must be 16 bytes")) }
+            do {
+                return .success(try Gcrypt.decryptAES128CBC(value, key: key, iv: parameters))
+            } catch {
+                return .failure(.invalidArgs("the secret cannot be decrypted with this session"))
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+// secretd: a Secret Service provider (org.freedesktop.secrets) over an encrypted SQLite store.
+// This file only parses the command line and wires the parts together.
+
+import CProcess
+import Foundation
+import SecretService
+import SecretStore
+
+let version = "0.1.0"
+let usage = """
+    usage: secretd [--foreground] [--data-dir DIR] [--config-dir DIR] [--unlock] [--replace]
+           secretd --version | --help
+
+    A Secret Service provider: owns org.freedesktop.secrets on the session bus and keeps items
+    encrypted in $XDG_DATA_HOME/secretd/secretd.sqlite3.
+
+    options:
+      --foreground       stay in the foreground (secretd never daemonizes; accepted for scripts)
+      --data-dir DIR     where the database lives (default $XDG_DATA_HOME/secretd)
+      --config-dir DIR   where configuration lives (default $XDG_CONFIG_HOME/secretd)
+      --unlock           read the login password from standard input (to end of input, one
+                         trailing newline removed) and unlock the login keyring, creating it
+                         if there is none
+      --replace          take org.freedesktop.secrets from the provider that owns it
+      --version          print the version
+      -h, --help         print this help
+
+    Without --unlock, a systemd credential named login-password ($CREDENTIALS_DIRECTORY)
+    unlocks the login keyring the same way.
+    """
+
+/// Prints one line to standard error and exits with `code`.
+func fail(_ message: String, code: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data("secretd: \(message)\n".utf8))
+    exit(code)
+}
+
+// MARK: - Command line
+
+var dataDirectory: URL?
+var unlock = false
+var replace = false
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--foreground": break
+    case "--unlock": unlock = true
+    case "--replace": replace = true
+    case "--version":
+        print("secretd \(version)")
+        exit(0)
+    case "-h", "--help":
+        print(usage)
+        exit(0)
+    case "--data-dir", "--config-dir":
+        guard let value = arguments.popFirst(), !value.isEmpty else { fail("\(argument) needs a directory", code: 2) }
+        if argument == "--data-dir" { dataDirectory = URL(fileURLWithPath: value) }
+    default:
+        fail("unknown option '\(argument)' (see secretd --help)", code: 2)
+    }
+}
+
+let environment = ProcessInfo.processInfo.environment
+let home = environment["HOME"] ?? NSHomeDirectory()
+let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.local/share"
+let options = Daemon.Options(
+    dataDirectory: dataDirectory ?? URL(fileURLWithPath: dataHome).appendingPathComponent("secretd"), replace: replace)
+
+// MARK: - Hardening and secrets
+
+_ = keychain_set_non_dumpable()
+Gcrypt.initialize()
+
+/// Reads the login password from standard input (no echo on a terminal), or nil.
+func readPassword() -> SecureBytes? {
+    let limit = 64 * 1024
+    var buffer = [UInt8](repeating: 0, count: limit + 1)
+    defer { buffer.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
+    var saved = termios()
+    let terminal = isatty(STDIN_FILENO) != 0 && tcgetattr(STDIN_FILENO, &saved) == 0
+    if terminal {
+        FileHandle.standardError.write(Data("Login password: ".utf8))
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
+    }
+    var count = 0
+    while count <= limit {
+        let got = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress! + count, limit + 1 - count) }
+        if got < 0 && errno == EINTR { continue }
+        if got <= 0 { break }
+        count += got
+        if terminal, buffer[count - 1] == UInt8(ascii: "\n") { break }
+    }
+    if terminal {
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+        FileHandle.standardError.write(Data("\n".utf8))
+    }
+    if count > limit { fail("the password on standard input is longer than \(limit) bytes") }
+    if count > 0, buffer[count - 1] == UInt8(ascii: "\n") { count -= 1 }
+    return buffer.withUnsafeBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+}
+
+/// The login password from a systemd credential, if one was passed.
+func credentialPassword() -> SecureBytes? {
+    guard let directory = environment["CREDENTIALS_DIRECTORY"] else { return nil }
+    guard var bytes = FileManager.default.contents(atPath: "\(directory)/login-password") else { return nil }
+    defer { bytes.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
+    if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+    return bytes.withUnsafeBytes { SecureBytes(copying: $0) }
+}
+
+// MARK: - Start
+
+let daemon: Daemon
+do {
+    daemon = try Daemon(options: options)
+} catch {
+    fail("cannot open the keyring database in \(options.dataDirectory.path): \(error)")
+}
+
+if let password = unlock ? readPassword() : credentialPassword() {
+    do {
+        try daemon.unlockLogin(password: password)
+    } catch {
+        fail("cannot unlock the login keyring: \(error)")
+    }
+}
+
+do {
+    try daemon.start(
+        ready: { FileHandle.standardError.write(Data("<6>secretd: serving org.freedesktop.secrets\n".utf8)) },
+        refused: { message in fail(message) })
+} catch {
+    fail(error.message)
+}
+Daemon.run()
