@@ -62,6 +62,9 @@ let package = Package(
             name: "SecretStoreTests", dependencies: ["SecretStore"],
             swiftSettings: strictSettings),
         .testTarget(
+            name: "SecretServiceTests", dependencies: ["KeychainTestSupport", "SecretStore"],
+            swiftSettings: strictSettings),
+        .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "KeychainTestSupport"],
             swiftSettings: strictSettings),
     ],

@@ -86,7 +86,76 @@ public final class BusConnection: @unchecked Sendable {
         g_variant_unref(reply)
     }
 
+    /// Calls `method` with arguments written in GVariant text format (as `gdbus call` takes
+    /// them, e.g. `"('plain', <''>)"`) and returns the reply in the same format.
+    ///
+    /// - Throws: ``BusError`` whose description starts with the D-Bus error name.
+    public func call(
+        _ path: String, _ interface: String, _ method: String, _ arguments: String = "()",
+        destination: String = "org.freedesktop.secrets"
+    ) throws(BusError) -> String {
+        var error: UnsafeMutablePointer<GError>?
+        guard let parameters = g_variant_parse(nil, arguments, nil, nil, &error) else { throw Self.take(error) }
+        var callError: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(
+            connection, destination, path, interface, method, parameters, nil, G_DBUS_CALL_FLAGS_NONE, 30_000, nil,
+            &callError)
+        guard let reply else { throw Self.takeRemote(callError) }
+        defer { g_variant_unref(reply) }
+        let text = g_variant_print(reply, 1)!
+        defer { g_free(text) }
+        return String(cString: text)
+    }
+
+    /// Calls `CreateItem` on `collection` with a plain-session secret of raw bytes (for sizes
+    /// GVariant text cannot carry quickly); returns the reply in GVariant text format.
+    public func createItem(
+        in collection: String, session: String, attributes: [String: String], secret: [UInt8]
+    ) throws(BusError) -> String {
+        let dictionaryType = g_variant_type_new("{ss}")
+        defer { g_variant_type_free(dictionaryType) }
+        let entries: [OpaquePointer?] = attributes.map {
+            g_variant_new_dict_entry(g_variant_new_string($0.key), g_variant_new_string($0.value))
+        }
+        let attributeArray = entries.withUnsafeBufferPointer {
+            g_variant_new_array(dictionaryType, $0.baseAddress, gsize($0.count))
+        }
+        let propertyType = g_variant_type_new("{sv}")
+        defer { g_variant_type_free(propertyType) }
+        let property: [OpaquePointer?] = [
+            g_variant_new_dict_entry(
+                g_variant_new_string("org.freedesktop.Secret.Item.Attributes"), g_variant_new_variant(attributeArray))
+        ]
+        let properties = property.withUnsafeBufferPointer { g_variant_new_array(propertyType, $0.baseAddress, 1) }
+        let value = tuple([g_variant_new_object_path(session), Self.bytes([]), Self.bytes(secret), g_variant_new_string("text/plain")])
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(
+            connection, Self.secrets, collection, "org.freedesktop.Secret.Collection", "CreateItem",
+            tuple([properties, value, g_variant_new_boolean(0)]), nil, G_DBUS_CALL_FLAGS_NONE, 60_000, nil, &error)
+        guard let reply else { throw Self.takeRemote(error) }
+        defer { g_variant_unref(reply) }
+        let text = g_variant_print(reply, 1)!
+        defer { g_free(text) }
+        return String(cString: text)
+    }
+
+    /// This connection's unique bus name.
+    public var uniqueName: String { String(cString: g_dbus_connection_get_unique_name(connection)) }
+
     // MARK: - Plumbing
+
+    /// A BusError "<remote error name>: <message>" for a failed call.
+    private static func takeRemote(_ error: UnsafeMutablePointer<GError>?) -> BusError {
+        guard let error else { return BusError(description: "unknown D-Bus error") }
+        let name = g_dbus_error_get_remote_error(error).map { pointer -> String in
+            defer { g_free(pointer) }
+            return String(cString: pointer)
+        }
+        _ = g_dbus_error_strip_remote_error(error)
+        let message = error.pointee.message.map { String(cString: $0) } ?? ""
+        g_error_free(error)
+        return BusError(description: "\(name ?? "local"): \(message)")
+    }
 
     private static let secrets = "org.freedesktop.secrets"
 

@@ -54,6 +54,28 @@ public final class SupervisedProcess: @unchecked Sendable {
     /// What the helper wrote so far.
     public var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
+    /// Kills the helper itself with SIGKILL (not its watchdog), as a crash would, and waits.
+    public func crash() {
+        // The helper is the watchdog's only child.
+        if let child = try? String(contentsOfFile: "/proc/\(process.pid)/task/\(process.pid)/children", encoding: .utf8)
+            .split(separator: " ").first.flatMap({ pid_t($0) })
+        {
+            kill(child, SIGKILL)
+        }
+        process.waitForExit()
+    }
+
+    /// Waits (up to `timeout` seconds) for the helper to exit by itself; returns its exit status,
+    /// or nil when it is still running.
+    public func waitForExit(timeout: TimeInterval) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            guard Date() < deadline else { return nil }
+            usleep(10_000)
+        }
+        return process.waitForExit()
+    }
+
     /// Asks the helper to end without waiting (safe while the process is exiting).
     public func signalStop() {
         process.send(SIGTERM)

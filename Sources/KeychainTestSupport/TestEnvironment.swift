@@ -164,35 +164,8 @@ public final class TestEnvironment: @unchecked Sendable {
     public func run(_ arguments: [String], input: Data? = nil, environment: [String: String] = [:]) throws
         -> CommandResult
     {
-        let id = UUID().uuidString
-        let outPath = root.appendingPathComponent("cmd-\(id).out").path
-        let errPath = root.appendingPathComponent("cmd-\(id).err").path
-        defer {
-            unlink(outPath)
-            unlink(errPath)
-        }
-        let output = try Subprocess.openForWriting(outPath)
-        let errorOutput = try Subprocess.openForWriting(errPath)
-        let pipe = try Subprocess.pipe()
-        let process = try Subprocess(
-            arguments, environment: clientEnvironment.merging(environment) { $1 }, input: pipe.read,
-            output: output, error: errorOutput)
-        close(pipe.read)
-        close(output)
-        close(errorOutput)
-        Subprocess.writeAndClose(pipe.write, Array(input ?? Data()))
-        let deadline = Date().addingTimeInterval(60)
-        while process.isRunning {
-            if Date() > deadline {
-                process.send(SIGKILL)
-                process.waitForExit()
-                throw HarnessError("\(arguments.joined(separator: " ")) did not finish within 60 s")
-            }
-            usleep(5_000)
-        }
-        return CommandResult(
-            status: process.waitForExit(), output: FileManager.default.contents(atPath: outPath) ?? Data(),
-            errorOutput: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self))
+        try CommandResult.run(arguments, input: input, environment: clientEnvironment.merging(environment) { $1 },
+                              scratch: root)
     }
 
     /// The bus name every Secret Service provider owns.

@@ -277,10 +277,10 @@ public final class Daemon: BusHandler {
     func interfaces(at path: String) -> [String] {
         switch ObjectPaths.parse(path) {
         case .service: return [Introspection.service, Introspection.gnomeExtension]
-        case .collection, .alias: return collection(at: path) == nil ? [] : [Introspection.collection]
-        case .item: return item(at: path) == nil ? [] : [Introspection.item]
-        case .session(let id): return sessions[id] == nil ? [] : [Introspection.session]
-        case .prompt(let id): return prompts[id] == nil ? [] : [Introspection.prompt]
+        case .collection, .alias: return [Introspection.collection]
+        case .item: return [Introspection.item]
+        case .session: return [Introspection.session]
+        case .prompt: return [Introspection.prompt]
         case .unknown: return []
         }
     }

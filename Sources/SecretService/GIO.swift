@@ -29,7 +29,9 @@ protocol BusHandler: AnyObject {
     func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError?
     /// The child node names under `path` that are objects (for subtrees).
     func children(of path: String) -> [String]
-    /// The interfaces the object at `path` implements; empty when there is no such object.
+    /// The interfaces the object at `path` implements. For a well-formed path of an object
+    /// that does not exist, still the interfaces of its kind, so the call reaches ``handle(_:)``
+    /// and the client gets `NoSuchObject` or `NoSession` rather than a generic D-Bus error.
     func interfaces(at path: String) -> [String]
 }
 
@@ -92,7 +94,7 @@ final class BusServer {
         guard subtrees[path] == nil else { return }
         var error: UnsafeMutablePointer<GError>?
         let id = g_dbus_connection_register_subtree(
-            connection, path, Self.subtreeVTable, G_DBUS_SUBTREE_FLAGS_NONE,
+            connection, path, Self.subtreeVTable, G_DBUS_SUBTREE_FLAGS_DISPATCH_TO_UNENUMERATED_NODES,
             Unmanaged.passUnretained(self).toOpaque(), nil, &error)
         if id == 0 { throw .failed("cannot export subtree \(path): \(Self.take(error))") }
         subtrees[path] = id

@@ -1,0 +1,82 @@
+public import Foundation
+
+/// A private bus of its own with `secretd` processes on it, for tests of the daemon itself
+/// (start-up, replacement, restarts, crashes). Independent of ``TestEnvironment``.
+public final class SecretdFixture: @unchecked Sendable {
+    /// The temporary directory holding everything.
+    public let root: URL
+    /// The bus.
+    public let bus: PrivateBus
+    /// A connection for making D-Bus calls in tests.
+    public let control: BusConnection
+    /// Where the daemons keep their database.
+    public let dataDirectory: URL
+    /// The environment daemons and clients run with.
+    public let environment: [String: String]
+
+    /// The `secretd` built next to the test bundle.
+    public static var secretdPath: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("secretd").path
+    }
+
+    /// Creates a fresh tree and bus.
+    public init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("secretd-tests-\(UUID().uuidString.prefix(12))")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let runtime = root.appendingPathComponent("run")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        dataDirectory = root.appendingPathComponent("data")
+        bus = try PrivateBus(directory: root)
+        control = try BusConnection(address: bus.address)
+        environment = [
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            "HOME": root.path, "XDG_RUNTIME_DIR": runtime.path, "DBUS_SESSION_BUS_ADDRESS": bus.address,
+            "LANG": "C.UTF-8",
+        ]
+    }
+
+    deinit {
+        bus.stop()
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    /// Starts `secretd --foreground --data-dir <data>` plus `arguments`, with `input` on its
+    /// standard input; with `waitForName`, waits until it owns `org.freedesktop.secrets`.
+    @discardableResult
+    public func start(_ arguments: [String] = ["--unlock"], input: String? = "login-password", waitForName: Bool = true)
+        throws -> SupervisedProcess
+    {
+        let daemon = try SupervisedProcess(
+            [Self.secretdPath, "--foreground", "--data-dir", dataDirectory.path] + arguments, environment: environment,
+            standardInput: input.map { Data($0.utf8) }, logURL: root.appendingPathComponent("secretd-\(UUID().uuidString.prefix(6)).log"))
+        guard waitForName else { return daemon }
+        let deadline = Date().addingTimeInterval(20)
+        while try !control.nameHasOwner(TestEnvironment.busName) {
+            guard daemon.isRunning, Date() < deadline else {
+                daemon.stop()
+                throw HarnessError("secretd did not take the bus name: \(daemon.log)")
+            }
+            usleep(20_000)
+        }
+        return daemon
+    }
+
+    /// Waits until nobody owns `org.freedesktop.secrets`.
+    public func waitUntilNameIsFree() throws {
+        let deadline = Date().addingTimeInterval(10)
+        while try control.nameHasOwner(TestEnvironment.busName) {
+            guard Date() < deadline else { throw HarnessError("the bus name stayed owned") }
+            usleep(20_000)
+        }
+    }
+
+    /// Runs a client command on this bus.
+    public func run(_ arguments: [String], input: String? = nil) throws -> CommandResult {
+        try CommandResult.run(arguments, input: input.map { Data($0.utf8) }, environment: environment, scratch: root)
+    }
+
+    /// Calls the Secret Service with GVariant-text arguments (see ``BusConnection/call(_:_:_:_:destination:)``).
+    public func call(_ path: String, _ interface: String, _ method: String, _ arguments: String = "()") throws -> String {
+        try control.call(path, interface, method, arguments)
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// secretd itself: start-up, the bus name, restarts, crashes, passwords and bad input.
+/// Each test has its own private bus and data directory.
+@Suite struct DaemonTests {
+    static let service = "/org/freedesktop/secrets"
+    static let serviceInterface = "org.freedesktop.Secret.Service"
+    static let collectionInterface = "org.freedesktop.Secret.Collection"
+    static let itemInterface = "org.freedesktop.Secret.Item"
+    static let gnome = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
+
+    /// The object paths in a reply printed in GVariant text format.
+    func objectPaths(in reply: String) -> [String] {
+        reply.components(separatedBy: "objectpath '").dropFirst().compactMap { $0.split(separator: "'").first.map(String.init) }
+    }
+
+    /// Opens a plain session on `fixture`'s control connection; returns its path.
+    func openPlainSession(_ fixture: SecretdFixture) throws -> String {
+        let reply = try fixture.call(Self.service, Self.serviceInterface, "OpenSession", "('plain', <''>)")
+        return try #require(objectPaths(in: reply).first, "\(reply)")
+    }
+
+    /// GVariant text for a plain-session secret.
+    func secret(_ session: String, _ value: String) -> String {
+        let bytes = Array(value.utf8).map { "0x\(String($0, radix: 16))" }.joined(separator: ", ")
+        return "(objectpath '\(session)', @ay [], @ay [\(bytes)], 'text/plain')"
+    }
+
+    /// Creates an item in the login collection; returns its path.
+    func createItem(_ fixture: SecretdFixture, _ session: String, attributes: String, value: String) throws -> String {
+        let reply = try fixture.call(
+            "/org/freedesktop/secrets/collection/login", Self.collectionInterface, "CreateItem",
+            "({'org.freedesktop.Secret.Item.Label': <'test'>, 'org.freedesktop.Secret.Item.Attributes': <\(attributes)>}, \(secret(session, value)), false)")
+        return try #require(objectPaths(in: reply).first, "\(reply)")
+    }
+
+    @Test("refuses with one clear line when another provider owns the name, and --replace takes it")
+    func busName() throws {
+        let fixture = try SecretdFixture()
+        let first = try fixture.start()
+        let second = try fixture.start(waitForName: false)
+        #expect(second.waitForExit(timeout: 20) == 1)
+        let lines = second.log.split(separator: "\n").filter { !$0.hasPrefix("<") }
+        #expect(lines.count == 1, "\(second.log)")
+        #expect(lines.first?.contains("org.freedesktop.secrets is already owned by another provider") == true)
+        #expect(lines.first?.contains("--replace") == true)
+        #expect(first.isRunning)
+
+        let third = try fixture.start(["--replace"], input: nil, waitForName: false)
+        #expect(first.waitForExit(timeout: 20) == 0, "the replaced daemon exits cleanly")
+        #expect(first.log.contains("another provider took org.freedesktop.secrets"))
+        #expect(third.isRunning)
+        third.stop()
+    }
+
+    @Test("items survive a restart, stay locked until unlocked, and keep their paths")
+    func restart() throws {
+        let fixture = try SecretdFixture()
+        var daemon = try fixture.start()
+        var session = try openPlainSession(fixture)
+        let path = try createItem(fixture, session, attributes: "{'service': 'mail', 'account': 'alice'}", value: "persisted")
+        daemon.stop()
+        try fixture.waitUntilNameIsFree()
+
+        daemon = try fixture.start([], input: nil)
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "SearchItems", "({'service': 'mail'},)")
+                == "(@ao [], [objectpath '\(path)'])")
+        session = try openPlainSession(fixture)
+        #expect(throws: (any Error).self) { try fixture.call(path, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)") }
+        _ = try fixture.call(Self.service, Self.gnome, "UnlockWithMasterPassword",
+                             "(objectpath '/org/freedesktop/secrets/collection/login', \(secret(session, "login-password")))")
+        let reply = try fixture.call(path, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)")
+        #expect(reply.contains("[byte 0x70, 0x65, 0x72, 0x73, 0x69, 0x73, 0x74, 0x65, 0x64]"), "\(reply)")
+        daemon.stop()
+    }
+
+    @Test("an item acknowledged over D-Bus survives kill -9 right after the reply")
+    func durability() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        let session = try openPlainSession(fixture)
+        let path = try createItem(fixture, session, attributes: "{'k': 'v'}", value: "durable")
+        daemon.crash()
+        try fixture.waitUntilNameIsFree()
+        let restarted = try fixture.start()
+        let fresh = try openPlainSession(fixture)
+        let reply = try fixture.call(path, Self.itemInterface, "GetSecret", "(objectpath '\(fresh)',)")
+        #expect(reply.contains("[byte 0x64, 0x75, 0x72, 0x61, 0x62, 0x6c, 0x65]"), "\(reply)")
+        restarted.stop()
+    }
+
+    @Test("a wrong password is refused with a growing delay and changes nothing")
+    func wrongPassword() throws {
+        let fixture = try SecretdFixture()
+        var daemon = try fixture.start()
+        daemon.stop()
+        try fixture.waitUntilNameIsFree()
+        daemon = try fixture.start(["--unlock"], input: "not-the-password")
+        #expect(daemon.log.contains("does not unlock the login keyring"))
+        let session = try openPlainSession(fixture)
+        let login = "objectpath '/org/freedesktop/secrets/collection/login'"
+        do {
+            _ = try fixture.call(Self.service, Self.gnome, "UnlockWithMasterPassword", "(\(login), \(secret(session, "wrong")))")
+            Issue.record("a wrong password was accepted")
+        } catch {
+            #expect("\(error)".contains("org.gnome.keyring.Error.Denied"))
+        }
+        do {
+            _ = try fixture.call(Self.service, Self.gnome, "UnlockWithMasterPassword", "(\(login), \(secret(session, "login-password")))")
+            Issue.record("an attempt inside the delay was accepted")
+        } catch {
+            #expect("\(error)".contains("try again in"))
+        }
+        Thread.sleep(forTimeInterval: 1.2)
+        _ = try fixture.call(Self.service, Self.gnome, "UnlockWithMasterPassword", "(\(login), \(secret(session, "login-password")))")
+        #expect(try fixture.call("/org/freedesktop/secrets/collection/login", "org.freedesktop.DBus.Properties", "Get",
+                                 "('org.freedesktop.Secret.Collection', 'Locked')") == "(<false>,)")
+        daemon.stop()
+    }
+
+    @Test("secret-tool works end to end, and Lock makes reads fail cleanly")
+    func secretTool() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        #expect(try fixture.run(["secret-tool", "store", "--label=Mail", "service", "mail", "account", "alice"], input: "s3cr3t").status == 0)
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "alice"]).text == "s3cr3t")
+        let search = try fixture.run(["secret-tool", "search", "--all", "service", "mail"])
+        #expect((search.text + search.errorOutput).contains("attribute.account = alice"))
+        // (`secret-tool lock` of libsecret 0.20.5 crashes after locking, with gnome-keyring too.)
+        _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '/org/freedesktop/secrets/collection/login'],)")
+        let locked = try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "alice"])
+        #expect(locked.status != 0 && locked.text.isEmpty)
+        daemon.stop()
+    }
+
+    @Test("D-Bus errors: NoSession, NoSuchObject, IsLocked, NotSupported, InvalidArgs")
+    func errors() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        let session = try openPlainSession(fixture)
+        let item = try createItem(fixture, session, attributes: "{'a': 'b'}", value: "x")
+        func error(_ body: () throws -> String) -> String {
+            do { return "no error: \(try body())" } catch { return "\(error)" }
+        }
+        #expect(error { try fixture.call(item, Self.itemInterface, "GetSecret", "(objectpath '/org/freedesktop/secrets/session/s999',)") }
+            .hasPrefix("org.freedesktop.Secret.Error.NoSession"))
+        #expect(error { try fixture.call("/org/freedesktop/secrets/collection/login/99999", Self.itemInterface, "GetSecret", "(objectpath '\(session)',)") }
+            .hasPrefix("org.freedesktop.Secret.Error.NoSuchObject"))
+        #expect(error { try fixture.call(Self.service, Self.serviceInterface, "OpenSession", "('rot13', <''>)") }
+            .hasPrefix("org.freedesktop.DBus.Error.NotSupported"))
+        #expect(error { try fixture.call(Self.service, Self.serviceInterface, "SearchItems", "('not a dict',)") }
+            .hasPrefix("org.freedesktop.DBus.Error.InvalidArgs"))
+        // Another client's session is not ours to use.
+        let other = try BusConnection(address: fixture.bus.address)
+        #expect(error { try other.call(item, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)") }
+            .hasPrefix("org.freedesktop.Secret.Error.NoSession"))
+        _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '/org/freedesktop/secrets/collection/login'],)")
+        #expect(error { try fixture.call(item, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)") }
+            .hasPrefix("org.freedesktop.Secret.Error.IsLocked"))
+        daemon.stop()
+    }
+
+    @Test("huge secrets and attribute sets are refused; the daemon keeps serving")
+    func badInput() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        let session = try openPlainSession(fixture)
+        let kept = try createItem(fixture, session, attributes: "{'keep': 'me'}", value: "kept")
+        let many = "{" + (0..<10_000).map { "'a\($0)': 'v'" }.joined(separator: ", ") + "}"
+        #expect(throws: (any Error).self) { _ = try createItem(fixture, session, attributes: many, value: "x") }
+        do {
+            _ = try fixture.control.createItem(
+                in: "/org/freedesktop/secrets/collection/login", session: session, attributes: ["huge": "yes"],
+                secret: [UInt8](repeating: 0x78, count: 16 * 1024 * 1024))
+            Issue.record("a 16 MiB secret was accepted")
+        } catch {
+            #expect("\(error)".contains("larger than"), "\(error)")
+        }
+        let reply = try fixture.call(kept, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)")
+        #expect(reply.contains("[byte 0x6b, 0x65, 0x70, 0x74]"))
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "SearchItems", "({'huge': 'yes'},)") == "(@ao [], @ao [])")
+        daemon.stop()
+    }
+
+    @Test("aliases: default is login, served under /aliases/default; CreateCollection by alias is idempotent")
+    func aliases() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "ReadAlias", "('default',)")
+                == "(objectpath '/org/freedesktop/secrets/collection/login',)")
+        #expect(try fixture.call("/org/freedesktop/secrets/aliases/default", "org.freedesktop.DBus.Properties", "Get",
+                                 "('org.freedesktop.Secret.Collection', 'Label')") == "(<'Login'>,)")
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "CreateCollection", "(@a{sv} {}, 'default')")
+                == "(objectpath '/org/freedesktop/secrets/collection/login', objectpath '/')")
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "ReadAlias", "('nothing',)") == "(objectpath '/',)")
+        daemon.stop()
+    }
+
+    @Test("a damaged or newer database stops the start with one clear line")
+    func damagedDatabase() throws {
+        let fixture = try SecretdFixture()
+        try FileManager.default.createDirectory(at: fixture.dataDirectory, withIntermediateDirectories: true)
+        try Data("this is not a database".utf8).write(to: fixture.dataDirectory.appendingPathComponent("secretd.sqlite3"))
+        let daemon = try fixture.start(waitForName: false)
+        #expect(daemon.waitForExit(timeout: 20) == 1)
+        let lines = daemon.log.split(separator: "\n")
+        #expect(lines.count == 1, "\(daemon.log)")
+        #expect(lines.first?.hasPrefix("secretd: cannot open the keyring database") == true)
+        #expect(try !fixture.control.nameHasOwner(TestEnvironment.busName))
+    }
+
+    @Test("--help, --version and bad options")
+    func commandLine() throws {
+        let fixture = try SecretdFixture()
+        #expect(try fixture.run([SecretdFixture.secretdPath, "--version"]).text.hasPrefix("secretd "))
+        let help = try fixture.run([SecretdFixture.secretdPath, "--help"])
+        for option in ["--foreground", "--data-dir", "--config-dir", "--unlock", "--replace", "--version"] {
+            #expect(help.text.contains(option))
+        }
+        let bad = try fixture.run([SecretdFixture.secretdPath, "--frobnicate"])
+        #expect(bad.status == 2)
+        #expect(bad.errorOutput == "secretd: unknown option '--frobnicate' (see secretd --help)\n")
+    }
+}
