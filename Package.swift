@@ -62,7 +62,7 @@ let package = Package(
             name: "SecretStoreTests", dependencies: ["SecretStore"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "SecretServiceTests", dependencies: ["KeychainTestSupport", "SecretStore"],
+            name: "SecretServiceTests", dependencies: ["KeychainTestSupport", "SecretStore", "SecretService"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "KeychainTestSupport"],

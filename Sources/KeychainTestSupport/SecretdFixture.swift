@@ -11,6 +11,8 @@ public final class SecretdFixture: @unchecked Sendable {
     public let control: BusConnection
     /// Where the daemons keep their database.
     public let dataDirectory: URL
+    /// Where the daemons read `secretd.conf` (created empty).
+    public let configDirectory: URL
     /// The environment daemons and clients run with.
     public let environment: [String: String]
 
@@ -26,6 +28,8 @@ public final class SecretdFixture: @unchecked Sendable {
         let runtime = root.appendingPathComponent("run")
         try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         dataDirectory = root.appendingPathComponent("data")
+        configDirectory = root.appendingPathComponent("config")
+        try FileManager.default.createDirectory(at: configDirectory, withIntermediateDirectories: true)
         bus = try PrivateBus(directory: root)
         control = try BusConnection(address: bus.address)
         environment = [
@@ -40,14 +44,20 @@ public final class SecretdFixture: @unchecked Sendable {
         try? FileManager.default.removeItem(at: root)
     }
 
-    /// Starts `secretd --foreground --data-dir <data>` plus `arguments`, with `input` on its
+    /// Writes `secretd.conf`.
+    public func writeConfiguration(_ text: String) throws {
+        try text.write(to: configDirectory.appendingPathComponent("secretd.conf"), atomically: true, encoding: .utf8)
+    }
+
+    /// Starts `secretd --foreground --data-dir <data> --config-dir <config>` plus `arguments`, with `input` on its
     /// standard input; with `waitForName`, waits until it owns `org.freedesktop.secrets`.
     @discardableResult
     public func start(_ arguments: [String] = ["--unlock"], input: String? = "login-password", waitForName: Bool = true)
         throws -> SupervisedProcess
     {
         let daemon = try SupervisedProcess(
-            [Self.secretdPath, "--foreground", "--data-dir", dataDirectory.path] + arguments, environment: environment,
+            [Self.secretdPath, "--foreground", "--data-dir", dataDirectory.path, "--config-dir", configDirectory.path]
+                + arguments, environment: environment,
             standardInput: input.map { Data($0.utf8) }, logURL: root.appendingPathComponent("secretd-\(UUID().uuidString.prefix(6)).log"))
         guard waitForName else { return daemon }
         let deadline = Date().addingTimeInterval(20)

@@ -14,12 +14,18 @@ public final class Daemon: BusHandler {
         public var kdf: KDFParameters
         /// Take the bus name from another provider.
         public var replace: Bool
+        /// Settings from `secretd.conf`.
+        public var configuration: Configuration
 
         /// Creates options.
-        public init(dataDirectory: URL, kdf: KDFParameters = .standard, replace: Bool = false) {
+        public init(
+            dataDirectory: URL, kdf: KDFParameters = .standard, replace: Bool = false,
+            configuration: Configuration = Configuration()
+        ) {
             self.dataDirectory = dataDirectory
             self.kdf = kdf
             self.replace = replace
+            self.configuration = configuration
         }
     }
 
@@ -38,6 +44,8 @@ public final class Daemon: BusHandler {
     private var nextPromptID = 1
     /// Failed password attempts per collection id, and when the next one is allowed.
     var failedUnlocks: [Int64: (count: Int, notBefore: Date)] = [:]
+    /// When a client last called the daemon (for `lock-after-idle`).
+    private var lastActivity = Date()
 
     /// Opens the store (refusing a damaged or newer one) and prepares the session collection.
     public init(options: Options) throws(StoreError) {
@@ -93,6 +101,7 @@ public final class Daemon: BusHandler {
         try server.registerSubtree(ObjectPaths.sessionPrefix)
         try server.registerSubtree(ObjectPaths.promptPrefix)
         server.watchDisconnects { [weak self] name in self?.clientDisconnected(name) }
+        scheduleIdleLock()
         var acquired = false
         server.ownName(Self.busName, replace: options.replace, acquired: {
             acquired = true
@@ -128,6 +137,30 @@ public final class Daemon: BusHandler {
 
     /// Stops the main loop.
     public static func stop() { BusServer.quit() }
+
+    // MARK: - Locking on idle
+
+    /// Checks once a second whether the daemon has been idle for `lock-after-idle` seconds.
+    private func scheduleIdleLock() {
+        let limit = options.configuration.lockAfterIdle
+        guard limit > 0 else { return }
+        BusServer.after(seconds: 1) { [weak self] in
+            guard let self else { return }
+            if Date().timeIntervalSince(self.lastActivity) >= Double(limit) { self.lockAll(reason: "after \(limit) s idle") }
+            self.scheduleIdleLock()
+        }
+    }
+
+    /// Locks every unlocked keyring except the session one.
+    func lockAll(reason: String) {
+        for collection in (try? store.collections()) ?? [] where collection.name != Self.sessionName {
+            guard keys.removeValue(forKey: collection.id) != nil else { continue }
+            server.emitPropertiesChanged(
+                path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
+                changed: ["Locked": .boolean(true)])
+            Log.info("locked the \(collection.name) keyring \(reason)")
+        }
+    }
 
     // MARK: - Clients
 
@@ -211,6 +244,7 @@ public final class Daemon: BusHandler {
     // MARK: - BusHandler
 
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+        lastActivity = Date()
         switch (ObjectPaths.parse(call.path), call.interface) {
         case (.service, Introspection.service): return handleService(call)
         case (.service, Introspection.gnomeExtension): return handleGnomeExtension(call)

@@ -17,7 +17,7 @@ let usage = """
     options:
       --foreground       stay in the foreground (secretd never daemonizes; accepted for scripts)
       --data-dir DIR     where the database lives (default $XDG_DATA_HOME/secretd)
-      --config-dir DIR   where configuration lives (default $XDG_CONFIG_HOME/secretd)
+      --config-dir DIR   where secretd.conf lives (default $XDG_CONFIG_HOME/secretd)
       --unlock           read the login password from standard input (to end of input, one
                          trailing newline removed) and unlock the login keyring, creating it
                          if there is none
@@ -38,6 +38,7 @@ func fail(_ message: String, code: Int32 = 1) -> Never {
 // MARK: - Command line
 
 var dataDirectory: URL?
+var configDirectory: URL?
 var unlock = false
 var replace = false
 var arguments = CommandLine.arguments.dropFirst()
@@ -54,7 +55,11 @@ while let argument = arguments.popFirst() {
         exit(0)
     case "--data-dir", "--config-dir":
         guard let value = arguments.popFirst(), !value.isEmpty else { fail("\(argument) needs a directory", code: 2) }
-        if argument == "--data-dir" { dataDirectory = URL(fileURLWithPath: value) }
+        if argument == "--data-dir" {
+            dataDirectory = URL(fileURLWithPath: value)
+        } else {
+            configDirectory = URL(fileURLWithPath: value)
+        }
     default:
         fail("unknown option '\(argument)' (see secretd --help)", code: 2)
     }
@@ -63,8 +68,17 @@ while let argument = arguments.popFirst() {
 let environment = ProcessInfo.processInfo.environment
 let home = environment["HOME"] ?? NSHomeDirectory()
 let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.local/share"
+let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.config"
+let configuration: Configuration
+do {
+    configuration = try Configuration.load(
+        from: configDirectory ?? URL(fileURLWithPath: configHome).appendingPathComponent("secretd"))
+} catch {
+    fail("bad configuration: \(error)")
+}
 let options = Daemon.Options(
-    dataDirectory: dataDirectory ?? URL(fileURLWithPath: dataHome).appendingPathComponent("secretd"), replace: replace)
+    dataDirectory: dataDirectory ?? URL(fileURLWithPath: dataHome).appendingPathComponent("secretd"), replace: replace,
+    configuration: configuration)
 
 // MARK: - Hardening and secrets
 

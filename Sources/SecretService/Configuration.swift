@@ -1,0 +1,64 @@
+public import Foundation
+
+/// The settings read from `secretd.conf` (see secretd.conf(5)).
+///
+/// The file has one `key = value` per line; `#` starts a comment. Unknown keys and bad values
+/// are errors, so a typo never silently weakens a setting.
+public struct Configuration: Equatable, Sendable {
+    /// Lock every password-protected keyring after this many seconds without a client call;
+    /// 0 (the default) never locks on idle.
+    public var lockAfterIdle: Int = 0
+
+    /// The defaults.
+    public init() {}
+
+    /// The file name inside the configuration directory.
+    public static let fileName = "secretd.conf"
+
+    /// Reads `secretd.conf` from `directory`; the defaults when the file does not exist.
+    public static func load(from directory: URL) throws(ConfigurationError) -> Configuration {
+        let url = directory.appendingPathComponent(fileName)
+        guard FileManager.default.fileExists(atPath: url.path) else { return Configuration() }
+        guard let data = FileManager.default.contents(atPath: url.path),
+            let text = String(data: data, encoding: .utf8)
+        else { throw ConfigurationError(file: url.path, line: 0, message: "cannot be read as UTF-8 text") }
+        return try parse(text, file: url.path)
+    }
+
+    /// Parses the text of a configuration file.
+    public static func parse(_ text: String, file: String) throws(ConfigurationError) -> Configuration {
+        var configuration = Configuration()
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
+            let parts = trimmed.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw ConfigurationError(file: file, line: index + 1, message: "expected 'key = value'")
+            }
+            switch parts[0] {
+            case "lock-after-idle":
+                guard let seconds = Int(parts[1]), seconds >= 0 else {
+                    throw ConfigurationError(file: file, line: index + 1, message: "lock-after-idle takes a number of seconds")
+                }
+                configuration.lockAfterIdle = seconds
+            default:
+                throw ConfigurationError(file: file, line: index + 1, message: "unknown setting '\(parts[0])'")
+            }
+        }
+        return configuration
+    }
+}
+
+/// A problem in `secretd.conf`, with where it is.
+public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
+    /// The file.
+    public var file: String
+    /// The line number (1-based; 0 for the whole file).
+    public var line: Int
+    /// What is wrong.
+    public var message: String
+
+    /// `file:line: message`.
+    public var description: String { line > 0 ? "\(file):\(line): \(message)" : "\(file): \(message)" }
+}

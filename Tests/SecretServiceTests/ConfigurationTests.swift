@@ -1,0 +1,58 @@
+import Foundation
+import KeychainTestSupport
+@testable import SecretService
+import Testing
+
+@Suite struct ConfigurationTests {
+    @Test("secretd.conf: comments, blank lines and lock-after-idle")
+    func parse() throws {
+        let text = """
+            # lock when nobody used the keyring for ten minutes
+            lock-after-idle = 600   # seconds
+
+            """
+        #expect(try Configuration.parse(text, file: "f").lockAfterIdle == 600)
+        #expect(try Configuration.parse("", file: "f") == Configuration())
+    }
+
+    @Test("unknown settings and bad values are errors naming file and line")
+    func errors() {
+        #expect(throws: ConfigurationError(file: "f", line: 2, message: "unknown setting 'lock-after'")) {
+            try Configuration.parse("\nlock-after = 5", file: "f")
+        }
+        #expect(throws: ConfigurationError(file: "f", line: 1, message: "lock-after-idle takes a number of seconds")) {
+            try Configuration.parse("lock-after-idle = soon", file: "f")
+        }
+        #expect(throws: ConfigurationError(file: "f", line: 1, message: "expected 'key = value'")) {
+            try Configuration.parse("lock-after-idle", file: "f")
+        }
+    }
+
+    @Test("secretd locks its keyrings after lock-after-idle seconds without a call")
+    func idleLock() throws {
+        let fixture = try SecretdFixture()
+        try fixture.writeConfiguration("lock-after-idle = 1\n")
+        let daemon = try fixture.start()
+        let locked = "('org.freedesktop.Secret.Collection', 'Locked')"
+        let login = "/org/freedesktop/secrets/collection/login"
+        // Properties calls count as activity too, so poll slowly enough for an idle second.
+        var state = ""
+        for _ in 0..<10 {
+            Thread.sleep(forTimeInterval: 1.5)
+            state = try fixture.call(login, "org.freedesktop.DBus.Properties", "Get", locked)
+            if state == "(<true>,)" { break }
+        }
+        #expect(state == "(<true>,)")
+        #expect(daemon.log.contains("locked the login keyring after 1 s idle"))
+        daemon.stop()
+    }
+
+    @Test("a bad secretd.conf stops the start with one line naming file and line")
+    func badFile() throws {
+        let fixture = try SecretdFixture()
+        try fixture.writeConfiguration("lock-after-idle = 5\nfrobnicate = yes\n")
+        let daemon = try fixture.start(waitForName: false)
+        #expect(daemon.waitForExit(timeout: 20) == 1)
+        #expect(daemon.log == "secretd: bad configuration: \(fixture.configDirectory.path)/secretd.conf:2: unknown setting 'frobnicate'\n")
+    }
+}
