@@ -1,17 +1,29 @@
-# make run   install what is missing, build, run the example against a private keyring
-# make test  install what is missing, build, run every test
-# make deps  only install the Debian packages the build and the tests need
+# make run      install what is missing, build, start secretd in the foreground (unlocked with a
+#               password it asks for or reads on stdin; on a private session bus when none exists)
+# make test     install what is missing, build, run every test
+# make demo     run the library's example program against a throw-away secretd
+# make install  release build, then binaries, man pages, systemd unit and D-Bus activation file
+#               under $(DESTDIR)$(PREFIX)
+# make deps     only install the Debian packages the build and the tests need
 
-# Build: libsecret and GLib headers. Tests: a private bus, the reference provider and the
-# clients the library is checked against (secret-tool, Python keyring).
+# Build: libsecret, GLib, libgcrypt and SQLite headers. Tests: a private bus, the reference
+# provider and the clients checked against (secret-tool, Python keyring), unit and man checks.
 DEB_BUILD := pkg-config libsecret-1-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev
-DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-keyring python3-secretstorage
+DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-keyring \
+	python3-secretstorage groff-base man-db systemd
 SWIFT ?= swift
 # The providers the provider tests run against, one full run each
 # (see Sources/KeychainTestSupport/ProviderCommand.swift).
 PROVIDERS ?= gnome-keyring secretd
 
-.PHONY: all deps toolchain build test run clean
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR := $(PREFIX)/bin
+MANDIR := $(PREFIX)/share/man
+USERUNITDIR := $(PREFIX)/lib/systemd/user
+DBUSSERVICEDIR := $(PREFIX)/share/dbus-1/services
+
+.PHONY: all deps toolchain build test check-files run demo install clean
 
 all: build
 
@@ -28,6 +40,7 @@ build: deps
 # API through libsecret) runs again against each further one.
 test: deps
 	$(SWIFT) build --build-tests
+	@$(MAKE) --no-print-directory check-files
 	@set -e; first=yes; for provider in $(PROVIDERS); do \
 		echo "== tests against $$provider"; \
 		if [ $$first = yes ]; then filter=""; else filter="--filter ProviderTests"; fi; \
@@ -35,8 +48,34 @@ test: deps
 		first=no; \
 	done
 
+# The man pages lint clean and render; the user unit passes systemd-analyze.
+check-files:
+	@echo "== man pages and systemd unit"
+	@for page in man/*.[1-8]; do \
+		out=$$(groff -mdoc -ww -z "$$page" 2>&1); \
+		if [ -n "$$out" ]; then echo "$$page: $$out" >&2; exit 1; fi; \
+		MANWIDTH=80 man -l "$$page" >/dev/null 2>&1 || { echo "$$page does not render" >&2; exit 1; }; \
+	done
+	@tmp=$$(mktemp -d); mkdir -m 700 "$$tmp/run"; \
+	sed "s|/usr/local/bin/secretd|$$($(SWIFT) build --show-bin-path)/secretd|" systemd/secretd.service >"$$tmp/secretd.service"; \
+	XDG_RUNTIME_DIR="$$tmp/run" systemd-analyze verify --user --man=no "$$tmp/secretd.service" >"$$tmp/out" 2>&1; \
+	status=$$?; if grep -q "secretd.service" "$$tmp/out" || [ $$status -ne 0 ]; then cat "$$tmp/out" >&2; rm -rf "$$tmp"; exit 1; fi; \
+	rm -rf "$$tmp"; echo "check-files: 2 passed, 0 failed"
+
 run: build
-	scripts/run-demo.sh "$$($(SWIFT) build --show-bin-path)/keychain-demo"
+	scripts/run-secretd.sh "$$($(SWIFT) build --show-bin-path)/secretd"
+
+demo: build
+	scripts/run-demo.sh "$$($(SWIFT) build --show-bin-path)"
+
+install: deps
+	$(SWIFT) build -c release --product secretd
+	install -Dm755 "$$($(SWIFT) build -c release --show-bin-path)/secretd" "$(DESTDIR)$(BINDIR)/secretd"
+	install -Dm644 man/secretd.1 "$(DESTDIR)$(MANDIR)/man1/secretd.1"
+	install -Dm644 man/secretd.conf.5 "$(DESTDIR)$(MANDIR)/man5/secretd.conf.5"
+	install -d "$(DESTDIR)$(USERUNITDIR)" "$(DESTDIR)$(DBUSSERVICEDIR)"
+	sed "s|/usr/local/bin/secretd|$(BINDIR)/secretd|" systemd/secretd.service >"$(DESTDIR)$(USERUNITDIR)/secretd.service"
+	install -m644 systemd/org.freedesktop.secrets.service "$(DESTDIR)$(DBUSSERVICEDIR)/org.freedesktop.secrets.service"
 
 clean:
 	$(SWIFT) package clean

@@ -51,6 +51,9 @@ let package = Package(
             name: "secretd", dependencies: ["SecretService", "SecretStore", "CProcess"],
             swiftSettings: strictSettings),
         .executableTarget(
+            name: "keychain-bench", dependencies: ["Keychain"], path: "Sources/keychain-bench",
+            swiftSettings: strictSettings),
+        .executableTarget(
             name: "keychain-demo", dependencies: ["Keychain"],
             swiftSettings: strictSettings),
 

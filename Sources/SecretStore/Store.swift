@@ -101,6 +101,7 @@ public final class Store {
             let memory = row[2].integer, let lanes = row[3].integer, let wrapped = row[4].blob
         else { throw .notFound }
         let parameters = KDFParameters(iterations: Int(iterations), memoryKiB: Int(memory), lanes: Int(lanes))
+        guard password.count > 0 else { throw .wrongPassword }
         let kek = try password.withBytes { (bytes) throws(StoreError) in
             try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
         }
@@ -272,6 +273,7 @@ public final class Store {
     private func wrap(
         _ masterKey: SecureBytes, password: SecureBytes, salt: [UInt8], parameters: KDFParameters, uuid: [UInt8]
     ) throws(StoreError) -> [UInt8] {
+        guard password.count > 0 else { throw .invalidInput("the password is empty") }
         let kek = try password.withBytes { (bytes) throws(StoreError) in
             try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
         }

@@ -185,6 +185,9 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         try store.setAlias("default", to: login)
         try store.deleteCollection(login)
         #expect(try store.aliases().isEmpty)
+        #expect(throws: StoreError.invalidInput("the password is empty")) {
+            try store.createCollection(name: "empty", label: "", password: SecureBytes(count: 0), parameters: .testing)
+        }
         #expect(throws: StoreError.invalidInput("collection name is empty")) {
             try store.createCollection(name: "", label: "", password: password, parameters: .testing)
         }
