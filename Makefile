@@ -60,7 +60,7 @@ check-files:
 	sed "s|/usr/local/bin/secretd|$$($(SWIFT) build --show-bin-path)/secretd|" systemd/secretd.service >"$$tmp/secretd.service"; \
 	XDG_RUNTIME_DIR="$$tmp/run" systemd-analyze verify --user --man=no "$$tmp/secretd.service" >"$$tmp/out" 2>&1; \
 	status=$$?; if grep -q "secretd.service" "$$tmp/out" || [ $$status -ne 0 ]; then cat "$$tmp/out" >&2; rm -rf "$$tmp"; exit 1; fi; \
-	rm -rf "$$tmp"; echo "check-files: 2 passed, 0 failed"
+	rm -rf "$$tmp"; echo "check-files: man pages lint clean, unit verifies"
 
 run: build
 	scripts/run-secretd.sh "$$($(SWIFT) build --show-bin-path)/secretd"

@@ -105,8 +105,10 @@ extension Daemon {
         guard label.utf8.count <= Limits.textSize else { return .invalidArgs("the label is too long") }
         do {
             try store.setLabel(label, of: collection)
-            server.emitPropertiesChanged(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
-                                         changed: ["Label": .string(label)])
+            let path = ObjectPaths.collection(collection.name)
+            server.emitPropertiesChanged(path: path, interface: Introspection.collection, changed: ["Label": .string(label)])
+            server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionChanged",
+                              arguments: [.objectPath(path)])
             return nil
         } catch {
             return storeFailure(error)

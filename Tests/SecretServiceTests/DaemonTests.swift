@@ -211,6 +211,29 @@ import Testing
         #expect(try !fixture.control.nameHasOwner(TestEnvironment.busName))
     }
 
+    @Test("a client's sessions are dropped when it disconnects")
+    func sessionsDroppedOnDisconnect() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        var client: BusConnection? = try BusConnection(address: fixture.bus.address)
+        let reply = try client!.call(Self.service, Self.serviceInterface, "OpenSession", "('plain', <''>)")
+        let session = try #require(objectPaths(in: reply).first)
+        let node = String(session.split(separator: "/").last!)
+        func listed() throws -> Bool {
+            try fixture.call("/org/freedesktop/secrets/session", "org.freedesktop.DBus.Introspectable", "Introspect")
+                .contains("<node name=\"\(node)\"")
+        }
+        #expect(try listed())
+        client = nil  // closes the connection
+        var gone = false
+        for _ in 0..<100 where !gone {
+            usleep(20_000)
+            gone = try !listed()
+        }
+        #expect(gone)
+        daemon.stop()
+    }
+
     @Test("--help, --version and bad options")
     func commandLine() throws {
         let fixture = try SecretdFixture()
