@@ -21,36 +21,34 @@ enum LibSecret {
 
     /// Items whose attributes include all of `attributes`, in `collection` or in all collections.
     ///
-    /// The corresponding libsecret functions are `secret_service_search_sync` and
-    /// `secret_collection_search_sync`.
+    /// The corresponding libsecret functions are `secret_service_search_sync`,
+    /// `secret_service_unlock_sync` and `secret_item_load_secrets_sync`.
     static func search(
         _ attributes: [String: String], in collection: KeychainCollection?, options: SearchOptions
     ) throws(KeychainError) -> [Item] {
         try withService { service throws(KeychainError) in
+            // Searching a whole collection through a collection proxy would load the paths of all
+            // its items first; search the service and keep the collection's items instead.
+            var prefix: String?
+            if let collection {
+                guard let path = try readAlias(service, collection.alias) else { return [] }
+                prefix = path + "/"
+            }
             var flags = SECRET_SEARCH_ALL.rawValue
-            if options.unlock { flags |= SECRET_SEARCH_UNLOCK.rawValue }
-            if options.loadSecrets { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
+            if prefix == nil && options.unlock { flags |= SECRET_SEARCH_UNLOCK.rawValue }
+            if prefix == nil && options.loadSecrets { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
             let table = HashTable(attributes)
             var error: UnsafeMutablePointer<GError>?
-            let list: UnsafeMutablePointer<GList>?  // transfer full: list and items are ours
-            if let collection {
-                // transfer full; NULL without an error when the alias is not set.
-                guard
-                    let handle = secret_collection_for_alias_sync(
-                        service, collection.alias, SECRET_COLLECTION_NONE, nil, &error)
-                else {
-                    if let error { throw takeError(error) }
-                    return []
-                }
-                defer { g_object_unref(handle) }
-                list = secret_collection_search_sync(
-                    handle, nil, table.pointer, SecretSearchFlags(rawValue: flags), nil, &error)
-            } else {
-                list = secret_service_search_sync(
-                    service, nil, table.pointer, SecretSearchFlags(rawValue: flags), nil, &error)
-            }
+            // transfer full: the list and its items are ours
+            let list = secret_service_search_sync(service, nil, table.pointer, SecretSearchFlags(rawValue: flags), nil, &error)
             if let error { throw takeError(error) }
-            return adoptItems(list)
+            var items = adoptItems(list)
+            if let prefix {
+                items = items.filter { $0.objectPath.hasPrefix(prefix) }
+                if options.unlock, items.contains(where: \.isLocked) { try unlock(service, items) }
+                if options.loadSecrets { try loadSecrets(items) }
+            }
+            return items
         }
     }
 
@@ -58,67 +56,116 @@ enum LibSecret {
     ///
     /// No provider-side "replace" is asked for: gnome-keyring replaces any item whose attributes
     /// include the new ones, which would overwrite an item of another key. A locked collection
-    /// is unlocked first (which may show a prompt); a missing default collection is created
-    /// (which may prompt for its password), as libsecret's own store does.
+    /// is unlocked (which may show a prompt) and the call retried once; a missing default
+    /// collection is created (which may prompt for its password), as libsecret's own store does.
     ///
-    /// The corresponding libsecret functions are `secret_item_create_sync`,
-    /// `secret_service_unlock_sync` and `secret_collection_create_sync`.
+    /// The corresponding libsecret functions are `secret_service_create_item_dbus_path_sync`,
+    /// `secret_service_read_alias_dbus_path_sync`, `secret_service_unlock_dbus_paths_sync` and
+    /// `secret_service_create_collection_dbus_path_sync`.
     static func create(
         attributes: [String: String], label: String, secret: SecretBuffer, contentType: String,
         in collection: KeychainCollection?
     ) throws(KeychainError) {
         try withService { service throws(KeychainError) in
-            let target = try openCollection(service, alias: (collection ?? .default).alias)
-            defer { g_object_unref(target) }
-            if secret_collection_get_locked(target) != 0 {
-                try unlock(service, target)
+            let alias = (collection ?? .default).alias
+            let path: String
+            if let found = try readAlias(service, alias) {
+                path = found
+            } else if alias == KeychainCollection.default.alias {
+                path = try createDefaultCollection(service)
+            } else {
+                throw .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'")
             }
-            let table = HashTable(attributes)
+            let properties = PropertyTable(label: label, attributes: attributes)
             let value = secretValue(secret, contentType: contentType)
             defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            func attempt() -> KeychainError? {
+                var error: UnsafeMutablePointer<GError>?
+                let item = secret_service_create_item_dbus_path_sync(
+                    service, path, properties.pointer, value, SECRET_ITEM_CREATE_NONE, nil, &error)
+                g_free(item)
+                return error.map(takeError)
+            }
+            if let failure = attempt() {
+                guard failure == .locked else { throw failure }
+                try unlock(service, paths: [path])
+                if let again = attempt() { throw again }
+            }
+        }
+    }
+
+    /// The object path an alias points at, or nil (`secret_service_read_alias_dbus_path_sync`).
+    private static func readAlias(_ service: UnsafeMutablePointer<SecretService>, _ alias: String) throws(KeychainError)
+        -> String?
+    {
+        var error: UnsafeMutablePointer<GError>?
+        let path = secret_service_read_alias_dbus_path_sync(service, alias, nil, &error)  // transfer full
+        defer { g_free(path) }
+        if let error { throw takeError(error) }
+        return path.map { String(cString: $0) }
+    }
+
+    /// Creates the default collection (the provider may prompt for its password).
+    private static func createDefaultCollection(_ service: UnsafeMutablePointer<SecretService>) throws(KeychainError)
+        -> String
+    {
+        let properties = PropertyTable(collectionLabel: "Login")
+        var error: UnsafeMutablePointer<GError>?
+        let path = secret_service_create_collection_dbus_path_sync(
+            service, properties.pointer, KeychainCollection.default.alias, SECRET_COLLECTION_CREATE_NONE, nil, &error)
+        defer { g_free(path) }
+        if let error { throw takeError(error) }
+        guard let path else { throw .cancelled }  // the prompt was dismissed
+        return String(cString: path)
+    }
+
+    /// Asks the provider to unlock the objects at `paths` (may show a prompt); `.locked` when
+    /// none was unlocked.
+    private static func unlock(_ service: UnsafeMutablePointer<SecretService>, paths: [String]) throws(KeychainError) {
+        let strings = paths.map { UnsafePointer<gchar>(strdup($0)) } + [nil]
+        defer { strings.forEach { free(UnsafeMutablePointer(mutating: $0)) } }
+        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        var error: UnsafeMutablePointer<GError>?
+        let count = strings.withUnsafeBufferPointer { buffer in
+            var pointers = Array(buffer)
+            return secret_service_unlock_dbus_paths_sync(service, &pointers, nil, &unlocked, &error)
+        }
+        g_strfreev(unlocked)
+        if let error { throw takeError(error) }
+        if count == 0 { throw .locked }
+    }
+
+    /// Asks the provider to unlock `items` (may show a prompt); `.locked` when none was unlocked.
+    private static func unlock(_ service: UnsafeMutablePointer<SecretService>, _ items: [Item]) throws(KeychainError) {
+        try withList(items) { list throws(KeychainError) in
+            var unlocked: UnsafeMutablePointer<GList>?
             var error: UnsafeMutablePointer<GError>?
-            let item = secret_item_create_sync(
-                target, nil, table.pointer, label, value, SECRET_ITEM_CREATE_NONE, nil, &error)
-            if let item { g_object_unref(item) }
+            let count = secret_service_unlock_sync(service, list, nil, &unlocked, &error)
+            g_list_free_full(unlocked, g_object_unref)
+            if let error { throw takeError(error) }
+            if count == 0 { throw .locked }
+        }
+    }
+
+    /// Loads the secrets of unlocked `items` in one call (`secret_item_load_secrets_sync`).
+    private static func loadSecrets(_ items: [Item]) throws(KeychainError) {
+        let unlocked = items.filter { !$0.isLocked }
+        guard !unlocked.isEmpty else { return }
+        try withList(unlocked) { list throws(KeychainError) in
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_item_load_secrets_sync(list, nil, &error)
             if let error { throw takeError(error) }
         }
     }
 
-    /// The collection behind `alias` (transfer full); creates the default collection when the
-    /// provider has none.
-    private static func openCollection(
-        _ service: UnsafeMutablePointer<SecretService>, alias: String
-    ) throws(KeychainError) -> UnsafeMutablePointer<SecretCollection> {
-        var error: UnsafeMutablePointer<GError>?
-        if let found = secret_collection_for_alias_sync(service, alias, SECRET_COLLECTION_NONE, nil, &error) {
-            return found
-        }
-        if let error { throw takeError(error) }
-        guard alias == KeychainCollection.default.alias else {
-            throw .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'")
-        }
-        let created = secret_collection_create_sync(
-            service, "Login", alias, SECRET_COLLECTION_CREATE_NONE, nil, &error)
-        if let error {
-            if let created { g_object_unref(created) }
-            throw takeError(error)
-        }
-        guard let created else { throw .cancelled }
-        return created
-    }
-
-    /// Asks the provider to unlock `collection` (may show a prompt); `.locked` when it stays locked.
-    private static func unlock(
-        _ service: UnsafeMutablePointer<SecretService>, _ collection: UnsafeMutablePointer<SecretCollection>
-    ) throws(KeychainError) {
-        let objects = g_list_append(nil, collection)
-        defer { g_list_free(objects) }
-        var unlocked: UnsafeMutablePointer<GList>?
-        var error: UnsafeMutablePointer<GError>?
-        let count = secret_service_unlock_sync(service, objects, nil, &unlocked, &error)
-        g_list_free_full(unlocked, g_object_unref)
-        if let error { throw takeError(error) }
-        if count == 0 { throw .locked }
+    /// Runs `body` with a temporary `GList` of the items (not owning them).
+    private static func withList<T>(_ items: [Item], _ body: (UnsafeMutablePointer<GList>?) throws(KeychainError) -> T)
+        throws(KeychainError) -> T
+    {
+        var list: UnsafeMutablePointer<GList>?
+        for item in items.reversed() { list = g_list_prepend(list, item.rawPointer) }
+        defer { g_list_free(list) }
+        return try body(list)
     }
 
     /// Drops libsecret's cached connection to the provider, so the next call opens a new
@@ -141,6 +188,9 @@ enum LibSecret {
         }
 
         deinit { g_object_unref(pointer) }
+
+        /// The `SecretItem*` for list-taking libsecret calls (the item keeps its reference).
+        fileprivate var rawPointer: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pointer) }
 
         /// The item's D-Bus object path, which identifies it for the provider's lifetime.
         var objectPath: String {
@@ -357,6 +407,40 @@ enum LibSecret {
         }
         g_list_free(list)
         return items
+    }
+
+    /// A `GHashTable` of D-Bus property names to `GVariant` values, for the path-based create
+    /// calls; unreferenced when released.
+    private final class PropertyTable {
+        let pointer: OpaquePointer
+
+        private init(_ values: [String: OpaquePointer]) {
+            pointer = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, { g_variant_unref(OpaquePointer($0)) })
+            for (key, value) in values {
+                g_hash_table_insert(pointer, g_strdup(key), UnsafeMutableRawPointer(g_variant_ref_sink(value)))
+            }
+        }
+
+        /// An item's label and attributes.
+        convenience init(label: String, attributes: [String: String]) {
+            let entryType = g_variant_type_new("{ss}")
+            defer { g_variant_type_free(entryType) }
+            let entries: [OpaquePointer?] = attributes.map {
+                g_variant_new_dict_entry(g_variant_new_string($0.key), g_variant_new_string($0.value))
+            }
+            let array = entries.withUnsafeBufferPointer { g_variant_new_array(entryType, $0.baseAddress, gsize($0.count)) }!
+            self.init([
+                "org.freedesktop.Secret.Item.Label": g_variant_new_string(label),
+                "org.freedesktop.Secret.Item.Attributes": array,
+            ])
+        }
+
+        /// A collection's label.
+        convenience init(collectionLabel: String) {
+            self.init(["org.freedesktop.Secret.Collection.Label": g_variant_new_string(collectionLabel)])
+        }
+
+        deinit { g_hash_table_unref(pointer) }
     }
 
     /// A `GHashTable` of strings built from a dictionary; unreferenced when released.
