@@ -2,12 +2,13 @@
 # Store/lookup latency through the library as the keyring grows, for secretd and gnome-keyring,
 # each on its own private bus in a temporary HOME. Prints one table per provider.
 #   bench/run.sh [SIZES...]     default: 100 1000 10000
+#   PROVIDERS="secretd" bench/run.sh 100 10000    only some providers
 # Build first (release is closer to real use): swift build -c release
 set -eu
 cd "$(dirname "$0")/.."
 bin=${BIN:-$(swift build -c release --show-bin-path)}
 sizes=${*:-100 1000 10000}
-for provider in secretd gnome-keyring; do
+for provider in ${PROVIDERS:-secretd gnome-keyring}; do
     dir=$(mktemp -d /tmp/keychain-bench.XXXXXX)
     pids=""
     . scripts/private-bus.sh
