@@ -30,6 +30,9 @@ let package = Package(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CProcess"),
+        .systemLibrary(
+            name: "CAssuan", pkgConfig: "libassuan",
+            providers: [.apt(["libassuan-dev"])]),
 
         // MARK: Client library
         .target(
@@ -43,7 +46,7 @@ let package = Package(
 
         // MARK: secretd's D-Bus object layer
         .target(
-            name: "SecretService", dependencies: ["CGio", "SecretStore"],
+            name: "SecretService", dependencies: ["CGio", "CAssuan", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: Executables

@@ -14,7 +14,7 @@ public final class SecretdFixture: @unchecked Sendable {
     /// Where the daemons read `secretd.conf` (created empty).
     public let configDirectory: URL
     /// The environment daemons and clients run with.
-    public let environment: [String: String]
+    public var environment: [String: String]
 
     /// The `secretd` built next to the test bundle.
     public static var secretdPath: String {

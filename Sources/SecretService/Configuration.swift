@@ -8,6 +8,9 @@ public struct Configuration: Equatable, Sendable {
     /// Lock every password-protected keyring after this many seconds without a client call;
     /// 0 (the default) never locks on idle.
     public var lockAfterIdle: Int = 0
+    /// The pinentry program that asks for passwords when a client needs a prompt; nil (the
+    /// default) completes every prompt as dismissed at once.
+    public var pinentry: String?
 
     /// The defaults.
     public init() {}
@@ -42,6 +45,11 @@ public struct Configuration: Equatable, Sendable {
                     throw ConfigurationError(file: file, line: index + 1, message: "lock-after-idle takes a number of seconds")
                 }
                 configuration.lockAfterIdle = seconds
+            case "pinentry":
+                guard parts[1].hasPrefix("/") else {
+                    throw ConfigurationError(file: file, line: index + 1, message: "pinentry takes an absolute path")
+                }
+                configuration.pinentry = parts[1]
             default:
                 throw ConfigurationError(file: file, line: index + 1, message: "unknown setting '\(parts[0])'")
             }

@@ -37,12 +37,15 @@ extension Daemon {
             guard let properties = args[0].variantMap, let alias = args[1].string else {
                 return .failure(.invalidArgs("(a{sv}s) expected"))
             }
-            _ = properties
             if !alias.isEmpty, let existing = resolveAlias(alias) {
                 return .success(.tuple([.objectPath(ObjectPaths.collection(existing.name)), .objectPath(ObjectPaths.none)]))
             }
+            let label = properties["org.freedesktop.Secret.Collection.Label"]?.string ?? "Keyring"
+            guard label.utf8.count <= Limits.textSize, alias != Self.sessionName else {
+                return .failure(.invalidArgs("that label or alias cannot be used"))
+            }
             // A new collection needs a password, which needs a prompt.
-            let prompt = addPrompt(Prompt(owner: call.sender, emptyResult: .objectPath(ObjectPaths.none)))
+            let prompt = addPrompt(Prompt(owner: call.sender, action: .createCollection(label: label, alias: alias)))
             return .success(.tuple([.objectPath(ObjectPaths.none), .objectPath(prompt)]))
         default:
             return .failure(.noSuchObject("no method \(call.method)"))
@@ -85,14 +88,20 @@ extension Daemon {
 
     private func unlock(_ paths: [String], sender: String) -> Result<DBusValue, SecretServiceError> {
         var unlocked: [String] = []
-        var needPrompt = false
+        var waiting: [String] = []
+        var locked: [Store.CollectionRecord] = []
         for path in paths {
             let collection = collection(at: path) ?? item(at: path)?.1
             guard let collection else { continue }
-            if isLocked(collection) { needPrompt = true } else { unlocked.append(path) }
+            if isLocked(collection) {
+                waiting.append(path)
+                if !locked.contains(where: { $0.id == collection.id }) { locked.append(collection) }
+            } else {
+                unlocked.append(path)
+            }
         }
-        guard needPrompt else { return .success(.tuple([.objectPaths(unlocked), .objectPath(ObjectPaths.none)])) }
-        let prompt = addPrompt(Prompt(owner: sender, emptyResult: .objectPaths([])))
+        guard !locked.isEmpty else { return .success(.tuple([.objectPaths(unlocked), .objectPath(ObjectPaths.none)])) }
+        let prompt = addPrompt(Prompt(owner: sender, action: .unlock(collections: locked, objects: waiting)))
         return .success(.tuple([.objectPaths(unlocked), .objectPath(prompt)]))
     }
 
@@ -195,6 +204,11 @@ extension Daemon {
         } catch {
             return .failure(storeFailure(error))
         }
+    }
+
+    /// Seconds until the next password attempt on `collection` is accepted.
+    func unlockDelay(_ collection: Store.CollectionRecord) -> TimeInterval {
+        max(0, failedUnlocks[collection.id]?.notBefore.timeIntervalSinceNow ?? 0)
     }
 
     /// Creates an unlocked collection with a name made from `label`; returns its path.

@@ -318,28 +318,6 @@ public final class Daemon: BusHandler {
         case .unknown: return []
         }
     }
-
-    // MARK: - Prompts
-
-    private func handlePrompt(_ call: MethodCall, id: Int) -> Result<DBusValue, SecretServiceError> {
-        guard let prompt = prompts[id], prompt.owner == call.sender else {
-            return .failure(.noSuchObject("no prompt \(call.path)"))
-        }
-        switch call.method {
-        case "Prompt", "Dismiss":
-            // No way to ask the user yet: complete as dismissed, after the reply is sent.
-            prompts[id] = nil
-            let path = call.path
-            BusServer.after(seconds: 0) { [weak self] in
-                self?.server.emitSignal(
-                    path: path, interface: Introspection.prompt, name: "Completed",
-                    arguments: [.boolean(true), .variant(prompt.emptyResult)])
-            }
-            return .success(.tuple([]))
-        default:
-            return .failure(.noSuchObject("no method \(call.method)"))
-        }
-    }
 }
 
 /// Sizes the daemon refuses to exceed.

@@ -215,6 +215,32 @@ final class BusServer {
             }, box, { data in Unmanaged<ClosureBox>.fromOpaque(data!).release() })
     }
 
+    /// Runs `body` on the main loop and waits for its result; for threads other than the
+    /// main loop's (prompt conversations). Never call it from the main loop itself.
+    @discardableResult
+    static func onMainLoop<T>(_ body: @escaping () -> T) -> T {
+        var result: T?
+        let call = MainLoopCall { result = body() }
+        g_idle_add_full(
+            G_PRIORITY_DEFAULT,
+            { data in
+                Unmanaged<MainLoopCall>.fromOpaque(data!).takeUnretainedValue().run()
+                return 0
+            }, Unmanaged.passRetained(call).toOpaque(), { data in Unmanaged<MainLoopCall>.fromOpaque(data!).release() })
+        call.done.wait()
+        return result!
+    }
+
+    private final class MainLoopCall: @unchecked Sendable {
+        let body: () -> Void
+        let done = DispatchSemaphore(value: 0)
+        init(_ body: @escaping () -> Void) { self.body = body }
+        func run() {
+            body()
+            done.signal()
+        }
+    }
+
     private final class ClosureBox {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }

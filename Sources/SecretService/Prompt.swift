@@ -1,15 +1,33 @@
 // org.freedesktop.Secret.Prompt
 
-/// A pending prompt. secretd cannot show one yet (pinentry support is to come), so `Prompt`
-/// completes it as dismissed at once: clients get a clear "dismissed" instead of a hang.
+import SecretStore
+
+/// A pending prompt: what the client asked for that needs a person's password.
 final class Prompt {
+    /// What completing the prompt does.
+    enum Action {
+        /// Unlock these collections; the result lists `objects` (the paths the client asked for).
+        case unlock(collections: [Store.CollectionRecord], objects: [String])
+        /// Create a collection with this label (and alias, if not empty) under a new password.
+        case createCollection(label: String, alias: String)
+    }
+
     /// The client that received it; nobody else may use it.
     let owner: String
-    /// What the result variant would carry on success (for Unlock: the objects).
-    let emptyResult: DBusValue
+    let action: Action
+    /// Set once the prompt has completed (or been dismissed); later results are dropped.
+    var finished = false
 
-    init(owner: String, emptyResult: DBusValue) {
+    init(owner: String, action: Action) {
         self.owner = owner
-        self.emptyResult = emptyResult
+        self.action = action
+    }
+
+    /// The result variant of a dismissed prompt, typed as the operation's result would be.
+    var emptyResult: DBusValue {
+        switch action {
+        case .unlock: return .objectPaths([])
+        case .createCollection: return .objectPath(ObjectPaths.none)
+        }
     }
 }

@@ -13,6 +13,10 @@ import Testing
             """
         #expect(try Configuration.parse(text, file: "f").lockAfterIdle == 600)
         #expect(try Configuration.parse("", file: "f") == Configuration())
+        #expect(try Configuration.parse("pinentry = /usr/bin/pinentry-tty", file: "f").pinentry == "/usr/bin/pinentry-tty")
+        #expect(throws: ConfigurationError(file: "f", line: 1, message: "pinentry takes an absolute path")) {
+            try Configuration.parse("pinentry = pinentry-tty", file: "f")
+        }
     }
 
     @Test("unknown settings and bad values are errors naming file and line")

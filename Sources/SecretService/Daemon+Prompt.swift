@@ -1,0 +1,113 @@
+// org.freedesktop.Secret.Prompt: asking the person through pinentry, off the main loop.
+
+import Foundation
+import SecretStore
+
+extension Daemon {
+    /// How many times a wrong password may be typed in one unlock prompt.
+    static let promptAttempts = 3
+
+    func handlePrompt(_ call: MethodCall, id: Int) -> Result<DBusValue, SecretServiceError> {
+        guard let prompt = prompts[id], prompt.owner == call.sender else {
+            return .failure(.noSuchObject("no prompt \(call.path)"))
+        }
+        switch call.method {
+        case "Prompt":
+            guard let program = options.configuration.pinentry else {
+                // No way to ask anybody: complete as dismissed, after the reply is sent.
+                BusServer.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
+                return .success(.tuple([]))
+            }
+            let box = DaemonBox(self)
+            let thread = Thread { box.daemon.converse(promptID: id, program: program) }
+            thread.name = "secretd-prompt"
+            thread.start()
+            return .success(.tuple([]))
+        case "Dismiss":
+            BusServer.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
+            return .success(.tuple([]))
+        default:
+            return .failure(.noSuchObject("no method \(call.method)"))
+        }
+    }
+
+    /// Emits `Completed` once for prompt `id`: dismissed when `result` is nil.
+    func complete(id: Int, result: DBusValue?) {
+        guard let prompt = prompts[id], !prompt.finished else { return }
+        prompt.finished = true
+        prompts[id] = nil
+        server.emitSignal(
+            path: ObjectPaths.prompt(id), interface: Introspection.prompt, name: "Completed",
+            arguments: [.boolean(result == nil), .variant(result ?? prompt.emptyResult)])
+    }
+
+    /// Runs on the prompt's own thread: asks through pinentry, and hops to the main loop for
+    /// everything that touches the daemon's state.
+    fileprivate func converse(promptID id: Int, program: String) {
+        guard let action = BusServer.onMainLoop({ self.prompts[id]?.action }) else { return }
+        switch action {
+        case .unlock(let collections, let objects):
+            for collection in collections {
+                guard askUntilUnlocked(collection, program: program, promptID: id) else {
+                    BusServer.onMainLoop { self.complete(id: id, result: nil) }
+                    return
+                }
+            }
+            BusServer.onMainLoop { self.complete(id: id, result: .objectPaths(objects)) }
+        case .createCollection(let label, let alias):
+            let request = PinentryRequest(
+                title: "New keyring", description: "An application wants to create a new keyring called “\(label)”. "
+                    + "Choose a password for it.", prompt: "Password:", error: nil, confirm: true)
+            guard case .password(let password) = Pinentry.ask(program: program, request), password.count > 0 else {
+                BusServer.onMainLoop { self.complete(id: id, result: nil) }
+                return
+            }
+            BusServer.onMainLoop {
+                guard case .success(let path) = self.createCollection(label: label, password: password) else {
+                    self.complete(id: id, result: nil)
+                    return
+                }
+                if !alias.isEmpty, let created = self.collection(at: path) { try? self.store.setAlias(alias, to: created) }
+                self.complete(id: id, result: .objectPath(path))
+            }
+        }
+    }
+
+    /// Asks for `collection`'s password until it unlocks, the person cancels, or the attempts
+    /// run out; true when it is unlocked.
+    private func askUntilUnlocked(_ collection: Store.CollectionRecord, program: String, promptID id: Int) -> Bool {
+        var error: String?
+        for _ in 0..<Self.promptAttempts {
+            if BusServer.onMainLoop({ !self.isLocked(collection) || self.prompts[id] == nil }) {
+                return BusServer.onMainLoop { !self.isLocked(collection) }
+            }
+            let request = PinentryRequest(
+                title: "Unlock keyring", description: "An application wants access to the keyring “\(collection.label)”, "
+                    + "but it is locked.", prompt: "Password:", error: error)
+            switch Pinentry.ask(program: program, request) {
+            case .cancelled:
+                return false
+            case .failed(let reason):
+                Log.warning("cannot ask for a password: \(reason)")
+                return false
+            case .password(let password):
+                // Honour the wait after wrong passwords here, on the prompt's thread.
+                let wait = BusServer.onMainLoop { self.unlockDelay(collection) }
+                if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+                let result = BusServer.onMainLoop { self.unlock(collection, password: password) }
+                switch result {
+                case .success: return true
+                case .failure(let failure): error = failure.message
+                }
+            }
+        }
+        return false
+    }
+}
+
+/// Carries the daemon to a prompt thread; it is only used there through ``BusServer/onMainLoop(_:)``
+/// and for the pinentry conversation, which touches no daemon state.
+private final class DaemonBox: @unchecked Sendable {
+    let daemon: Daemon
+    init(_ daemon: Daemon) { self.daemon = daemon }
+}

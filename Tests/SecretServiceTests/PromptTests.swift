@@ -1,0 +1,116 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// Prompts through pinentry, with a scripted stand-in that speaks the Assuan protocol (the only
+/// part of the system the tests stand in for: the person).
+@Suite struct PromptTests {
+    /// A pinentry stand-in: answers each GETPIN with the next line of $PINENTRY_ANSWERS
+    /// ("CANCEL" answers as the Cancel button does) and records every command.
+    static let scriptedPinentry = #"""
+        #!/bin/sh
+        echo "OK Pleased to meet you"
+        while IFS= read -r line; do
+            echo "$line" >>"$PINENTRY_ANSWERS.log"
+            case "$line" in
+            GETPIN)
+                answer=$(head -n 1 "$PINENTRY_ANSWERS")
+                sed -i 1d "$PINENTRY_ANSWERS"
+                if [ "$answer" = CANCEL ]; then echo "ERR 83886179 Operation cancelled"; else printf 'D %s\nOK\n' "$answer"; fi ;;
+            BYE) echo OK; exit 0 ;;
+            *) echo OK ;;
+            esac
+        done
+        """#
+
+    /// A fixture whose secretd uses the stand-in, answering with `answers` in order.
+    func fixture(answers: [String]) throws -> (SecretdFixture, URL) {
+        let fixture = try SecretdFixture()
+        let script = fixture.root.appendingPathComponent("pinentry")
+        try Self.scriptedPinentry.write(to: script, atomically: true, encoding: .utf8)
+        chmod(script.path, 0o755)
+        let answerFile = fixture.root.appendingPathComponent("answers")
+        try (answers.joined(separator: "\n") + "\n").write(to: answerFile, atomically: true, encoding: .utf8)
+        fixture.environment["PINENTRY_ANSWERS"] = answerFile.path
+        try fixture.writeConfiguration("pinentry = \(script.path)\n")
+        return (fixture, answerFile)
+    }
+
+    func lockLogin(_ fixture: SecretdFixture) throws {
+        _ = try fixture.call("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Lock",
+                             "([objectpath '/org/freedesktop/secrets/collection/login'],)")
+    }
+
+    @Test("a locked keyring is unlocked through pinentry; a wrong password is asked again with an error")
+    func unlockThroughPinentry() throws {
+        let (fixture, answers) = try fixture(answers: ["wrong password", "login-password"])
+        let daemon = try fixture.start()
+        #expect(try fixture.run(["secret-tool", "store", "--label=t", "service", "s", "account", "a"], input: "v1").status == 0)
+        try lockLogin(fixture)
+        // secret-tool asks to unlock, libsecret runs the prompt, secretd asks pinentry.
+        let lookup = try fixture.run(["secret-tool", "lookup", "service", "s", "account", "a"])
+        #expect(lookup.status == 0, "\(lookup.errorOutput) \(daemon.log)")
+        #expect(lookup.text == "v1")
+        let log = try String(contentsOfFile: answers.path + ".log", encoding: .utf8)
+        #expect(log.components(separatedBy: "GETPIN").count == 3)
+        #expect(log.contains("SETERROR the password is wrong"))
+        #expect(log.contains("SETDESC An application wants access to the keyring “Login”"))
+        daemon.stop()
+    }
+
+    @Test("cancelling the pinentry dismisses the prompt: the client fails at once, the keyring stays locked")
+    func cancel() throws {
+        let (fixture, _) = try fixture(answers: ["CANCEL"])
+        let daemon = try fixture.start()
+        #expect(try fixture.run(["secret-tool", "store", "--label=t", "service", "s", "account", "a"], input: "v1").status == 0)
+        try lockLogin(fixture)
+        let lookup = try fixture.run(["secret-tool", "lookup", "service", "s", "account", "a"])
+        #expect(lookup.status != 0)
+        #expect(lookup.text.isEmpty)
+        #expect(try fixture.call("/org/freedesktop/secrets/collection/login", "org.freedesktop.DBus.Properties", "Get",
+                                 "('org.freedesktop.Secret.Collection', 'Locked')") == "(<true>,)")
+        daemon.stop()
+    }
+
+    @Test("a pinentry that cannot start dismisses the prompt and says why in the log")
+    func missingPinentry() throws {
+        let fixture = try SecretdFixture()
+        try fixture.writeConfiguration("pinentry = /nonexistent/pinentry\n")
+        let daemon = try fixture.start()
+        #expect(try fixture.run(["secret-tool", "store", "--label=t", "service", "s", "account", "a"], input: "v1").status == 0)
+        try lockLogin(fixture)
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "s", "account", "a"]).status != 0)
+        #expect(daemon.log.contains("cannot ask for a password"))
+        daemon.stop()
+    }
+
+    @Test("CreateCollection asks for the new keyring's password and creates it")
+    func createCollection() throws {
+        let (fixture, answers) = try fixture(answers: ["work-password"])
+        let daemon = try fixture.start()
+        let reply = try fixture.call("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "CreateCollection",
+                                     "({'org.freedesktop.Secret.Collection.Label': <'Work'>}, '')")
+        let prompt = try #require(reply.components(separatedBy: "objectpath '").last?.split(separator: "'").first.map(String.init))
+        #expect(prompt.hasPrefix("/org/freedesktop/secrets/prompt/"))
+        _ = try fixture.call(prompt, "org.freedesktop.Secret.Prompt", "Prompt", "('',)")
+        var collections = ""
+        for _ in 0..<100 {
+            collections = try fixture.call("/org/freedesktop/secrets", "org.freedesktop.DBus.Properties", "Get",
+                                           "('org.freedesktop.Secret.Service', 'Collections')")
+            if collections.contains("/org/freedesktop/secrets/collection/work") { break }
+            usleep(50_000)
+        }
+        #expect(collections.contains("/org/freedesktop/secrets/collection/work"))
+        #expect(try String(contentsOfFile: answers.path + ".log", encoding: .utf8).contains("SETREPEAT"))
+        // The new keyring opens with the password typed into pinentry.
+        let session = try fixture.call("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession", "('plain', <''>)")
+            .components(separatedBy: "objectpath '").last!.split(separator: "'").first!
+        _ = try fixture.call("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Lock",
+                             "([objectpath '/org/freedesktop/secrets/collection/work'],)")
+        let password = Array("work-password".utf8).map { "0x\(String($0, radix: 16))" }.joined(separator: ", ")
+        _ = try fixture.call("/org/freedesktop/secrets", "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface",
+                             "UnlockWithMasterPassword",
+                             "(objectpath '/org/freedesktop/secrets/collection/work', (objectpath '\(session)', @ay [], @ay [\(password)], 'text/plain'))")
+        daemon.stop()
+    }
+}
