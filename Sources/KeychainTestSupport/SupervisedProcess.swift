@@ -54,14 +54,15 @@ public final class SupervisedProcess: @unchecked Sendable {
     /// What the helper wrote so far.
     public var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
+    /// The helper's own process id (the watchdog's only child), while it runs.
+    public var helperPID: pid_t? {
+        (try? String(contentsOfFile: "/proc/\(process.pid)/task/\(process.pid)/children", encoding: .utf8))?
+            .split(separator: " ").first.flatMap { pid_t($0) }
+    }
+
     /// Kills the helper itself with SIGKILL (not its watchdog), as a crash would, and waits.
     public func crash() {
-        // The helper is the watchdog's only child.
-        if let child = try? String(contentsOfFile: "/proc/\(process.pid)/task/\(process.pid)/children", encoding: .utf8)
-            .split(separator: " ").first.flatMap({ pid_t($0) })
-        {
-            kill(child, SIGKILL)
-        }
+        if let child = helperPID { kill(child, SIGKILL) }
         process.waitForExit()
     }
 

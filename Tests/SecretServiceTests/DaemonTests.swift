@@ -234,6 +234,33 @@ import Testing
         daemon.stop()
     }
 
+    @Test("a systemd credential unlocks the login keyring without --unlock")
+    func credential() throws {
+        let fixture = try SecretdFixture()
+        var daemon = try fixture.start()  // creates the login keyring with "login-password"
+        daemon.stop()
+        try fixture.waitUntilNameIsFree()
+        let credentials = fixture.root.appendingPathComponent("credentials")
+        try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
+        try "login-password\n".write(to: credentials.appendingPathComponent("login-password"), atomically: true, encoding: .utf8)
+        fixture.environment["CREDENTIALS_DIRECTORY"] = credentials.path
+        daemon = try fixture.start([], input: nil)
+        #expect(try fixture.call("/org/freedesktop/secrets/collection/login", "org.freedesktop.DBus.Properties", "Get",
+                                 "('org.freedesktop.Secret.Collection', 'Locked')") == "(<false>,)")
+        daemon.stop()
+    }
+
+    @Test("the daemon runs with core dumps disabled")
+    func noCoreDumps() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        let pid = try #require(daemon.helperPID)
+        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }
+        #expect(core?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).first == "0", "\(core ?? "")")
+        daemon.stop()
+    }
+
     @Test("--help, --version and bad options")
     func commandLine() throws {
         let fixture = try SecretdFixture()
