@@ -261,6 +261,41 @@ import Testing
         daemon.stop()
     }
 
+    @Test("signals: item and collection created, changed, deleted; PropertiesChanged")
+    func signals() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        let recorder = try SignalRecorder(address: fixture.bus.address)
+        let session = try openPlainSession(fixture)
+        let login = "/org/freedesktop/secrets/collection/login"
+        let item = try createItem(fixture, session, attributes: "{'k': 'v'}", value: "x")
+        #expect(recorder.wait(for: "ItemCreated", path: login)?.arguments == "(objectpath '\(item)',)")
+
+        _ = try fixture.call(item, "org.freedesktop.DBus.Properties", "Set", "('\(Self.itemInterface)', 'Label', <'renamed'>)")
+        #expect(recorder.wait(for: "ItemChanged", path: login)?.arguments == "(objectpath '\(item)',)")
+        #expect(recorder.wait(for: "PropertiesChanged", path: item)?.arguments.contains("'Label': <'renamed'>") == true)
+        #expect(try fixture.call(item, "org.freedesktop.DBus.Properties", "Get", "('\(Self.itemInterface)', 'Label')")
+                == "(<'renamed'>,)")
+
+        _ = try fixture.call(item, Self.itemInterface, "Delete")
+        #expect(recorder.wait(for: "ItemDeleted", path: login)?.arguments == "(objectpath '\(item)',)")
+
+        _ = try fixture.call(login, "org.freedesktop.DBus.Properties", "Set", "('\(Self.collectionInterface)', 'Label', <'Main'>)")
+        #expect(recorder.wait(for: "CollectionChanged", path: Self.service)?.arguments == "(objectpath '\(login)',)")
+
+        let created = try fixture.call(Self.service, Self.gnome, "CreateWithMasterPassword",
+                                       "({'org.freedesktop.Secret.Collection.Label': <'Extra'>}, \(secret(session, "extra-pass")))")
+        let extra = try #require(objectPaths(in: created).first)
+        #expect(recorder.wait(for: "CollectionCreated", path: Self.service)?.arguments == "(objectpath '\(extra)',)")
+        _ = try fixture.call(extra, Self.collectionInterface, "Delete")
+        #expect(recorder.wait(for: "CollectionDeleted", path: Self.service)?.arguments == "(objectpath '\(extra)',)")
+
+        recorder.clear()
+        _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '\(login)'],)")
+        #expect(recorder.wait(for: "PropertiesChanged", path: login)?.arguments.contains("'Locked': <true>") == true)
+        daemon.stop()
+    }
+
     @Test("--help, --version and bad options")
     func commandLine() throws {
         let fixture = try SecretdFixture()
