@@ -42,6 +42,28 @@ public final class BusConnection: @unchecked Sendable {
         return g_variant_get_boolean(value) != 0
     }
 
+    /// Waits (up to `timeout` seconds) until `name` is owned; stops `process` and throws with its
+    /// log when it exits first or the time runs out.
+    public func waitForOwner(of name: String, startedBy process: SupervisedProcess, timeout: Double = 20) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while try !nameHasOwner(name) {
+            guard process.isRunning, Date() < deadline else {
+                process.stop()
+                throw HarnessError("the process did not take \(name): \(process.log)")
+            }
+            usleep(20_000)
+        }
+    }
+
+    /// Waits (up to `timeout` seconds) until nobody owns `name`.
+    public func waitUntilUnowned(_ name: String, timeout: Double = 10) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while try nameHasOwner(name) {
+            guard Date() < deadline else { throw HarnessError("\(name) is still owned") }
+            usleep(20_000)
+        }
+    }
+
     /// The object path the provider's alias (`default`) points at, or `nil` when unset.
     public func readAlias(_ alias: String) throws(BusError) -> String? {
         let reply = try call(

@@ -59,25 +59,13 @@ public final class SecretdFixture: @unchecked Sendable {
             [Self.secretdPath, "--foreground", "--data-dir", dataDirectory.path, "--config-dir", configDirectory.path]
                 + arguments, environment: environment,
             standardInput: input.map { Data($0.utf8) }, logURL: root.appendingPathComponent("secretd-\(UUID().uuidString.prefix(6)).log"))
-        guard waitForName else { return daemon }
-        let deadline = Date().addingTimeInterval(20)
-        while try !control.nameHasOwner(TestEnvironment.busName) {
-            guard daemon.isRunning, Date() < deadline else {
-                daemon.stop()
-                throw HarnessError("secretd did not take the bus name: \(daemon.log)")
-            }
-            usleep(20_000)
-        }
+        if waitForName { try control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon) }
         return daemon
     }
 
     /// Waits until nobody owns `org.freedesktop.secrets`.
     public func waitUntilNameIsFree() throws {
-        let deadline = Date().addingTimeInterval(10)
-        while try control.nameHasOwner(TestEnvironment.busName) {
-            guard Date() < deadline else { throw HarnessError("the bus name stayed owned") }
-            usleep(20_000)
-        }
+        try control.waitUntilUnowned(TestEnvironment.busName)
     }
 
     /// Runs a client command on this bus.

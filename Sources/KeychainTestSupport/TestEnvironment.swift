@@ -84,18 +84,7 @@ public final class TestEnvironment: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard provider == nil else { return }
-        let process = try SupervisedProcess(
-            command.arguments, environment: clientEnvironment, standardInput: Data(command.password.utf8),
-            logURL: root.appendingPathComponent("provider.log"))
-        let deadline = Date().addingTimeInterval(20)
-        while try !control.nameHasOwner(Self.busName) {
-            guard process.isRunning, Date() < deadline else {
-                process.stop()
-                throw HarnessError("provider '\(command)' did not take \(Self.busName): \(process.log)")
-            }
-            usleep(20_000)
-        }
-        provider = process
+        provider = try launchProvider()
         Keychain.resetConnection()
     }
 
@@ -103,13 +92,7 @@ public final class TestEnvironment: @unchecked Sendable {
     public func stopProvider() throws {
         lock.lock()
         defer { lock.unlock() }
-        provider?.stop()
-        provider = nil
-        let deadline = Date().addingTimeInterval(10)
-        while try control.nameHasOwner(Self.busName) {
-            guard Date() < deadline else { throw HarnessError("\(Self.busName) still owned after stop") }
-            usleep(20_000)
-        }
+        try haltProvider()
         Keychain.resetConnection()
     }
 
@@ -124,20 +107,22 @@ public final class TestEnvironment: @unchecked Sendable {
     public func restartProviderKeepingConnection() throws {
         lock.lock()
         defer { lock.unlock() }
-        provider?.stop()
-        provider = nil
+        try haltProvider()
+        provider = try launchProvider()
+    }
+
+    private func launchProvider() throws -> SupervisedProcess {
         let process = try SupervisedProcess(
             command.arguments, environment: clientEnvironment, standardInput: Data(command.password.utf8),
             logURL: root.appendingPathComponent("provider.log"))
-        let deadline = Date().addingTimeInterval(20)
-        while try !control.nameHasOwner(Self.busName) {
-            guard process.isRunning, Date() < deadline else {
-                process.stop()
-                throw HarnessError("provider '\(command)' did not take \(Self.busName): \(process.log)")
-            }
-            usleep(20_000)
-        }
-        provider = process
+        try control.waitForOwner(of: Self.busName, startedBy: process)
+        return process
+    }
+
+    private func haltProvider() throws {
+        provider?.stop()
+        provider = nil
+        try control.waitUntilUnowned(Self.busName)
     }
 
     /// Locks the collection behind the `default` alias.
