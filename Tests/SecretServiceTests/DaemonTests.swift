@@ -296,6 +296,41 @@ import Testing
         daemon.stop()
     }
 
+    @Test("a full disk fails the write with a clear error; the daemon keeps serving what it has",
+          .enabled(if: getuid() == 0, "needs root to mount a small tmpfs in a private mount namespace"))
+    func fullDisk() throws {
+        let fixture = try SecretdFixture()
+        let small = fixture.root.appendingPathComponent("small")
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        // The tmpfs exists only in secretd's own mount namespace and goes away with it.
+        let script = "mount -t tmpfs -o size=1m tmpfs '\(small.path)' && exec \"$0\" \"$@\""
+        let daemon = try SupervisedProcess(
+            ["unshare", "-m", "sh", "-c", script, SecretdFixture.secretdPath, "--foreground", "--unlock",
+             "--data-dir", small.appendingPathComponent("data").path, "--config-dir", fixture.configDirectory.path],
+            environment: fixture.environment, standardInput: Data("login-password".utf8),
+            logURL: fixture.root.appendingPathComponent("full.log"))
+        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
+        let session = try openPlainSession(fixture)
+        let first = try createItem(fixture, session, attributes: "{'n': 'first'}", value: "kept")
+        var failure: String?
+        for index in 0..<64 where failure == nil {
+            do {
+                _ = try fixture.control.createItem(
+                    in: "/org/freedesktop/secrets/collection/login", session: session, attributes: ["n": "\(index)"],
+                    secret: [UInt8](repeating: 0x61, count: 64 * 1024))
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        let message = try #require(failure, "the disk never filled up")
+        #expect(message.hasPrefix("org.freedesktop.DBus.Error.Failed: secretd could not complete the operation"))
+        #expect(daemon.log.contains("disk full"), "\(daemon.log)")
+        #expect(daemon.isRunning)
+        let reply = try fixture.call(first, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)")
+        #expect(reply.contains("[byte 0x6b, 0x65, 0x70, 0x74]"))
+        daemon.stop()
+    }
+
     @Test("--help, --version and bad options")
     func commandLine() throws {
         let fixture = try SecretdFixture()
