@@ -10,7 +10,7 @@
 # provider and the clients checked against (secret-tool, Python keyring), unit and man checks.
 DEB_BUILD := pkg-config libsecret-1-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev libassuan-dev
 DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-keyring \
-	python3-secretstorage groff-base man-db systemd
+	python3-secretstorage groff-base man-db systemd git gcc
 SWIFT ?= swift
 # The providers the provider tests run against, one full run each
 # (see Sources/KeychainTestSupport/ProviderCommand.swift).

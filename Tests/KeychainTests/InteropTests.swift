@@ -80,3 +80,36 @@ extension ProviderTests {
         }
     }
 }
+
+extension ProviderTests.Interop {
+    /// git's own libsecret credential helper, built from the source git ships.
+    static func gitHelper() throws -> String? {
+        let source = "/usr/share/doc/git/contrib/credential/libsecret/git-credential-libsecret.c"
+        guard FileManager.default.fileExists(atPath: source) else { return nil }
+        let output = try environment().root.appendingPathComponent("git-credential-libsecret").path
+        if FileManager.default.isExecutableFile(atPath: output) { return output }
+        let flags = try environment().run(["pkg-config", "--cflags", "--libs", "libsecret-1", "glib-2.0"]).text
+            .split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
+        let built = try environment().run(["cc", "-o", output, source] + flags)
+        guard built.status == 0 else { throw HarnessError("cannot build git-credential-libsecret: \(built.errorOutput)") }
+        return output
+    }
+
+    @Test("git's libsecret credential helper stores and finds credentials; the library reads them")
+    func gitCredentialHelper() throws {
+        let helper = try #require(try Self.gitHelper(), "git's contrib source is not installed")
+        let host = "git-\(UUID().uuidString.prefix(8)).example.com"
+        let stored = try environment().run(
+            [helper, "store"], input: Data("protocol=https\nhost=\(host)\nusername=alice\npassword=ghp_s3cret\n\n".utf8))
+        #expect(stored.status == 0, "\(stored.errorOutput)")
+        let found = try environment().run([helper, "get"], input: Data("protocol=https\nhost=\(host)\n\n".utf8))
+        #expect(found.text.contains("username=alice"))
+        #expect(found.text.contains("password=ghp_s3cret"))
+        // git writes user/server/protocol, which the library's internet passwords read.
+        #expect(try InternetKeychain(server: host, protocol: .https).password(for: "alice") == "ghp_s3cret")
+        let erased = try environment().run(
+            [helper, "erase"], input: Data("protocol=https\nhost=\(host)\nusername=alice\n\n".utf8))
+        #expect(erased.status == 0)
+        #expect(try InternetKeychain(server: host).password(for: "alice") == nil)
+    }
+}
