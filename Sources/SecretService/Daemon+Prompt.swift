@@ -54,6 +54,8 @@ extension Daemon {
                 }
             }
             BusServer.onMainLoop { self.complete(id: id, result: .objectPaths(objects)) }
+        case .changePassword(let collection):
+            changePassword(collection, program: program, promptID: id)
         case .createCollection(let label, let alias):
             let request = PinentryRequest(
                 title: "New keyring", description: "An application wants to create a new keyring called “\(label)”. "
@@ -69,6 +71,34 @@ extension Daemon {
                 }
                 if !alias.isEmpty, let created = self.collection(at: path) { try? self.store.setAlias(alias, to: created) }
                 self.complete(id: id, result: .objectPath(path))
+            }
+        }
+    }
+
+    /// Asks for the current password (verified through the store), then a new one twice.
+    private func changePassword(_ collection: Store.CollectionRecord, program: String, promptID id: Int) {
+        let current = PinentryRequest(
+            title: "Change keyring password", description: "An application wants to change the password of the keyring "
+                + "“\(collection.label)”. Enter its current password.", prompt: "Current:", error: nil)
+        guard case .password(let old) = Pinentry.ask(program: program, current) else {
+            BusServer.onMainLoop { self.complete(id: id, result: nil) }
+            return
+        }
+        let fresh = PinentryRequest(
+            title: "Change keyring password", description: "Choose the new password of the keyring “\(collection.label)”.",
+            prompt: "New:", error: nil, confirm: true)
+        guard case .password(let new) = Pinentry.ask(program: program, fresh), new.count > 0 else {
+            BusServer.onMainLoop { self.complete(id: id, result: nil) }
+            return
+        }
+        BusServer.onMainLoop {
+            do {
+                try self.store.changePassword(collection, from: old, to: new, parameters: self.options.kdf)
+                Log.info("changed the password of the \(collection.name) keyring")
+                self.complete(id: id, result: .string(""))
+            } catch {
+                Log.warning("the password of the \(collection.name) keyring was not changed: \(error)")
+                self.complete(id: id, result: nil)
             }
         }
     }

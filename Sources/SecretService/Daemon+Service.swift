@@ -173,7 +173,11 @@ extension Daemon {
                 }
             }
         case "ChangeWithPrompt":
-            return .failure(.notSupported("changing a password needs a prompt, which secretd cannot show yet"))
+            guard let path = args[0].objectPath, let collection = collection(at: path), collection.name != Self.sessionName else {
+                return .failure(.noSuchObject("no collection \(args[0]) with a password"))
+            }
+            let prompt = addPrompt(Prompt(owner: call.sender, action: .changePassword(collection)))
+            return .success(.tuple([.objectPath(prompt)]))
         default:
             return .failure(.noSuchObject("no method \(call.method)"))
         }

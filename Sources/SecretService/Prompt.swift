@@ -10,6 +10,8 @@ final class Prompt {
         case unlock(collections: [Store.CollectionRecord], objects: [String])
         /// Create a collection with this label (and alias, if not empty) under a new password.
         case createCollection(label: String, alias: String)
+        /// Change a collection's password: ask for the current one, then a new one.
+        case changePassword(Store.CollectionRecord)
     }
 
     /// The client that received it; nobody else may use it.
@@ -28,6 +30,7 @@ final class Prompt {
         switch action {
         case .unlock: return .objectPaths([])
         case .createCollection: return .objectPath(ObjectPaths.none)
+        case .changePassword: return .string("")
         }
     }
 }

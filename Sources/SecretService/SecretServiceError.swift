@@ -6,8 +6,6 @@ public enum SecretServiceError: Error, Equatable {
     case noSession(String)
     /// No such item, collection or prompt.
     case noSuchObject(String)
-    /// An item or collection with that identity exists.
-    case alreadyExists(String)
     /// Arguments of the right D-Bus type but unacceptable value.
     case invalidArgs(String)
     /// The session algorithm is not supported (libsecret then falls back to `plain`).
@@ -23,7 +21,6 @@ public enum SecretServiceError: Error, Equatable {
         case .isLocked: return "org.freedesktop.Secret.Error.IsLocked"
         case .noSession: return "org.freedesktop.Secret.Error.NoSession"
         case .noSuchObject: return "org.freedesktop.Secret.Error.NoSuchObject"
-        case .alreadyExists: return "org.freedesktop.Secret.Error.AlreadyExists"
         case .invalidArgs: return "org.freedesktop.DBus.Error.InvalidArgs"
         case .notSupported: return "org.freedesktop.DBus.Error.NotSupported"
         case .accessDenied: return "org.gnome.keyring.Error.Denied"
@@ -35,7 +32,7 @@ public enum SecretServiceError: Error, Equatable {
     public var message: String {
         switch self {
         case .isLocked(let message), .noSession(let message), .noSuchObject(let message),
-            .alreadyExists(let message), .invalidArgs(let message), .notSupported(let message),
+            .invalidArgs(let message), .notSupported(let message),
             .accessDenied(let message), .failed(let message):
             return message
         }

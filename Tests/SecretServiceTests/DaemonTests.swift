@@ -2,6 +2,8 @@ import Foundation
 import KeychainTestSupport
 import Testing
 
+@testable import SecretStore
+
 /// secretd itself: start-up, the bus name, restarts, crashes, passwords and bad input.
 /// Each test has its own private bus and data directory.
 @Suite struct DaemonTests {
@@ -329,6 +331,20 @@ import Testing
         let reply = try fixture.call(first, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)")
         #expect(reply.contains("[byte 0x6b, 0x65, 0x70, 0x74]"))
         daemon.stop()
+    }
+
+    @Test("a database from a newer secretd is refused at start and left as it was")
+    func newerSchema() throws {
+        let fixture = try SecretdFixture()
+        try fixture.start().stop()
+        try fixture.waitUntilNameIsFree()
+        let file = fixture.dataDirectory.appendingPathComponent("secretd.sqlite3").path
+        try Database(path: file).execute("PRAGMA user_version = 99")
+        let before = FileManager.default.contents(atPath: file)
+        let daemon = try fixture.start(waitForName: false)
+        #expect(daemon.waitForExit(timeout: 20) == 1)
+        #expect(daemon.log.contains("database schema version 99 is newer than this secretd supports"), "\(daemon.log)")
+        #expect(FileManager.default.contents(atPath: file) == before)
     }
 
     @Test("--help, --version and bad options")

@@ -113,4 +113,25 @@ import Testing
                              "(objectpath '/org/freedesktop/secrets/collection/work', (objectpath '\(session)', @ay [], @ay [\(password)], 'text/plain'))")
         daemon.stop()
     }
+
+    @Test("ChangeWithPrompt asks for the current and the new password and re-wraps the key")
+    func changeWithPrompt() throws {
+        let (fixture, answers) = try fixture(answers: ["login-password", "new-password"])
+        let daemon = try fixture.start()
+        let login = "/org/freedesktop/secrets/collection/login"
+        let reply = try fixture.call("/org/freedesktop/secrets", "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface",
+                                     "ChangeWithPrompt", "(objectpath '\(login)',)")
+        let prompt = try #require(reply.components(separatedBy: "objectpath '").last?.split(separator: "'").first.map(String.init))
+        let recorder = try SignalRecorder(address: fixture.bus.address)
+        _ = try fixture.call(prompt, "org.freedesktop.Secret.Prompt", "Prompt", "('',)")
+        #expect(recorder.wait(for: "Completed", path: prompt, timeout: 30)?.arguments.hasPrefix("(false,") == true)
+        #expect(try String(contentsOfFile: answers.path + ".log", encoding: .utf8).components(separatedBy: "GETPIN").count == 3)
+        daemon.stop()
+        try fixture.waitUntilNameIsFree()
+        // The new password opens the keyring; the old one no longer does.
+        let reopened = try fixture.start(["--unlock"], input: "new-password")
+        #expect(try fixture.call(login, "org.freedesktop.DBus.Properties", "Get",
+                                 "('org.freedesktop.Secret.Collection', 'Locked')") == "(<false>,)")
+        reopened.stop()
+    }
 }
