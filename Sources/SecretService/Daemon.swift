@@ -236,11 +236,6 @@ public final class Daemon: BusHandler {
 
     func isLocked(_ collection: Store.CollectionRecord) -> Bool { keys[collection.id] == nil }
 
-    func path(of item: Store.ItemRecord) -> String? {
-        guard let collection = (try? store.collections())?.first(where: { $0.id == item.collectionID }) else { return nil }
-        return ObjectPaths.item(collection.name, item.id)
-    }
-
     // MARK: - BusHandler
 
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {

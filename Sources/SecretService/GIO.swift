@@ -60,9 +60,6 @@ final class BusServer {
         self.handler = handler
     }
 
-    /// This connection's unique name.
-    var uniqueName: String { g_dbus_connection_get_unique_name(connection).map { String(cString: $0) } ?? "" }
-
     // MARK: - Exporting objects
 
     /// Exports the object at `path` with the interfaces its handler reports.
@@ -178,9 +175,6 @@ final class BusServer {
         defer { g_variant_unref(reply) }
         return Self.makeValue(reply)
     }
-
-    /// Sends everything queued and waits until the bus has it.
-    func flush() { g_dbus_connection_flush_sync(connection, nil, nil) }
 
     // MARK: - Main loop
 
