@@ -185,21 +185,53 @@ public final class Store {
 
     /// Items of `collection` (or of every collection) that have all of `attributes`; works
     /// while locked, through the hash index.
+    ///
+    /// The query is driven by the attribute with the fewest items (found by counting at most
+    /// ``selectivityProbeLimit`` index entries per attribute) and checks the others per item,
+    /// so `service=S, account=A` costs the same whether S has ten items or a hundred thousand.
     public func search(_ attributes: [String: String], in collection: CollectionRecord? = nil) throws(StoreError)
         -> [ItemRecord]
     {
-        var sql = "SELECT id, collection_id, created, modified FROM items WHERE 1"
+        let hashes = attributes.map { Self.attributeHash(name: $0.key, value: $0.value) }
         var values: [Database.Value] = []
+        var sql: String
+        if let driver = try leastCommon(hashes) {
+            sql = """
+                SELECT i.id, i.collection_id, i.created, i.modified FROM attribute_hashes d
+                CROSS JOIN items i ON i.id = d.item_id WHERE d.hash = ?
+                """
+            values.append(.blob(driver))
+            for hash in hashes where hash != driver {
+                sql += " AND EXISTS (SELECT 1 FROM attribute_hashes x WHERE x.item_id = d.item_id AND x.hash = ?)"
+                values.append(.blob(hash))
+            }
+        } else {
+            sql = "SELECT i.id, i.collection_id, i.created, i.modified FROM items i WHERE 1"
+        }
         if let collection {
-            sql += " AND collection_id = ?"
+            sql += " AND i.collection_id = ?"
             values.append(.integer(collection.id))
         }
-        for (name, value) in attributes.sorted(by: { $0.key < $1.key }) {
-            sql += " AND id IN (SELECT item_id FROM attribute_hashes WHERE hash = ?)"
-            values.append(.blob(Self.attributeHash(name: name, value: value)))
-        }
-        sql += " ORDER BY id"
+        sql += " ORDER BY i.id"
         return try database.rows(sql, values).map(Self.item)
+    }
+
+    /// How many index entries per attribute ``search(_:in:)`` counts to pick its driver.
+    static let selectivityProbeLimit = 1000
+
+    /// The hash with the fewest index entries (counted up to the probe limit), or nil for none.
+    private func leastCommon(_ hashes: [[UInt8]]) throws(StoreError) -> [UInt8]? {
+        guard hashes.count > 1 else { return hashes.first }
+        var best: (hash: [UInt8], count: Int64)?
+        for hash in hashes {
+            let rows = try database.rows(
+                "SELECT count(*) FROM (SELECT 1 FROM attribute_hashes WHERE hash = ? LIMIT ?)",
+                [.blob(hash), .integer(Int64(Self.selectivityProbeLimit))])
+            let count = rows.first?.first?.integer ?? 0
+            if count == 0 { return hash }  // nothing can match: the cheapest possible driver
+            if best == nil || count < best!.count { best = (hash, count) }
+        }
+        return best?.hash
     }
 
     /// The item with `id`, if any.

@@ -16,27 +16,12 @@ extension ProviderTests {
             try environment().lockDefaultCollection()
             do {
                 // No prompter on the private bus: the provider dismisses the unlock prompt.
-                let read = try await withinDeadline(20) { () -> KeychainError? in
-                    do {
-                        _ = try await Keychain.password(service: service, account: "alice")
-                        return nil
-                    } catch { return error as? KeychainError }
-                }
-                #expect(read == .locked)
-                let write = try await withinDeadline(20) { () -> KeychainError? in
-                    do {
-                        try await Keychain.setPassword("after", service: service, account: "alice")
-                        return nil
-                    } catch { return error as? KeychainError }
-                }
-                #expect(write == .locked)
-                let create = try await withinDeadline(20) { () -> KeychainError? in
-                    do {
-                        try await Keychain.setPassword("new", service: service, account: "bob")
-                        return nil
-                    } catch { return error as? KeychainError }
-                }
-                #expect(create == .locked)
+                #expect(try await keychainError { _ = try await Keychain.password(service: service, account: "alice") }
+                        == .locked)
+                #expect(try await keychainError { try await Keychain.setPassword("after", service: service, account: "alice") }
+                        == .locked)
+                #expect(try await keychainError { try await Keychain.setPassword("new", service: service, account: "bob") }
+                        == .locked)
                 // Listing never prompts and never fails on a locked keyring. gnome-keyring shows a
                 // locked item's attributes; secretd seals them, so its locked items list as nothing.
                 let listed = try await Keychain.accounts(service: service).map(\.account)

@@ -36,6 +36,21 @@ func withinDeadline<T: Sendable>(
     }
 }
 
+/// The `KeychainError` that `body` throws (nil when it succeeds); fails instead of hanging when
+/// it takes longer than `seconds`.
+func keychainError(
+    within seconds: Double = 20, _ body: @escaping @Sendable () async throws -> Void
+) async throws -> KeychainError? {
+    try await withinDeadline(seconds) { () -> KeychainError? in
+        do {
+            try await body()
+            return nil
+        } catch {
+            return error as? KeychainError
+        }
+    }
+}
+
 /// The items `secret-tool search --all` reports for the given attributes, as attribute maps.
 func secretToolSearch(_ attributes: [String: String]) throws -> [[String: String]] {
     let arguments = ["secret-tool", "search", "--all"] + attributes.flatMap { [$0.key, $0.value] }

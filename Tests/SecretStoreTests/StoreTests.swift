@@ -101,6 +101,24 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(try store.search(["service": "mail"]).isEmpty)
     }
 
+    @Test("search picks the rare attribute to drive the query and still matches exactly")
+    func searchSelectivity() throws {
+        let (store, _) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let (other, otherKey) = try store.createCollection(name: "other", label: "Other", password: password, parameters: .testing)
+        var ids: [Int64] = []
+        for index in 0..<1500 {
+            ids.append(try store.createItem(in: login, key: key, contents: contents("\(index)", ["service": "common", "account": "a\(index)"], "v")).id)
+        }
+        let elsewhere = try store.createItem(in: other, key: otherKey, contents: contents("x", ["service": "common", "account": "a1200"], "v"))
+        #expect(try store.search(["service": "common", "account": "a1200"]).map(\.id) == [ids[1200], elsewhere.id])
+        #expect(try store.search(["service": "common", "account": "a1200"], in: login).map(\.id) == [ids[1200]])
+        #expect(try store.search(["account": "a7", "service": "common"]).map(\.id) == [ids[7]])
+        #expect(try store.search(["service": "common", "account": "nobody"]).isEmpty)
+        #expect(try store.search(["service": "common"], in: login).count == 1500)
+        #expect(try store.search(["service": "common", "extra": "x"]).isEmpty)
+    }
+
     @Test("an update touches only its own row")
     func rowLevelWrites() throws {
         let (store, directory) = try makeStore()
