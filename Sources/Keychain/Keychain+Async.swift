@@ -1,7 +1,8 @@
 public import Foundation
 
 // Async variants: each runs its synchronous twin on a dedicated thread (never on the
-// cooperative pool), so a prompt that stays open for minutes blocks nobody else.
+// cooperative pool), so a prompt that stays open for minutes blocks nobody else. Cancelling
+// the calling task cancels the libsecret call, which then throws `KeychainError.cancelled`.
 
 extension Keychain {
     /// Async variant of ``setPassword(_:service:account:label:comment:)``.

@@ -92,3 +92,24 @@ extension ProviderTests.Failures {
         #expect(!result.errorOutput.contains("not-a-real-secret"))
     }
 }
+
+extension ProviderTests.Failures {
+    @Test("cancelling the calling task cancels the libsecret call: .cancelled, and nothing breaks")
+    func cancellation() async throws {
+        let service = uniqueService()
+        try await Keychain.setPassword("kept", service: service, account: "alice")
+        let task = Task { () -> KeychainError? in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do {
+                _ = try await Keychain.password(service: service, account: "alice")
+                return nil
+            } catch {
+                return error as? KeychainError
+            }
+        }
+        let failure = await task.value
+        #expect(failure == .cancelled)
+        // The next call, not cancelled, works as before.
+        #expect(try await Keychain.password(service: service, account: "alice") == "kept")
+    }
+}

@@ -40,7 +40,7 @@ enum LibSecret {
             let table = HashTable(attributes)
             var error: UnsafeMutablePointer<GError>?
             // transfer full: the list and its items are ours
-            let list = secret_service_search_sync(service, nil, table.pointer, SecretSearchFlags(rawValue: flags), nil, &error)
+            let list = secret_service_search_sync(service, nil, table.pointer, SecretSearchFlags(rawValue: flags), Cancellation.current, &error)
             if let error { throw takeError(error) }
             var items = adoptItems(list)
             if let prefix {
@@ -82,7 +82,7 @@ enum LibSecret {
             func attempt() -> KeychainError? {
                 var error: UnsafeMutablePointer<GError>?
                 let item = secret_service_create_item_dbus_path_sync(
-                    service, path, properties.pointer, value, SECRET_ITEM_CREATE_NONE, nil, &error)
+                    service, path, properties.pointer, value, SECRET_ITEM_CREATE_NONE, Cancellation.current, &error)
                 g_free(item)
                 return error.map(takeError)
             }
@@ -99,7 +99,7 @@ enum LibSecret {
         -> String?
     {
         var error: UnsafeMutablePointer<GError>?
-        let path = secret_service_read_alias_dbus_path_sync(service, alias, nil, &error)  // transfer full
+        let path = secret_service_read_alias_dbus_path_sync(service, alias, Cancellation.current, &error)  // transfer full
         defer { g_free(path) }
         if let error { throw takeError(error) }
         return path.map { String(cString: $0) }
@@ -112,7 +112,7 @@ enum LibSecret {
         let properties = PropertyTable(collectionLabel: "Login")
         var error: UnsafeMutablePointer<GError>?
         let path = secret_service_create_collection_dbus_path_sync(
-            service, properties.pointer, KeychainCollection.default.alias, SECRET_COLLECTION_CREATE_NONE, nil, &error)
+            service, properties.pointer, KeychainCollection.default.alias, SECRET_COLLECTION_CREATE_NONE, Cancellation.current, &error)
         defer { g_free(path) }
         if let error { throw takeError(error) }
         guard let path else { throw .cancelled }  // the prompt was dismissed
@@ -128,7 +128,7 @@ enum LibSecret {
         var error: UnsafeMutablePointer<GError>?
         let count = strings.withUnsafeBufferPointer { buffer in
             var pointers = Array(buffer)
-            return secret_service_unlock_dbus_paths_sync(service, &pointers, nil, &unlocked, &error)
+            return secret_service_unlock_dbus_paths_sync(service, &pointers, Cancellation.current, &unlocked, &error)
         }
         g_strfreev(unlocked)
         if let error { throw takeError(error) }
@@ -140,7 +140,7 @@ enum LibSecret {
         try withList(items) { list throws(KeychainError) in
             var unlocked: UnsafeMutablePointer<GList>?
             var error: UnsafeMutablePointer<GError>?
-            let count = secret_service_unlock_sync(service, list, nil, &unlocked, &error)
+            let count = secret_service_unlock_sync(service, list, Cancellation.current, &unlocked, &error)
             g_list_free_full(unlocked, g_object_unref)
             if let error { throw takeError(error) }
             if count == 0 { throw .locked }
@@ -153,7 +153,7 @@ enum LibSecret {
         guard !unlocked.isEmpty else { return }
         try withList(unlocked) { list throws(KeychainError) in
             var error: UnsafeMutablePointer<GError>?
-            _ = secret_item_load_secrets_sync(list, nil, &error)
+            _ = secret_item_load_secrets_sync(list, Cancellation.current, &error)
             if let error { throw takeError(error) }
         }
     }
@@ -174,6 +174,41 @@ enum LibSecret {
     /// The corresponding libsecret function is `secret_service_disconnect`.
     static func disconnect() {
         secret_service_disconnect()
+    }
+
+    // MARK: - Cancellation
+
+    /// A `GCancellable` for the calls of one async operation; cancelling it makes the blocking
+    /// libsecret call in progress (or the next one) fail with `.cancelled`, which also closes
+    /// an open prompt.
+    final class Cancellation: @unchecked Sendable {
+        fileprivate let pointer: UnsafeMutablePointer<GCancellable>
+
+        init() { pointer = g_cancellable_new() }  // transfer full
+
+        deinit { g_object_unref(pointer) }
+
+        /// Cancels; safe from any thread (`g_cancellable_cancel` is thread-safe).
+        func cancel() { g_cancellable_cancel(pointer) }
+
+        /// The cancellable of the operation running on this thread, if it was started by
+        /// ``run(on:)``; nil for synchronous callers.
+        fileprivate static var current: UnsafeMutablePointer<GCancellable>? {
+            (Thread.current.threadDictionary[threadKey] as? Cancellation)?.pointer
+        }
+
+        private static let threadKey = "org.keychain.cancellation"
+
+        /// Runs `body` on a new thread whose libsecret calls use this cancellation.
+        func run(on name: String, _ body: @escaping @Sendable () -> Void) {
+            let thread = Thread { [self] in
+                Thread.current.threadDictionary[Self.threadKey] = self
+                body()
+                Thread.current.threadDictionary[Self.threadKey] = nil
+            }
+            thread.name = name
+            thread.start()
+        }
     }
 
     // MARK: - Items
@@ -239,14 +274,14 @@ enum LibSecret {
             let value = secretValue(secret, contentType: contentType)
             defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
             var error: UnsafeMutablePointer<GError>?
-            _ = secret_item_set_secret_sync(pointer, value, nil, &error)
+            _ = secret_item_set_secret_sync(pointer, value, Cancellation.current, &error)
             if let error { throw takeError(error) }
         }
 
         /// Replaces the label (`secret_item_set_label_sync`).
         func setLabel(_ label: String) throws(KeychainError) {
             var error: UnsafeMutablePointer<GError>?
-            _ = secret_item_set_label_sync(pointer, label, nil, &error)
+            _ = secret_item_set_label_sync(pointer, label, Cancellation.current, &error)
             if let error { throw takeError(error) }
         }
 
@@ -254,14 +289,14 @@ enum LibSecret {
         func setAttributes(_ attributes: [String: String]) throws(KeychainError) {
             let table = HashTable(attributes)
             var error: UnsafeMutablePointer<GError>?
-            _ = secret_item_set_attributes_sync(pointer, nil, table.pointer, nil, &error)
+            _ = secret_item_set_attributes_sync(pointer, nil, table.pointer, Cancellation.current, &error)
             if let error { throw takeError(error) }
         }
 
         /// Deletes the item (`secret_item_delete_sync`).
         func delete() throws(KeychainError) {
             var error: UnsafeMutablePointer<GError>?
-            _ = secret_item_delete_sync(pointer, nil, &error)
+            _ = secret_item_delete_sync(pointer, Cancellation.current, &error)
             if let error { throw takeError(error) }
         }
     }
@@ -297,7 +332,7 @@ enum LibSecret {
         RemoteError.registerOnce()
         var error: UnsafeMutablePointer<GError>?
         // transfer full; opening a session reaches the provider, so a missing one fails here.
-        let service = secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, nil, &error)
+        let service = secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, Cancellation.current, &error)
         if let error {
             if let service { g_object_unref(service) }
             switch takeError(error) {
