@@ -66,10 +66,18 @@ extension Daemon {
             let collectionPath = ObjectPaths.collection(collection.name)
             server.emitSignal(path: collectionPath, interface: Introspection.collection, name: "ItemCreated",
                               arguments: [.objectPath(path)])
+            itemsChanged(collection)
             return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
         } catch {
             return .failure(storeFailure(error))
         }
+    }
+
+    /// Tells clients that the collection's Items changed (invalidated, not sent: it can be long).
+    func itemsChanged(_ collection: Store.CollectionRecord) {
+        server.emitPropertiesChanged(
+            path: ObjectPaths.collection(collection.name), interface: Introspection.collection, changed: [:],
+            invalidated: ["Items"])
     }
 
     /// Refuses labels and attribute sets beyond the daemon's limits.

@@ -29,6 +29,7 @@ extension Daemon {
                 try store.deleteItem(item)
                 server.emitSignal(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
                                   name: "ItemDeleted", arguments: [.objectPath(path)])
+                itemsChanged(collection)
                 return .success(.tuple([.objectPath(ObjectPaths.none)]))
             } catch {
                 return .failure(storeFailure(error))

@@ -110,14 +110,21 @@ final class BusServer {
         g_dbus_connection_emit_signal(connection, nil, path, interface, name, parameters, nil)
     }
 
-    /// Broadcasts `org.freedesktop.DBus.Properties.PropertiesChanged` for `changed`.
-    func emitPropertiesChanged(path: String, interface: String, changed: [String: DBusValue]) {
+    /// Broadcasts `org.freedesktop.DBus.Properties.PropertiesChanged` with the new values of
+    /// `changed` and the names of `invalidated` properties (for values too large to send each
+    /// time, such as a collection's Items).
+    func emitPropertiesChanged(
+        path: String, interface: String, changed: [String: DBusValue], invalidated: [String] = []
+    ) {
         let entries = changed.sorted { $0.key < $1.key }.map {
             DBusValue.Entry(key: .string($0.key), value: .variant($0.value))
         }
         emitSignal(
             path: path, interface: "org.freedesktop.DBus.Properties", name: "PropertiesChanged",
-            arguments: [.string(interface), .dictionary(key: "s", value: "v", entries), .array(element: "s", [])])
+            arguments: [
+                .string(interface), .dictionary(key: "s", value: "v", entries),
+                .array(element: "s", invalidated.map { .string($0) }),
+            ])
     }
 
     /// Calls `handler` with the unique name of every client that disconnects from the bus.

@@ -272,6 +272,7 @@ import Testing
         let login = "/org/freedesktop/secrets/collection/login"
         let item = try createItem(fixture, session, attributes: "{'k': 'v'}", value: "x")
         #expect(recorder.wait(for: "ItemCreated", path: login)?.arguments == "(objectpath '\(item)',)")
+        #expect(recorder.wait(for: "PropertiesChanged", path: login)?.arguments.contains("['Items']") == true)
 
         _ = try fixture.call(item, "org.freedesktop.DBus.Properties", "Set", "('\(Self.itemInterface)', 'Label', <'renamed'>)")
         #expect(recorder.wait(for: "ItemChanged", path: login)?.arguments == "(objectpath '\(item)',)")
