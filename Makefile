@@ -2,7 +2,7 @@
 #               password it asks for or reads on stdin; on a private session bus when none exists)
 # make test     install what is missing, build, run every test
 # make demo     run the library's example program against a throw-away secretd
-# make install  release build, then binaries, man pages, systemd unit and D-Bus activation file
+# make install  release build, then secretd, secretctl, man pages, systemd unit and D-Bus activation file
 #               under $(DESTDIR)$(PREFIX)
 # make deps     only install the Debian packages the build and the tests need
 
@@ -70,8 +70,11 @@ demo: build
 
 install: deps
 	$(SWIFT) build -c release --product secretd
+	$(SWIFT) build -c release --product secretctl
 	install -Dm755 "$$($(SWIFT) build -c release --show-bin-path)/secretd" "$(DESTDIR)$(BINDIR)/secretd"
+	install -Dm755 "$$($(SWIFT) build -c release --show-bin-path)/secretctl" "$(DESTDIR)$(BINDIR)/secretctl"
 	install -Dm644 man/secretd.1 "$(DESTDIR)$(MANDIR)/man1/secretd.1"
+	install -Dm644 man/secretctl.1 "$(DESTDIR)$(MANDIR)/man1/secretctl.1"
 	install -Dm644 man/secretd.conf.5 "$(DESTDIR)$(MANDIR)/man5/secretd.conf.5"
 	install -d "$(DESTDIR)$(USERUNITDIR)" "$(DESTDIR)$(DBUSSERVICEDIR)"
 	sed "s|/usr/local/bin/secretd|$(BINDIR)/secretd|" systemd/secretd.service >"$(DESTDIR)$(USERUNITDIR)/secretd.service"

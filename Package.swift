@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "Keychain", targets: ["Keychain"]),
         .executable(name: "keychain-demo", targets: ["keychain-demo"]),
         .executable(name: "secretd", targets: ["secretd"]),
+        .executable(name: "secretctl", targets: ["secretctl"]),
     ],
     targets: [
         // MARK: C libraries (Debian packages; see the Makefile's DEB_PACKAGES)
@@ -49,9 +50,17 @@ let package = Package(
             name: "SecretService", dependencies: ["CGio", "CAssuan", "SecretStore"],
             swiftSettings: strictSettings),
 
+        // MARK: The command line
+        .target(
+            name: "SecretCtl", dependencies: ["Keychain"],
+            swiftSettings: strictSettings),
+
         // MARK: Executables
         .executableTarget(
             name: "secretd", dependencies: ["SecretService", "SecretStore", "CProcess"],
+            swiftSettings: strictSettings),
+        .executableTarget(
+            name: "secretctl", dependencies: ["SecretCtl"],
             swiftSettings: strictSettings),
         .executableTarget(
             name: "keychain-bench", dependencies: ["Keychain"], path: "Sources/keychain-bench",
@@ -66,6 +75,9 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "SecretStoreTests", dependencies: ["SecretStore"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "SecretCtlTests", dependencies: ["SecretCtl", "Keychain"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "SecretServiceTests", dependencies: ["KeychainTestSupport", "SecretStore", "SecretService"],

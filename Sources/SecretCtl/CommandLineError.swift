@@ -1,0 +1,41 @@
+/// Why `secretctl` stops, with its exit status (see `EXIT STATUS` in secretctl(1)).
+public enum CommandLineError: Error, Equatable, Sendable {
+    /// The command line is wrong; exit 2, with a pointer to the verb's help.
+    case usage(String, command: String?)
+    /// The operation failed; one line on stderr and the given status.
+    case failure(String, status: ExitStatus)
+
+    /// The exit status.
+    public var status: ExitStatus {
+        switch self {
+        case .usage: return .usage
+        case .failure(_, let status): return status
+        }
+    }
+
+    /// The line(s) printed on standard error.
+    public var message: String {
+        switch self {
+        case .usage(let message, let command):
+            return "secretctl: \(message)\nSee 'secretctl \(command.map { "\($0) " } ?? "")--help'."
+        case .failure(let message, _):
+            return "secretctl: \(message)"
+        }
+    }
+}
+
+/// `secretctl`'s exit statuses, as DESIGN.md fixes them.
+public enum ExitStatus: Int32, Sendable {
+    /// Success.
+    case success = 0
+    /// Nothing matched (like `secret-tool lookup`).
+    case notFound = 1
+    /// A usage error.
+    case usage = 2
+    /// The keyring is locked, or a prompt was dismissed.
+    case locked = 3
+    /// The provider refused access.
+    case accessDenied = 4
+    /// No Secret Service provider on the bus.
+    case noProvider = 5
+}

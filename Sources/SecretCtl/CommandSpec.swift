@@ -1,0 +1,41 @@
+/// One verb of `secretctl`, declared once: the parser, `--help` and the man-page check all
+/// read this.
+public struct CommandSpec: Sendable {
+    /// The verb (`get`).
+    public var name: String
+    /// One line saying what it does.
+    public var abstract: String
+    /// Positional arguments, in order.
+    public var arguments: [Argument]
+    /// Options the verb takes (besides `--help`).
+    public var options: [Option]
+    /// Example command lines with a short explanation each.
+    public var examples: [String]
+
+    /// A positional argument.
+    public struct Argument: Sendable {
+        /// The placeholder shown in help (`SERVICE`).
+        public var name: String
+        /// What it is.
+        public var help: String
+        /// Whether it may be left out.
+        public var optional: Bool = false
+    }
+
+    /// A `--long` option, with a value or as a flag.
+    public struct Option: Sendable {
+        /// The name without dashes (`label`).
+        public var name: String
+        /// The placeholder of its value (`TEXT`); nil for a flag.
+        public var value: String?
+        /// What it does.
+        public var help: String
+    }
+
+    /// The usage line (`secretctl get [--json] SERVICE ACCOUNT`).
+    public var usage: String {
+        let options = self.options.map { option in "[--\(option.name)\(option.value.map { " \($0)" } ?? "")]" }
+        let arguments = self.arguments.map { $0.optional ? "[\($0.name)]" : $0.name }
+        return (["secretctl", name] + options + arguments).joined(separator: " ")
+    }
+}

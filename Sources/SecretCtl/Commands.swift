@@ -1,0 +1,118 @@
+import Foundation
+import Glibc
+import Keychain
+
+/// What each verb does, once its command line is parsed.
+enum Commands {
+    static func run(_ verb: String, _ parsed: ParsedCommand) throws(CommandLineError) {
+        let group = parsed.values["group"]
+        let json = parsed.flags.contains("json")
+        switch verb {
+        case "set":
+            let keychain = try handle(parsed.arguments["SERVICE"]!, group)
+            let account = parsed.arguments["ACCOUNT"]!
+            var secret = try Terminal.readSecret(limit: Keychain.maximumValueSize)
+            defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+            let label = parsed.values["label"]
+            let comment = parsed.values["comment"]
+            try CommandLineError.keychain { () throws(KeychainError) in
+                // Text stays text (content type text/plain); other bytes are stored as they are.
+                if let text = String(data: secret, encoding: .utf8) {
+                    try keychain.set(text, for: account, label: label, comment: comment)
+                } else {
+                    try keychain.set(secret, for: account, label: label, comment: comment)
+                }
+            }
+        case "get":
+            let keychain = try handle(parsed.arguments["SERVICE"]!, group)
+            let account = parsed.arguments["ACCOUNT"]!
+            guard let secret = try CommandLineError.keychain({ () throws(KeychainError) in try keychain.data(for: account) })
+            else { throw notFound(keychain.service, account) }
+            if json {
+                try printJSON(["service": keychain.service, "account": account, "secret": jsonSecret(secret)])
+            } else {
+                Terminal.writeOutput(secret)
+                if Terminal.isTerminal(STDOUT_FILENO) { Terminal.writeOutput("\n") }
+            }
+        case "delete":
+            let keychain = try handle(parsed.arguments["SERVICE"]!, group)
+            let account = parsed.arguments["ACCOUNT"]!
+            let removed = try CommandLineError.keychain { () throws(KeychainError) in try keychain.removeValue(for: account) }
+            if !removed { throw notFound(keychain.service, account) }
+        case "list":
+            let items: [KeychainItem]
+            if let service = parsed.arguments["SERVICE"] {
+                let keychain = try handle(service, group)
+                items = try CommandLineError.keychain { () throws(KeychainError) in try keychain.allAccounts() }
+            } else {
+                items = try CommandLineError.keychain { () throws(KeychainError) in try Keychain.allAccounts() }
+                    .filter { group == nil || $0.accessGroup == group }
+            }
+            if json {
+                try printJSON(items.map(describe))
+            } else {
+                Terminal.writeOutput(items.map { "\($0.service)\t\($0.account)\t\($0.label)\n" }.joined())
+            }
+        case "show":
+            let keychain = try handle(parsed.arguments["SERVICE"]!, group)
+            let account = parsed.arguments["ACCOUNT"]!
+            guard let item = try CommandLineError.keychain({ () throws(KeychainError) in try keychain.attributes(for: account) })
+            else { throw notFound(keychain.service, account) }
+            var fields = describe(item)
+            if parsed.flags.contains("reveal") {
+                let secret = try CommandLineError.keychain { () throws(KeychainError) in try keychain.data(for: account) }
+                fields["secret"] = secret.map(jsonSecret)
+            }
+            if json {
+                try printJSON(fields)
+            } else {
+                let order = ["service", "account", "label", "comment", "group", "created", "modified", "secret"]
+                for key in order {
+                    guard let value = fields[key], let text = value.flatMap({ $0 as? String }) else { continue }
+                    Terminal.writeOutput("\(key): \(text)\n")
+                }
+            }
+        default:
+            throw .usage("unknown command '\(verb)'", command: nil)
+        }
+    }
+
+    private static func handle(_ service: String, _ group: String?) throws(CommandLineError) -> Keychain {
+        try CommandLineError.keychain { () throws(KeychainError) in try Keychain(service: service, accessGroup: group) }
+    }
+
+    private static func notFound(_ service: String, _ account: String) -> CommandLineError {
+        .failure("no secret for service '\(service)', account '\(account)'", status: .notFound)
+    }
+
+    /// The JSON fields of an item (see secretctl(1)); dates in ISO 8601, absent values null.
+    private static func describe(_ item: KeychainItem) -> [String: Any?] {
+        let dates = ISO8601DateFormatter()
+        return [
+            "service": item.service, "account": item.account, "label": item.label, "comment": item.comment,
+            "group": item.accessGroup, "created": dates.string(from: item.created),
+            "modified": dates.string(from: item.modified),
+        ]
+    }
+
+    /// A secret for JSON: the text when it is UTF-8, otherwise `{"base64": …}`.
+    private static func jsonSecret(_ secret: Data) -> Any {
+        if let text = String(data: secret, encoding: .utf8) { return text }
+        return ["base64": secret.base64EncodedString()]
+    }
+
+    private static func printJSON(_ value: Any) throws(CommandLineError) {
+        func clean(_ value: Any) -> Any {
+            if let dictionary = value as? [String: Any?] {
+                return dictionary.mapValues { $0.map(clean) ?? NSNull() }
+            }
+            if let array = value as? [Any] { return array.map(clean) }
+            return value
+        }
+        guard let data = try? JSONSerialization.data(withJSONObject: clean(value), options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            throw .failure("cannot encode the output as JSON", status: .notFound)
+        }
+        Terminal.writeOutput(data)
+        Terminal.writeOutput("\n")
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+/// `--help` text, rendered from the command declarations.
+enum Help {
+    /// The tool's overview: every verb with its abstract.
+    static func overview(_ commands: [CommandSpec]) -> String {
+        let width = commands.map(\.name.count).max() ?? 0
+        var text = """
+            OVERVIEW: Store and read secrets in the Secret Service keyring (secretd, gnome-keyring, ...).
+
+            USAGE: secretctl <command> [options] [arguments]
+
+            COMMANDS:
+
+            """
+        for command in commands {
+            text += "  " + command.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + command.abstract + "\n"
+        }
+        text += """
+
+            A secret is never taken from the command line: it is typed without echo on a terminal,
+            or read from standard input. Exit status: 0 ok, 1 not found, 2 usage, 3 locked or
+            cancelled, 4 access denied, 5 no provider.
+
+            See 'secretctl <command> --help' for a command's options.
+
+            """
+        return text
+    }
+
+    /// One verb's help.
+    static func command(_ spec: CommandSpec) -> String {
+        var text = "OVERVIEW: \(spec.abstract)\n\nUSAGE: \(spec.usage)\n"
+        if !spec.arguments.isEmpty {
+            text += "\nARGUMENTS:\n"
+            for argument in spec.arguments {
+                text += "  \(argument.name.padding(toLength: 16, withPad: " ", startingAt: 0))\(argument.help)\n"
+            }
+        }
+        text += "\nOPTIONS:\n"
+        for option in spec.options + [CommandSpec.Option(name: "help", value: nil, help: "Show this help.")] {
+            let name = "--\(option.name)" + (option.value.map { " \($0)" } ?? "")
+            text += "  \(name.padding(toLength: 16, withPad: " ", startingAt: 0))\(option.help)\n"
+        }
+        if !spec.examples.isEmpty {
+            text += "\nEXAMPLES:\n" + spec.examples.map { "  \($0)\n" }.joined()
+        }
+        return text
+    }
+}

@@ -1,0 +1,61 @@
+/// A command line parsed against a ``CommandSpec``.
+public struct ParsedCommand: Equatable, Sendable {
+    /// The positional arguments, by their spec names.
+    public var arguments: [String: String] = [:]
+    /// The options given with a value, by name.
+    public var values: [String: String] = [:]
+    /// The flags given.
+    public var flags: Set<String> = []
+
+    /// Parses `words` (the words after the verb) for `spec`.
+    ///
+    /// - Throws: ``CommandLineError/usage(_:command:)`` for an unknown option, a missing value or
+    ///   argument, or too many arguments.
+    public static func parse(_ words: [String], for spec: CommandSpec) throws(CommandLineError) -> ParsedCommand {
+        var parsed = ParsedCommand()
+        var positionals: [String] = []
+        var index = 0
+        var optionsEnded = false
+        while index < words.count {
+            let word = words[index]
+            index += 1
+            if !optionsEnded && word == "--" {
+                optionsEnded = true
+                continue
+            }
+            guard !optionsEnded, word.hasPrefix("--"), word.count > 2 else {
+                positionals.append(word)
+                continue
+            }
+            var name = String(word.dropFirst(2))
+            var inlineValue: String?
+            if let equals = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard let option = spec.options.first(where: { $0.name == name }) else {
+                throw .usage("unknown option '--\(name)'", command: spec.name)
+            }
+            if option.value == nil {
+                guard inlineValue == nil else { throw .usage("--\(name) takes no value", command: spec.name) }
+                parsed.flags.insert(name)
+            } else if let inlineValue {
+                parsed.values[name] = inlineValue
+            } else {
+                guard index < words.count else { throw .usage("--\(name) needs a value", command: spec.name) }
+                parsed.values[name] = words[index]
+                index += 1
+            }
+        }
+        let required = spec.arguments.filter { !$0.optional }.count
+        guard positionals.count >= required else {
+            let missing = spec.arguments[positionals.count].name
+            throw .usage("missing \(missing)", command: spec.name)
+        }
+        guard positionals.count <= spec.arguments.count else {
+            throw .usage("too many arguments", command: spec.name)
+        }
+        for (argument, value) in zip(spec.arguments, positionals) { parsed.arguments[argument.name] = value }
+        return parsed
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Keychain
+
+/// `secretctl`: the command line over the Keychain library.
+///
+/// `main.swift` only calls ``run(_:)``; everything else is here and in the declarations of
+/// ``commands``, so tests can drive it in-process too.
+public enum SecretCtl {
+    static let group = CommandSpec.Option(name: "group", value: "GROUP", help: "Use this access group.")
+    static let json = CommandSpec.Option(name: "json", value: nil, help: "Print JSON (keys are documented in secretctl(1)).")
+    static let service = CommandSpec.Argument(name: "SERVICE", help: "The service, e.g. com.example.mail.")
+    static let account = CommandSpec.Argument(name: "ACCOUNT", help: "The account, e.g. alice@example.com.")
+
+    /// Every verb, in the order `--help` lists them.
+    public static let commands: [CommandSpec] = [
+        CommandSpec(
+            name: "set", abstract: "Store a secret (typed without echo, or read from standard input).",
+            arguments: [service, account],
+            options: [
+                .init(name: "label", value: "TEXT", help: "The label keyring managers show."),
+                .init(name: "comment", value: "TEXT", help: "A comment stored with the item (not encrypted)."),
+                group,
+            ],
+            examples: [
+                "secretctl set com.example.mail alice          # asks for the secret",
+                "printf %s \"$TOKEN\" | secretctl set ci.deploy bot   # from a script",
+            ]),
+        CommandSpec(
+            name: "get", abstract: "Print a secret (a newline follows only on a terminal).",
+            arguments: [service, account], options: [group, json],
+            examples: ["secretctl get com.example.mail alice", "secretctl get --json com.example.mail alice"]),
+        CommandSpec(
+            name: "delete", abstract: "Delete a secret.", arguments: [service, account], options: [group],
+            examples: ["secretctl delete com.example.mail alice"]),
+        CommandSpec(
+            name: "list", abstract: "List the accounts of one service, or of all (no secrets).",
+            arguments: [.init(name: "SERVICE", help: "Only this service.", optional: true)], options: [group, json],
+            examples: ["secretctl list", "secretctl list --json com.example.mail"]),
+        CommandSpec(
+            name: "show", abstract: "Show an item's label, comment, group and dates (the secret with --reveal).",
+            arguments: [service, account],
+            options: [group, json, .init(name: "reveal", value: nil, help: "Also print the secret.")],
+            examples: ["secretctl show com.example.mail alice"]),
+    ]
+
+    /// Runs a command line (`arguments[0]` is the program) and returns the exit status.
+    public static func run(_ arguments: [String]) -> Int32 {
+        let words = Array(arguments.dropFirst())
+        do {
+            try dispatch(words)
+            return ExitStatus.success.rawValue
+        } catch {
+            Terminal.writeError(error.message + "\n")
+            return error.status.rawValue
+        }
+    }
+
+    private static func dispatch(_ words: [String]) throws(CommandLineError) {
+        guard let verb = words.first, verb != "--help", verb != "-h", verb != "help" else {
+            Terminal.writeOutput(Help.overview(commands))
+            return
+        }
+        guard let spec = commands.first(where: { $0.name == verb }) else {
+            throw .usage("unknown command '\(verb)'", command: nil)
+        }
+        let rest = Array(words.dropFirst())
+        if rest.contains("--help") || rest.contains("-h") {
+            Terminal.writeOutput(Help.command(spec))
+            return
+        }
+        let parsed: ParsedCommand
+        do {
+            parsed = try ParsedCommand.parse(rest, for: spec)
+        } catch .usage("too many arguments", _) where spec.name == "set" {
+            throw .usage(
+                "a secret on the command line is visible to other users (ps, shell history); pipe it instead: "
+                    + "printf %s \"$SECRET\" | secretctl set SERVICE ACCOUNT", command: "set")
+        }
+        try Commands.run(spec.name, parsed)
+    }
+
+    /// The exit status and message for a library error.
+    static func failure(_ error: KeychainError) -> CommandLineError {
+        switch error {
+        case .locked: return .failure("the keyring is locked; unlock it (for example: secretd --unlock) and retry", status: .locked)
+        case .cancelled: return .failure("the prompt was dismissed", status: .locked)
+        case .accessDenied(let message): return .failure("access denied: \(message)", status: .accessDenied)
+        case .noProvider(let reason):
+            return .failure("no Secret Service provider (start secretd or gnome-keyring): \(reason)", status: .noProvider)
+        case .invalidInput(let reason): return .usage("\(reason)", command: nil)
+        case .unexpectedData(let reason): return .failure(reason, status: .notFound)
+        case .backend: return .failure(error.description, status: .notFound)
+        }
+    }
+}
+
+extension CommandLineError {
+    /// Wraps a library call, turning its error into the exit status and message for it.
+    static func keychain<T>(_ body: () throws(KeychainError) -> T) throws(CommandLineError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw SecretCtl.failure(error)
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import Glibc
+
+/// Everything `secretctl` does with its standard streams and the terminal.
+enum Terminal {
+    /// Whether `descriptor` is a terminal.
+    static func isTerminal(_ descriptor: Int32) -> Bool { isatty(descriptor) != 0 }
+
+    /// The secret for a write: typed without echo on a terminal (one line), otherwise all of
+    /// standard input, byte for byte. The library refuses values over its limit.
+    static func readSecret(limit: Int) throws(CommandLineError) -> Data {
+        if isTerminal(STDIN_FILENO) {
+            var saved = termios()
+            guard tcgetattr(STDIN_FILENO, &saved) == 0 else { throw .failure("cannot read the terminal", status: .usage) }
+            writeError("Secret: ")
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
+            defer {
+                tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+                writeError("\n")
+            }
+            let line = readLine(strippingNewline: true) ?? ""
+            return Data(line.utf8)
+        }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        defer { buffer.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+            if data.count > limit { throw .failure("the secret on standard input is larger than \(limit) bytes", status: .usage) }
+        }
+        return data
+    }
+
+    /// Writes bytes to standard output.
+    static func writeOutput(_ data: Data) {
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(STDOUT_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 { if errno == EINTR { continue } else { return } }
+                offset += written
+            }
+        }
+    }
+
+    /// Writes text to standard output.
+    static func writeOutput(_ text: String) { writeOutput(Data(text.utf8)) }
+
+    /// Writes text to standard error.
+    static func writeError(_ text: String) {
+        var bytes = Array(text.utf8)
+        _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    }
+}

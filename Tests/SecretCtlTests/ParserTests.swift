@@ -1,0 +1,70 @@
+import Foundation
+import Keychain
+import Testing
+
+@testable import SecretCtl
+
+@Suite struct ParserTests {
+    let show = SecretCtl.commands.first { $0.name == "show" }!
+    let list = SecretCtl.commands.first { $0.name == "list" }!
+
+    @Test("arguments, valued options (both spellings) and flags")
+    func parses() throws {
+        let parsed = try ParsedCommand.parse(["--json", "svc", "--group", "g", "acct", "--reveal"], for: show)
+        #expect(parsed.arguments == ["SERVICE": "svc", "ACCOUNT": "acct"])
+        #expect(parsed.values == ["group": "g"])
+        #expect(parsed.flags == ["json", "reveal"])
+        #expect(try ParsedCommand.parse(["--group=x", "s", "a"], for: show).values == ["group": "x"])
+        #expect(try ParsedCommand.parse(["--", "--odd-service", "a"], for: show).arguments["SERVICE"] == "--odd-service")
+        #expect(try ParsedCommand.parse([], for: list).arguments.isEmpty)
+    }
+
+    @Test("usage errors name the problem and the verb")
+    func usageErrors() {
+        #expect(throws: CommandLineError.usage("unknown option '--nope'", command: "show")) {
+            try ParsedCommand.parse(["--nope", "s", "a"], for: show)
+        }
+        #expect(throws: CommandLineError.usage("missing ACCOUNT", command: "show")) { try ParsedCommand.parse(["s"], for: show) }
+        #expect(throws: CommandLineError.usage("too many arguments", command: "show")) {
+            try ParsedCommand.parse(["s", "a", "b"], for: show)
+        }
+        #expect(throws: CommandLineError.usage("--group needs a value", command: "show")) {
+            try ParsedCommand.parse(["s", "a", "--group"], for: show)
+        }
+        #expect(throws: CommandLineError.usage("--json takes no value", command: "show")) {
+            try ParsedCommand.parse(["--json=yes", "s", "a"], for: show)
+        }
+    }
+
+    @Test("every verb's help shows its usage, arguments and options")
+    func help() {
+        for spec in SecretCtl.commands {
+            let text = Help.command(spec)
+            #expect(text.contains("USAGE: \(spec.usage)"))
+            for option in spec.options { #expect(text.contains("--\(option.name)")) }
+            for argument in spec.arguments { #expect(text.contains(argument.name)) }
+        }
+        let overview = Help.overview(SecretCtl.commands)
+        for spec in SecretCtl.commands { #expect(overview.contains("  \(spec.name) ")) }
+    }
+
+    @Test("library errors map to the documented exit statuses")
+    func exitStatuses() {
+        #expect(SecretCtl.failure(.locked).status == .locked)
+        #expect(SecretCtl.failure(.cancelled).status == .locked)
+        #expect(SecretCtl.failure(.accessDenied(message: "no")).status == .accessDenied)
+        #expect(SecretCtl.failure(.noProvider(reason: "x")).status == .noProvider)
+        #expect(SecretCtl.failure(.invalidInput(.empty(field: "service"))).status == .usage)
+    }
+
+    @Test("secretctl(1) documents every verb and option")
+    func manPage() throws {
+        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("man/secretctl.1")
+        let text = try String(contentsOf: page, encoding: .utf8)
+        for spec in SecretCtl.commands {
+            #expect(text.contains(".It Cm \(spec.name)"), "verb \(spec.name)")
+            for option in spec.options { #expect(text.contains("Fl \\-\(option.name)"), "option --\(option.name) of \(spec.name)") }
+        }
+    }
+}
