@@ -72,6 +72,62 @@ enum Commands {
                     Terminal.writeOutput("\(key): \(text)\n")
                 }
             }
+        case "search":
+            let needle = parsed.arguments["TEXT"]!.lowercased()
+            let items = try CommandLineError.keychain { () throws(KeychainError) in try Keychain.allAccounts() }.filter {
+                [$0.service, $0.account, $0.label].contains { $0.lowercased().contains(needle) }
+            }
+            if items.isEmpty && !json { throw .failure("nothing matches '\(parsed.arguments["TEXT"]!)'", status: .notFound) }
+            if json {
+                try printJSON(items.map(describe))
+            } else {
+                Terminal.writeOutput(items.map { "\($0.service)\t\($0.account)\t\($0.label)\n" }.joined())
+            }
+        case "generate":
+            let keychain = try handle(parsed.arguments["SERVICE"]!, group)
+            let account = parsed.arguments["ACCOUNT"]!
+            guard let length = Int(parsed.values["length"] ?? "24"), (8...1024).contains(length) else {
+                throw .usage("--length takes a number from 8 to 1024", command: "generate")
+            }
+            guard let alphabet = PasswordGenerator.alphabet(named: parsed.values["charset"] ?? "alnum") else {
+                throw .usage("--charset is one of alnum, alpha, digits, printable", command: "generate")
+            }
+            let password = try PasswordGenerator.generate(length: length, alphabet: alphabet)
+            let label = parsed.values["label"]
+            try CommandLineError.keychain { () throws(KeychainError) in try keychain.set(password, for: account, label: label) }
+            Terminal.writeOutput(password + (Terminal.isTerminal(STDOUT_FILENO) ? "\n" : ""))
+        case "status":
+            let owner = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.owner() }
+            let collections = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.collections() }
+            let command = owner.pid.flatMap { try? String(contentsOfFile: "/proc/\($0)/comm", encoding: .utf8) }?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            if json {
+                try printJSON([
+                    "provider": ["name": owner.name, "pid": owner.pid.map { Int($0) }, "command": command] as [String: Any?],
+                    "collections": collections.map {
+                        ["path": $0.path, "label": $0.label, "locked": $0.isLocked, "items": $0.itemCount] as [String: Any?]
+                    },
+                ] as [String: Any?])
+            } else {
+                let process = [owner.pid.map { "pid \($0)" }, command].compactMap { $0 }.joined(separator: ", ")
+                Terminal.writeOutput("provider: \(owner.name)\(process.isEmpty ? "" : " (\(process))")\n")
+                for collection in collections {
+                    let state = collection.isLocked ? "locked" : "unlocked"
+                    Terminal.writeOutput("\(collection.label)\t\(collection.path)\t\(state)\t\(collection.itemCount) items\n")
+                }
+            }
+        case "lock":
+            try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.lock() }
+        case "unlock":
+            if parsed.flags.contains("password-stdin") {
+                var password = [UInt8](try Terminal.readSecret(limit: 64 * 1024))
+                defer { password.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+                if password.last == UInt8(ascii: "\n") { password.removeLast() }
+                let secret = password
+                try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(password: secret) }
+            } else {
+                try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(password: nil) }
+            }
         default:
             throw .usage("unknown command '\(verb)'", command: nil)
         }

@@ -41,6 +41,34 @@ public enum SecretCtl {
             arguments: [service, account],
             options: [group, json, .init(name: "reveal", value: nil, help: "Also print the secret.")],
             examples: ["secretctl show com.example.mail alice"]),
+        CommandSpec(
+            name: "search", abstract: "Find items whose service, account or label contains TEXT (any case).",
+            arguments: [.init(name: "TEXT", help: "The text to look for.")], options: [json],
+            examples: ["secretctl search github"]),
+        CommandSpec(
+            name: "generate", abstract: "Store a new random password and print it.",
+            arguments: [service, account],
+            options: [
+                .init(name: "length", value: "N", help: "How many characters (default 24, 8 to 1024)."),
+                .init(name: "charset", value: "SET", help: "alnum (default), alpha, digits, or printable (with symbols)."),
+                .init(name: "label", value: "TEXT", help: "The label keyring managers show."),
+                group,
+            ],
+            examples: ["secretctl generate --length 32 db.example.com admin"]),
+        CommandSpec(
+            name: "status", abstract: "Show the provider on the bus and its keyrings (exit 5 when there is none).",
+            arguments: [], options: [json], examples: ["secretctl status"]),
+        CommandSpec(
+            name: "lock", abstract: "Lock the default keyring.", arguments: [], options: [],
+            examples: ["secretctl lock"]),
+        CommandSpec(
+            name: "unlock", abstract: "Unlock the default keyring, through the provider's prompt or with its password.",
+            arguments: [],
+            options: [
+                .init(name: "password-stdin", value: nil,
+                      help: "Give the password (typed without echo, or on standard input) instead of a prompt.")
+            ],
+            examples: ["secretctl unlock --password-stdin < ~/.config/secretd/login-password"]),
     ]
 
     /// Runs a command line (`arguments[0]` is the program) and returns the exit status.

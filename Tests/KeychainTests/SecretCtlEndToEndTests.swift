@@ -69,3 +69,49 @@ extension ProviderTests {
         }
     }
 }
+
+extension ProviderTests.SecretCtlEndToEnd {
+    @Test("search finds service, account or label text in any case")
+    func search() throws {
+        let service = uniqueService()
+        #expect(try run(["set", "--label", "Work VPN", service, "alice"], input: "1").status == 0)
+        #expect(try run(["set", service, "bob"], input: "2").status == 0)
+        #expect(try run(["search", "work vpn"]).text == "\(service)\talice\tWork VPN\n")
+        #expect(try run(["search", service.uppercased()]).text.split(separator: "\n").count == 2)
+        #expect(try run(["search", "no-such-text-\(UUID().uuidString)"]).status == 1)
+    }
+
+    @Test("generate stores a random password of the asked length and character set and prints it")
+    func generate() throws {
+        let service = uniqueService()
+        let generated = try run(["generate", "--length", "40", "--charset", "digits", service, "admin"])
+        #expect(generated.status == 0, "\(generated.errorOutput)")
+        #expect(generated.text.count == 40)
+        #expect(generated.text.allSatisfy { $0.isNumber })
+        #expect(try run(["get", service, "admin"]).text == generated.text)
+        #expect(try run(["generate", "--length", "3", service, "x"]).status == 2)
+        #expect(try run(["generate", "--charset", "emoji", service, "x"]).status == 2)
+    }
+
+    @Test("status, lock and unlock (by password, wrong password, and by prompt with nobody to answer)")
+    func keyringControl() throws {
+        let status = try run(["status"])
+        #expect(status.status == 0, "\(status.errorOutput)")
+        #expect(status.text.hasPrefix("provider: :"))
+        #expect(status.text.contains("\tunlocked\t"))
+        let json = try JSONSerialization.jsonObject(with: try run(["status", "--json"]).output) as? [String: Any]
+        #expect((json?["collections"] as? [[String: Any]])?.isEmpty == false)
+
+        #expect(try run(["lock"]).status == 0)
+        #expect(try run(["status"]).text.contains("\tlocked\t"))
+        // No prompter on the private bus: the prompt is dismissed, the keyring stays locked.
+        #expect(try run(["unlock"]).status == 3)
+        let wrong = try run(["unlock", "--password-stdin"], input: "not the password")
+        #expect(wrong.status == 4, "\(wrong.errorOutput)")
+        Thread.sleep(forTimeInterval: 1.2)  // secretd makes the next attempt wait after a wrong one
+        let right = try run(["unlock", "--password-stdin"], input: try environment().command.password + "\n")
+        #expect(right.status == 0, "\(right.errorOutput)")
+        let after = try run(["status"]).text
+        #expect(!after.contains("\tlocked\t"))
+    }
+}

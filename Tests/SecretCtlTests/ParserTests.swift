@@ -64,7 +64,26 @@ import Testing
         let text = try String(contentsOf: page, encoding: .utf8)
         for spec in SecretCtl.commands {
             #expect(text.contains(".It Cm \(spec.name)"), "verb \(spec.name)")
-            for option in spec.options { #expect(text.contains("Fl \\-\(option.name)"), "option --\(option.name) of \(spec.name)") }
+            for option in spec.options {
+                let roff = option.name.replacingOccurrences(of: "-", with: "\\-")  // hyphens are escaped in roff
+                #expect(text.contains("Fl \\-\(roff)"), "option --\(option.name) of \(spec.name)")
+            }
         }
+    }
+}
+
+@Suite struct PasswordGeneratorTests {
+    @Test("passwords have the asked length and use only the asked characters")
+    func generate() throws {
+        for name in ["alnum", "alpha", "digits", "printable"] {
+            let alphabet = try #require(PasswordGenerator.alphabet(named: name))
+            let password = try PasswordGenerator.generate(length: 200, alphabet: alphabet)
+            #expect(password.count == 200)
+            #expect(password.allSatisfy(alphabet.contains))
+        }
+        #expect(PasswordGenerator.alphabet(named: "emoji") == nil)
+        let first = try PasswordGenerator.generate(length: 32, alphabet: PasswordGenerator.alphabet(named: "alnum")!)
+        let second = try PasswordGenerator.generate(length: 32, alphabet: PasswordGenerator.alphabet(named: "alnum")!)
+        #expect(first != second)
     }
 }

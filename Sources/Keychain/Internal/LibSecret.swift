@@ -168,6 +168,110 @@ enum LibSecret {
         return try body(list)
     }
 
+    // MARK: - Keyring control (for secretctl)
+
+    /// A keyring as the provider reports it.
+    struct CollectionInfo {
+        var path: String
+        var label: String
+        var isLocked: Bool
+        var itemCount: Int
+    }
+
+    /// Every collection of the provider (`secret_service_load_collections_sync`).
+    static func collections() throws(KeychainError) -> [CollectionInfo] {
+        try withService { service throws(KeychainError) in
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_service_load_collections_sync(service, Cancellation.current, &error)
+            if let error { throw takeError(error) }
+            let list = secret_service_get_collections(service)  // transfer full
+            defer { g_list_free_full(list, g_object_unref) }
+            var result: [CollectionInfo] = []
+            var node = list
+            while let current = node {
+                node = current.pointee.next
+                guard let data = current.pointee.data else { continue }
+                let collection = data.assumingMemoryBound(to: SecretCollection.self)
+                let proxy = UnsafeMutableRawPointer(collection).assumingMemoryBound(to: GDBusProxy.self)
+                let label = secret_collection_get_label(collection)
+                defer { g_free(label) }
+                var count = 0
+                if let items = g_dbus_proxy_get_cached_property(proxy, "Items") {  // transfer full
+                    count = Int(g_variant_n_children(items))
+                    g_variant_unref(items)
+                }
+                result.append(CollectionInfo(
+                    path: g_dbus_proxy_get_object_path(proxy).map { String(cString: $0) } ?? "",
+                    label: label.map { String(cString: $0) } ?? "", isLocked: secret_collection_get_locked(collection) != 0,
+                    itemCount: count))
+            }
+            return result
+        }
+    }
+
+    /// The unique name and process id of the provider that owns the bus name.
+    static func providerOwner() throws(KeychainError) -> (name: String, pid: UInt32?) {
+        try withService { service throws(KeychainError) in
+            let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
+            guard let owner = g_dbus_proxy_get_name_owner(proxy) else { throw .noProvider(reason: "no owner of org.freedesktop.secrets") }
+            defer { g_free(owner) }
+            let name = String(cString: owner)
+            let arguments: [OpaquePointer?] = [g_variant_new_string(owner)]
+            let parameters = arguments.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, 1) }
+            let reply = g_dbus_connection_call_sync(
+                g_dbus_proxy_get_connection(proxy), "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                "GetConnectionUnixProcessID", parameters, nil, G_DBUS_CALL_FLAGS_NONE, 5_000, Cancellation.current, nil)
+            guard let reply else { return (name, nil) }
+            defer { g_variant_unref(reply) }
+            let child = g_variant_get_child_value(reply, 0)!
+            defer { g_variant_unref(child) }
+            return (name, g_variant_get_uint32(child))
+        }
+    }
+
+    /// Locks the collection behind `alias` (`secret_service_lock_dbus_paths_sync`).
+    static func lock(alias: String) throws(KeychainError) {
+        try withService { service throws(KeychainError) in
+            guard let path = try readAlias(service, alias) else { throw .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'") }
+            let strings = [UnsafePointer<gchar>(strdup(path)), nil]
+            defer { strings.forEach { free(UnsafeMutablePointer(mutating: $0)) } }
+            var pointers = strings
+            var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_service_lock_dbus_paths_sync(service, &pointers, Cancellation.current, &locked, &error)
+            g_strfreev(locked)
+            if let error { throw takeError(error) }
+        }
+    }
+
+    /// Unlocks the collection behind `alias`: with `password`, through gnome-keyring's
+    /// `UnlockWithMasterPassword` (served by secretd and gnome-keyring), sent encrypted in the
+    /// session; without, through the provider's own prompt.
+    static func unlock(alias: String, password: SecretBuffer?) throws(KeychainError) {
+        try withService { service throws(KeychainError) in
+            guard let path = try readAlias(service, alias) else { throw .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'") }
+            guard let password else {
+                try unlock(service, paths: [path])
+                return
+            }
+            let value = secretValue(password, contentType: "text/plain")
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            guard let encoded = secret_service_encode_dbus_secret(service, value) else {  // floating
+                throw .backend(domain: "keychain", code: 0, message: "no session to send the password in")
+            }
+            let arguments: [OpaquePointer?] = [g_variant_new_object_path(path), encoded]
+            let parameters = arguments.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, 2) }
+            let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
+            var error: UnsafeMutablePointer<GError>?
+            let reply = g_dbus_connection_call_sync(
+                g_dbus_proxy_get_connection(proxy), "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface", "UnlockWithMasterPassword", parameters, nil,
+                G_DBUS_CALL_FLAGS_NONE, -1, Cancellation.current, &error)
+            if let reply { g_variant_unref(reply) }
+            if let error { throw takeError(error) }
+        }
+    }
+
     /// Drops libsecret's cached connection to the provider, so the next call opens a new
     /// session (after the provider was restarted or replaced).
     ///
