@@ -20,6 +20,8 @@ public struct CommandSpec: Sendable {
         public var help: String
         /// Whether it may be left out.
         public var optional: Bool = false
+        /// Whether it takes all remaining words (only the last argument may).
+        public var variadic: Bool = false
     }
 
     /// A `--long` option, with a value or as a flag.
@@ -35,7 +37,7 @@ public struct CommandSpec: Sendable {
     /// The usage line (`secretctl get [--json] SERVICE ACCOUNT`).
     public var usage: String {
         let options = self.options.map { option in "[--\(option.name)\(option.value.map { " \($0)" } ?? "")]" }
-        let arguments = self.arguments.map { $0.optional ? "[\($0.name)]" : $0.name }
+        let arguments = self.arguments.map { $0.optional ? "[\($0.name)]" : $0.name + ($0.variadic ? "..." : "") }
         return (["secretctl", name] + options + arguments).joined(separator: " ")
     }
 }

@@ -72,12 +72,56 @@ enum Commands {
                     Terminal.writeOutput("\(key): \(text)\n")
                 }
             }
+        case "search" where parsed.rest.count != 1:
+            let attributes = try pairs(parsed.rest, verb: verb)
+            var found = try CommandLineError.keychain { () throws(KeychainError) in
+                try KeychainAttributes.search(attributes, unlock: parsed.flags.contains("unlock"), loadSecrets: true)
+            }
+            if found.isEmpty { throw .failure("nothing matches", status: .notFound) }
+            if !parsed.flags.contains("all") { found = Array(found.prefix(1)) }
+            if json {
+                try printJSON(found.map { match -> [String: Any?] in
+                    ["path": match.path, "label": match.label, "attributes": match.attributes,
+                     "secret": match.secret.map(jsonSecret), "created": ISO8601DateFormatter().string(from: match.created),
+                     "modified": ISO8601DateFormatter().string(from: match.modified)]
+                })
+            } else {
+                for match in found {
+                    var text = "[\(match.path)]\nlabel = \(match.label)\n"
+                    if let secret = match.secret { text += "secret = \(String(decoding: secret, as: UTF8.self))\n" }
+                    text += "created = \(match.created)\nmodified = \(match.modified)\n"
+                    for (name, value) in match.attributes.sorted(by: { $0.key < $1.key }) { text += "attribute.\(name) = \(value)\n" }
+                    Terminal.writeOutput(text)
+                }
+            }
+        case "store":
+            guard let label = parsed.values["label"] else { throw .usage("--label is required", command: verb) }
+            let attributes = try pairs(parsed.rest, verb: verb)
+            var secret = try Terminal.readSecret(limit: Keychain.maximumValueSize)
+            defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+            let value = secret
+            try CommandLineError.keychain { () throws(KeychainError) in
+                try KeychainAttributes.store(attributes, label: label, secret: value, collection: parsed.values["collection"])
+            }
+        case "lookup":
+            let attributes = try pairs(parsed.rest, verb: verb)
+            let found = try CommandLineError.keychain { () throws(KeychainError) in
+                try KeychainAttributes.search(attributes, unlock: true, loadSecrets: true)
+            }
+            // Like secret-tool: nothing found is exit status 1 without a message.
+            guard let secret = found.first?.secret else { throw .failure("", status: .notFound) }
+            Terminal.writeOutput(secret)
+            if Terminal.isTerminal(STDOUT_FILENO) { Terminal.writeOutput("\n") }
+        case "clear":
+            let attributes = try pairs(parsed.rest, verb: verb)
+            let removed = try CommandLineError.keychain { () throws(KeychainError) in try KeychainAttributes.clear(attributes) }
+            if removed == 0 { throw .failure("", status: .notFound) }
         case "search":
-            let needle = parsed.arguments["TEXT"]!.lowercased()
+            let needle = parsed.rest[0].lowercased()
             let items = try CommandLineError.keychain { () throws(KeychainError) in try Keychain.allAccounts() }.filter {
                 [$0.service, $0.account, $0.label].contains { $0.lowercased().contains(needle) }
             }
-            if items.isEmpty && !json { throw .failure("nothing matches '\(parsed.arguments["TEXT"]!)'", status: .notFound) }
+            if items.isEmpty && !json { throw .failure("nothing matches '\(parsed.rest[0])'", status: .notFound) }
             if json {
                 try printJSON(items.map(describe))
             } else {
@@ -131,6 +175,16 @@ enum Commands {
         default:
             throw .usage("unknown command '\(verb)'", command: nil)
         }
+    }
+
+    /// `ATTRIBUTE VALUE` pairs as a dictionary.
+    private static func pairs(_ words: [String], verb: String) throws(CommandLineError) -> [String: String] {
+        guard !words.isEmpty, words.count % 2 == 0 else {
+            throw .usage("attributes come in pairs: ATTRIBUTE VALUE ...", command: verb)
+        }
+        var result: [String: String] = [:]
+        for index in stride(from: 0, to: words.count, by: 2) { result[words[index]] = words[index + 1] }
+        return result
     }
 
     private static func handle(_ service: String, _ group: String?) throws(CommandLineError) -> Keychain {

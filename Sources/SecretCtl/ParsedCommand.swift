@@ -6,6 +6,8 @@ public struct ParsedCommand: Equatable, Sendable {
     public var values: [String: String] = [:]
     /// The flags given.
     public var flags: Set<String> = []
+    /// The words taken by a variadic last argument.
+    public var rest: [String] = []
 
     /// Parses `words` (the words after the verb) for `spec`.
     ///
@@ -52,10 +54,13 @@ public struct ParsedCommand: Equatable, Sendable {
             let missing = spec.arguments[positionals.count].name
             throw .usage("missing \(missing)", command: spec.name)
         }
-        guard positionals.count <= spec.arguments.count else {
+        let variadic = spec.arguments.last?.variadic == true
+        guard variadic || positionals.count <= spec.arguments.count else {
             throw .usage("too many arguments", command: spec.name)
         }
-        for (argument, value) in zip(spec.arguments, positionals) { parsed.arguments[argument.name] = value }
+        let fixed = variadic ? spec.arguments.count - 1 : spec.arguments.count
+        for (argument, value) in zip(spec.arguments.prefix(fixed), positionals) { parsed.arguments[argument.name] = value }
+        if variadic { parsed.rest = Array(positionals.dropFirst(fixed)) }
         return parsed
     }
 }

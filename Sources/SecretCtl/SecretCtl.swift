@@ -10,6 +10,7 @@ public enum SecretCtl {
     static let json = CommandSpec.Option(name: "json", value: nil, help: "Print JSON (keys are documented in secretctl(1)).")
     static let service = CommandSpec.Argument(name: "SERVICE", help: "The service, e.g. com.example.mail.")
     static let account = CommandSpec.Argument(name: "ACCOUNT", help: "The account, e.g. alice@example.com.")
+    static let pairs = CommandSpec.Argument(name: "ATTRIBUTE VALUE", help: "Attribute names and values, in pairs.", variadic: true)
 
     /// Every verb, in the order `--help` lists them.
     public static let commands: [CommandSpec] = [
@@ -42,9 +43,28 @@ public enum SecretCtl {
             options: [group, json, .init(name: "reveal", value: nil, help: "Also print the secret.")],
             examples: ["secretctl show com.example.mail alice"]),
         CommandSpec(
-            name: "search", abstract: "Find items whose service, account or label contains TEXT (any case).",
-            arguments: [.init(name: "TEXT", help: "The text to look for.")], options: [json],
-            examples: ["secretctl search github"]),
+            name: "search",
+            abstract: "Find items whose service, account or label contains TEXT (any case); or, as secret-tool, by attributes.",
+            arguments: [.init(name: "TEXT | ATTRIBUTE VALUE", help: "One word: text to look for. Pairs: attributes to match.", variadic: true)],
+            options: [
+                json, .init(name: "all", value: nil, help: "With attributes: show every match, not only the newest."),
+                .init(name: "unlock", value: nil, help: "With attributes: unlock locked matches to show their secrets."),
+            ],
+            examples: ["secretctl search github", "secretctl search --all service com.example.mail"]),
+        CommandSpec(
+            name: "store", abstract: "As secret-tool store: store a secret under exactly these attributes.",
+            arguments: [pairs],
+            options: [
+                .init(name: "label", value: "TEXT", help: "The label (required, as with secret-tool)."),
+                .init(name: "collection", value: "ALIAS", help: "The keyring to store in (default: the default keyring)."),
+            ],
+            examples: ["printf %s \"$PW\" | secretctl store --label=\"Mail\" service imap user alice"]),
+        CommandSpec(
+            name: "lookup", abstract: "As secret-tool lookup: print the newest secret with these attributes.",
+            arguments: [pairs], options: [], examples: ["secretctl lookup service imap user alice"]),
+        CommandSpec(
+            name: "clear", abstract: "As secret-tool clear: delete every item with these attributes.",
+            arguments: [pairs], options: [], examples: ["secretctl clear service imap user alice"]),
         CommandSpec(
             name: "generate", abstract: "Store a new random password and print it.",
             arguments: [service, account],
@@ -78,6 +98,7 @@ public enum SecretCtl {
             try dispatch(words)
             return ExitStatus.success.rawValue
         } catch {
+            if case .failure("", _) = error { return error.status.rawValue }  // silent, as secret-tool
             Terminal.writeError(error.message + "\n")
             return error.status.rawValue
         }

@@ -115,3 +115,30 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(!after.contains("\tlocked\t"))
     }
 }
+
+extension ProviderTests.SecretCtlEndToEnd {
+    @Test("secret-tool compatible verbs: store, lookup, search, clear, with secret-tool's exit statuses")
+    func secretToolVerbs() throws {
+        let value = "v-\(UUID().uuidString.prefix(8))"
+        #expect(try run(["store", "--label=Mail", "service", value, "user", "alice"], input: "first").status == 0)
+        #expect(try run(["store", "--label=Mail 2", "service", value, "user", "alice"], input: "second").status == 0)
+        // Same attributes: replaced in place, one item, read by secret-tool too.
+        #expect(try run(["lookup", "service", value, "user", "alice"]).text == "second")
+        #expect(try environment().run(["secret-tool", "lookup", "service", value, "user", "alice"]).text == "second")
+        let search = try run(["search", "--all", "service", value])
+        #expect(search.text.components(separatedBy: "\nlabel = ").count == 2)
+        #expect(search.text.contains("label = Mail 2\n"))
+        #expect(search.text.contains("attribute.user = alice\n"))
+        // And the other way round: what secret-tool stored, secretctl finds.
+        #expect(try environment().run(["secret-tool", "store", "--label=st", "service", value, "user", "bob"], input: Data("from-st".utf8)).status == 0)
+        #expect(try run(["lookup", "service", value, "user", "bob"]).text == "from-st")
+        // Nothing found: exit 1 and no message, as secret-tool.
+        let missing = try run(["lookup", "service", value, "user", "carol"])
+        #expect(missing.status == 1)
+        #expect(missing.errorOutput.isEmpty)
+        #expect(try run(["clear", "service", value]).status == 0)
+        #expect(try run(["clear", "service", value]).status == 1)
+        #expect(try run(["store", "service", value], input: "x").status == 2)  // no --label
+        #expect(try run(["lookup", "service"]).status == 2)  // not pairs
+    }
+}

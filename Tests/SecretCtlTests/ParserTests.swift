@@ -19,6 +19,15 @@ import Testing
         #expect(try ParsedCommand.parse([], for: list).arguments.isEmpty)
     }
 
+    @Test("a variadic last argument takes the remaining words")
+    func variadic() throws {
+        let store = SecretCtl.commands.first { $0.name == "store" }!
+        let parsed = try ParsedCommand.parse(["--label", "L", "service", "s", "user", "u"], for: store)
+        #expect(parsed.rest == ["service", "s", "user", "u"])
+        #expect(parsed.values == ["label": "L"])
+        #expect(store.usage.hasSuffix("ATTRIBUTE VALUE..."))
+    }
+
     @Test("usage errors name the problem and the verb")
     func usageErrors() {
         #expect(throws: CommandLineError.usage("unknown option '--nope'", command: "show")) {

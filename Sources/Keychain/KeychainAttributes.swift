@@ -1,0 +1,84 @@
+package import Foundation
+
+/// Items addressed by arbitrary attributes, as `secret-tool` does, for this package's command
+/// line (`secretctl store/lookup/clear/search`): not part of the library's public API yet.
+package enum KeychainAttributes {
+    /// One item found by ``search(_:unlock:loadSecrets:)``.
+    package struct Match: Sendable {
+        /// Its D-Bus object path.
+        package var path: String
+        /// Its label.
+        package var label: String
+        /// Every attribute.
+        package var attributes: [String: String]
+        /// When it was created and last changed.
+        package var created: Date
+        /// When it was last changed.
+        package var modified: Date
+        /// The secret, when it was loaded.
+        package var secret: Data?
+    }
+
+    /// Stores `secret` under exactly `attributes` (plus `xdg:schema` =
+    /// `org.freedesktop.Secret.Generic`, as `secret-tool store` writes), replacing the secret and
+    /// label of an item with the same attributes.
+    package static func store(
+        _ attributes: [String: String], label: String, secret: Data, collection: String?
+    ) throws(KeychainError) {
+        try validate(attributes)
+        try Validation.optionalText(label, field: "label")
+        let buffer = try SecretCoding.buffer(secret)
+        let contentType = String(data: secret, encoding: .utf8) != nil ? SecretCoding.textType : SecretCoding.binaryType
+        var full = attributes
+        if full[KeychainAttributeName.schema] == nil { full[KeychainAttributeName.schema] = KeychainAttributeName.genericSchema }
+        let same = try LibSecret.search(attributes, in: collection.map(KeychainCollection.init(alias:)), options: .init(unlock: true))
+            .filter { withoutSchema($0.attributes) == withoutSchema(full) }
+        if let item = same.first {
+            if item.isLocked { throw .locked }
+            try item.setSecret(buffer, contentType: contentType)
+            if item.label != label { try item.setLabel(label) }
+            for duplicate in same.dropFirst() { try duplicate.delete() }
+        } else {
+            try LibSecret.create(
+                attributes: full, label: label, secret: buffer, contentType: contentType,
+                in: collection.map(KeychainCollection.init(alias:)))
+        }
+    }
+
+    /// Items having all of `attributes`, most recently changed first; with `unlock` the
+    /// provider is asked to unlock locked ones (a prompt), with `loadSecrets` their secrets are
+    /// read too.
+    package static func search(_ attributes: [String: String], unlock: Bool, loadSecrets: Bool) throws(KeychainError)
+        -> [Match]
+    {
+        try validate(attributes, allowEmpty: true)
+        return try LibSecret.search(attributes, in: nil, options: .init(unlock: unlock, loadSecrets: loadSecrets))
+            .map { item throws(KeychainError) in
+                let secret = loadSecrets ? try item.withSecret { bytes, _ in Data(bytes) } : nil
+                return Match(
+                    path: item.objectPath, label: item.label, attributes: item.attributes, created: item.created,
+                    modified: item.modified, secret: secret)
+            }
+            .sorted { ($0.modified, $0.path) > ($1.modified, $1.path) }
+    }
+
+    /// Deletes every item having all of `attributes`; returns how many.
+    package static func clear(_ attributes: [String: String]) throws(KeychainError) -> Int {
+        try validate(attributes)
+        let found = try LibSecret.search(attributes, in: nil, options: .init())
+        for item in found { try item.delete() }
+        return found.count
+    }
+
+    private static func validate(_ attributes: [String: String], allowEmpty: Bool = false) throws(KeychainError) {
+        if attributes.isEmpty && !allowEmpty { throw .invalidInput(.empty(field: "attributes")) }
+        for (name, value) in attributes {
+            try Validation.text(name, field: "attribute name")
+            try Validation.text(value, field: "attribute value", allowEmpty: true)
+        }
+    }
+
+    private static func withoutSchema(_ attributes: [String: String]) -> [String: String] {
+        attributes.filter { $0.key != KeychainAttributeName.schema }
+    }
+}
