@@ -36,4 +36,19 @@ package enum KeychainProvider {
         let buffer = password.map { bytes in bytes.withUnsafeBytes { SecretBuffer(copying: $0) } }
         try LibSecret.unlock(alias: alias, password: buffer)
     }
+
+    /// Changes the password of the keyring behind `alias`: from `current` to `new`, or through
+    /// the provider's prompt when both are nil. A wrong current password is `.accessDenied`.
+    package static func changePassword(
+        alias: String = KeychainCollection.default.alias, current: [UInt8]?, new: [UInt8]?
+    ) throws(KeychainError) {
+        if let current, let new {
+            let buffers = (
+                current.withUnsafeBytes { SecretBuffer(copying: $0) }, new.withUnsafeBytes { SecretBuffer(copying: $0) }
+            )
+            try LibSecret.changePassword(alias: alias, passwords: (buffers.0, buffers.1))
+        } else {
+            try LibSecret.changePassword(alias: alias, passwords: nil)
+        }
+    }
 }

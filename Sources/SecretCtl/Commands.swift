@@ -172,6 +172,39 @@ enum Commands {
             } else {
                 try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(password: nil) }
             }
+        case "passwd":
+            guard parsed.flags.contains("password-stdin") else {
+                try CommandLineError.keychain { () throws(KeychainError) in
+                    try KeychainProvider.changePassword(current: nil, new: nil)
+                }
+                return
+            }
+            var current: [UInt8]
+            var new: [UInt8]
+            if Terminal.isTerminal(STDIN_FILENO) {
+                current = [UInt8](try Terminal.readHidden(prompt: "Current password: "))
+                new = [UInt8](try Terminal.readHidden(prompt: "New password: "))
+                let repeated = [UInt8](try Terminal.readHidden(prompt: "Repeat the new password: "))
+                guard repeated == new else { throw .failure("the new passwords differ; nothing changed", status: .usage) }
+            } else {
+                var input = [UInt8](try Terminal.readSecret(limit: 128 * 1024))
+                defer { input.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+                guard let newline = input.firstIndex(of: UInt8(ascii: "\n")) else {
+                    throw .usage("give the current and the new password on two lines", command: verb)
+                }
+                current = Array(input[..<newline])
+                new = Array(input[(newline + 1)...])
+                if new.last == UInt8(ascii: "\n") { new.removeLast() }
+            }
+            defer {
+                current.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
+                new.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
+            }
+            guard !new.isEmpty else { throw .usage("the new password is empty", command: verb) }
+            let (old, fresh) = (current, new)
+            try CommandLineError.keychain { () throws(KeychainError) in
+                try KeychainProvider.changePassword(current: old, new: fresh)
+            }
         default:
             throw .usage("unknown command '\(verb)'", command: nil)
         }

@@ -89,6 +89,14 @@ public enum SecretCtl {
                       help: "Give the password (typed without echo, or on standard input) instead of a prompt.")
             ],
             examples: ["secretctl unlock --password-stdin < ~/.config/secretd/login-password"]),
+        CommandSpec(
+            name: "passwd", abstract: "Change the default keyring's password, through the provider's prompt or directly.",
+            arguments: [],
+            options: [
+                .init(name: "password-stdin", value: nil,
+                      help: "Give the passwords: typed without echo, or two lines on standard input (current, then new).")
+            ],
+            examples: ["printf '%s\\n%s\\n' \"$OLD\" \"$NEW\" | secretctl passwd --password-stdin"]),
     ]
 
     /// Runs a command line (`arguments[0]` is the program) and returns the exit status.

@@ -8,21 +8,8 @@ enum Terminal {
 
     /// The secret for a write: typed without echo on a terminal (one line), otherwise all of
     /// standard input, byte for byte. The library refuses values over its limit.
-    static func readSecret(limit: Int) throws(CommandLineError) -> Data {
-        if isTerminal(STDIN_FILENO) {
-            var saved = termios()
-            guard tcgetattr(STDIN_FILENO, &saved) == 0 else { throw .failure("cannot read the terminal", status: .usage) }
-            writeError("Secret: ")
-            var quiet = saved
-            quiet.c_lflag &= ~tcflag_t(ECHO)
-            tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
-            defer {
-                tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
-                writeError("\n")
-            }
-            let line = readLine(strippingNewline: true) ?? ""
-            return Data(line.utf8)
-        }
+    static func readSecret(limit: Int, prompt: String = "Secret: ") throws(CommandLineError) -> Data {
+        if isTerminal(STDIN_FILENO) { return try readHidden(prompt: prompt) }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         defer { buffer.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
@@ -34,6 +21,21 @@ enum Terminal {
             if data.count > limit { throw .failure("the secret on standard input is larger than \(limit) bytes", status: .usage) }
         }
         return data
+    }
+
+    /// One line typed on the terminal without echo, after `prompt` on standard error.
+    static func readHidden(prompt: String) throws(CommandLineError) -> Data {
+        var saved = termios()
+        guard tcgetattr(STDIN_FILENO, &saved) == 0 else { throw .failure("cannot read the terminal", status: .usage) }
+        writeError(prompt)
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
+        defer {
+            tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+            writeError("\n")
+        }
+        return Data((readLine(strippingNewline: true) ?? "").utf8)
     }
 
     /// Writes bytes to standard output.

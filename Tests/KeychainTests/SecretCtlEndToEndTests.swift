@@ -142,3 +142,23 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(try run(["lookup", "service"]).status == 2)  // not pairs
     }
 }
+
+extension ProviderTests.SecretCtlEndToEnd {
+    @Test("passwd changes the login password (and back); a wrong current password changes nothing")
+    func passwd() throws {
+        let original = try environment().command.password
+        let wrong = try run(["passwd", "--password-stdin"], input: "not-it\nwhatever\n")
+        #expect(wrong.status == 4, "\(wrong.errorOutput)")
+        let changed = try run(["passwd", "--password-stdin"], input: "\(original)\nchanged-password\n")
+        #expect(changed.status == 0, "\(changed.errorOutput)")
+        #expect(try run(["lock"]).status == 0)
+        Thread.sleep(forTimeInterval: 1.2)  // in case an earlier wrong password left a wait
+        let withOld = try run(["unlock", "--password-stdin"], input: original)
+        #expect(withOld.status == 4)
+        Thread.sleep(forTimeInterval: 1.2)
+        #expect(try run(["unlock", "--password-stdin"], input: "changed-password").status == 0)
+        // Back to the harness's password, which restarts of the provider use.
+        #expect(try run(["passwd", "--password-stdin"], input: "changed-password\n\(original)\n").status == 0)
+        #expect(try run(["passwd", "--password-stdin"], input: "no-newline").status == 2)
+    }
+}

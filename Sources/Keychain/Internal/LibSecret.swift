@@ -272,6 +272,50 @@ enum LibSecret {
         }
     }
 
+    /// Changes the password of the collection behind `alias` with gnome-keyring's
+    /// `ChangeWithMasterPassword` (both passwords sent in the encrypted session), or through
+    /// the provider's `ChangeWithPrompt` when `passwords` is nil.
+    static func changePassword(alias: String, passwords: (current: SecretBuffer, new: SecretBuffer)?) throws(KeychainError) {
+        try withService { service throws(KeychainError) in
+            guard let path = try readAlias(service, alias) else { throw .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'") }
+            let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
+            var arguments: [OpaquePointer?] = [g_variant_new_object_path(path)]
+            let method: String
+            if let passwords {
+                for password in [passwords.current, passwords.new] {
+                    let value = secretValue(password, contentType: "text/plain")
+                    defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+                    guard let encoded = secret_service_encode_dbus_secret(service, value) else {
+                        throw .backend(domain: "keychain", code: 0, message: "no session to send the password in")
+                    }
+                    arguments.append(encoded)
+                }
+                method = "ChangeWithMasterPassword"
+            } else {
+                method = "ChangeWithPrompt"
+            }
+            let parameters = arguments.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+            var error: UnsafeMutablePointer<GError>?
+            let reply = g_dbus_connection_call_sync(
+                g_dbus_proxy_get_connection(proxy), "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface", method, parameters, nil,
+                G_DBUS_CALL_FLAGS_NONE, -1, Cancellation.current, &error)
+            if let error { throw takeError(error) }
+            defer { g_variant_unref(reply) }
+            guard passwords == nil else { return }
+            // ChangeWithPrompt returns a prompt path: run it (libsecret waits for Completed).
+            let child = g_variant_get_child_value(reply, 0)!
+            defer { g_variant_unref(child) }
+            let prompt = String(cString: g_variant_get_string(child, nil))
+            guard prompt != "/" else { return }
+            var promptError: UnsafeMutablePointer<GError>?
+            let result = secret_service_prompt_at_dbus_path_sync(service, prompt, Cancellation.current, nil, &promptError)
+            if let promptError { throw takeError(promptError) }
+            guard let result else { throw .cancelled }  // dismissed
+            g_variant_unref(result)
+        }
+    }
+
     /// Drops libsecret's cached connection to the provider, so the next call opens a new
     /// session (after the provider was restarted or replaced).
     ///
