@@ -52,7 +52,7 @@ let package = Package(
 
         // MARK: The command line
         .target(
-            name: "SecretCtl", dependencies: ["Keychain"],
+            name: "SecretCtl", dependencies: ["Keychain", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: Executables

@@ -97,6 +97,16 @@ public enum SecretCtl {
                       help: "Give the passwords: typed without echo, or two lines on standard input (current, then new).")
             ],
             examples: ["printf '%s\\n%s\\n' \"$OLD\" \"$NEW\" | secretctl passwd --password-stdin"]),
+        CommandSpec(
+            name: "export", abstract: "Write every item you can see to FILE, encrypted with a passphrase.",
+            arguments: [.init(name: "FILE", help: "The file to create (mode 0600).")],
+            options: [.init(name: "force", value: nil, help: "Overwrite FILE if it exists.")],
+            examples: ["secretctl export keyring.export          # asks for a passphrase twice"]),
+        CommandSpec(
+            name: "import", abstract: "Add the items of an export, or of a browser's CSV (name,url,username,password).",
+            arguments: [.init(name: "FILE", help: "A secretctl export, or a CSV file.")],
+            options: [.init(name: "replace", value: nil, help: "Overwrite items that already exist (default: skip them).")],
+            examples: ["secretctl import keyring.export", "secretctl import passwords.csv"]),
     ]
 
     /// Runs a command line (`arguments[0]` is the program) and returns the exit status.

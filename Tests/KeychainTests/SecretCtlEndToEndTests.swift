@@ -162,3 +162,49 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(try run(["passwd", "--password-stdin"], input: "no-newline").status == 2)
     }
 }
+
+extension ProviderTests.SecretCtlEndToEnd {
+    @Test("export and import: every item back after deletion, duplicates skipped, wrong passphrase refused")
+    func exportImport() throws {
+        // gnome-keyring rewrites its file per change, so it gets fewer items than secretd.
+        let count = try environment().command.arguments[0].hasSuffix("secretd") ? 1000 : 100
+        let service = uniqueService()
+        let keychain = try Keychain(service: service)
+        for index in 0..<count { try keychain.set("secret-\(index)", for: "account-\(index)") }
+        let file = try environment().root.appendingPathComponent("export-\(UUID().uuidString.prefix(6))").path
+        let exported = try run(["export", file], input: "correct horse battery\n")
+        #expect(exported.status == 0, "\(exported.errorOutput)")
+        #expect(try run(["export", file], input: "x\n").status == 2)  // exists, no --force
+        let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        #expect(try keychain.removeAll() == count)
+        let wrong = try run(["import", file], input: "wrong passphrase\n")
+        #expect(wrong.status == 4)
+        #expect(wrong.errorOutput.contains("nothing was imported"))
+        #expect(try keychain.allAccounts().isEmpty)
+
+        let imported = try run(["import", file], input: "correct horse battery\n")
+        #expect(imported.status == 0, "\(imported.errorOutput)")
+        #expect(imported.text.hasPrefix("imported \(count), replaced 0, skipped "))
+        #expect(try keychain.allAccounts().count == count)
+        for index in [0, count / 2, count - 1] {
+            #expect(try keychain.string(for: "account-\(index)") == "secret-\(index)")
+        }
+        let again = try run(["import", file], input: "correct horse battery\n")
+        #expect(again.text.hasPrefix("imported 0, replaced 0, skipped "))
+        #expect(try keychain.allAccounts().count == count)
+        #expect(try keychain.removeAll() == count)
+    }
+
+    @Test("import of a browser's CSV creates internet passwords")
+    func importCSV() throws {
+        let host = "csv-\(UUID().uuidString.prefix(8)).example.com"
+        let file = try environment().root.appendingPathComponent("passwords-\(UUID().uuidString.prefix(6)).csv")
+        try "name,url,username,password\nExample,https://\(host)/login,alice,pa55\n".write(to: file, atomically: true, encoding: .utf8)
+        let result = try run(["import", file.path])
+        #expect(result.text == "imported 1, replaced 0, skipped 0\n", "\(result.errorOutput)")
+        #expect(try InternetKeychain(server: host, protocol: .https).password(for: "alice") == "pa55")
+        #expect(try InternetKeychain(server: host).removeValue(for: "alice"))
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import SecretStore
+
+/// The encrypted export format (version 1), documented in secretctl(1):
+///
+///     "secretctl-export" (16 bytes) | version (1 byte) | Argon2id iterations, memory KiB,
+///     lanes (3 × big-endian UInt32) | salt (16 bytes) | AES-256-GCM(nonce ‖ ciphertext ‖ tag)
+///
+/// The key is Argon2id(passphrase, salt); the header is the associated data, so no field can be
+/// changed without the file failing to open. The plaintext is JSON: `{"items": [{"label",
+/// "attributes", "secret"}]}` with the secret in base64.
+enum ExportFile {
+    static let magic = Array("secretctl-export".utf8)
+    static let version: UInt8 = 1
+    static let headerLength = 16 + 1 + 12 + 16
+
+    /// One exported item.
+    struct Item: Codable, Equatable {
+        var label: String
+        var attributes: [String: String]
+        var secret: Data
+    }
+
+    private struct Payload: Codable {
+        var items: [Item]
+    }
+
+    /// Whether `data` starts like an export file.
+    static func isExport(_ data: Data) -> Bool { data.count >= headerLength && Array(data.prefix(16)) == magic }
+
+    /// Seals `items` under `passphrase`.
+    static func seal(_ items: [Item], passphrase: Data, parameters: KDFParameters = .standard) throws(CommandLineError) -> Data {
+        var json: Data
+        do { json = try JSONEncoder().encode(Payload(items: items)) } catch {
+            throw .failure("cannot encode the export", status: .notFound)
+        }
+        defer { json.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        let salt = Gcrypt.randomBytes(count: 16)
+        var header = magic + [version]
+        for value in [parameters.iterations, parameters.memoryKiB, parameters.lanes] { header += bigEndian(UInt32(value)) }
+        header += salt
+        do {
+            let key = try passphrase.withUnsafeBytes { bytes throws(StoreError) in
+                try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
+            }
+            let sealed = try json.withUnsafeBytes { bytes throws(StoreError) in
+                try Gcrypt.seal(bytes, key: key, associatedData: header)
+            }
+            return Data(header + sealed)
+        } catch {
+            throw .failure("cannot encrypt the export: \(error)", status: .notFound)
+        }
+    }
+
+    /// Opens an export with `passphrase`; a wrong passphrase or a damaged file is an error.
+    static func open(_ data: Data, passphrase: Data) throws(CommandLineError) -> [Item] {
+        let bytes = Array(data)
+        guard isExport(data) else { throw .failure("not a secretctl export file", status: .usage) }
+        guard bytes[16] == version else {
+            throw .failure("export format version \(bytes[16]) is newer than this secretctl reads (\(version))", status: .usage)
+        }
+        func number(_ offset: Int) -> Int { bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) } }
+        let parameters = KDFParameters(iterations: number(17), memoryKiB: number(21), lanes: number(25))
+        guard (1...16).contains(parameters.iterations), (8...(4 * 1024 * 1024)).contains(parameters.memoryKiB),
+            (1...16).contains(parameters.lanes)
+        else { throw .failure("the export file's key parameters are out of range (damaged file?)", status: .usage) }
+        let salt = Array(bytes[29..<45])
+        let header = Array(bytes[0..<headerLength])
+        let plaintext: SecureBytes
+        do {
+            let key = try passphrase.withUnsafeBytes { raw throws(StoreError) in
+                try Gcrypt.argon2id(password: raw, salt: salt, parameters: parameters)
+            }
+            plaintext = try Gcrypt.open(Array(bytes[headerLength...]), key: key, associatedData: header)
+        } catch {
+            throw .failure("wrong passphrase, or the file is damaged; nothing was imported", status: .accessDenied)
+        }
+        do {
+            return try plaintext.withBytes { raw in try JSONDecoder().decode(Payload.self, from: Data(raw)).items }
+        } catch {
+            throw .failure("the export's contents are damaged; nothing was imported", status: .usage)
+        }
+    }
+
+    private static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)]
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import SecretStore
+import Testing
+
+@testable import SecretCtl
+
+@Suite struct ExportFileTests {
+    let items = [
+        ExportFile.Item(label: "Mail ✓", attributes: ["service": "mail", "account": "alice"], secret: Data("s3cr3t".utf8)),
+        ExportFile.Item(label: "blob", attributes: ["k": "v"], secret: Data([0, 1, 255])),
+    ]
+
+    @Test("an export opens with its passphrase and only with it")
+    func roundTrip() throws {
+        let sealed = try ExportFile.seal(items, passphrase: Data("pass phrase".utf8), parameters: .testing)
+        #expect(ExportFile.isExport(sealed))
+        #expect(try ExportFile.open(sealed, passphrase: Data("pass phrase".utf8)) == items)
+        #expect(throws: CommandLineError.failure("wrong passphrase, or the file is damaged; nothing was imported", status: .accessDenied)) {
+            try ExportFile.open(sealed, passphrase: Data("wrong".utf8))
+        }
+    }
+
+    @Test("a changed header, body or version is refused")
+    func tampering() throws {
+        let sealed = Array(try ExportFile.seal(items, passphrase: Data("p".utf8), parameters: .testing))
+        var salt = sealed
+        salt[30] ^= 1
+        #expect(throws: CommandLineError.self) { try ExportFile.open(Data(salt), passphrase: Data("p".utf8)) }
+        var body = sealed
+        body[body.count - 20] ^= 1
+        #expect(throws: CommandLineError.self) { try ExportFile.open(Data(body), passphrase: Data("p".utf8)) }
+        var version = sealed
+        version[16] = 9
+        #expect(throws: CommandLineError.failure("export format version 9 is newer than this secretctl reads (1)", status: .usage)) {
+            try ExportFile.open(Data(version), passphrase: Data("p".utf8))
+        }
+    }
+
+    @Test("CSV: quotes, commas, CRLF; rows become internet passwords")
+    func csv() throws {
+        let text = "name,url,username,password\r\n\"Bank, main\",https://bank.example:8443/login,alice,\"p\"\"w,1\"\r\nnohost,not a url,bob,x\n"
+        let (items, skipped) = try CSVImport.items(text)
+        #expect(skipped == 1)
+        #expect(items == [ExportFile.Item(
+            label: "Bank, main",
+            attributes: ["xdg:schema": "org.gnome.keyring.NetworkPassword", "server": "bank.example", "user": "alice",
+                         "protocol": "https", "port": "8443"],
+            secret: Data("p\"w,1".utf8))])
+        #expect(throws: CommandLineError.failure("the CSV file needs url, username and password columns", status: .usage)) {
+            try CSVImport.items("a,b\n1,2\n")
+        }
+    }
+}
