@@ -32,6 +32,8 @@ public struct CommandSpec: Sendable {
         public var value: String?
         /// What it does.
         public var help: String
+        /// Whether it may be given several times (values collected in order).
+        public var repeatable: Bool = false
     }
 
     /// The usage line (`secretctl get [--json] SERVICE ACCOUNT`).

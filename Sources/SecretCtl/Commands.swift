@@ -72,6 +72,28 @@ enum Commands {
                     Terminal.writeOutput("\(key): \(text)\n")
                 }
             }
+        case "search" where parsed.lists["attr"] != nil:
+            var attributes: [String: String] = [:]
+            for pair in parsed.lists["attr"] ?? [] {
+                guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+                    throw .usage("--attr takes NAME=VALUE", command: verb)
+                }
+                attributes[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+            }
+            guard parsed.rest.isEmpty else { throw .usage("give either --attr or words, not both", command: verb) }
+            let found = try CommandLineError.keychain { () throws(KeychainError) in
+                try KeychainAttributes.search(attributes, unlock: false, loadSecrets: false)
+            }
+            if found.isEmpty && !json { throw .failure("nothing matches", status: .notFound) }
+            if json {
+                try printJSON(found.map { match -> [String: Any?] in
+                    ["path": match.path, "label": match.label, "attributes": match.attributes,
+                     "created": ISO8601DateFormatter().string(from: match.created),
+                     "modified": ISO8601DateFormatter().string(from: match.modified)]
+                })
+            } else {
+                Terminal.writeOutput(found.map { "\($0.path)\t\($0.label)\n" }.joined())
+            }
         case "search" where parsed.rest.count != 1:
             let attributes = try pairs(parsed.rest, verb: verb)
             var found = try CommandLineError.keychain { () throws(KeychainError) in
@@ -161,7 +183,8 @@ enum Commands {
                 }
             }
         case "lock":
-            try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.lock() }
+            let alias = parsed.values["collection"] ?? KeychainCollection.default.alias
+            try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.lock(alias: alias) }
         case "unlock":
             if parsed.flags.contains("password-stdin") {
                 var password = [UInt8](try Terminal.readSecret(limit: 64 * 1024))
@@ -205,6 +228,11 @@ enum Commands {
             try CommandLineError.keychain { () throws(KeychainError) in
                 try KeychainProvider.changePassword(current: old, new: fresh)
             }
+        case "completions":
+            guard let script = Completions.script(for: parsed.arguments["SHELL"]!, SecretCtl.commands) else {
+                throw .usage("completions are available for bash, zsh and fish", command: verb)
+            }
+            Terminal.writeOutput(script)
         case "export":
             try export(to: parsed.arguments["FILE"]!, force: parsed.flags.contains("force"))
         case "import":

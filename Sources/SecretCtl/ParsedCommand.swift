@@ -8,6 +8,8 @@ public struct ParsedCommand: Equatable, Sendable {
     public var flags: Set<String> = []
     /// The words taken by a variadic last argument.
     public var rest: [String] = []
+    /// Every value of a repeatable option, in order.
+    public var lists: [String: [String]] = [:]
 
     /// Parses `words` (the words after the verb) for `spec`.
     ///
@@ -41,12 +43,17 @@ public struct ParsedCommand: Equatable, Sendable {
             if option.value == nil {
                 guard inlineValue == nil else { throw .usage("--\(name) takes no value", command: spec.name) }
                 parsed.flags.insert(name)
-            } else if let inlineValue {
-                parsed.values[name] = inlineValue
             } else {
-                guard index < words.count else { throw .usage("--\(name) needs a value", command: spec.name) }
-                parsed.values[name] = words[index]
-                index += 1
+                let value: String
+                if let inlineValue {
+                    value = inlineValue
+                } else {
+                    guard index < words.count else { throw .usage("--\(name) needs a value", command: spec.name) }
+                    value = words[index]
+                    index += 1
+                }
+                parsed.values[name] = value
+                if option.repeatable { parsed.lists[name, default: []].append(value) }
             }
         }
         let required = spec.arguments.filter { !$0.optional }.count

@@ -45,12 +45,21 @@ public enum SecretCtl {
         CommandSpec(
             name: "search",
             abstract: "Find items whose service, account or label contains TEXT (any case); or, as secret-tool, by attributes.",
-            arguments: [.init(name: "TEXT | ATTRIBUTE VALUE", help: "One word: text to look for. Pairs: attributes to match.", variadic: true)],
+            arguments: [
+                .init(name: "TEXT | ATTRIBUTE VALUE", help: "One word: text to look for. Pairs: attributes to match.",
+                      optional: true, variadic: true)
+            ],
             options: [
-                json, .init(name: "all", value: nil, help: "With attributes: show every match, not only the newest."),
+                json,
+                .init(name: "attr", value: "NAME=VALUE", help: "Match this attribute (repeatable); lists matches as `list` does.",
+                      repeatable: true),
+                .init(name: "all", value: nil, help: "With attributes: show every match, not only the newest."),
                 .init(name: "unlock", value: nil, help: "With attributes: unlock locked matches to show their secrets."),
             ],
-            examples: ["secretctl search github", "secretctl search --all service com.example.mail"]),
+            examples: [
+                "secretctl search github", "secretctl search --attr service=com.example.mail --json",
+                "secretctl search --all service com.example.mail",
+            ]),
         CommandSpec(
             name: "store", abstract: "As secret-tool store: store a secret under exactly these attributes.",
             arguments: [pairs],
@@ -79,8 +88,10 @@ public enum SecretCtl {
             name: "status", abstract: "Show the provider on the bus and its keyrings (exit 5 when there is none).",
             arguments: [], options: [json], examples: ["secretctl status"]),
         CommandSpec(
-            name: "lock", abstract: "Lock the default keyring.", arguments: [], options: [],
-            examples: ["secretctl lock"]),
+            name: "lock", abstract: "Lock the default keyring (or another, as secret-tool lock --collection).",
+            arguments: [],
+            options: [.init(name: "collection", value: "ALIAS", help: "Lock the keyring with this alias instead.")],
+            examples: ["secretctl lock", "secretctl lock --collection session"]),
         CommandSpec(
             name: "unlock", abstract: "Unlock the default keyring, through the provider's prompt or with its password.",
             arguments: [],
@@ -107,6 +118,13 @@ public enum SecretCtl {
             arguments: [.init(name: "FILE", help: "A secretctl export, or a CSV file.")],
             options: [.init(name: "replace", value: nil, help: "Overwrite items that already exist (default: skip them).")],
             examples: ["secretctl import keyring.export", "secretctl import passwords.csv"]),
+        CommandSpec(
+            name: "completions", abstract: "Print the completion script for bash, zsh or fish.",
+            arguments: [.init(name: "SHELL", help: "bash, zsh or fish.")], options: [],
+            examples: [
+                "secretctl completions bash > /etc/bash_completion.d/secretctl",
+                "secretctl completions fish > ~/.config/fish/completions/secretctl.fish",
+            ]),
     ]
 
     /// Runs a command line (`arguments[0]` is the program) and returns the exit status.

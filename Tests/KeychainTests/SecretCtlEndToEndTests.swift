@@ -65,6 +65,7 @@ extension ProviderTests {
             #expect(try run(["frobnicate"]).status == 2)
             let noBus = try run(["get", service, "alice"], environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
             #expect(noBus.status == 5)
+            #expect(try run(["status"], environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"]).status == 5)
             #expect(noBus.errorOutput.hasPrefix("secretctl: no Secret Service provider"))
         }
     }
@@ -206,5 +207,23 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(result.text == "imported 1, replaced 0, skipped 0\n", "\(result.errorOutput)")
         #expect(try InternetKeychain(server: host, protocol: .https).password(for: "alice") == "pa55")
         #expect(try InternetKeychain(server: host).removeValue(for: "alice"))
+    }
+}
+
+extension ProviderTests.SecretCtlEndToEnd {
+    @Test("search --attr matches attributes exactly and prints JSON")
+    func searchByAttribute() throws {
+        let service = uniqueService()
+        #expect(try run(["set", "--label", "L1", service, "alice"], input: "1").status == 0)
+        #expect(try run(["set", "--label", "L2", service, "bob"], input: "2").status == 0)
+        let both = try run(["search", "--attr", "service=\(service)"])
+        #expect(both.text.split(separator: "\n").count == 2)
+        let one = try JSONSerialization.jsonObject(
+            with: try run(["search", "--json", "--attr", "service=\(service)", "--attr", "account=bob"]).output) as? [[String: Any]]
+        #expect(one?.count == 1)
+        #expect(one?.first?["label"] as? String == "L2")
+        #expect((one?.first?["attributes"] as? [String: String])?["account"] == "bob")
+        #expect(try run(["search", "--attr", "service=\(service)", "--attr", "account=carol"]).status == 1)
+        #expect(try run(["search", "--attr", "novalue"]).status == 2)
     }
 }
