@@ -86,11 +86,7 @@ enum Commands {
             }
             if found.isEmpty && !json { throw .failure("nothing matches", status: .notFound) }
             if json {
-                try printJSON(found.map { match -> [String: Any?] in
-                    ["path": match.path, "label": match.label, "attributes": match.attributes,
-                     "created": ISO8601DateFormatter().string(from: match.created),
-                     "modified": ISO8601DateFormatter().string(from: match.modified)]
-                })
+                try printJSON(found.map { describe($0) })
             } else {
                 Terminal.writeOutput(found.map { "\($0.path)\t\($0.label)\n" }.joined())
             }
@@ -102,11 +98,7 @@ enum Commands {
             if found.isEmpty { throw .failure("nothing matches", status: .notFound) }
             if !parsed.flags.contains("all") { found = Array(found.prefix(1)) }
             if json {
-                try printJSON(found.map { match -> [String: Any?] in
-                    ["path": match.path, "label": match.label, "attributes": match.attributes,
-                     "secret": match.secret.map(jsonSecret), "created": ISO8601DateFormatter().string(from: match.created),
-                     "modified": ISO8601DateFormatter().string(from: match.modified)]
-                })
+                try printJSON(found.map { describe($0, includingSecret: true) })
             } else {
                 for match in found {
                     var text = "[\(match.path)]\nlabel = \(match.label)\n"
@@ -338,6 +330,18 @@ enum Commands {
             "group": item.accessGroup, "created": dates.string(from: item.created),
             "modified": dates.string(from: item.modified),
         ]
+    }
+
+    /// The JSON fields of an item found by attributes: path, label, attributes, dates and, when
+    /// asked and readable, the secret.
+    private static func describe(_ match: KeychainAttributes.Match, includingSecret: Bool = false) -> [String: Any?] {
+        let dates = ISO8601DateFormatter()
+        var fields: [String: Any?] = [
+            "path": match.path, "label": match.label, "attributes": match.attributes,
+            "created": dates.string(from: match.created), "modified": dates.string(from: match.modified),
+        ]
+        if includingSecret { fields["secret"] = match.secret.map(jsonSecret) }
+        return fields
     }
 
     /// A secret for JSON: the text when it is UTF-8, otherwise `{"base64": …}`.
