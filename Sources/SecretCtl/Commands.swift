@@ -123,9 +123,13 @@ enum Commands {
                 try KeychainAttributes.search(attributes, unlock: true, loadSecrets: true)
             }
             // Like secret-tool: nothing found is exit status 1 without a message.
-            guard let secret = found.first?.secret else { throw .failure("", status: .notFound) }
-            Terminal.writeOutput(secret)
-            if Terminal.isTerminal(STDOUT_FILENO) { Terminal.writeOutput("\n") }
+            guard let match = found.first, let secret = match.secret else { throw .failure("", status: .notFound) }
+            if json {
+                try printJSON(describe(match, includingSecret: true))
+            } else {
+                Terminal.writeOutput(secret)
+                if Terminal.isTerminal(STDOUT_FILENO) { Terminal.writeOutput("\n") }
+            }
         case "clear":
             let attributes = try pairs(parsed.rest, verb: verb)
             let removed = try CommandLineError.keychain { () throws(KeychainError) in try KeychainAttributes.clear(attributes) }

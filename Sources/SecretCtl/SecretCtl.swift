@@ -70,7 +70,7 @@ public enum SecretCtl {
             examples: ["printf %s \"$PW\" | secretctl store --label=\"Mail\" service imap user alice"]),
         CommandSpec(
             name: "lookup", abstract: "As secret-tool lookup: print the newest secret with these attributes.",
-            arguments: [pairs], options: [], examples: ["secretctl lookup service imap user alice"]),
+            arguments: [pairs], options: [json], examples: ["secretctl lookup service imap user alice"]),
         CommandSpec(
             name: "clear", abstract: "As secret-tool clear: delete every item with these attributes.",
             arguments: [pairs], options: [], examples: ["secretctl clear service imap user alice"]),

@@ -125,6 +125,10 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(try run(["store", "--label=Mail 2", "service", value, "user", "alice"], input: "second").status == 0)
         // Same attributes: replaced in place, one item, read by secret-tool too.
         #expect(try run(["lookup", "service", value, "user", "alice"]).text == "second")
+        let looked = try JSONSerialization.jsonObject(with: try run(["lookup", "--json", "service", value, "user", "alice"]).output)
+            as? [String: Any]
+        #expect(looked?["secret"] as? String == "second")
+        #expect(looked?["label"] as? String == "Mail 2")
         #expect(try environment().run(["secret-tool", "lookup", "service", value, "user", "alice"]).text == "second")
         let search = try run(["search", "--all", "service", value])
         #expect(search.text.components(separatedBy: "\nlabel = ").count == 2)
