@@ -224,6 +224,8 @@ enum Commands {
             try CommandLineError.keychain { () throws(KeychainError) in
                 try KeychainProvider.changePassword(current: old, new: fresh)
             }
+        case "git-credential":
+            try GitCredential.run(parsed.arguments["ACTION"]!)
         case "completions":
             guard let script = Completions.script(for: parsed.arguments["SHELL"]!, SecretCtl.commands) else {
                 throw .usage("completions are available for bash, zsh and fish", command: verb)

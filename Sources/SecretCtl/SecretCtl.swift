@@ -119,6 +119,10 @@ public enum SecretCtl {
             options: [.init(name: "replace", value: nil, help: "Overwrite items that already exist (default: skip them).")],
             examples: ["secretctl import keyring.export", "secretctl import passwords.csv"]),
         CommandSpec(
+            name: "git-credential", abstract: "Be git's credential helper (get, store, erase on standard input).",
+            arguments: [.init(name: "ACTION", help: "get, store or erase, as git passes it.")], options: [],
+            examples: ["git config --global credential.helper '!secretctl git-credential'"]),
+        CommandSpec(
             name: "completions", abstract: "Print the completion script for bash, zsh or fish.",
             arguments: [.init(name: "SHELL", help: "bash, zsh or fish.")], options: [],
             examples: [

@@ -231,3 +231,36 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(try run(["search", "--attr", "novalue"]).status == 2)
     }
 }
+
+extension ProviderTests.SecretCtlEndToEnd {
+    /// `git credential ACTION` with secretctl as the only helper; prompting disabled.
+    func git(_ action: String, _ request: String) throws -> CommandResult {
+        try environment().run(
+            ["git", "-c", "credential.helper=", "-c", "credential.helper=!\(Self.secretctl) git-credential", "credential", action],
+            input: Data(request.utf8), environment: ["GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"])
+    }
+
+    @Test("git credential approve, fill and reject go through secretctl; git's own helper reads the same item")
+    func gitCredential() throws {
+        let host = "git-\(UUID().uuidString.prefix(8)).example.com"
+        #expect(try git("approve", "protocol=https\nhost=\(host)\nusername=alice\npassword=first\n\n").status == 0)
+        let filled = try git("fill", "protocol=https\nhost=\(host)\n\n")
+        #expect(filled.status == 0, "\(filled.errorOutput)")
+        #expect(filled.text.contains("username=alice\n"))
+        #expect(filled.text.contains("password=first\n"))
+        // Stored in git's own attributes: the library's internet passwords and git's helper read it.
+        #expect(try InternetKeychain(server: host, protocol: .https).password(for: "alice") == "first")
+        if let helper = try ProviderTests.Interop.gitHelper() {
+            let own = try environment().run([helper, "get"], input: Data("protocol=https\nhost=\(host)\n\n".utf8))
+            #expect(own.text.contains("password=first"))
+        }
+        // Rejecting a password that is no longer the stored one keeps the newer one.
+        #expect(try git("approve", "protocol=https\nhost=\(host)\nusername=alice\npassword=second\n\n").status == 0)
+        #expect(try git("reject", "protocol=https\nhost=\(host)\nusername=alice\npassword=first\n\n").status == 0)
+        #expect(try git("fill", "protocol=https\nhost=\(host)\n\n").text.contains("password=second\n"))
+        // Rejecting the stored one erases it: git then has nothing and may not prompt.
+        #expect(try git("reject", "protocol=https\nhost=\(host)\nusername=alice\npassword=second\n\n").status == 0)
+        #expect(try git("fill", "protocol=https\nhost=\(host)\n\n").status != 0)
+        #expect(try InternetKeychain(server: host).password(for: "alice") == nil)
+    }
+}

@@ -72,7 +72,7 @@ import Testing
             .deletingLastPathComponent().appendingPathComponent("man/secretctl.1")
         let text = try String(contentsOf: page, encoding: .utf8)
         for spec in SecretCtl.commands {
-            #expect(text.contains(".It Cm \(spec.name)"), "verb \(spec.name)")
+            #expect(text.contains(".It Cm \(spec.name.replacingOccurrences(of: "-", with: "\\-"))"), "verb \(spec.name)")
             for option in spec.options {
                 let roff = option.name.replacingOccurrences(of: "-", with: "\\-")  // hyphens are escaped in roff
                 #expect(text.contains("Fl \\-\(roff)"), "option --\(option.name) of \(spec.name)")
