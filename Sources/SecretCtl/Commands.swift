@@ -48,11 +48,7 @@ enum Commands {
                 items = try CommandLineError.keychain { () throws(KeychainError) in try Keychain.allAccounts() }
                     .filter { group == nil || $0.accessGroup == group }
             }
-            if json {
-                try printJSON(items.map(describe))
-            } else {
-                Terminal.writeOutput(items.map { "\($0.service)\t\($0.account)\t\($0.label)\n" }.joined())
-            }
+            try printItems(items, json: json)
         case "show":
             let keychain = try handle(parsed.arguments["SERVICE"]!, group)
             let account = parsed.arguments["ACCOUNT"]!
@@ -140,11 +136,7 @@ enum Commands {
                 [$0.service, $0.account, $0.label].contains { $0.lowercased().contains(needle) }
             }
             if items.isEmpty && !json { throw .failure("nothing matches '\(parsed.rest[0])'", status: .notFound) }
-            if json {
-                try printJSON(items.map(describe))
-            } else {
-                Terminal.writeOutput(items.map { "\($0.service)\t\($0.account)\t\($0.label)\n" }.joined())
-            }
+            try printItems(items, json: json)
         case "generate":
             let keychain = try handle(parsed.arguments["SERVICE"]!, group)
             let account = parsed.arguments["ACCOUNT"]!
@@ -308,6 +300,15 @@ enum Commands {
             if existing { replaced += 1 } else { imported += 1 }
         }
         Terminal.writeOutput("imported \(imported), replaced \(replaced), skipped \(skipped)\n")
+    }
+
+    /// Items as `list` and `search` print them: JSON, or service, account and label per line.
+    private static func printItems(_ items: [KeychainItem], json: Bool) throws(CommandLineError) {
+        if json {
+            try printJSON(items.map(describe))
+        } else {
+            Terminal.writeOutput(items.map { "\($0.service)\t\($0.account)\t\($0.label)\n" }.joined())
+        }
     }
 
     /// `ATTRIBUTE VALUE` pairs as a dictionary.

@@ -74,7 +74,7 @@ enum LibSecret {
             } else if alias == KeychainCollection.default.alias {
                 path = try createDefaultCollection(service)
             } else {
-                throw .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'")
+                throw missingAlias(alias)
             }
             let properties = PropertyTable(label: label, attributes: attributes)
             let value = secretValue(secret, contentType: contentType)
@@ -103,6 +103,19 @@ enum LibSecret {
         defer { g_free(path) }
         if let error { throw takeError(error) }
         return path.map { String(cString: $0) }
+    }
+
+    /// The object path behind `alias`; an error naming the alias when it is not set.
+    private static func existingCollection(_ service: UnsafeMutablePointer<SecretService>, _ alias: String)
+        throws(KeychainError) -> String
+    {
+        guard let path = try readAlias(service, alias) else { throw missingAlias(alias) }
+        return path
+    }
+
+    /// The error for an alias no collection has.
+    private static func missingAlias(_ alias: String) -> KeychainError {
+        .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'")
     }
 
     /// Creates the default collection (the provider may prompt for its password).
@@ -232,7 +245,7 @@ enum LibSecret {
     /// Locks the collection behind `alias` (`secret_service_lock_dbus_paths_sync`).
     static func lock(alias: String) throws(KeychainError) {
         try withService { service throws(KeychainError) in
-            guard let path = try readAlias(service, alias) else { throw .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'") }
+            let path = try existingCollection(service, alias)
             let strings = [UnsafePointer<gchar>(strdup(path)), nil]
             defer { strings.forEach { free(UnsafeMutablePointer(mutating: $0)) } }
             var pointers = strings
@@ -249,7 +262,7 @@ enum LibSecret {
     /// session; without, through the provider's own prompt.
     static func unlock(alias: String, password: SecretBuffer?) throws(KeychainError) {
         try withService { service throws(KeychainError) in
-            guard let path = try readAlias(service, alias) else { throw .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'") }
+            let path = try existingCollection(service, alias)
             guard let password else {
                 try unlock(service, paths: [path])
                 return
@@ -277,7 +290,7 @@ enum LibSecret {
     /// the provider's `ChangeWithPrompt` when `passwords` is nil.
     static func changePassword(alias: String, passwords: (current: SecretBuffer, new: SecretBuffer)?) throws(KeychainError) {
         try withService { service throws(KeychainError) in
-            guard let path = try readAlias(service, alias) else { throw .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'") }
+            let path = try existingCollection(service, alias)
             let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
             var arguments: [OpaquePointer?] = [g_variant_new_object_path(path)]
             let method: String
