@@ -40,6 +40,11 @@ let package = Package(
             name: "Keychain", dependencies: ["CLibSecret"],
             swiftSettings: strictSettings),
 
+        // MARK: Asking a person through pinentry (libassuan), for secretd and the library's login flow
+        .target(
+            name: "Pinentry", dependencies: ["CAssuan"],
+            swiftSettings: strictSettings),
+
         // MARK: secretd's storage (SQLite + libgcrypt, no D-Bus)
         .target(
             name: "SecretStore", dependencies: ["CGcrypt", "CSQLite"],
@@ -47,7 +52,7 @@ let package = Package(
 
         // MARK: secretd's D-Bus object layer
         .target(
-            name: "SecretService", dependencies: ["CGio", "CAssuan", "SecretStore"],
+            name: "SecretService", dependencies: ["CGio", "Pinentry", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: The command line

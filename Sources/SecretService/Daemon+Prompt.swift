@@ -1,6 +1,7 @@
 // org.freedesktop.Secret.Prompt: asking the person through pinentry, off the main loop.
 
 import Foundation
+import Pinentry
 import SecretStore
 
 extension Daemon {
@@ -60,7 +61,7 @@ extension Daemon {
             let request = PinentryRequest(
                 title: "New keyring", description: "An application wants to create a new keyring called “\(label)”. "
                     + "Choose a password for it.", prompt: "Password:", error: nil, confirm: true)
-            guard case .password(let password) = Pinentry.ask(program: program, request), password.count > 0 else {
+            guard case .password(let password) = askPassword(program, request), password.count > 0 else {
                 BusServer.onMainLoop { self.complete(id: id, result: nil) }
                 return
             }
@@ -75,19 +76,24 @@ extension Daemon {
         }
     }
 
+    /// Asks for a password through pinentry; it goes straight into secure memory.
+    private func askPassword(_ program: String, _ request: PinentryRequest) -> PinentryOutcome<SecureBytes> {
+        Pinentry.ask(program: program, request) { SecureBytes(copying: $0) }
+    }
+
     /// Asks for the current password (verified through the store), then a new one twice.
     private func changePassword(_ collection: Store.CollectionRecord, program: String, promptID id: Int) {
         let current = PinentryRequest(
             title: "Change keyring password", description: "An application wants to change the password of the keyring "
                 + "“\(collection.label)”. Enter its current password.", prompt: "Current:", error: nil)
-        guard case .password(let old) = Pinentry.ask(program: program, current) else {
+        guard case .password(let old) = askPassword(program, current) else {
             BusServer.onMainLoop { self.complete(id: id, result: nil) }
             return
         }
         let fresh = PinentryRequest(
             title: "Change keyring password", description: "Choose the new password of the keyring “\(collection.label)”.",
             prompt: "New:", error: nil, confirm: true)
-        guard case .password(let new) = Pinentry.ask(program: program, fresh), new.count > 0 else {
+        guard case .password(let new) = askPassword(program, fresh), new.count > 0 else {
             BusServer.onMainLoop { self.complete(id: id, result: nil) }
             return
         }
@@ -114,7 +120,7 @@ extension Daemon {
             let request = PinentryRequest(
                 title: "Unlock keyring", description: "An application wants access to the keyring “\(collection.label)”, "
                     + "but it is locked.", prompt: "Password:", error: error)
-            switch Pinentry.ask(program: program, request) {
+            switch askPassword(program, request) {
             case .cancelled:
                 return false
             case .failed(let reason):
