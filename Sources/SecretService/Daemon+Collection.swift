@@ -9,7 +9,8 @@ extension Daemon {
         case "SearchItems":
             guard let attributes = args[0].stringMap else { return .failure(.invalidArgs("a{ss} expected")) }
             do {
-                let paths = try store.search(attributes, in: collection).map { ObjectPaths.item(collection.name, $0.id) }
+                let paths = visible(try store.search(attributes, in: collection), for: call.sender)
+                    .map { ObjectPaths.item(collection.name, $0.0.id) }
                 return .success(.tuple([.objectPaths(paths)]))
             } catch {
                 return .failure(storeFailure(error))
@@ -19,7 +20,9 @@ extension Daemon {
                 return .failure(.invalidArgs("(a{sv}(oayays)b) expected"))
             }
             return decodeSecret(args[1], from: call.sender).flatMap { secret, contentType in
-                createItem(in: collection, properties: properties, secret: secret, contentType: contentType, replace: replace)
+                createItem(
+                    in: collection, properties: properties, secret: secret, contentType: contentType, replace: replace,
+                    sender: call.sender)
             }
         case "Delete":
             guard collection.name != Self.sessionName else { return .failure(.invalidArgs("the session keyring cannot be deleted")) }
@@ -42,16 +45,22 @@ extension Daemon {
 
     private func createItem(
         in collection: Store.CollectionRecord, properties: [String: DBusValue], secret: SecureBytes, contentType: String,
-        replace: Bool
+        replace: Bool, sender: String
     ) -> Result<DBusValue, SecretServiceError> {
         guard let key = keys[collection.id] else { return .failure(.isLocked("the collection is locked")) }
         let label = properties["org.freedesktop.Secret.Item.Label"]?.string ?? ""
-        let attributes = properties["org.freedesktop.Secret.Item.Attributes"]?.stringMap ?? [:]
-        if let problem = Self.checkItemText(label: label, attributes: attributes) { return .failure(problem) }
+        let requested = properties["org.freedesktop.Secret.Item.Attributes"]?.stringMap ?? [:]
+        if let problem = Self.checkItemText(label: label, attributes: requested) { return .failure(problem) }
+        let attributes: [String: String]
+        switch placeInGroup(requested, for: sender) {
+        case .success(let placed): attributes = placed
+        case .failure(let refusal): return .failure(refusal)
+        }
         let contents = ItemContents(label: label, attributes: attributes, secret: secret, contentType: contentType)
         do {
             if replace {
-                for candidate in try store.search(attributes, in: collection) {
+                for (candidate, access) in visible(try store.search(attributes, in: collection), for: sender)
+                where access == .full {
                     let existing = try store.readItem(candidate, in: collection, key: key)
                     guard existing.attributes == attributes else { continue }
                     _ = try store.updateItem(candidate, in: collection, key: key, contents: contents)
@@ -92,11 +101,14 @@ extension Daemon {
         return nil
     }
 
-    func collectionProperty(_ name: String, _ collection: Store.CollectionRecord) -> Result<DBusValue, SecretServiceError> {
+    func collectionProperty(
+        _ name: String, _ collection: Store.CollectionRecord, for sender: String
+    ) -> Result<DBusValue, SecretServiceError> {
         switch name {
         case "Items":
             do {
-                return .success(.objectPaths(try store.search([:], in: collection).map { ObjectPaths.item(collection.name, $0.id) }))
+                let items = visible(try store.search([:], in: collection), for: sender)
+                return .success(.objectPaths(items.map { ObjectPaths.item(collection.name, $0.0.id) }))
             } catch {
                 return .failure(storeFailure(error))
             }

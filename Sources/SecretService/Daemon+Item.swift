@@ -65,9 +65,10 @@ extension Daemon {
     }
 
     func itemProperty(
-        _ name: String, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord
+        _ name: String, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, access: ItemAccess
     ) -> Result<DBusValue, SecretServiceError> {
-        let key = keys[collection.id]
+        // An item of an `ask` group the caller is not allowed into shows as locked.
+        let key = access == .full ? keys[collection.id] : nil
         switch name {
         case "Locked": return .success(.boolean(key == nil))
         case "Created": return .success(.uint64(item.created))
@@ -93,7 +94,7 @@ extension Daemon {
     }
 
     func setItemProperty(
-        _ name: String, _ value: DBusValue, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord
+        _ name: String, _ value: DBusValue, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, sender: String
     ) -> SecretServiceError? {
         guard let key = keys[collection.id] else { return .isLocked("the item's collection is locked") }
         let result: Result<Void, SecretServiceError>
@@ -102,8 +103,13 @@ extension Daemon {
             guard let label = value.string else { return .invalidArgs("Label is a string") }
             result = update(item, collection, key) { $0.label = label }
         case "Attributes":
-            guard let attributes = value.stringMap else { return .invalidArgs("Attributes is a{ss}") }
-            result = update(item, collection, key) { $0.attributes = attributes }
+            guard let requested = value.stringMap else { return .invalidArgs("Attributes is a{ss}") }
+            // Moving an item is creating it in its new group: the caller must belong there.
+            // Attributes without a group keep the item where it is.
+            switch placeInGroup(requested, for: sender, unnamed: item.accessGroup ?? ItemContents.defaultAccessGroup) {
+            case .success(let placed): result = update(item, collection, key) { $0.attributes = placed }
+            case .failure(let refusal): return refusal
+            }
         default:
             return .invalidArgs("\(name) cannot be set")
         }

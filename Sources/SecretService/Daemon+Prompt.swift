@@ -47,14 +47,22 @@ extension Daemon {
     fileprivate func converse(promptID id: Int, program: String) {
         guard let action = BusServer.onMainLoop({ self.prompts[id]?.action }) else { return }
         switch action {
-        case .unlock(let collections, let objects):
+        case .unlock(let collections, let groups, let objects):
             for collection in collections {
                 guard askUntilUnlocked(collection, program: program, promptID: id) else {
                     BusServer.onMainLoop { self.complete(id: id, result: nil) }
                     return
                 }
             }
+            for group in groups {
+                guard askForGroup(group, program: program, promptID: id) else {
+                    BusServer.onMainLoop { self.complete(id: id, result: nil) }
+                    return
+                }
+            }
             BusServer.onMainLoop { self.complete(id: id, result: .objectPaths(objects)) }
+        case .changePolicy(let change):
+            confirmPolicyChange(change, program: program, promptID: id)
         case .changePassword(let collection):
             changePassword(collection, program: program, promptID: id)
         case .createCollection(let label, let alias):
@@ -79,6 +87,76 @@ extension Daemon {
     /// Asks for a password through pinentry; it goes straight into secure memory.
     private func askPassword(_ program: String, _ request: PinentryRequest) -> PinentryOutcome<SecureBytes> {
         Pinentry.ask(program: program, request) { SecureBytes(copying: $0) }
+    }
+
+    /// Asks whether the prompt's client may use the items of `group` (an `ask` group it is not
+    /// in): deny, allow once (for as long as the client stays connected), or always allow
+    /// (its identity becomes a member in `access-groups.conf`). True when allowed.
+    private func askForGroup(_ group: String, program: String, promptID id: Int) -> Bool {
+        guard let (caller, alreadyAllowed) = BusServer.onMainLoop({ () -> (Caller, Bool)? in
+            guard let owner = self.prompts[id]?.owner, let caller = self.callers[owner] else { return nil }
+            return (caller, self.access(caller, to: group) == .full)
+        }) else { return false }
+        if alreadyAllowed { return true }
+        let command = (try? String(contentsOfFile: "/proc/\(caller.pid)/comm", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+        let choice = Pinentry.choose(
+            program: program, title: "Access to secrets",
+            description: "“\(command)” (process \(caller.pid), \(caller.identity)) wants to use the secrets of the "
+                + "access group “\(group)”, which it does not belong to.",
+            ok: "Always allow", notOK: "Allow once", cancel: "Deny")
+        return BusServer.onMainLoop {
+            switch choice {
+            case .ok:
+                let change = PolicyChange(add: true, group: group, identity: caller.identity.description)
+                guard case .success = self.apply(change) else { return false }
+                return true
+            case .notOK:
+                caller.allowedOnce.insert(group)
+                Log.info("allowed \(caller.identity) into the access group \(group) once")
+                return true
+            case .cancelled:
+                caller.denied.insert(group)
+                Log.info("denied \(caller.identity) the access group \(group)")
+                return false
+            case .failed(let reason):
+                Log.warning("cannot ask about the access group \(group): \(reason)")
+                return false
+            }
+        }
+    }
+
+    /// Asks for the login password to confirm a change to the access group policy.
+    private func confirmPolicyChange(_ change: PolicyChange, program: String, promptID id: Int) {
+        let requester = BusServer.onMainLoop { () -> String in
+            guard let owner = self.prompts[id]?.owner, let caller = self.callers[owner] else { return "An application" }
+            return "\(caller.identity)"
+        }
+        var error: String?
+        attempts: for _ in 0..<Self.promptAttempts {
+            let request = PinentryRequest(
+                title: "Change access groups",
+                description: "\(requester) wants to \(change.add ? "add" : "remove") \(change.identity) "
+                    + "\(change.add ? "to" : "from") the access group “\(change.group)”. Enter the login password to allow it.",
+                prompt: "Password:", error: error)
+            guard case .password(let password) = askPassword(program, request) else { break }
+            let wait = BusServer.onMainLoop { () -> TimeInterval in
+                guard let login = try? self.store.collection(named: Self.loginName) else { return 0 }
+                return self.unlockDelay(login)
+            }
+            if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+            let verified = BusServer.onMainLoop { self.verifyLoginPassword(password).flatMap { self.apply(change) } }
+            switch verified {
+            case .success:
+                BusServer.onMainLoop { self.complete(id: id, result: .string("")) }
+                return
+            case .failure(.accessDenied(let message)):
+                error = message
+            case .failure:
+                break attempts
+            }
+        }
+        BusServer.onMainLoop { self.complete(id: id, result: nil) }
     }
 
     /// Asks for the current password (verified through the store), then a new one twice.

@@ -14,7 +14,7 @@ extension Daemon {
             }
         case "SearchItems":
             guard let attributes = args[0].stringMap else { return .failure(.invalidArgs("a{ss} expected")) }
-            return searchAll(attributes)
+            return searchAll(attributes, for: call.sender)
         case "GetSecrets":
             guard let paths = args[0].objectPaths, let sessionPath = args[1].objectPath else {
                 return .failure(.invalidArgs("(ao, o) expected"))
@@ -25,7 +25,7 @@ extension Daemon {
             return unlock(paths, sender: call.sender)
         case "Lock":
             guard let paths = args[0].objectPaths else { return .failure(.invalidArgs("ao expected")) }
-            return lock(paths)
+            return lock(paths, sender: call.sender)
         case "ReadAlias":
             guard let alias = args[0].string else { return .failure(.invalidArgs("s expected")) }
             let path = resolveAlias(alias).map { ObjectPaths.collection($0.name) } ?? ObjectPaths.none
@@ -52,15 +52,17 @@ extension Daemon {
         }
     }
 
-    private func searchAll(_ attributes: [String: String]) -> Result<DBusValue, SecretServiceError> {
+    /// Items of every collection with `attributes`, that `sender` may see; items of `ask`
+    /// groups it is not allowed into are listed as locked.
+    private func searchAll(_ attributes: [String: String], for sender: String) -> Result<DBusValue, SecretServiceError> {
         do {
             let collections = Dictionary(uniqueKeysWithValues: try store.collections().map { ($0.id, $0) })
             var unlocked: [String] = []
             var locked: [String] = []
-            for item in try store.search(attributes) {
+            for (item, access) in visible(try store.search(attributes), for: sender) {
                 guard let collection = collections[item.collectionID] else { continue }
                 let path = ObjectPaths.item(collection.name, item.id)
-                if isLocked(collection) { locked.append(path) } else { unlocked.append(path) }
+                if isLocked(collection) || access != .full { locked.append(path) } else { unlocked.append(path) }
             }
             return .success(.tuple([.objectPaths(unlocked), .objectPaths(locked)]))
         } catch {
@@ -72,7 +74,9 @@ extension Daemon {
         session(at: sessionPath, for: sender).flatMap { session in
             var entries: [DBusValue.Entry] = []
             for path in paths {
-                guard let (item, collection) = item(at: path), let key = keys[collection.id] else { continue }
+                guard let (item, collection, access) = visibleItem(at: path, for: sender), access == .full,
+                    let key = keys[collection.id]
+                else { continue }
                 do {
                     let contents = try store.readItem(item, in: collection, key: key)
                     let encoded = session.encode(contents.secret, contentType: contents.contentType, sessionPath: sessionPath)
@@ -86,29 +90,42 @@ extension Daemon {
         }
     }
 
+    /// Unlocks collections (by their own paths or their items'), and asks about `ask` groups
+    /// of the items the caller is not allowed into; one prompt does both.
     private func unlock(_ paths: [String], sender: String) -> Result<DBusValue, SecretServiceError> {
         var unlocked: [String] = []
         var waiting: [String] = []
         var locked: [Store.CollectionRecord] = []
+        var groups: [String] = []
+        let caller = callers[sender]
         for path in paths {
-            let collection = collection(at: path) ?? item(at: path)?.1
+            var collection = collection(at: path)
+            var group: String?
+            if collection == nil, let (item, itemCollection, access) = visibleItem(at: path, for: sender) {
+                collection = itemCollection
+                if access == .askable { group = item.accessGroup }
+            }
             guard let collection else { continue }
-            if isLocked(collection) {
+            if let group, caller?.denied.contains(group) == true { continue }  // the person said no already
+            if isLocked(collection) || group != nil {
                 waiting.append(path)
-                if !locked.contains(where: { $0.id == collection.id }) { locked.append(collection) }
+                if isLocked(collection), !locked.contains(where: { $0.id == collection.id }) { locked.append(collection) }
+                if let group, !groups.contains(group) { groups.append(group) }
             } else {
                 unlocked.append(path)
             }
         }
-        guard !locked.isEmpty else { return .success(.tuple([.objectPaths(unlocked), .objectPath(ObjectPaths.none)])) }
-        let prompt = addPrompt(Prompt(owner: sender, action: .unlock(collections: locked, objects: waiting)))
+        guard !locked.isEmpty || !groups.isEmpty else {
+            return .success(.tuple([.objectPaths(unlocked), .objectPath(ObjectPaths.none)]))
+        }
+        let prompt = addPrompt(Prompt(owner: sender, action: .unlock(collections: locked, groups: groups, objects: waiting)))
         return .success(.tuple([.objectPaths(unlocked), .objectPath(prompt)]))
     }
 
-    private func lock(_ paths: [String]) -> Result<DBusValue, SecretServiceError> {
+    private func lock(_ paths: [String], sender: String) -> Result<DBusValue, SecretServiceError> {
         var locked: [String] = []
         for path in paths {
-            guard let collection = collection(at: path) ?? item(at: path)?.1 else { continue }
+            guard let collection = collection(at: path) ?? visibleItem(at: path, for: sender)?.1 else { continue }
             if collection.name != Self.sessionName, keys.removeValue(forKey: collection.id) != nil {
                 server.emitPropertiesChanged(
                     path: ObjectPaths.collection(collection.name), interface: Introspection.collection,

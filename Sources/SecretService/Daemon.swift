@@ -16,13 +16,16 @@ public final class Daemon: BusHandler {
         public var replace: Bool
         /// Settings from `secretd.conf`.
         public var configuration: Configuration
+        /// Where `secretd.conf` and `access-groups.conf` live; nil: no access group policy.
+        public var configDirectory: URL?
 
         /// Creates options.
         public init(
             dataDirectory: URL, kdf: KDFParameters = .standard, replace: Bool = false,
-            configuration: Configuration = Configuration()
+            configuration: Configuration = Configuration(), configDirectory: URL? = nil
         ) {
             self.dataDirectory = dataDirectory
+            self.configDirectory = configDirectory
             self.kdf = kdf
             self.replace = replace
             self.configuration = configuration
@@ -46,12 +49,18 @@ public final class Daemon: BusHandler {
     var failedUnlocks: [Int64: (count: Int, notBefore: Date)] = [:]
     /// When a client last called the daemon (for `lock-after-idle`).
     private var lastActivity = Date()
+    /// Clients identified so far, by unique bus name (forgotten when they disconnect).
+    var callers: [String: Caller] = [:]
+    /// The access group policy in force.
+    var policy = AccessPolicy()
 
     /// Opens the store (refusing a damaged or newer one) and prepares the session collection.
     public init(options: Options) throws(StoreError) {
         self.options = options
         store = try Store(directory: options.dataDirectory)
         try resetSessionCollection()
+        // A bad policy at start leaves the empty one: named groups are closed to everyone.
+        reloadPolicy(reason: "at start")
     }
 
     /// The session collection lives only as long as this process: its key is random and never
@@ -101,6 +110,7 @@ public final class Daemon: BusHandler {
         try server.registerSubtree(ObjectPaths.sessionPrefix)
         try server.registerSubtree(ObjectPaths.promptPrefix)
         server.watchDisconnects { [weak self] name in self?.clientDisconnected(name) }
+        BusServer.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
         var acquired = false
         server.ownName(Self.busName, replace: options.replace, acquired: {
@@ -167,6 +177,7 @@ public final class Daemon: BusHandler {
     private func clientDisconnected(_ name: String) {
         sessions = sessions.filter { $0.value.owner != name }
         prompts = prompts.filter { $0.value.owner != name }
+        callers[name] = nil
     }
 
     func addSession(_ session: Session) -> String {
@@ -240,14 +251,20 @@ public final class Daemon: BusHandler {
 
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
         lastActivity = Date()
+        // Every call comes from an identified client of this user; others are refused here.
+        if case .failure(let refusal) = caller(call.sender) { return .failure(refusal) }
         switch (ObjectPaths.parse(call.path), call.interface) {
         case (.service, Introspection.service): return handleService(call)
         case (.service, Introspection.gnomeExtension): return handleGnomeExtension(call)
+        case (.service, Introspection.accessGroups): return handleAccessGroups(call)
         case (.collection, Introspection.collection), (.alias, Introspection.collection):
             guard let collection = collection(at: call.path) else { return .failure(.noSuchObject("no collection \(call.path)")) }
             return handleCollection(call, collection)
         case (.item, Introspection.item):
-            guard let (item, collection) = item(at: call.path) else { return .failure(.noSuchObject("no item \(call.path)")) }
+            guard let (item, collection, access) = visibleItem(at: call.path, for: call.sender) else {
+                return .failure(.noSuchObject("no item \(call.path)"))
+            }
+            guard access == .full else { return .failure(.isLocked("the item is in an access group you must be allowed into")) }
             return handleItem(call, item, collection)
         case (.session(let id), Introspection.session):
             guard let session = sessions[id], session.owner == call.sender else {
@@ -263,34 +280,39 @@ public final class Daemon: BusHandler {
     }
 
     func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError> {
+        if case .failure(let refusal) = caller(sender) { return .failure(refusal) }
         switch (ObjectPaths.parse(path), interface) {
         case (.service, Introspection.service) where name == "Collections":
             return .success(.objectPaths(((try? store.collections()) ?? []).map { ObjectPaths.collection($0.name) }))
         case (.collection, Introspection.collection), (.alias, Introspection.collection):
             guard let collection = collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }
-            return collectionProperty(name, collection)
+            return collectionProperty(name, collection, for: sender)
         case (.item, Introspection.item):
-            guard let (item, collection) = item(at: path) else { return .failure(.noSuchObject("no item \(path)")) }
-            return itemProperty(name, item, collection)
+            guard let (item, collection, access) = visibleItem(at: path, for: sender) else {
+                return .failure(.noSuchObject("no item \(path)"))
+            }
+            return itemProperty(name, item, collection, access: access)
         default:
             return .failure(.noSuchObject("no property \(name) at \(path)"))
         }
     }
 
     func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError? {
+        if case .failure(let refusal) = caller(sender) { return refusal }
         switch (ObjectPaths.parse(path), interface) {
         case (.collection, Introspection.collection), (.alias, Introspection.collection):
             guard let collection = collection(at: path) else { return .noSuchObject("no collection \(path)") }
             return setCollectionProperty(name, value, collection)
         case (.item, Introspection.item):
-            guard let (item, collection) = item(at: path) else { return .noSuchObject("no item \(path)") }
-            return setItemProperty(name, value, item, collection)
+            guard let (item, collection, access) = visibleItem(at: path, for: sender) else { return .noSuchObject("no item \(path)") }
+            guard access == .full else { return .isLocked("the item is in an access group you must be allowed into") }
+            return setItemProperty(name, value, item, collection, sender: sender)
         default:
             return .noSuchObject("no writable property \(name) at \(path)")
         }
     }
 
-    func children(of path: String) -> [String] {
+    func children(of path: String, sender: String) -> [String] {
         switch path {
         case ObjectPaths.aliasPrefix:
             return Array(((try? store.aliases()) ?? [:]).keys) + [Self.sessionName]
@@ -299,13 +321,13 @@ public final class Daemon: BusHandler {
         case ObjectPaths.collectionPrefix: return ((try? store.collections()) ?? []).map(\.name)
         default:
             guard let collection = collection(at: path) else { return [] }
-            return ((try? store.search([:], in: collection)) ?? []).map { String($0.id) }
+            return visible((try? store.search([:], in: collection)) ?? [], for: sender).map { String($0.0.id) }
         }
     }
 
     func interfaces(at path: String) -> [String] {
         switch ObjectPaths.parse(path) {
-        case .service: return [Introspection.service, Introspection.gnomeExtension]
+        case .service: return [Introspection.service, Introspection.gnomeExtension, Introspection.accessGroups]
         case .collection, .alias: return [Introspection.collection]
         case .item: return [Introspection.item]
         case .session: return [Introspection.session]

@@ -28,7 +28,7 @@ protocol BusHandler: AnyObject {
     /// Writes a property.
     func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError?
     /// The child node names under `path` that are objects (for subtrees).
-    func children(of path: String) -> [String]
+    func children(of path: String, sender: String) -> [String]
     /// The interfaces the object at `path` implements. For a well-formed path of an object
     /// that does not exist, still the interfaces of its kind, so the call reaches ``handle(_:)``
     /// and the client gets `NoSuchObject` or `NoSession` rather than a generic D-Bus error.
@@ -174,6 +174,25 @@ final class BusServer {
         return (unique, nil)
     }
 
+    /// The uid and process id the bus daemon recorded for the connection `sender`
+    /// (`GetConnectionCredentials`); nil when it is gone or the bus does not know.
+    func credentials(of sender: String) -> (uid: UInt32, pid: UInt32?)? {
+        guard case .tuple(let reply)? = callBus("GetConnectionCredentials", [.string(sender)]),
+            case .dictionary(_, _, let entries)? = reply.first
+        else { return nil }
+        var uid: UInt32?
+        var pid: UInt32?
+        for entry in entries {
+            guard case .variant(.uint32(let number)) = entry.value else { continue }
+            switch entry.key.string {
+            case "UnixUserID": uid = number
+            case "ProcessID": pid = number
+            default: break
+            }
+        }
+        return uid.map { ($0, pid) }
+    }
+
     private func callBus(_ method: String, _ arguments: [DBusValue]) -> DBusValue? {
         let reply = g_dbus_connection_call_sync(
             connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
@@ -199,6 +218,15 @@ final class BusServer {
     }
 
     nonisolated(unsafe) private static var mainLoop: OpaquePointer?
+
+    /// Runs `body` on the main loop each time the process receives `signal` (such as SIGHUP).
+    static func onSignal(_ signal: Int32, _ body: @escaping () -> Void) {
+        let box = Unmanaged.passRetained(ClosureBox(body)).toOpaque()  // lives for the process
+        g_unix_signal_add(signal, { data in
+            Unmanaged<ClosureBox>.fromOpaque(data!).takeUnretainedValue().body()
+            return 1  // G_SOURCE_CONTINUE
+        }, box)
+    }
 
     /// Stops ``runMainLoop()``.
     static func quit() {
@@ -307,9 +335,10 @@ final class BusServer {
     nonisolated(unsafe) private static let subtreeVTable: UnsafeMutablePointer<GDBusSubtreeVTable> = {
         let table = UnsafeMutablePointer<GDBusSubtreeVTable>.allocate(capacity: 1)  // lives for the process
         table.initialize(to: GDBusSubtreeVTable(
-            enumerate: { _, _, path, userData in
+            enumerate: { _, sender, path, userData in
                 let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
-                let names = server.handler?.children(of: String(cString: path!)) ?? []
+                let names = server.handler?.children(
+                    of: String(cString: path!), sender: sender.map { String(cString: $0) } ?? "") ?? []
                 let array = g_malloc0(gsize((names.count + 1) * MemoryLayout<UnsafeMutablePointer<gchar>?>.stride))!
                     .assumingMemoryBound(to: UnsafeMutablePointer<gchar>?.self)
                 for (index, name) in names.enumerated() { array[index] = g_strdup(name) }

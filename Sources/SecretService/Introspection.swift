@@ -9,8 +9,28 @@ enum Introspection {
     /// gnome-keyring's extension for password-based unlock, creation and change.
     static let gnomeExtension = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
 
+    /// secretd's own interface for access groups (see secretd(1)).
+    static let accessGroups = "io.github.secretd.AccessGroups1"
+
     static let xml = """
         <node>
+          <interface name="io.github.secretd.AccessGroups1">
+            <method name="WhoAmI">
+              <arg name="identity" type="s" direction="out"/><arg name="groups" type="as" direction="out"/>
+              <arg name="default_group" type="s" direction="out"/><arg name="confined" type="b" direction="out"/>
+            </method>
+            <method name="GetPolicy">
+              <arg name="groups" type="a(sbas)" direction="out"/><arg name="apps" type="a{sas}" direction="out"/>
+            </method>
+            <method name="AddMember">
+              <arg name="group" type="s" direction="in"/><arg name="identity" type="s" direction="in"/>
+              <arg name="login_password" type="(oayays)" direction="in"/><arg name="prompt" type="o" direction="out"/>
+            </method>
+            <method name="RemoveMember">
+              <arg name="group" type="s" direction="in"/><arg name="identity" type="s" direction="in"/>
+              <arg name="login_password" type="(oayays)" direction="in"/><arg name="prompt" type="o" direction="out"/>
+            </method>
+          </interface>
           <interface name="org.freedesktop.Secret.Service">
             <method name="OpenSession">
               <arg name="algorithm" type="s" direction="in"/><arg name="input" type="v" direction="in"/>

@@ -6,12 +6,15 @@ import SecretStore
 final class Prompt {
     /// What completing the prompt does.
     enum Action {
-        /// Unlock these collections; the result lists `objects` (the paths the client asked for).
-        case unlock(collections: [Store.CollectionRecord], objects: [String])
+        /// Unlock these collections, then ask whether the client may use items of these `ask`
+        /// groups; the result lists `objects` (the paths the client asked for).
+        case unlock(collections: [Store.CollectionRecord], groups: [String], objects: [String])
         /// Create a collection with this label (and alias, if not empty) under a new password.
         case createCollection(label: String, alias: String)
         /// Change a collection's password: ask for the current one, then a new one.
         case changePassword(Store.CollectionRecord)
+        /// Change the access group policy, once the person confirms with the login password.
+        case changePolicy(PolicyChange)
     }
 
     /// The client that received it; nobody else may use it.
@@ -30,7 +33,7 @@ final class Prompt {
         switch action {
         case .unlock: return .objectPaths([])
         case .createCollection: return .objectPath(ObjectPaths.none)
-        case .changePassword: return .string("")
+        case .changePassword, .changePolicy: return .string("")
         }
     }
 }

@@ -10,8 +10,10 @@ public enum SecretServiceError: Error, Equatable {
     case invalidArgs(String)
     /// The session algorithm is not supported (libsecret then falls back to `plain`).
     case notSupported(String)
-    /// The caller may not do this.
+    /// The caller may not do this (a wrong password; gnome-keyring's error name).
     case accessDenied(String)
+    /// The caller may never do this: another user, or an access group it is not in.
+    case forbidden(String)
     /// Anything else; the message is safe to show (no secrets).
     case failed(String)
 
@@ -24,6 +26,7 @@ public enum SecretServiceError: Error, Equatable {
         case .invalidArgs: return "org.freedesktop.DBus.Error.InvalidArgs"
         case .notSupported: return "org.freedesktop.DBus.Error.NotSupported"
         case .accessDenied: return "org.gnome.keyring.Error.Denied"
+        case .forbidden: return "org.freedesktop.DBus.Error.AccessDenied"
         case .failed: return "org.freedesktop.DBus.Error.Failed"
         }
     }
@@ -33,7 +36,7 @@ public enum SecretServiceError: Error, Equatable {
         switch self {
         case .isLocked(let message), .noSession(let message), .noSuchObject(let message),
             .invalidArgs(let message), .notSupported(let message),
-            .accessDenied(let message), .failed(let message):
+            .accessDenied(let message), .forbidden(let message), .failed(let message):
             return message
         }
     }

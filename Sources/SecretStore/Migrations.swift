@@ -35,7 +35,13 @@ enum Migrations {
             PRIMARY KEY (item_id, hash)
         ) WITHOUT ROWID;
         CREATE INDEX attribute_hashes_by_hash ON attribute_hashes(hash);
+        """,
+        // 2: each item's access group in the clear, so secretd can enforce it while locked.
+        // Items from version 1 get theirs when their collection is next unlocked.
         """
+        ALTER TABLE items ADD COLUMN access_group TEXT;
+        CREATE INDEX items_by_access_group ON items(access_group);
+        """,
     ]
 
     /// The schema version this build writes.

@@ -93,6 +93,7 @@ public final class Store {
     }
 
     /// Unwraps the collection's master key with `password`; `.wrongPassword` when it does not fit.
+    /// Items from before schema version 2 get their access group recorded on the way.
     public func unlock(_ collection: CollectionRecord, password: SecureBytes) throws(StoreError) -> SecureBytes {
         let rows = try database.rows(
             "SELECT kdf_salt, kdf_iterations, kdf_memory_kib, kdf_lanes, wrapped_key FROM collections WHERE id = ?",
@@ -114,6 +115,7 @@ public final class Store {
             throw error
         }
         guard key.count == Gcrypt.keyLength else { throw .corrupted("wrapped key has the wrong size") }
+        try assignAccessGroups(in: collection, key: key)
         return key
     }
 
@@ -181,6 +183,10 @@ public final class Store {
         public var created: UInt64
         /// Last change, seconds since 1970.
         public var modified: UInt64
+        /// The access group it belongs to (kept in the clear so it can be enforced while
+        /// locked); nil for an item written before schema version 2, until its collection is
+        /// next unlocked (see ``assignAccessGroups(in:key:)``).
+        public var accessGroup: String?
     }
 
     /// Items of `collection` (or of every collection) that have all of `attributes`; works
@@ -189,15 +195,19 @@ public final class Store {
     /// The query is driven by the attribute with the fewest items (found by counting at most
     /// ``selectivityProbeLimit`` index entries per attribute) and checks the others per item,
     /// so `service=S, account=A` costs the same whether S has ten items or a hundred thousand.
+    /// The access group attribute matches the item's group, also for items that belong to
+    /// `default` without carrying the attribute.
     public func search(_ attributes: [String: String], in collection: CollectionRecord? = nil) throws(StoreError)
         -> [ItemRecord]
     {
+        var attributes = attributes
+        let group = attributes.removeValue(forKey: ItemContents.accessGroupAttribute)
         let hashes = attributes.map { Self.attributeHash(name: $0.key, value: $0.value) }
         var values: [Database.Value] = []
         var sql: String
         if let driver = try leastCommon(hashes) {
             sql = """
-                SELECT i.id, i.collection_id, i.created, i.modified FROM attribute_hashes d
+                SELECT i.id, i.collection_id, i.created, i.modified, i.access_group FROM attribute_hashes d
                 CROSS JOIN items i ON i.id = d.item_id WHERE d.hash = ?
                 """
             values.append(.blob(driver))
@@ -206,11 +216,15 @@ public final class Store {
                 values.append(.blob(hash))
             }
         } else {
-            sql = "SELECT i.id, i.collection_id, i.created, i.modified FROM items i WHERE 1"
+            sql = "SELECT i.id, i.collection_id, i.created, i.modified, i.access_group FROM items i WHERE 1"
         }
         if let collection {
             sql += " AND i.collection_id = ?"
             values.append(.integer(collection.id))
+        }
+        if let group {
+            sql += " AND i.access_group = ?"
+            values.append(.text(group))
         }
         sql += " ORDER BY i.id"
         return try database.rows(sql, values).map(Self.item)
@@ -236,7 +250,7 @@ public final class Store {
 
     /// The item with `id`, if any.
     public func item(id: Int64) throws(StoreError) -> ItemRecord? {
-        try database.rows("SELECT id, collection_id, created, modified FROM items WHERE id = ?", [.integer(id)])
+        try database.rows("SELECT id, collection_id, created, modified, access_group FROM items WHERE id = ?", [.integer(id)])
             .first.map(Self.item)
     }
 
@@ -249,7 +263,9 @@ public final class Store {
             try database.run(
                 "INSERT INTO items (collection_id, created, modified, sealed) VALUES (?, ?, ?, x'')",
                 [.integer(collection.id), .integer(Int64(now)), .integer(Int64(now))])
-            let record = ItemRecord(id: database.lastInsertID, collectionID: collection.id, created: now, modified: now)
+            let record = ItemRecord(
+                id: database.lastInsertID, collectionID: collection.id, created: now, modified: now,
+                accessGroup: contents.accessGroup)
             try write(record, in: collection, key: key, contents: contents, modified: now)
             return record
         }
@@ -265,6 +281,7 @@ public final class Store {
         }
         var updated = item
         updated.modified = now
+        updated.accessGroup = contents.accessGroup
         return updated
     }
 
@@ -277,6 +294,25 @@ public final class Store {
         guard let sealed = rows.first?.first?.blob else { throw .notFound }
         let plaintext = try Gcrypt.open(sealed, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
         return try ItemContents.decode(plaintext)
+    }
+
+    /// Records the access group of items written before schema version 2 (which kept it only
+    /// in the sealed attributes); returns how many were assigned. Runs when `collection` is
+    /// unlocked, before anything reads its items.
+    @discardableResult
+    public func assignAccessGroups(in collection: CollectionRecord, key: SecureBytes) throws(StoreError) -> Int {
+        let pending = try database.rows(
+            "SELECT id, collection_id, created, modified, access_group FROM items WHERE collection_id = ? AND access_group IS NULL",
+            [.integer(collection.id)]
+        ).map(Self.item)
+        guard !pending.isEmpty else { return 0 }
+        try database.transaction { () throws(StoreError) in
+            for item in pending {
+                let group = try readItem(item, in: collection, key: key).accessGroup
+                try database.run("UPDATE items SET access_group = ? WHERE id = ?", [.text(group), .integer(item.id)])
+            }
+        }
+        return pending.count
     }
 
     /// Deletes an item (its attribute hashes go with it).
@@ -293,8 +329,8 @@ public final class Store {
         let sealed = try plaintext.withBytes { (bytes) throws(StoreError) in
             try Gcrypt.seal(bytes, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
         }
-        try database.run("UPDATE items SET sealed = ?, modified = ? WHERE id = ?",
-                         [.blob(sealed), .integer(Int64(modified)), .integer(item.id)])
+        try database.run("UPDATE items SET sealed = ?, modified = ?, access_group = ? WHERE id = ?",
+                         [.blob(sealed), .integer(Int64(modified)), .text(contents.accessGroup), .integer(item.id)])
         try database.run("DELETE FROM attribute_hashes WHERE item_id = ?", [.integer(item.id)])
         for (name, value) in contents.attributes {
             try database.run("INSERT OR IGNORE INTO attribute_hashes (item_id, hash) VALUES (?, ?)",
@@ -340,6 +376,6 @@ public final class Store {
     private static func item(_ row: [Database.Value]) -> ItemRecord {
         ItemRecord(
             id: row[0].integer ?? 0, collectionID: row[1].integer ?? 0, created: UInt64(row[2].integer ?? 0),
-            modified: UInt64(row[3].integer ?? 0))
+            modified: UInt64(row[3].integer ?? 0), accessGroup: row[4].text)
     }
 }

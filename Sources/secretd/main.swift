@@ -17,7 +17,7 @@ let usage = """
     options:
       --foreground       stay in the foreground (secretd never daemonizes; accepted for scripts)
       --data-dir DIR     where the database lives (default $XDG_DATA_HOME/secretd)
-      --config-dir DIR   where secretd.conf lives (default $XDG_CONFIG_HOME/secretd)
+      --config-dir DIR   where secretd.conf and access-groups.conf live (default $XDG_CONFIG_HOME/secretd)
       --unlock           read the login password from standard input (to end of input, one
                          trailing newline removed) and unlock the login keyring, creating it
                          if there is none
@@ -69,16 +69,16 @@ let environment = ProcessInfo.processInfo.environment
 let home = environment["HOME"] ?? NSHomeDirectory()
 let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.local/share"
 let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.config"
+let configurationDirectory = configDirectory ?? URL(fileURLWithPath: configHome).appendingPathComponent("secretd")
 let configuration: Configuration
 do {
-    configuration = try Configuration.load(
-        from: configDirectory ?? URL(fileURLWithPath: configHome).appendingPathComponent("secretd"))
+    configuration = try Configuration.load(from: configurationDirectory)
 } catch {
     fail("bad configuration: \(error)")
 }
 let options = Daemon.Options(
     dataDirectory: dataDirectory ?? URL(fileURLWithPath: dataHome).appendingPathComponent("secretd"), replace: replace,
-    configuration: configuration)
+    configuration: configuration, configDirectory: configurationDirectory)
 
 // MARK: - Hardening and secrets
 

@@ -1,0 +1,223 @@
+// Access groups: who each client is, what it may see, and secretd's own AccessGroups interface.
+
+import Foundation
+import SecretStore
+
+/// A client connection as access groups see it: its identity (looked up once, on its first
+/// call) and the answers the person gave it in ask prompts, which last as long as it.
+final class Caller {
+    /// Who it is.
+    let identity: CallerIdentity
+    /// Its process id when it was identified (for prompts that name it).
+    let pid: Int32
+    /// Ask-mode groups the person allowed it once.
+    var allowedOnce: Set<String> = []
+    /// Ask-mode groups the person denied it; it is not asked again.
+    var denied: Set<String> = []
+
+    init(identity: CallerIdentity, pid: Int32) {
+        self.identity = identity
+        self.pid = pid
+    }
+}
+
+/// What a caller may do with an item, given the item's group.
+enum ItemAccess {
+    /// Everything: the caller belongs to the group (or was allowed once).
+    case full
+    /// The item shows as locked; unlocking it asks the person (an `ask` group).
+    case askable
+    /// The item does not exist for this caller.
+    case hidden
+}
+
+/// A change to the policy that needs the person's consent.
+struct PolicyChange: Equatable {
+    /// Add (true) or remove (false) the member.
+    var add: Bool
+    /// The group.
+    var group: String
+    /// The identity, as written in the policy.
+    var identity: String
+}
+
+extension Daemon {
+    // MARK: - Callers
+
+    /// The caller behind `sender`, identified on its first call: the bus vouches for its
+    /// uid and pid, which must be this user's, then /proc names it.
+    func caller(_ sender: String) -> Result<Caller, SecretServiceError> {
+        if let known = callers[sender] { return .success(known) }
+        let receivedAt = CallerIdentity.ticksSinceBoot()
+        guard let credentials = server.credentials(of: sender), let pid = credentials.pid else {
+            return .failure(.forbidden("secretd cannot tell who \(sender) is"))
+        }
+        guard credentials.uid == getuid() else {
+            Log.warning("refused a call from uid \(credentials.uid): secretd serves uid \(getuid()) only")
+            return .failure(.forbidden("secretd serves only its own user"))
+        }
+        switch CallerIdentity.resolve(pid: Int32(bitPattern: pid), receivedAt: receivedAt) {
+        case .success(let identity):
+            let caller = Caller(identity: identity, pid: Int32(bitPattern: pid))
+            callers[sender] = caller
+            return .success(caller)
+        case .failure(let problem):
+            Log.warning("refused a call from \(sender): \(problem)")
+            return .failure(.forbidden("secretd cannot identify the calling process: \(problem)"))
+        }
+    }
+
+    /// The groups `caller` belongs to under the current policy.
+    func membership(_ caller: Caller) -> AccessPolicy.Membership {
+        policy.membership(of: caller.identity)
+    }
+
+    /// What `caller` may do with items of `group` (nil: an item from before groups were
+    /// recorded, treated as `default` until its keyring is unlocked).
+    func access(_ caller: Caller, to group: String?) -> ItemAccess {
+        let group = group ?? ItemContents.defaultAccessGroup
+        if membership(caller).groups.contains(group) || caller.allowedOnce.contains(group) { return .full }
+        if policy.group(group)?.ask == true { return .askable }
+        return .hidden
+    }
+
+    /// The item at `path` with what `sender` may do with it; nil when there is none or it is
+    /// hidden from `sender` (so it is reported as not existing).
+    func visibleItem(at path: String, for sender: String) -> (Store.ItemRecord, Store.CollectionRecord, ItemAccess)? {
+        guard let (item, collection) = item(at: path), case .success(let caller) = caller(sender) else { return nil }
+        let access = access(caller, to: item.accessGroup)
+        return access == .hidden ? nil : (item, collection, access)
+    }
+
+    /// `items` without those hidden from `sender`, each with its access.
+    func visible(_ items: [Store.ItemRecord], for sender: String) -> [(Store.ItemRecord, ItemAccess)] {
+        guard case .success(let caller) = caller(sender) else { return [] }
+        return items.compactMap { item in
+            let access = access(caller, to: item.accessGroup)
+            return access == .hidden ? nil : (item, access)
+        }
+    }
+
+    /// Places a new or changed item's attributes in a group `sender` belongs to: a missing
+    /// group attribute means `unnamed` (for a new item: the caller's default group); a group
+    /// the caller is not in is refused.
+    func placeInGroup(
+        _ attributes: [String: String], for sender: String, unnamed: String? = nil
+    ) -> Result<[String: String], SecretServiceError> {
+        caller(sender).flatMap { caller in
+            let membership = membership(caller)
+            var placed = attributes
+            let group = attributes[ItemContents.accessGroupAttribute] ?? unnamed ?? membership.defaultGroup
+            guard membership.groups.contains(group) || caller.allowedOnce.contains(group) else {
+                return .failure(.forbidden("\(caller.identity) is not a member of the access group “\(group)”"))
+            }
+            if group != ItemContents.defaultAccessGroup { placed[ItemContents.accessGroupAttribute] = group }
+            return .success(placed)
+        }
+    }
+
+    // MARK: - Policy
+
+    /// Reads `access-groups.conf` again; a bad file is logged (file and line) and the policy
+    /// in force stays.
+    func reloadPolicy(reason: String) {
+        guard let directory = options.configDirectory else { return }
+        do {
+            let loaded = try AccessPolicy.load(from: directory)
+            if loaded != policy {
+                policy = loaded
+                Log.info("loaded \(AccessPolicy.fileName) (\(reason)): \(loaded.groups.count) groups, \(loaded.apps.count) confined apps")
+            }
+        } catch {
+            Log.error("\(error); the previous access group policy stays in force")
+        }
+    }
+
+    /// Applies a consented change to the policy file, then reloads it.
+    func apply(_ change: PolicyChange) -> Result<Void, SecretServiceError> {
+        guard let directory = options.configDirectory else { return .failure(.failed("secretd has no configuration directory")) }
+        let url = directory.appendingPathComponent(AccessPolicy.fileName)
+        let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+        let edited = change.add
+            ? AccessPolicyFile.adding(change.identity, to: change.group, in: text)
+            : AccessPolicyFile.removing(change.identity, from: change.group, in: text)
+        do {
+            // Check the result parses before replacing the file; a broken file is never written.
+            _ = try AccessPolicy.parse(edited, file: url.path)
+            try AccessPolicyFile.write(edited, to: url)
+        } catch {
+            Log.error("cannot change the access group policy: \(error)")
+            return .failure(.failed("cannot change \(AccessPolicy.fileName): \(error.message)"))
+        }
+        Log.info("\(change.add ? "added" : "removed") \(change.identity) \(change.add ? "to" : "from") the access group \(change.group)")
+        reloadPolicy(reason: "changed through secretd")
+        return .success(())
+    }
+
+    // MARK: - The AccessGroups interface
+
+    func handleAccessGroups(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+        let args = call.arguments
+        switch call.method {
+        case "WhoAmI":
+            return caller(call.sender).map { caller in
+                let membership = membership(caller)
+                return .tuple([
+                    .string(caller.identity.description), .array(element: "s", membership.groups.map { .string($0) }),
+                    .string(membership.defaultGroup), .boolean(membership.confined),
+                ])
+            }
+        case "GetPolicy":
+            let groups = policy.groups.map { group in
+                DBusValue.tuple([.string(group.name), .boolean(group.ask), .array(element: "s", group.members.map { .string($0) })])
+            }
+            let apps = policy.apps.sorted { $0.key < $1.key }.map { app in
+                DBusValue.Entry(key: .string(app.key), value: .array(element: "s", app.value.map { .string($0) }))
+            }
+            return .success(.tuple([.array(element: "(sbas)", groups), .dictionary(key: "s", value: "as", apps)]))
+        case "AddMember", "RemoveMember":
+            guard let group = args[0].string, let identity = args[1].string else {
+                return .failure(.invalidArgs("(ss(oayays)) expected"))
+            }
+            guard PolicyLine.isGroupName(group) else { return .failure(.invalidArgs("“\(group)” is not a group name")) }
+            guard CallerIdentity(parsing: identity) != nil else {
+                return .failure(.invalidArgs("“\(identity)” is not an identity (flatpak:ID, snap:NAME, unit:NAME or exe:/PATH)"))
+            }
+            let change = PolicyChange(add: call.method == "AddMember", group: group, identity: identity)
+            if args[2].tuple?.first?.objectPath == ObjectPaths.none {
+                // No password: the person confirms through a prompt.
+                let prompt = addPrompt(Prompt(owner: call.sender, action: .changePolicy(change)))
+                return .success(.tuple([.objectPath(prompt)]))
+            }
+            return decodeSecret(args[2], from: call.sender).flatMap { password, _ in
+                verifyLoginPassword(password).flatMap { apply(change) }.map { .tuple([.objectPath(ObjectPaths.none)]) }
+            }
+        default:
+            return .failure(.noSuchObject("no method \(call.method)"))
+        }
+    }
+
+    /// Checks `password` against the login keyring's, with the same growing wait after wrong
+    /// passwords as unlocking; the keyring's state does not change.
+    func verifyLoginPassword(_ password: SecureBytes) -> Result<Void, SecretServiceError> {
+        guard let login = try? store.collection(named: Self.loginName) else {
+            return .failure(.failed("there is no login keyring to check the password against"))
+        }
+        if let failure = failedUnlocks[login.id], failure.notBefore > Date() {
+            let wait = Int(failure.notBefore.timeIntervalSinceNow.rounded(.up))
+            return .failure(.accessDenied("too many wrong passwords; try again in \(wait) s"))
+        }
+        do {
+            _ = try store.unlock(login, password: password)
+            failedUnlocks[login.id] = nil
+            return .success(())
+        } catch .wrongPassword {
+            let count = (failedUnlocks[login.id]?.count ?? 0) + 1
+            failedUnlocks[login.id] = (count, Date().addingTimeInterval(min(60.0, pow(2.0, Double(count - 1)))))
+            Log.warning("wrong login password for an access group change (attempt \(count))")
+            return .failure(.accessDenied("the password is wrong"))
+        } catch {
+            return .failure(storeFailure(error))
+        }
+    }
+}
