@@ -51,4 +51,48 @@ package enum KeychainProvider {
             try LibSecret.changePassword(alias: alias, passwords: nil)
         }
     }
+
+    // MARK: - Access groups (secretd)
+
+    /// Who secretd takes this process for, and the access groups it belongs to.
+    package struct AccessIdentity: Equatable, Sendable {
+        /// `flatpak:ID`, `snap:NAME`, `unit:NAME` or `exe:PATH`.
+        package var identity: String
+        /// Every group it belongs to.
+        package var groups: [String]
+        /// Where its items go when it names no group.
+        package var defaultGroup: String
+        /// Whether the policy confines it to its groups.
+        package var confined: Bool
+    }
+
+    /// A group of secretd's access group policy.
+    package struct AccessGroup: Equatable, Sendable {
+        /// Its name.
+        package var name: String
+        /// Whether non-members may ask the person for access.
+        package var ask: Bool
+        /// Its members' identities.
+        package var members: [String]
+    }
+
+    /// How secretd identifies this process, and its groups.
+    package static func whoAmI() throws(KeychainError) -> AccessIdentity {
+        let answer = try LibSecret.whoAmI()
+        return AccessIdentity(
+            identity: answer.identity, groups: answer.groups, defaultGroup: answer.defaultGroup, confined: answer.confined)
+    }
+
+    /// secretd's access groups, in the policy file's order, and its confined apps.
+    package static func accessGroups() throws(KeychainError) -> (groups: [AccessGroup], apps: [String: [String]]) {
+        let policy = try LibSecret.accessGroupPolicy()
+        return (policy.groups.map { AccessGroup(name: $0.name, ask: $0.ask, members: $0.members) }, policy.apps)
+    }
+
+    /// Adds `identity` to `group` (or removes it); the person consents with the login
+    /// `password`, or through secretd's prompt when it is nil.
+    package static func changeAccessGroup(add: Bool, group: String, identity: String, password: [UInt8]?) throws(KeychainError) {
+        let buffer = password.map { bytes in bytes.withUnsafeBytes { SecretBuffer(copying: $0) } }
+        try LibSecret.changeAccessGroup(add: add, group: group, identity: identity, password: buffer)
+    }
 }

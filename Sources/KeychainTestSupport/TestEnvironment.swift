@@ -49,6 +49,7 @@ public final class TestEnvironment: @unchecked Sendable {
             try FileManager.default.createDirectory(
                 at: home.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
+        try Self.writeAccessGroups(in: home.appendingPathComponent(".config/secretd"))
         bus = try PrivateBus(directory: base)
         control = try BusConnection(address: bus.address)
         clientEnvironment = [
@@ -68,6 +69,26 @@ public final class TestEnvironment: @unchecked Sendable {
         try startProvider()
         atexit { TestEnvironment.tearDownAtExit() }
     }
+
+    /// The access groups the shared tests use, for secretd (gnome-keyring ignores the file):
+    /// this test process and `secret-tool` belong to them, as a user would set it up.
+    private static func writeAccessGroups(in directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let secretTool = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/usr/bin/secret-tool"))
+            .map { $0.hasPrefix("/") ? $0 : "/usr/bin/" + $0 } ?? "/usr/bin/secret-tool"
+        var text = "# The groups the shared provider tests use.\n"
+        for group in sharedAccessGroups {
+            text += "[group \"\(group)\"]\nmember = exe:\(me)\nmember = exe:\(secretTool)\n"
+        }
+        let file = directory.appendingPathComponent("access-groups.conf")
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        chmod(file.path, 0o600)
+    }
+
+    /// Access groups this test process and `secret-tool` belong to under secretd.
+    public static let sharedAccessGroups = ["com.example.mail", "com.example.chat", "com.example.shared"]
 
     /// Tells the provider to stop. The bus is left to its watchdog, which ends it and removes
     /// the temporary tree right after this process: closing libsecret's bus connection while

@@ -218,6 +218,8 @@ enum Commands {
             }
         case "git-credential":
             try GitCredential.run(parsed.arguments["ACTION"]!)
+        case "whoami", "groups":
+            try AccessGroupsCommand.run(verb, parsed)
         case "completions":
             guard let script = Completions.script(for: parsed.arguments["SHELL"]!, SecretCtl.commands) else {
                 throw .usage("completions are available for bash, zsh and fish", command: verb)
@@ -357,7 +359,7 @@ enum Commands {
         return ["base64": secret.base64EncodedString()]
     }
 
-    private static func printJSON(_ value: Any) throws(CommandLineError) {
+    static func printJSON(_ value: Any) throws(CommandLineError) {
         func clean(_ value: Any) -> Any {
             if let dictionary = value as? [String: Any?] {
                 return dictionary.mapValues { $0.map(clean) ?? NSNull() }

@@ -123,6 +123,28 @@ public enum SecretCtl {
             arguments: [.init(name: "ACTION", help: "get, store or erase, as git passes it.")], options: [],
             examples: ["git config --global credential.helper '!secretctl git-credential'"]),
         CommandSpec(
+            name: "whoami", abstract: "Show how secretd identifies this process, and its access groups.",
+            arguments: [], options: [json], examples: ["secretctl whoami", "secretctl whoami --json"]),
+        CommandSpec(
+            name: "groups", abstract: "List, show and change secretd's access groups (changes need the login password).",
+            arguments: [
+                .init(name: "ACTION", help: "list, show, add-member or remove-member."),
+                .init(name: "GROUP", help: "The group (for show, add-member, remove-member).", optional: true),
+                .init(name: "IDENTITY", help: "flatpak:ID, snap:NAME, unit:NAME or exe:/PATH (for add-member, remove-member).",
+                      optional: true),
+            ],
+            options: [
+                json,
+                .init(name: "password-stdin", value: nil,
+                      help: "Confirm a change with the login password (typed without echo, or on standard input) "
+                          + "instead of secretd's prompt."),
+            ],
+            examples: [
+                "secretctl groups list",
+                "secretctl groups add-member com.example.deploy exe:/usr/local/bin/deploy",
+                "secretctl groups remove-member --password-stdin com.example.deploy unit:backup.service < pw",
+            ]),
+        CommandSpec(
             name: "completions", abstract: "Print the completion script for bash, zsh or fish.",
             arguments: [.init(name: "SHELL", help: "bash, zsh or fish.")], options: [],
             examples: [

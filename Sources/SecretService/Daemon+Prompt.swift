@@ -148,7 +148,7 @@ extension Daemon {
             let verified = BusServer.onMainLoop { self.verifyLoginPassword(password).flatMap { self.apply(change) } }
             switch verified {
             case .success:
-                BusServer.onMainLoop { self.complete(id: id, result: .string("")) }
+                BusServer.onMainLoop { self.complete(id: id, result: .boolean(true)) }
                 return
             case .failure(.accessDenied(let message)):
                 error = message

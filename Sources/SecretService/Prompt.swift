@@ -33,7 +33,9 @@ final class Prompt {
         switch action {
         case .unlock: return .objectPaths([])
         case .createCollection: return .objectPath(ObjectPaths.none)
-        case .changePassword, .changePolicy: return .string("")
+        case .changePassword: return .string("")
+        // libsecret hands back the result even of a dismissed prompt: make it say so.
+        case .changePolicy: return .boolean(false)
         }
     }
 }

@@ -5,35 +5,13 @@ import Testing
 /// Prompts through pinentry, with a scripted stand-in that speaks the Assuan protocol (the only
 /// part of the system the tests stand in for: the person).
 @Suite struct PromptTests {
-    /// A pinentry stand-in: answers each GETPIN with the next line of $PINENTRY_ANSWERS
-    /// ("CANCEL" answers as the Cancel button does) and records every command.
-    static let scriptedPinentry = #"""
-        #!/bin/sh
-        echo "OK Pleased to meet you"
-        while IFS= read -r line; do
-            echo "$line" >>"$PINENTRY_ANSWERS.log"
-            case "$line" in
-            GETPIN)
-                answer=$(head -n 1 "$PINENTRY_ANSWERS")
-                sed -i 1d "$PINENTRY_ANSWERS"
-                if [ "$answer" = CANCEL ]; then echo "ERR 83886179 Operation cancelled"; else printf 'D %s\nOK\n' "$answer"; fi ;;
-            BYE) echo OK; exit 0 ;;
-            *) echo OK ;;
-            esac
-        done
-        """#
-
     /// A fixture whose secretd uses the stand-in, answering with `answers` in order.
     func fixture(answers: [String]) throws -> (SecretdFixture, URL) {
         let fixture = try SecretdFixture()
-        let script = fixture.root.appendingPathComponent("pinentry")
-        try Self.scriptedPinentry.write(to: script, atomically: true, encoding: .utf8)
-        chmod(script.path, 0o755)
-        let answerFile = fixture.root.appendingPathComponent("answers")
-        try (answers.joined(separator: "\n") + "\n").write(to: answerFile, atomically: true, encoding: .utf8)
-        fixture.environment["PINENTRY_ANSWERS"] = answerFile.path
-        try fixture.writeConfiguration("pinentry = \(script.path)\n")
-        return (fixture, answerFile)
+        let pinentry = try ScriptedPinentry(in: fixture.root, answers: answers)
+        fixture.environment.merge(pinentry.environment) { $1 }
+        try fixture.writeConfiguration("pinentry = \(pinentry.program.path)\n")
+        return (fixture, pinentry.answers)
     }
 
     func lockLogin(_ fixture: SecretdFixture) throws {

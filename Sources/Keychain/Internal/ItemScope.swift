@@ -49,8 +49,16 @@ struct ItemScope: Sendable {
         account: String, secret: SecretBuffer, contentType: String, label: String?, comment: String?
     ) throws(KeychainError) {
         try Self.writeLock.withLock { _ throws(KeychainError) in
-            let found = try matches(for: account, options: .init(unlock: true))
-                .filter { isExactMatch($0.attributes, account: account) }
+            let candidates = try matches(for: account, options: .init(unlock: true))
+            var found = candidates.filter { isExactMatch($0.attributes, account: account) }
+            if found.isEmpty, base[KeychainAttributeName.accessGroup] == nil {
+                // A provider with access groups (secretd) may have placed this caller's items in
+                // its own default group: when every candidate is in one group, those are ours.
+                let groups = Set(candidates.map { $0.attributes[KeychainAttributeName.accessGroup] })
+                if groups.count == 1, let group = groups.first, group != nil {
+                    found = candidates.filter { isExactMatch($0.attributes, account: account, placedIn: group) }
+                }
+            }
             let attributes = attributesToWrite(account: account, comment: comment)
             guard let item = found.first else {
                 try LibSecret.create(
@@ -129,12 +137,15 @@ struct ItemScope: Sendable {
         }.map(\.item)
     }
 
-    /// Whether `attributes` carry exactly this scope's key for `account`.
-    private func isExactMatch(_ attributes: [String: String], account: String) -> Bool {
+    /// Whether `attributes` carry exactly this scope's key for `account`; `placedIn` is the
+    /// access group the provider put the item in when this scope names none.
+    private func isExactMatch(_ attributes: [String: String], account: String, placedIn: String? = nil) -> Bool {
         let accountMatches =
             attributes[accountName] == account
             || (attributes[accountName] == nil && mirrorAccountName.map { attributes[$0] == account } == true)
-        return accountMatches && keyNames.allSatisfy { attributes[$0] == base[$0] }
+        var expected = base
+        if let placedIn { expected[KeychainAttributeName.accessGroup] = placedIn }
+        return accountMatches && keyNames.allSatisfy { attributes[$0] == expected[$0] }
     }
 
     /// The attribute set a write stores.

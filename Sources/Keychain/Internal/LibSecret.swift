@@ -329,6 +329,132 @@ enum LibSecret {
         }
     }
 
+    // MARK: - secretd's access groups
+
+    /// The interface secretd serves beside the Secret Service for access groups.
+    private static let accessGroupsInterface = "io.github.secretd.AccessGroups1"
+
+    /// Calls `method` of secretd's access groups interface and hands the reply to `read`.
+    /// A provider without it (gnome-keyring) is `.backend` with a message that says so.
+    private static func callAccessGroups<T>(
+        _ method: String, _ arguments: (UnsafeMutablePointer<SecretService>) throws(KeychainError) -> [OpaquePointer?],
+        read: (OpaquePointer) -> T
+    ) throws(KeychainError) -> T {
+        try withService { service throws(KeychainError) in
+            let values = try arguments(service)
+            let parameters = values.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+            let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
+            var error: UnsafeMutablePointer<GError>?
+            let reply = g_dbus_connection_call_sync(
+                g_dbus_proxy_get_connection(proxy), "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                accessGroupsInterface, method, parameters, nil, G_DBUS_CALL_FLAGS_NONE, -1, Cancellation.current, &error)
+            if let error {
+                if error.pointee.domain == g_dbus_error_quark(),
+                    [G_DBUS_ERROR_UNKNOWN_METHOD, G_DBUS_ERROR_UNKNOWN_INTERFACE, G_DBUS_ERROR_UNKNOWN_OBJECT]
+                        .map({ Int32($0.rawValue) }).contains(error.pointee.code)
+                {
+                    g_error_free(error)
+                    throw .backend(domain: "keychain", code: 0, message: "the provider has no access groups (secretd has them)")
+                }
+                throw takeError(error)
+            }
+            guard let reply else { throw .backend(domain: "keychain", code: 0, message: "no reply") }
+            defer { g_variant_unref(reply) }
+            return read(reply)
+        }
+    }
+
+    /// secretd's answer to WhoAmI: the caller's identity, groups, default group, confinement.
+    static func whoAmI() throws(KeychainError) -> (identity: String, groups: [String], defaultGroup: String, confined: Bool) {
+        try callAccessGroups("WhoAmI", { _ in [] }) { reply in
+            (string(reply, 0), strings(reply, 1), string(reply, 2), boolean(reply, 3))
+        }
+    }
+
+    /// secretd's policy: groups (name, ask mode, members) and confined apps with their groups.
+    static func accessGroupPolicy() throws(KeychainError)
+        -> (groups: [(name: String, ask: Bool, members: [String])], apps: [String: [String]])
+    {
+        try callAccessGroups("GetPolicy", { _ in [] }) { reply in
+            var groups: [(name: String, ask: Bool, members: [String])] = []
+            let groupArray = g_variant_get_child_value(reply, 0)!
+            defer { g_variant_unref(groupArray) }
+            for index in 0..<g_variant_n_children(groupArray) {
+                let entry = g_variant_get_child_value(groupArray, index)!
+                defer { g_variant_unref(entry) }
+                groups.append((string(entry, 0), boolean(entry, 1), strings(entry, 2)))
+            }
+            var apps: [String: [String]] = [:]
+            let appArray = g_variant_get_child_value(reply, 1)!
+            defer { g_variant_unref(appArray) }
+            for index in 0..<g_variant_n_children(appArray) {
+                let entry = g_variant_get_child_value(appArray, index)!
+                defer { g_variant_unref(entry) }
+                apps[string(entry, 0)] = strings(entry, 1)
+            }
+            return (groups, apps)
+        }
+    }
+
+    /// Adds or removes a member of a group; the person consents with the login `password`
+    /// (sent in the encrypted session), or through the provider's prompt when it is nil.
+    static func changeAccessGroup(add: Bool, group: String, identity: String, password: SecretBuffer?) throws(KeychainError) {
+        let prompt = try callAccessGroups(add ? "AddMember" : "RemoveMember", { service throws(KeychainError) in
+            var arguments: [OpaquePointer?] = [g_variant_new_string(group), g_variant_new_string(identity)]
+            if let password {
+                let value = secretValue(password, contentType: "text/plain")
+                defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+                guard let encoded = secret_service_encode_dbus_secret(service, value) else {
+                    throw .backend(domain: "keychain", code: 0, message: "no session to send the password in")
+                }
+                arguments.append(encoded)
+            } else {
+                // No password: a secret in no session ("/"), which asks secretd for its prompt.
+                let byte = g_variant_type_new("y")
+                defer { g_variant_type_free(byte) }
+                let fields: [OpaquePointer?] = [
+                    g_variant_new_object_path("/"), g_variant_new_array(byte, nil, 0), g_variant_new_array(byte, nil, 0),
+                    g_variant_new_string("text/plain"),
+                ]
+                arguments.append(fields.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, 4) })
+            }
+            return arguments
+        }) { reply in string(reply, 0) }
+        guard prompt != "/" else { return }
+        try withService { service throws(KeychainError) in
+            var promptError: UnsafeMutablePointer<GError>?
+            let result = secret_service_prompt_at_dbus_path_sync(service, prompt, Cancellation.current, nil, &promptError)
+            if let promptError { throw takeError(promptError) }
+            guard let result else { throw .cancelled }  // dismissed
+            defer { g_variant_unref(result) }
+            // libsecret returns a dismissed prompt's result too; secretd's is `false` then.
+            var value = result
+            if g_variant_is_of_type(value, g_variant_type_checked_("v")) != 0 { value = g_variant_get_variant(value) }
+            defer { if value != result { g_variant_unref(value) } }
+            if g_variant_is_of_type(value, g_variant_type_checked_("b")) != 0, g_variant_get_boolean(value) == 0 {
+                throw .cancelled
+            }
+        }
+    }
+
+    private static func string(_ tuple: OpaquePointer, _ index: Int) -> String {
+        let child = g_variant_get_child_value(tuple, gsize(index))!
+        defer { g_variant_unref(child) }
+        return String(cString: g_variant_get_string(child, nil))
+    }
+
+    private static func strings(_ tuple: OpaquePointer, _ index: Int) -> [String] {
+        let child = g_variant_get_child_value(tuple, gsize(index))!
+        defer { g_variant_unref(child) }
+        return (0..<g_variant_n_children(child)).map { string(child, Int($0)) }
+    }
+
+    private static func boolean(_ tuple: OpaquePointer, _ index: Int) -> Bool {
+        let child = g_variant_get_child_value(tuple, gsize(index))!
+        defer { g_variant_unref(child) }
+        return g_variant_get_boolean(child) != 0
+    }
+
     /// Drops libsecret's cached connection to the provider, so the next call opens a new
     /// session (after the provider was restarted or replaced).
     ///

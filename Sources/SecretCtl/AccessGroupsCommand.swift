@@ -1,0 +1,97 @@
+import Foundation
+import Glibc
+import Keychain
+
+/// `secretctl whoami` and `secretctl groups`: secretd's access groups, explained and changed.
+enum AccessGroupsCommand {
+    static func run(_ verb: String, _ parsed: ParsedCommand) throws(CommandLineError) {
+        let json = parsed.flags.contains("json")
+        if verb == "whoami" {
+            let me = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.whoAmI() }
+            if json {
+                try Commands.printJSON([
+                    "identity": me.identity, "groups": me.groups, "default_group": me.defaultGroup, "confined": me.confined,
+                ])
+            } else {
+                Terminal.writeOutput("""
+                    identity:      \(me.identity)
+                    groups:        \(me.groups.joined(separator: ", "))
+                    default group: \(me.defaultGroup)\(me.confined ? " (confined to its groups)" : "")
+
+                    """)
+            }
+            return
+        }
+        let action = parsed.arguments["ACTION"]!
+        let group = parsed.arguments["GROUP"]
+        let identity = parsed.arguments["IDENTITY"]
+        switch action {
+        case "list":
+            guard group == nil else { throw .usage("groups list takes no GROUP", command: "groups") }
+            let (groups, apps) = try policy()
+            let mine = Set(try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.whoAmI() }.groups)
+            if json {
+                try Commands.printJSON([
+                    "groups": groups.map { describe($0, member: mine.contains($0.name)) },
+                    "apps": apps.map { ["identity": $0.key, "groups": $0.value] as [String: Any] }
+                        .sorted { ($0["identity"] as! String) < ($1["identity"] as! String) },
+                ])
+                return
+            }
+            if groups.isEmpty { Terminal.writeOutput("no access groups besides default\n") }
+            for entry in groups {
+                let notes = [mine.contains(entry.name) ? "you are a member" : nil, entry.ask ? "ask" : nil].compactMap { $0 }
+                Terminal.writeOutput(
+                    "\(entry.name)\t\(entry.members.count) member\(entry.members.count == 1 ? "" : "s")"
+                        + (notes.isEmpty ? "" : "\t(\(notes.joined(separator: ", ")))") + "\n")
+            }
+            for (app, appGroups) in apps.sorted(by: { $0.key < $1.key }) {
+                Terminal.writeOutput("app \(app)\tconfined to \(appGroups.joined(separator: ", "))\n")
+            }
+        case "show":
+            guard let group, identity == nil else { throw .usage("groups show takes one GROUP", command: "groups") }
+            let (groups, apps) = try policy()
+            guard let entry = groups.first(where: { $0.name == group }) else {
+                throw .failure("no access group '\(group)' in secretd's policy", status: .notFound)
+            }
+            let confined = apps.filter { $0.value.contains(group) }.keys.sorted()
+            if json {
+                var fields = describe(entry, member: nil)
+                fields["confined_apps"] = confined
+                try Commands.printJSON(fields)
+                return
+            }
+            Terminal.writeOutput("group:   \(entry.name)\nask:     \(entry.ask ? "yes" : "no")\n")
+            for member in entry.members { Terminal.writeOutput("member:  \(member)\n") }
+            for app in confined { Terminal.writeOutput("app:     \(app) (confined)\n") }
+        case "add-member", "remove-member":
+            guard let group, let identity else {
+                throw .usage("groups \(action) takes GROUP and IDENTITY", command: "groups")
+            }
+            var password: [UInt8]?
+            if parsed.flags.contains("password-stdin") {
+                var typed = [UInt8](try Terminal.readSecret(limit: 64 * 1024))
+                if typed.last == UInt8(ascii: "\n") { typed.removeLast() }
+                password = typed
+                typed.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
+            }
+            defer { password?.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+            let secret = password
+            try CommandLineError.keychain { () throws(KeychainError) in
+                try KeychainProvider.changeAccessGroup(add: action == "add-member", group: group, identity: identity, password: secret)
+            }
+        default:
+            throw .usage("unknown groups action '\(action)' (list, show, add-member, remove-member)", command: "groups")
+        }
+    }
+
+    private static func policy() throws(CommandLineError) -> (groups: [KeychainProvider.AccessGroup], apps: [String: [String]]) {
+        try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.accessGroups() }
+    }
+
+    private static func describe(_ group: KeychainProvider.AccessGroup, member: Bool?) -> [String: Any?] {
+        var fields: [String: Any?] = ["name": group.name, "ask": group.ask, "members": group.members]
+        if let member { fields["you_are_member"] = member }
+        return fields
+    }
+}

@@ -1,0 +1,368 @@
+import Foundation
+import KeychainTestSupport
+@testable import SecretService
+import Testing
+
+/// Access groups, proven with real separate executables: copies of `secretctl` and
+/// `secret-tool` under different paths are different callers (`exe:` identities) to secretd.
+@Suite struct AccessGroupTests {
+    /// A fixture with a policy, and tool copies named `names` (secretctl) and `st-…` (secret-tool).
+    struct Setup {
+        let fixture: SecretdFixture
+        let bin: URL
+
+        init(tools names: [String] = ["alpha", "beta", "gamma"]) throws {
+            fixture = try SecretdFixture()
+            let bin = fixture.root.appendingPathComponent("bin")
+            try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+            // Real paths, as /proc/PID/exe shows them.
+            self.bin = URL(fileURLWithPath: bin.resolvingSymlinksInPath().path)
+            let secretctl = URL(fileURLWithPath: SecretdFixture.secretdPath).deletingLastPathComponent()
+                .appendingPathComponent("secretctl")
+            for name in names {
+                try FileManager.default.copyItem(at: secretctl, to: self.bin.appendingPathComponent(name))
+                try FileManager.default.copyItem(
+                    at: URL(fileURLWithPath: "/usr/bin/secret-tool"), to: self.bin.appendingPathComponent("st-" + name))
+            }
+        }
+
+        /// The identity of the copy called `name`.
+        func identity(_ name: String) -> String { "exe:" + bin.appendingPathComponent(name).path }
+
+        /// Runs the copy called `name` with `arguments`.
+        func run(_ name: String, _ arguments: [String], input: String? = nil) throws -> CommandResult {
+            try fixture.run([bin.appendingPathComponent(name).path] + arguments, input: input)
+        }
+
+        /// Writes `access-groups.conf` (0600).
+        func writePolicy(_ text: String) throws {
+            let file = fixture.configDirectory.appendingPathComponent("access-groups.conf")
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            chmod(file.path, 0o600)
+        }
+
+        var policyText: String {
+            (try? String(contentsOf: fixture.configDirectory.appendingPathComponent("access-groups.conf"), encoding: .utf8)) ?? ""
+        }
+    }
+
+    @Test("items of a private group are invisible to other tools: not listed, not found by path, not creatable")
+    func privateGroup() throws {
+        let setup = try Setup()
+        try setup.writePolicy("[group \"com.example.alpha\"]\nmember = \(setup.identity("alpha"))\n")
+        let daemon = try setup.fixture.start()
+        defer { daemon.stop() }
+        let stored = try setup.run("alpha", ["set", "--group", "com.example.alpha", "svc", "alice"], input: "alpha-secret")
+        #expect(stored.status == 0, "\(stored.errorOutput)")
+        let found = try setup.run("alpha", ["search", "--attr", "service=svc", "--json"])
+        let path = try #require(found.text.components(separatedBy: "\"path\":\"").dropFirst().first?.split(separator: "\"").first)
+        #expect(try setup.run("alpha", ["get", "svc", "alice"]).text == "alpha-secret")
+
+        // Another tool (and the real secret-tool, and this test process) sees nothing at all.
+        let other = try setup.run("beta", ["get", "svc", "alice"])
+        #expect(other.status == 1 && other.text.isEmpty)
+        let listed = try setup.run("beta", ["list", "--json"])
+        #expect(listed.text.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "\(listed.text)")
+        #expect(try setup.fixture.run(["secret-tool", "search", "--all", "service", "svc"]).text.isEmpty)
+        #expect(try setup.run("st-beta", ["lookup", "service", "svc"]).status != 0)
+        #expect(throws: (any Error).self) {
+            try setup.fixture.call(String(path), "org.freedesktop.DBus.Properties", "Get", "('org.freedesktop.Secret.Item', 'Label')")
+        }
+        do {
+            _ = try setup.fixture.call(String(path), "org.freedesktop.Secret.Item", "Delete")
+            Issue.record("a hidden item was deleted")
+        } catch {
+            #expect("\(error)".contains("NoSuchObject"))
+        }
+        let items = try setup.fixture.call("/org/freedesktop/secrets/collection/login", "org.freedesktop.DBus.Properties", "Get",
+                                           "('org.freedesktop.Secret.Collection', 'Items')")
+        #expect(!items.contains(String(path)))
+
+        // Creating in (or moving into) a group the caller is not in is refused with AccessDenied.
+        let intrude = try setup.run("beta", ["set", "--group", "com.example.alpha", "svc", "mallory"], input: "x")
+        #expect(intrude.status == 4, "\(intrude.errorOutput)")
+        #expect(intrude.errorOutput.contains("com.example.alpha"))
+        let raw = try setup.run("st-beta", ["store", "--label=x", "service", "svc", "keychain:access-group", "com.example.alpha"],
+                                input: "x")
+        #expect(raw.status != 0)
+        #expect(raw.errorOutput.contains("org.freedesktop.DBus.Error.AccessDenied") || raw.errorOutput.contains("not a member"),
+                "\(raw.errorOutput)")
+        #expect(try setup.run("st-beta", ["store", "--label=x", "service", "mine", "account", "b"], input: "b").status == 0)
+        let move = try setup.run("st-beta", ["search", "service", "mine"])
+        #expect(move.status == 0)
+        // Still only alpha's own item in its group.
+        #expect(try setup.run("alpha", ["list", "--group", "com.example.alpha", "--json"]).text.components(separatedBy: "\"account\"").count == 2)
+    }
+
+    @Test("a shared group is readable by its members only; unconfined tools keep full access to default")
+    func sharedGroup() throws {
+        let setup = try Setup()
+        try setup.writePolicy("""
+            # deploy tools share their credentials
+            [group "com.example.deploy"]
+            member = \(setup.identity("alpha"))
+            member = \(setup.identity("beta"))
+
+            """)
+        let daemon = try setup.fixture.start()
+        defer { daemon.stop() }
+        #expect(try setup.run("alpha", ["set", "--group", "com.example.deploy", "deploy", "bot"], input: "token").status == 0)
+        #expect(try setup.run("beta", ["get", "deploy", "bot"]).text == "token")
+        #expect(try setup.run("beta", ["get", "--group", "com.example.deploy", "deploy", "bot"]).text == "token")
+        #expect(try setup.run("gamma", ["get", "deploy", "bot"]).status == 1)
+        #expect(try setup.fixture.run(["secret-tool", "lookup", "service", "deploy"]).status != 0)
+
+        // Ungrouped use is unchanged: secret-tool and every tool share `default`.
+        #expect(try setup.fixture.run(["secret-tool", "store", "--label=mail", "service", "mail", "account", "a"],
+                                      input: "mail-secret").status == 0)
+        for tool in ["alpha", "beta", "gamma"] {
+            #expect(try setup.run(tool, ["get", "mail", "a"]).text == "mail-secret")
+        }
+        #expect(try setup.run("gamma", ["set", "mail", "a"], input: "changed").status == 0)
+        #expect(try setup.fixture.run(["secret-tool", "lookup", "service", "mail", "account", "a"]).text == "changed")
+        // Items without the attribute are in `default`, and searchable as such.
+        #expect(try setup.fixture.run(["secret-tool", "search", "keychain:access-group", "default"]).errorOutput.contains("mail"))
+    }
+
+    @Test("a confined app sees only its groups, and its items go to its first group")
+    func confinedApp() throws {
+        let setup = try Setup()
+        try setup.writePolicy("""
+            [group "com.example.tool"]
+            [app "\(setup.identity("gamma"))"]
+            groups = com.example.tool
+            """)
+        let daemon = try setup.fixture.start()
+        defer { daemon.stop() }
+        #expect(try setup.fixture.run(["secret-tool", "store", "--label=mail", "service", "mail", "account", "a"],
+                                      input: "mail-secret").status == 0)
+        #expect(try setup.run("gamma", ["get", "mail", "a"]).status == 1)
+        #expect(try setup.run("gamma", ["set", "tool", "t"], input: "tool-secret").status == 0)
+        #expect(try setup.run("gamma", ["set", "tool", "t"], input: "tool-secret-2").status == 0)  // updated in place
+        let shown = try setup.run("gamma", ["show", "--json", "tool", "t"])
+        #expect(shown.text.contains("\"group\":\"com.example.tool\""), "\(shown.text)")
+        #expect(try setup.run("gamma", ["list", "--json"]).text.components(separatedBy: "\"account\"").count == 2)
+        #expect(try setup.run("gamma", ["get", "tool", "t"]).text == "tool-secret-2")
+        #expect(try setup.run("alpha", ["get", "tool", "t"]).status == 1)
+        let refused = try setup.run("gamma", ["set", "--group", "default", "mail", "b"], input: "x")
+        #expect(refused.status == 4)
+
+        let whoami = try setup.run("gamma", ["whoami", "--json"])
+        #expect(whoami.text.contains("\"identity\":\"\(setup.identity("gamma"))\""), "\(whoami.text)")
+        #expect(whoami.text.contains("\"confined\":true") && whoami.text.contains("\"default_group\":\"com.example.tool\""))
+        let unconfined = try setup.run("alpha", ["whoami"])
+        #expect(unconfined.text.contains("groups:        default\n"), "\(unconfined.text)")
+    }
+
+    @Test("SIGHUP reloads the policy; a malformed file is logged with its line and the previous policy stays")
+    func reload() throws {
+        let setup = try Setup()
+        let daemon = try setup.fixture.start()
+        defer { daemon.stop() }
+        #expect(try setup.run("alpha", ["set", "--group", "com.example.late", "s", "a"], input: "x").status == 4)
+        try setup.writePolicy("[group \"com.example.late\"]\nmember = \(setup.identity("alpha"))\n")
+        let pid = try #require(daemon.helperPID)
+        kill(pid, SIGHUP)
+        #expect(waitUntil { (try? setup.run("alpha", ["whoami"]).text.contains("com.example.late")) == true })
+        #expect(try setup.run("alpha", ["set", "--group", "com.example.late", "s", "a"], input: "x").status == 0)
+
+        try setup.writePolicy("[group \"com.example.late\"]\nmember = \(setup.identity("alpha"))\nmember = nobody\n")
+        kill(pid, SIGHUP)
+        #expect(waitUntil { daemon.log.contains("access-groups.conf:3:") }, "\(daemon.log)")
+        #expect(try setup.run("alpha", ["get", "--group", "com.example.late", "s", "a"]).text == "x")
+    }
+
+    @Test("a malformed policy at start closes every named group and says where the problem is")
+    func malformedAtStart() throws {
+        let setup = try Setup()
+        try setup.writePolicy("[group \"com.example.x\"]\nmember = \(setup.identity("alpha"))\nbogus line\n")
+        let daemon = try setup.fixture.start()
+        defer { daemon.stop() }
+        #expect(daemon.log.contains("access-groups.conf:3: expected 'key = value'"), "\(daemon.log)")
+        #expect(try setup.run("alpha", ["set", "--group", "com.example.x", "s", "a"], input: "x").status == 4)
+        #expect(try setup.run("alpha", ["set", "s", "a"], input: "x").status == 0)  // default still works
+    }
+
+    @Test("ask mode: non-members see the items locked; deny, allow once and always allow through pinentry")
+    func askMode() throws {
+        let setup = try Setup()
+        let pinentry = try ScriptedPinentry(in: setup.fixture.root, answers: [])
+        setup.fixture.environment.merge(pinentry.environment) { $1 }
+        try setup.fixture.writeConfiguration("pinentry = \(pinentry.program.path)\n")
+        try setup.writePolicy("[group \"com.example.ask\"]\nmember = \(setup.identity("alpha"))\nask = yes\n")
+        let daemon = try setup.fixture.start()
+        defer { daemon.stop() }
+        #expect(try setup.run("alpha", ["set", "--group", "com.example.ask", "vault", "v"], input: "asked-secret").status == 0)
+
+        try pinentry.setAnswers(["CANCEL"])
+        let denied = try setup.run("st-beta", ["lookup", "service", "vault"])
+        #expect(denied.status != 0 && denied.text.isEmpty)
+        #expect(pinentry.count("CONFIRM") == 1)
+        #expect(pinentry.log.contains("access group “com.example.ask”"))
+        #expect(pinentry.log.contains(setup.identity("st-beta")))
+
+        try pinentry.setAnswers(["NOTOK"])  // allow once: this process only
+        #expect(try setup.run("st-beta", ["lookup", "service", "vault"]).text == "asked-secret")
+        try pinentry.setAnswers(["CANCEL"])
+        #expect(try setup.run("st-beta", ["lookup", "service", "vault"]).status != 0)  // a new process is asked again
+        #expect(pinentry.count("CONFIRM") == 3)
+
+        try pinentry.setAnswers(["OK"])  // always allow: becomes a member
+        #expect(try setup.run("st-beta", ["lookup", "service", "vault"]).text == "asked-secret")
+        #expect(setup.policyText.contains("member = \(setup.identity("st-beta"))"))
+        #expect(setup.policyText.contains("ask = yes"))
+        #expect(try setup.run("st-beta", ["lookup", "service", "vault"]).text == "asked-secret")
+        #expect(pinentry.count("CONFIRM") == 4)
+        // Not a member of an ask group: alpha's neighbour gamma still sees it as locked.
+        let locked = try setup.fixture.call("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
+                                            "({'service': 'vault'},)")
+        #expect(locked.hasPrefix("(@ao [], [objectpath"), "\(locked)")
+    }
+
+    @Test("groups add-member and remove-member need the login password or the person's confirmation")
+    func changeMembership() throws {
+        let setup = try Setup()
+        let pinentry = try ScriptedPinentry(in: setup.fixture.root, answers: [])
+        setup.fixture.environment.merge(pinentry.environment) { $1 }
+        try setup.fixture.writeConfiguration("pinentry = \(pinentry.program.path)\n")
+        try setup.writePolicy("# my groups\n[group \"com.example.team\"]\nask = no\n")
+        let daemon = try setup.fixture.start()
+        defer { daemon.stop() }
+        let alpha = setup.identity("alpha")
+
+        let wrong = try setup.run("beta", ["groups", "add-member", "--password-stdin", "com.example.team", alpha], input: "nope")
+        #expect(wrong.status == 4, "\(wrong.errorOutput)")
+        #expect(!setup.policyText.contains(alpha))
+        // The wrong password waits 1 s before the next attempt.
+        Thread.sleep(forTimeInterval: 1.2)
+        let added = try setup.run("beta", ["groups", "add-member", "--password-stdin", "com.example.team", alpha],
+                                  input: "login-password")
+        #expect(added.status == 0, "\(added.errorOutput)")
+        #expect(setup.policyText.hasPrefix("# my groups\n[group \"com.example.team\"]\nask = no\nmember = \(alpha)\n"))
+        #expect(try setup.run("alpha", ["set", "--group", "com.example.team", "s", "a"], input: "x").status == 0)
+        let shown = try setup.run("beta", ["groups", "show", "com.example.team"])
+        #expect(shown.text.contains("member:  \(alpha)"))
+        #expect(try setup.run("alpha", ["groups", "list"]).text.contains("com.example.team\t1 member\t(you are a member)"))
+
+        // Without a password, secretd asks the person (here: the login password in pinentry).
+        try pinentry.setAnswers(["login-password"])
+        let removed = try setup.run("beta", ["groups", "remove-member", "com.example.team", alpha])
+        #expect(removed.status == 0, "\(removed.errorOutput)")
+        #expect(pinentry.log.contains("wants to remove \(alpha) from the access group “com.example.team”"))
+        #expect(!setup.policyText.contains(alpha))
+        #expect(try setup.run("alpha", ["get", "--group", "com.example.team", "s", "a"]).status == 1)
+        try pinentry.setAnswers(["CANCEL"])
+        let cancelled = try setup.run("beta", ["groups", "add-member", "com.example.team", alpha])
+        #expect(cancelled.status == 3, "\(cancelled.status) \(cancelled.errorOutput)")
+        #expect(!setup.policyText.contains(alpha))
+
+        // Bad input changes nothing.
+        #expect(try setup.run("beta", ["groups", "add-member", "com.example.team", "not-an-identity"], input: "").status != 0)
+        #expect(try setup.run("beta", ["groups", "add-member", "default", alpha]).status != 0)
+    }
+
+    @Test("a process is named by its systemd service when it runs in one (cgroup v2)")
+    func unitIdentity() throws {
+        let setup = try Setup(tools: ["alpha"])
+        let unit = "keychain-test-\(getpid()).service"
+        let cgroup = "/sys/fs/cgroup/unified/\(unit)"
+        let canMove = mkdir(cgroup, 0o755) == 0
+        defer { if canMove { rmdir(cgroup) } }
+        if canMove {
+            let daemon = try setup.fixture.start()
+            defer { daemon.stop() }
+            // The shell moves itself into the service's cgroup, then becomes the tool.
+            let tool = setup.bin.appendingPathComponent("alpha").path
+            let result = try setup.fixture.run(["/bin/sh", "-c", "echo $$ > \(cgroup)/cgroup.procs && exec \(tool) whoami"])
+            #expect(result.text.contains("identity:      unit:\(unit)"), "\(result.text) \(result.errorOutput)")
+        }
+        // Every kind, read from a /proc tree laid out as the kernel does (also where cgroups
+        // cannot be created).
+        let proc = setup.fixture.root.appendingPathComponent("proc")
+        func fake(_ pid: Int, cgroup: String, flatpak: String? = nil) throws {
+            let directory = proc.appendingPathComponent("\(pid)")
+            try FileManager.default.createDirectory(at: directory.appendingPathComponent("root"), withIntermediateDirectories: true)
+            try "\(pid) (a (b) c) S 1 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 500 1000 100\n"
+                .write(to: directory.appendingPathComponent("stat"), atomically: true, encoding: .utf8)
+            try cgroup.write(to: directory.appendingPathComponent("cgroup"), atomically: true, encoding: .utf8)
+            try FileManager.default.createSymbolicLink(atPath: directory.appendingPathComponent("exe").path,
+                                                       withDestinationPath: "/usr/bin/tool")
+            if let flatpak {
+                try "[Application]\nname=\(flatpak)\nruntime=x\n"
+                    .write(to: directory.appendingPathComponent("root/.flatpak-info"), atomically: true, encoding: .utf8)
+            }
+        }
+        let user = "0::/user.slice/user-1000.slice/user@1000.service"
+        try fake(10, cgroup: "\(user)/app.slice/backup.service\n")
+        try fake(11, cgroup: "\(user)/app.slice/snap.firefox.firefox-1234.scope\n")
+        try fake(12, cgroup: "\(user)/app.slice/app-flatpak-org.example.App-1.scope\n", flatpak: "org.example.App")
+        try fake(13, cgroup: "\(user)/session.slice/vte-spawn-1.scope\n")
+        func resolve(_ pid: Int32) -> String? {
+            try? CallerIdentity.resolve(pid: pid, receivedAt: 1000, procRoot: proc.path).get().description
+        }
+        #expect(resolve(10) == "unit:backup.service")
+        #expect(resolve(11) == "snap:firefox")
+        #expect(resolve(12) == "flatpak:org.example.App")
+        #expect(resolve(13) == "exe:/usr/bin/tool")
+        #expect(CallerIdentity.resolve(pid: 10, receivedAt: 499, procRoot: proc.path) == .failure(.processChanged(10)))
+        #expect(CallerIdentity.resolve(pid: 99, receivedAt: 1000, procRoot: proc.path) == .failure(.processGone(99)))
+    }
+
+    @Test("PID reuse: a process that started after the call arrived is never taken for the caller")
+    func pidReuse() throws {
+        let before = CallerIdentity.ticksSinceBoot()
+        Thread.sleep(forTimeInterval: 0.1)  // 10 clock ticks
+        let late = try SupervisedProcess(["/bin/sleep", "30"], environment: [:], standardInput: nil,
+                                         logURL: FileManager.default.temporaryDirectory.appendingPathComponent("sleep-\(getpid()).log"))
+        defer { late.stop() }
+        #expect(waitUntil { late.helperPID != nil })
+        let pid = try #require(late.helperPID)
+        #expect(CallerIdentity.resolve(pid: pid, receivedAt: before) == .failure(.processChanged(pid)))
+        let now = CallerIdentity.ticksSinceBoot()
+        #expect(try CallerIdentity.resolve(pid: pid, receivedAt: now).get().description.hasSuffix("/sleep"))
+    }
+
+    @Test("the policy parser: sections, members, apps, ask, and an error for each mistake with its line")
+    func parser() throws {
+        let policy = try AccessPolicy.parse("""
+            ; comment
+            [group "a.b"]
+            member = exe:/usr/bin/x
+            member = unit:backup.service
+            ask = yes
+            [app "flatpak:org.example.App"]
+            groups = a.b, default
+            """, file: "f")
+        #expect(policy.groups == [.init(name: "a.b", members: ["exe:/usr/bin/x", "unit:backup.service"], ask: true)])
+        #expect(policy.membership(of: CallerIdentity(kind: .flatpak, name: "org.example.App"))
+                == .init(groups: ["a.b", "default"], defaultGroup: "a.b", confined: true))
+        #expect(policy.membership(of: CallerIdentity(kind: .exe, name: "/usr/bin/x"))
+                == .init(groups: ["default", "a.b"], defaultGroup: "default", confined: false))
+        for (text, message) in [
+            ("member = exe:/x", "f:1: 'member' outside"),
+            ("[group \"default\"]", "f:1: 'default' is not a group name"),
+            ("[group \"a\"]\nmember = /usr/bin/x", "f:2: '/usr/bin/x' is not an identity"),
+            ("[group \"a\"]\nask = maybe", "f:2: ask takes yes or no"),
+            ("[group \"a\"]\n[group \"a\"]", "f:2: group \"a\" is defined twice"),
+            ("[app \"exe:/x\"]", "f: app \"exe:/x\" lists no groups"),
+            ("[thing \"x\"]", "f:1: unknown section 'thing'"),
+        ] {
+            #expect(throws: ConfigurationError.self) { try AccessPolicy.parse(text, file: "f") }
+            do { _ = try AccessPolicy.parse(text, file: "f") } catch { #expect(error.description.hasPrefix(message), "\(error)") }
+        }
+        // Edits keep the rest of the file as written.
+        let text = "# top\n[group \"a\"]\nmember = exe:/x\n\n[group \"b\"]\n"
+        #expect(AccessPolicyFile.adding("exe:/y", to: "a", in: text) == "# top\n[group \"a\"]\nmember = exe:/x\nmember = exe:/y\n\n[group \"b\"]\n")
+        #expect(AccessPolicyFile.adding("exe:/y", to: "c", in: text) == text + "\n[group \"c\"]\nmember = exe:/y\n")
+        #expect(AccessPolicyFile.removing("exe:/x", from: "a", in: text) == "# top\n[group \"a\"]\n\n[group \"b\"]\n")
+    }
+
+    /// Polls `condition` for up to 20 s.
+    func waitUntil(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<200 {
+            if condition() { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+}
