@@ -63,18 +63,15 @@ extension Daemon {
                 where access == .full {
                     let existing = try store.readItem(candidate, in: collection, key: key)
                     guard existing.attributes == attributes else { continue }
-                    _ = try store.updateItem(candidate, in: collection, key: key, contents: contents)
+                    let updated = try store.updateItem(candidate, in: collection, key: key, contents: contents)
                     let path = ObjectPaths.item(collection.name, candidate.id)
-                    server.emitSignal(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
-                                      name: "ItemChanged", arguments: [.objectPath(path)])
+                    announce("ItemChanged", updated, in: collection)
                     return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
                 }
             }
             let item = try store.createItem(in: collection, key: key, contents: contents)
             let path = ObjectPaths.item(collection.name, item.id)
-            let collectionPath = ObjectPaths.collection(collection.name)
-            server.emitSignal(path: collectionPath, interface: Introspection.collection, name: "ItemCreated",
-                              arguments: [.objectPath(path)])
+            announce("ItemCreated", item, in: collection)
             itemsChanged(collection)
             return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
         } catch {

@@ -7,7 +7,6 @@ extension Daemon {
         _ call: MethodCall, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord
     ) -> Result<DBusValue, SecretServiceError> {
         guard let key = keys[collection.id] else { return .failure(.isLocked("the item's collection is locked")) }
-        let path = ObjectPaths.item(collection.name, item.id)
         switch call.method {
         case "GetSecret":
             guard let sessionPath = call.arguments[0].objectPath else { return .failure(.invalidArgs("o expected")) }
@@ -27,8 +26,7 @@ extension Daemon {
         case "Delete":
             do {
                 try store.deleteItem(item)
-                server.emitSignal(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
-                                  name: "ItemDeleted", arguments: [.objectPath(path)])
+                announce("ItemDeleted", item, in: collection)
                 itemsChanged(collection)
                 return .success(.tuple([.objectPath(ObjectPaths.none)]))
             } catch {
@@ -51,13 +49,11 @@ extension Daemon {
                 return .failure(problem)
             }
             let updated = try store.updateItem(item, in: collection, key: key, contents: contents)
-            let path = ObjectPaths.item(collection.name, item.id)
-            server.emitSignal(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
-                              name: "ItemChanged", arguments: [.objectPath(path)])
-            server.emitPropertiesChanged(path: path, interface: Introspection.item, changed: [
+            announce("ItemChanged", updated, in: collection)
+            announceProperties([
                 "Label": .string(contents.label), "Attributes": .stringMap(contents.attributes),
                 "Modified": .uint64(updated.modified),
-            ])
+            ], of: updated, in: collection)
             return .success(())
         } catch {
             return .failure(storeFailure(error))

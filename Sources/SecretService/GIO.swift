@@ -104,17 +104,18 @@ final class BusServer {
 
     // MARK: - Signals
 
-    /// Broadcasts a signal.
-    func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue]) {
+    /// Broadcasts a signal, or sends it to `destination` (a unique name) only.
+    func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue], destination: String? = nil) {
         let parameters = Self.makeVariant(.tuple(arguments))
-        g_dbus_connection_emit_signal(connection, nil, path, interface, name, parameters, nil)
+        g_dbus_connection_emit_signal(connection, destination, path, interface, name, parameters, nil)
     }
 
     /// Broadcasts `org.freedesktop.DBus.Properties.PropertiesChanged` with the new values of
     /// `changed` and the names of `invalidated` properties (for values too large to send each
     /// time, such as a collection's Items).
     func emitPropertiesChanged(
-        path: String, interface: String, changed: [String: DBusValue], invalidated: [String] = []
+        path: String, interface: String, changed: [String: DBusValue], invalidated: [String] = [],
+        destination: String? = nil
     ) {
         let entries = changed.sorted { $0.key < $1.key }.map {
             DBusValue.Entry(key: .string($0.key), value: .variant($0.value))
@@ -124,7 +125,7 @@ final class BusServer {
             arguments: [
                 .string(interface), .dictionary(key: "s", value: "v", entries),
                 .array(element: "s", invalidated.map { .string($0) }),
-            ])
+            ], destination: destination)
     }
 
     /// Calls `handler` with the unique name of every client that disconnects from the bus.

@@ -94,6 +94,22 @@ import Testing
         #expect(try setup.run("alpha", ["list", "--group", "com.example.alpha", "--json"]).text.components(separatedBy: "\"account\"").count == 2)
     }
 
+    @Test("changes to a group's items are signalled only to clients that may see them")
+    func signals() throws {
+        let setup = try Setup()
+        try setup.writePolicy("[group \"com.example.alpha\"]\nmember = \(setup.identity("alpha"))\n")
+        let daemon = try setup.fixture.start()
+        defer { daemon.stop() }
+        let outsider = try SignalRecorder(address: setup.fixture.bus.address)
+        #expect(try setup.run("alpha", ["set", "--group", "com.example.alpha", "svc", "private"], input: "p").status == 0)
+        #expect(try setup.run("alpha", ["set", "svc", "public"], input: "q").status == 0)
+        // Signals from one sender arrive in order: once the second item's signal is here, the
+        // first one's would have been too.
+        let created = try #require(outsider.wait(for: "ItemCreated"))
+        #expect(created.arguments == "(objectpath '/org/freedesktop/secrets/collection/login/2',)", "\(outsider.signals)")
+        #expect(!outsider.signals.contains { $0.arguments.contains("/login/1'") || $0.path.hasSuffix("/login/1") })
+    }
+
     @Test("a shared group is readable by its members only; unconfined tools keep full access to default")
     func sharedGroup() throws {
         let setup = try Setup()
