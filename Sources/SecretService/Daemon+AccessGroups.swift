@@ -75,8 +75,13 @@ extension Daemon {
     /// What `caller` may do with items of `group` (nil: an item from before groups were
     /// recorded, treated as `default` until its keyring is unlocked).
     func access(_ caller: Caller, to group: String?) -> ItemAccess {
+        access(caller, membership(caller), to: group)
+    }
+
+    /// ``access(_:to:)`` with the caller's membership worked out once, for long item lists.
+    private func access(_ caller: Caller, _ membership: AccessPolicy.Membership, to group: String?) -> ItemAccess {
         let group = group ?? ItemContents.defaultAccessGroup
-        if membership(caller).groups.contains(group) || caller.allowedOnce.contains(group) { return .full }
+        if membership.groups.contains(group) || caller.allowedOnce.contains(group) { return .full }
         if policy.group(group)?.ask == true { return .askable }
         return .hidden
     }
@@ -92,8 +97,9 @@ extension Daemon {
     /// `items` without those hidden from `sender`, each with its access.
     func visible(_ items: [Store.ItemRecord], for sender: String) -> [(Store.ItemRecord, ItemAccess)] {
         guard case .success(let caller) = caller(sender) else { return [] }
+        let membership = membership(caller)
         return items.compactMap { item in
-            let access = access(caller, to: item.accessGroup)
+            let access = access(caller, membership, to: item.accessGroup)
             return access == .hidden ? nil : (item, access)
         }
     }

@@ -77,6 +77,10 @@ import Testing
         let items = try setup.fixture.call("/org/freedesktop/secrets/collection/login", "org.freedesktop.DBus.Properties", "Get",
                                            "('org.freedesktop.Secret.Collection', 'Items')")
         #expect(!items.contains(String(path)))
+        let session = try setup.fixture.call("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
+                                             "('plain', <''>)").components(separatedBy: "objectpath '").last!.split(separator: "'").first!
+        #expect(try setup.fixture.call("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "GetSecrets",
+                                       "([objectpath '\(path)'], objectpath '\(session)')") == "(@a{o(oayays)} {},)")
 
         // Creating in (or moving into) a group the caller is not in is refused with AccessDenied.
         let intrude = try setup.run("beta", ["set", "--group", "com.example.alpha", "svc", "mallory"], input: "x")
@@ -88,8 +92,16 @@ import Testing
         #expect(raw.errorOutput.contains("org.freedesktop.DBus.Error.AccessDenied") || raw.errorOutput.contains("not a member"),
                 "\(raw.errorOutput)")
         #expect(try setup.run("st-beta", ["store", "--label=x", "service", "mine", "account", "b"], input: "b").status == 0)
-        let move = try setup.run("st-beta", ["search", "service", "mine"])
-        #expect(move.status == 0)
+        // Moving an item of `default` into the group by changing its attributes is refused too.
+        let mine = "/org/freedesktop/secrets/collection/login/2"
+        do {
+            _ = try setup.fixture.call(mine, "org.freedesktop.DBus.Properties", "Set",
+                                       "('org.freedesktop.Secret.Item', 'Attributes', <{'service': 'mine', 'keychain:access-group': 'com.example.alpha'}>)")
+            Issue.record("an item was moved into a group its client is not in")
+        } catch {
+            #expect("\(error)".contains("org.freedesktop.DBus.Error.AccessDenied"), "\(error)")
+        }
+        #expect(try setup.run("st-beta", ["lookup", "service", "mine"]).text == "b")
         // Still only alpha's own item in its group.
         #expect(try setup.run("alpha", ["list", "--group", "com.example.alpha", "--json"]).text.components(separatedBy: "\"account\"").count == 2)
     }
