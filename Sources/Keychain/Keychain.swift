@@ -18,7 +18,10 @@ public struct Keychain: Sendable {
     /// The service every item of this handle belongs to.
     public let service: String
     /// The access group items are written to and read from; `nil` means no group is set on
-    /// write and items of every group the caller may see are read.
+    /// write (secretd then puts the item in the caller's default group) and items of every
+    /// group the caller may see are read. secretd shows a process only the items of groups
+    /// it belongs to and refuses writes to others with ``KeychainError/accessDenied(message:)``;
+    /// other providers store the group as a plain attribute.
     public let accessGroup: String?
     /// The collection items are written to and read from; `nil` writes to the default
     /// collection and reads from all of them.
