@@ -155,7 +155,7 @@ extension Daemon {
             let loaded = try AccessPolicy.load(from: directory)
             if loaded != policy {
                 policy = loaded
-                Log.info("loaded \(AccessPolicy.fileName) (\(reason)): \(loaded.groups.count) groups, \(loaded.apps.count) confined apps")
+                Log.info("loaded \(AccessPolicy.fileName) (\(reason)): groups \(loaded.groups.count), confined apps \(loaded.apps.count)")
             }
         } catch {
             Log.error("\(error); the previous access group policy stays in force")
@@ -214,7 +214,12 @@ extension Daemon {
             }
             let change = PolicyChange(add: call.method == "AddMember", group: group, identity: identity)
             if args[2].tuple?.first?.objectPath == ObjectPaths.none {
-                // No password: the person confirms through a prompt.
+                // No password: the person confirms through a prompt, if there is a way to ask.
+                guard options.configuration.pinentry != nil else {
+                    return .failure(.forbidden(
+                        "secretd has no pinentry to ask for your consent; give the login password instead "
+                            + "(secretctl groups … --password-stdin)"))
+                }
                 let prompt = addPrompt(Prompt(owner: call.sender, action: .changePolicy(change)))
                 return .success(.tuple([.objectPath(prompt)]))
             }

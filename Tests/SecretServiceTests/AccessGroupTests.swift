@@ -284,9 +284,32 @@ import Testing
         #expect(cancelled.status == 3, "\(cancelled.status) \(cancelled.errorOutput)")
         #expect(!setup.policyText.contains(alpha))
 
-        // Bad input changes nothing.
-        #expect(try setup.run("beta", ["groups", "add-member", "com.example.team", "not-an-identity"], input: "").status != 0)
-        #expect(try setup.run("beta", ["groups", "add-member", "default", alpha]).status != 0)
+        // Bad input changes nothing: secretctl says what is wrong, and so does secretd over D-Bus.
+        let before = setup.policyText
+        let badIdentity = try setup.run("beta", ["groups", "add-member", "com.example.team", "not-an-identity"])
+        #expect(badIdentity.status == 2 && badIdentity.errorOutput.contains("is not an identity"))
+        #expect(try setup.run("beta", ["groups", "add-member", "default", alpha]).status == 2)
+        for (group, identity) in [("com.example.team", "deploy"), ("bad group", alpha), ("default", alpha)] {
+            do {
+                _ = try setup.fixture.call("/org/freedesktop/secrets", "io.github.secretd.AccessGroups1", "AddMember",
+                                           "('\(group)', '\(identity)', (objectpath '/', @ay [], @ay [], 'text/plain'))")
+                Issue.record("AddMember accepted \(group) \(identity)")
+            } catch {
+                #expect("\(error)".contains("InvalidArgs"), "\(error)")
+            }
+        }
+        #expect(setup.policyText == before)
+    }
+
+    @Test("without pinentry, a change without the password is refused at once with a way forward")
+    func changeWithoutPinentry() throws {
+        let setup = try Setup(tools: ["alpha"])
+        let daemon = try setup.fixture.start()
+        defer { daemon.stop() }
+        let result = try setup.run("alpha", ["groups", "add-member", "com.example.team", setup.identity("alpha")])
+        #expect(result.status == 4)
+        #expect(result.errorOutput.contains("--password-stdin"), "\(result.errorOutput)")
+        #expect(setup.policyText.isEmpty)
     }
 
     @Test("a process is named by its systemd service when it runs in one (cgroup v2)")
