@@ -53,6 +53,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .noProvider(let reason): return "no Secret Service provider: \(reason)"
         case .invalidInput(let reason): return "invalid input: \(reason)"
         case .unexpectedData(let reason): return "unexpected data: \(reason)"
+        case .backend("keychain", _, let message): return message  // the library's own, already a sentence
         case .backend(let domain, let code, let message): return "\(domain) error \(code): \(message)"
         }
     }
