@@ -9,10 +9,12 @@ public final class PrivateBus: @unchecked Sendable {
 
     /// Starts the bus with its socket and config in `directory`, and waits until it accepts
     /// connections. `directory` is removed once the bus ends after the test process exits.
-    public init(directory: URL) throws {
+    /// With `otherUsers`, clients of any uid may connect (to test that providers refuse them);
+    /// `directory` must then be searchable by them.
+    public init(directory: URL, otherUsers: Bool = false) throws {
         let socket = directory.appendingPathComponent("bus").path
         let config = directory.appendingPathComponent("bus.conf")
-        try Self.config(socket: socket).write(to: config, atomically: true, encoding: .utf8)
+        try Self.config(socket: socket, otherUsers: otherUsers).write(to: config, atomically: true, encoding: .utf8)
         address = "unix:path=\(socket)"
         daemon = try SupervisedProcess(
             ["dbus-daemon", "--config-file=\(config.path)", "--nofork", "--nopidfile"],
@@ -20,7 +22,10 @@ public final class PrivateBus: @unchecked Sendable {
             logURL: directory.appendingPathComponent("bus.log"), removeWhenOrphaned: directory)
         let deadline = Date().addingTimeInterval(10)
         while true {
-            if (try? BusConnection(address: address)) != nil { return }
+            if (try? BusConnection(address: address)) != nil {
+                if otherUsers { chmod(socket, 0o777) }
+                return
+            }
             guard daemon.isRunning, Date() < deadline else {
                 throw HarnessError("dbus-daemon did not start: \(daemon.log)")
             }
@@ -31,7 +36,7 @@ public final class PrivateBus: @unchecked Sendable {
     /// Ends the bus daemon.
     public func stop() { daemon.stop() }
 
-    private static func config(socket: String) -> String {
+    private static func config(socket: String, otherUsers: Bool) -> String {
         """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -39,7 +44,7 @@ public final class PrivateBus: @unchecked Sendable {
           <type>session</type>
           <listen>unix:path=\(socket)</listen>
           <auth>EXTERNAL</auth>
-          <policy context="default">
+          <policy context="default">\(otherUsers ? "\n    <allow user=\"*\"/>" : "")
             <allow send_destination="*" eavesdrop="true"/>
             <allow eavesdrop="true"/>
             <allow own="*"/>

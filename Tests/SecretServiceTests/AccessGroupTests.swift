@@ -359,6 +359,23 @@ import Testing
         #expect(CallerIdentity.resolve(pid: 99, receivedAt: 1000, procRoot: proc.path) == .failure(.processGone(99)))
     }
 
+    @Test("a client of another user is refused, even on a bus that lets it connect",
+          .enabled(if: getuid() == 0, "switching to another uid needs root"))
+    func otherUser() throws {
+        let fixture = try SecretdFixture(otherUsers: true)
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        #expect(try fixture.run(["secret-tool", "store", "--label=x", "service", "s", "account", "a"], input: "v").status == 0)
+        var environment = fixture.environment
+        environment["HOME"] = "/tmp"
+        let nobody = try CommandResult.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "secret-tool", "lookup", "service", "s"],
+            input: nil, environment: environment, scratch: fixture.root)
+        #expect(nobody.status != 0 && nobody.text.isEmpty)
+        #expect(nobody.errorOutput.contains("secretd serves only its own user"), "\(nobody.errorOutput)")
+        #expect(daemon.log.contains("refused a call from uid 65534"))
+    }
+
     @Test("PID reuse: a process that started after the call arrived is never taken for the caller")
     func pidReuse() throws {
         let before = CallerIdentity.ticksSinceBoot()
