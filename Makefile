@@ -2,6 +2,7 @@
 #               password it asks for or reads on stdin; on a private session bus when none exists)
 # make test     install what is missing, build, run every test
 # make demo     run the library's example program against a throw-away secretd
+# make bench    secretd against gnome-keyring, side by side (SIZES="100 1000" for a quick run)
 # make install  release build, then secretd, secretctl, man pages, systemd unit and D-Bus activation file
 #               under $(DESTDIR)$(PREFIX)
 # make deps     only install the Debian packages the build and the tests need
@@ -23,7 +24,7 @@ MANDIR := $(PREFIX)/share/man
 USERUNITDIR := $(PREFIX)/lib/systemd/user
 DBUSSERVICEDIR := $(PREFIX)/share/dbus-1/services
 
-.PHONY: all deps toolchain build test check-files run demo install clean
+.PHONY: all deps toolchain build test check-files run demo bench install clean
 
 all: build
 
@@ -67,6 +68,14 @@ run: build
 
 demo: build
 	scripts/run-demo.sh "$$($(SWIFT) build --show-bin-path)"
+
+# Release build; gnome-keyring runs the sizes up to 3000 only. See bench/README.md.
+SIZES ?= 100 1000 3000 10000 100000
+bench: deps
+	$(SWIFT) build -c release --product secretd
+	$(SWIFT) build -c release --product secretctl
+	$(SWIFT) build -c release --product keychain-bench
+	bench/run.sh $(SIZES)
 
 install: deps
 	$(SWIFT) build -c release --product secretd

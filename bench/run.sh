@@ -1,29 +1,58 @@
 #!/bin/sh
-# Store/lookup latency through the library as the keyring grows, for secretd and gnome-keyring,
-# each on its own private bus in a temporary HOME. Prints one table per provider.
-#   bench/run.sh [SIZES...]     default: 100 1000 10000
-#   PROVIDERS="secretd" bench/run.sh 100 10000    only some providers
-# Build first (release is closer to real use): swift build -c release
+# `make bench`: the same workload against secretd and gnome-keyring, each on its own private bus
+# with a fresh HOME, then one report with the ratios (bench/README.md explains every figure).
+#   bench/run.sh [SIZES...]       default: 100 1000 3000 10000 100000
+#   gnome-keyring runs only the sizes up to 3000 (it rewrites its whole file on every change).
+#   PROVIDERS="secretd" bench/run.sh 100 1000     only some providers
+#   BENCH_JSON=path                               where the JSON report goes (default bench/results.json)
+# Build first (release is what users run): swift build -c release
 set -eu
 cd "$(dirname "$0")/.."
 bin=${BIN:-$(swift build -c release --show-bin-path)}
-sizes=${*:-100 1000 10000}
+sizes=${*:-100 1000 3000 10000 100000}
+out=${BENCH_JSON:-bench/results.json}
+work=$(mktemp -d /tmp/keychain-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+password=bench-password
+
+python3 bench/commit-floor.py "$work" >"$work/commit-floor.json"
+reports=""
 for provider in ${PROVIDERS:-secretd gnome-keyring}; do
-    dir=$(mktemp -d /tmp/keychain-bench.XXXXXX)
+    these=""
+    for size in $sizes; do
+        if [ "$provider" = secretd ] || [ "$size" -le 3000 ]; then these="$these${these:+,}$size"; fi
+    done
+    [ -n "$these" ] || continue
+    dir="$work/$provider"
+    mkdir -p "$dir"
     pids=""
     . scripts/private-bus.sh
-    export HOME="$dir/home" XDG_RUNTIME_DIR="$dir/run" XDG_DATA_HOME="$dir/home/.local/share"
+    export HOME="$dir/home" XDG_RUNTIME_DIR="$dir/run" XDG_DATA_HOME="$dir/home/.local/share" XDG_CONFIG_HOME="$dir/home/.config"
     mkdir -p "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+    started=$(date +%s%N)
     if [ "$provider" = secretd ]; then
-        printf 'bench-password' | "$bin/secretd" --unlock >"$dir/provider.log" 2>&1 &
+        printf %s "$password" | "$bin/secretd" --unlock >"$dir/provider.log" 2>&1 &
+        data="$XDG_DATA_HOME/secretd"
     else
-        printf 'bench-password' | gnome-keyring-daemon --foreground --components=secrets --unlock >"$dir/provider.log" 2>&1 &
+        printf %s "$password" | gnome-keyring-daemon --foreground --components=secrets --unlock >"$dir/provider.log" 2>&1 &
+        data="$XDG_DATA_HOME/keyrings"
     fi
-    pids="$pids $!"
-    until has_owner org.freedesktop.secrets; do sleep 0.1; done
-    echo "== $provider"
-    "$bin/keychain-bench" $sizes || true
-    for pid in $pids; do kill "$pid" 2>/dev/null || true; done
+    pid=$!
+    pids="$pids $pid"
+    until has_owner org.freedesktop.secrets; do sleep 0.01; done
+    startup_ms=$(( ($(date +%s%N) - started) / 1000000 ))
+    echo "== $provider (sizes $these; started and unlocked in $startup_ms ms)" >&2
+    "$bin/keychain-bench" --sizes "$these" --provider-pid "$pid" --data-dir "$data" --password "$password" \
+        --secretctl "$bin/secretctl" >"$dir/report.json"
+    python3 - "$dir/report.json" "$provider" "$startup_ms" <<'PY'
+import json, sys
+path, name, startup = sys.argv[1], sys.argv[2], int(sys.argv[3])
+report = json.load(open(path))
+report["provider"], report["startup_to_name_ms"] = name, startup
+json.dump(report, open(path, "w"))
+PY
+    reports="$reports $dir/report.json"
+    for p in $pids; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
-    rm -rf "$dir"
 done
+python3 bench/report.py "$work/commit-floor.json" $reports --out "$out"

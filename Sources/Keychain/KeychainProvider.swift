@@ -18,6 +18,12 @@ package enum KeychainProvider {
         try LibSecret.providerOwner()
     }
 
+    /// One trivial round trip to the provider (`org.freedesktop.DBus.Peer.Ping`), the floor
+    /// under every call, for benchmarks.
+    package static func ping() throws(KeychainError) {
+        try LibSecret.ping()
+    }
+
     /// Every keyring of the provider.
     package static func collections() throws(KeychainError) -> [Collection] {
         try LibSecret.collections().map {

@@ -1,53 +1,51 @@
-// Measures store and lookup latency through the Keychain library (libsecret → D-Bus →
-// provider) as the keyring grows. Run by bench/run.sh against secretd and gnome-keyring.
+// The benchmark client of `make bench` (bench/run.sh starts each provider on a private bus and
+// runs this against it). Every operation goes through the Keychain library and libsecret, one
+// at a time, as a real client's would. Prints one JSON object (see bench/README.md).
 //
-// usage: keychain-bench SIZE [SIZE...]   (sizes in increasing order, e.g. 100 1000 10000)
+// usage: keychain-bench --sizes 100,1000 [--provider-pid PID] [--data-dir DIR] [--password PW]
+//                       [--secretctl PATH] [--secret-tool PATH]
+//        keychain-bench --store-worker ID COUNT     (one of the concurrent storing clients)
 
 import Foundation
 import Keychain
 
-let sizes = CommandLine.arguments.dropFirst().compactMap { Int($0) }
-guard !sizes.isEmpty, sizes == sizes.sorted() else {
-    FileHandle.standardError.write(Data("usage: keychain-bench SIZE [SIZE...] (increasing)\n".utf8))
-    exit(2)
-}
-let samples = 200
+/// Command-line options.
+struct Options {
+    var sizes: [Int] = [100]
+    var providerPID: Int32?
+    var dataDirectory: String?
+    var password: String?
+    var secretctl: String?
+    var secretTool = "/usr/bin/secret-tool"
 
-/// Milliseconds taken by `body`.
-func time(_ body: () throws -> Void) rethrows -> Double {
-    let start = DispatchTime.now().uptimeNanoseconds
-    try body()
-    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
-}
-
-func percentile(_ values: [Double], _ p: Double) -> Double {
-    let sorted = values.sorted()
-    return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-}
-
-do {
-    // Probes share the filler's service: the realistic worst case, one service with many accounts.
-    let filler = try Keychain(service: "bench.filler")
-    let probe = filler
-    var stored = 0
-    print("items\tstore_median_ms\tstore_p95_ms\tlookup_median_ms\tlookup_p95_ms")
-    for size in sizes {
-        while stored < size {
-            try filler.set("secret-\(stored)", for: "account-\(stored)")
-            stored += 1
+    init(_ arguments: [String]) {
+        var words = arguments.makeIterator()
+        while let word = words.next() {
+            let value = words.next() ?? ""
+            switch word {
+            case "--sizes": sizes = value.split(separator: ",").compactMap { Int($0) }
+            case "--provider-pid": providerPID = Int32(value)
+            case "--data-dir": dataDirectory = value
+            case "--password": password = value
+            case "--secretctl": secretctl = value
+            case "--secret-tool": secretTool = value
+            default:
+                FileHandle.standardError.write(Data("keychain-bench: unknown option \(word)\n".utf8))
+                exit(2)
+            }
         }
-        var storeTimes: [Double] = []
-        var lookupTimes: [Double] = []
-        for sample in 0..<samples {
-            let account = "probe-\(size)-\(sample)"
-            storeTimes.append(try time { try probe.set("value-\(sample)", for: account) })
-            lookupTimes.append(try time { _ = try probe.string(for: account) })
-        }
-        // Back to `size` items: drop this round's probes.
-        for sample in 0..<samples { try probe.removeValue(for: "probe-\(size)-\(sample)") }
-        print(String(format: "%d\t%.2f\t%.2f\t%.2f\t%.2f", size, percentile(storeTimes, 0.5), percentile(storeTimes, 0.95),
-                     percentile(lookupTimes, 0.5), percentile(lookupTimes, 0.95)))
     }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--store-worker", arguments.count == 3, let count = Int(arguments[2]) {
+    exit(Workload.storeWorker(id: arguments[1], count: count))
+}
+let options = Options(arguments)
+do {
+    let report = try Workload(options: options).run()
+    let data = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys, .prettyPrinted])
+    FileHandle.standardOutput.write(data + Data("\n".utf8))
 } catch {
     FileHandle.standardError.write(Data("keychain-bench: \(error)\n".utf8))
     exit(1)

@@ -242,6 +242,19 @@ enum LibSecret {
         }
     }
 
+    /// `org.freedesktop.DBus.Peer.Ping` on the provider: one round trip that does no work.
+    static func ping() throws(KeychainError) {
+        try withService { service throws(KeychainError) in
+            let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
+            var error: UnsafeMutablePointer<GError>?
+            let reply = g_dbus_connection_call_sync(
+                g_dbus_proxy_get_connection(proxy), "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                "org.freedesktop.DBus.Peer", "Ping", nil, nil, G_DBUS_CALL_FLAGS_NONE, -1, Cancellation.current, &error)
+            if let reply { g_variant_unref(reply) }
+            if let error { throw takeError(error) }
+        }
+    }
+
     /// Locks the collection behind `alias` (`secret_service_lock_dbus_paths_sync`).
     static func lock(alias: String) throws(KeychainError) {
         try withService { service throws(KeychainError) in

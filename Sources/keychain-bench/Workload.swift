@@ -1,0 +1,206 @@
+import Foundation
+import Keychain
+
+/// The phases `make bench` times, for each size N, starting from an empty keyring: store N,
+/// look up N in random order, search all and load all secrets, replace N/10, delete N. Also
+/// the round-trip floor, whole-process lookups, the provider's memory and disk use, unlock,
+/// and concurrent storing clients.
+struct Workload {
+    let options: Options
+    let service = "bench"
+
+    /// The account name of item `index`.
+    func account(_ index: Int) -> String { String(format: "a%06d", index) }
+    /// The secret of item `index` in `round`: 32 bytes.
+    func secret(_ index: Int, round: Int = 0) -> String { String(format: "secret-%06d-%02d-xxxxxxxxxxxxxxx", index, round) }
+
+    func run() throws -> [String: Any] {
+        var report: [String: Any] = [:]
+        try KeychainProvider.ping()  // opens the connection and session outside the timings
+        var floor = Samples()
+        for _ in 0..<500 { try floor.time { try KeychainProvider.ping() } }
+        report["roundtrip_floor"] = floor.summary
+        report["rss_kib_start"] = rssKiB()
+        var sizes: [[String: Any]] = []
+        for size in options.sizes { sizes.append(try cycle(size)) }
+        report["sizes"] = sizes
+        if let password = options.password { report["unlock"] = try unlock(password: password).summary }
+        report["concurrency"] = try concurrency()
+        report["rss_kib_end"] = rssKiB()
+        return report
+    }
+
+    /// One full cycle at `size` items.
+    private func cycle(_ size: Int) throws -> [String: Any] {
+        let keychain = try Keychain(service: service)
+        var result: [String: Any] = ["items": size]
+        progress("\(size): store")
+        var store = Samples()
+        for index in 0..<size { try store.time { try keychain.set(secret(index), for: account(index)) } }
+        result["store"] = store.summary
+        result["store_first_100"] = store.slice(first: true, 100).summary
+        result["store_last_100"] = store.slice(first: false, 100).summary
+        result["rss_kib"] = rssKiB()
+        result["data_bytes"] = dataBytes()
+        result["plaintext_bytes"] = plaintextBytes(size)
+
+        progress("\(size): lookup")
+        var lookup = Samples()
+        for index in (0..<size).shuffled() {
+            let value = try lookup.time { try keychain.string(for: account(index)) }
+            guard value == secret(index) else { throw BenchError("lookup of \(account(index)) returned the wrong secret") }
+        }
+        result["lookup"] = lookup.summary
+
+        progress("\(size): whole-process lookups")
+        let probe = account(size / 2)
+        if let secretctl = options.secretctl {
+            result["secretctl_get_process"] = try processTimes([secretctl, "get", service, probe], expect: secret(size / 2)).summary
+        }
+        result["secret_tool_lookup_process"] = try processTimes(
+            [options.secretTool, "lookup", "service", service, "account", probe], expect: secret(size / 2)).summary
+
+        progress("\(size): search all")
+        var searchAll = Samples()
+        for _ in 0..<(size <= 3000 ? 3 : 1) {
+            let found = try searchAll.time {
+                try KeychainAttributes.search(["service": service], unlock: false, loadSecrets: true)
+            }
+            guard found.count == size, found.allSatisfy({ $0.secret != nil }) else {
+                throw BenchError("search all found \(found.count) of \(size) items")
+            }
+        }
+        result["search_all_load_secrets"] = searchAll.summary
+
+        progress("\(size): replace")
+        var replace = Samples()
+        for index in (0..<size).shuffled().prefix(max(1, size / 10)) {
+            try replace.time { try keychain.set(secret(index, round: 1), for: account(index)) }
+        }
+        result["replace"] = replace.summary
+
+        progress("\(size): delete")
+        var delete = Samples()
+        for index in 0..<size {
+            let removed = try delete.time { try keychain.removeValue(for: account(index)) }
+            guard removed else { throw BenchError("\(account(index)) was not there to delete") }
+        }
+        result["delete"] = delete.summary
+        result["rss_kib_after_delete"] = rssKiB()
+        return result
+    }
+
+    /// Lock, then unlock with the password, five times.
+    private func unlock(password: String) throws -> Samples {
+        var samples = Samples()
+        for _ in 0..<5 {
+            try KeychainProvider.lock()
+            try samples.time { try KeychainProvider.unlock(password: Array(password.utf8)) }
+        }
+        return samples
+    }
+
+    /// Stores per second of one client, and of eight clients (separate processes, so separate
+    /// connections) storing at once.
+    private func concurrency() throws -> [String: Any] {
+        let perClient = 300
+        var result: [String: Any] = [:]
+        for clients in [1, 8] {
+            progress("concurrency: \(clients) clients")
+            let start = DispatchTime.now().uptimeNanoseconds
+            let workers = try (0..<clients).map { id in
+                try spawn([CommandLine.arguments[0], "--store-worker", "\(clients)-\(id)", "\(perClient)"])
+            }
+            for worker in workers {
+                worker.waitUntilExit()
+                guard worker.terminationStatus == 0 else { throw BenchError("a storing client failed") }
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            result["stores_per_second_\(clients)"] = round3(Double(clients * perClient) / seconds)
+        }
+        return result
+    }
+
+    /// One concurrent storing client: `count` new items, then removes them. Exit status.
+    static func storeWorker(id: String, count: Int) -> Int32 {
+        do {
+            let keychain = try Keychain(service: "bench.worker.\(id)")
+            for index in 0..<count { try keychain.set("worker-secret-\(index)", for: "w\(index)") }
+            _ = try keychain.removeAll()
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("keychain-bench worker \(id): \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    /// Runs `command` 30 times as a whole process; its output must be `expect`.
+    private func processTimes(_ command: [String], expect: String) throws -> Samples {
+        var samples = Samples()
+        for _ in 0..<30 {
+            let output = Pipe()
+            let process = try samples.time { () throws -> Process in
+                let process = try spawn(command, output: output)
+                process.waitUntilExit()
+                return process
+            }
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            guard process.terminationStatus == 0, text.trimmingCharacters(in: .newlines) == expect else {
+                throw BenchError("\(command[0]) failed (status \(process.terminationStatus))")
+            }
+        }
+        return samples
+    }
+
+    private func spawn(_ command: [String], output: Pipe? = nil) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        if let output { process.standardOutput = output }
+        try process.run()
+        return process
+    }
+
+    /// The provider's resident memory in KiB, when its pid was given.
+    private func rssKiB() -> Int? {
+        guard let pid = options.providerPID,
+            let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        else { return nil }
+        return Int(line.split(separator: " ").dropFirst().first ?? "")
+    }
+
+    /// The bytes of every file under the provider's data directory.
+    private func dataBytes() -> Int? {
+        guard let directory = options.dataDirectory,
+            let enumerator = FileManager.default.enumerator(atPath: directory)
+        else { return nil }
+        var total = 0
+        for case let name as String in enumerator {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + name)
+            if attributes?[.type] as? FileAttributeType == .typeRegular { total += (attributes?[.size] as? Int) ?? 0 }
+        }
+        return total
+    }
+
+    /// What `size` items hold in plaintext: label, attribute names and values, secret.
+    private func plaintextBytes(_ size: Int) -> Int {
+        (0..<size).reduce(0) { total, index in
+            let name = account(index)
+            let label = "Password for '\(name)' on '\(service)'"
+            let attributes = ["service": service, "account": name, "username": name, "xdg:schema": "org.freedesktop.Secret.Generic"]
+            return total + label.utf8.count + secret(index).utf8.count
+                + attributes.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        }
+    }
+
+    private func progress(_ text: String) {
+        FileHandle.standardError.write(Data("  \(text)\n".utf8))
+    }
+}
+
+/// A benchmark that could not run as it should.
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

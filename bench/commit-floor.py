@@ -1,0 +1,25 @@
+#!/usr/bin/env python3
+"""The durable-commit floor for `make bench`: single-row SQLite transactions in WAL mode with
+synchronous=FULL (as secretd commits), in a scratch database in DIR (same disk as the providers'
+data). Prints {"median_ms", "p99_ms", "count"} as JSON."""
+import json, os, sqlite3, sys, time
+
+directory = sys.argv[1]
+path = os.path.join(directory, "commit-floor.sqlite3")
+db = sqlite3.connect(path, isolation_level=None)
+db.execute("PRAGMA journal_mode = WAL")
+db.execute("PRAGMA synchronous = FULL")
+db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, sealed BLOB NOT NULL)")
+samples = []
+for index in range(300):
+    blob = os.urandom(200)
+    start = time.perf_counter()
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO t (sealed) VALUES (?)", (blob,))
+    db.execute("COMMIT")
+    samples.append((time.perf_counter() - start) * 1000)
+db.close()
+samples.sort()
+def rank(fraction):
+    return samples[min(len(samples) - 1, max(0, int(-(-len(samples) * fraction // 1)) - 1))]
+print(json.dumps({"median_ms": round(rank(0.5), 3), "p99_ms": round(rank(0.99), 3), "count": len(samples)}))

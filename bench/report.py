@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Prints the tables of `make bench` and writes the merged JSON report.
+usage: report.py COMMIT_FLOOR.json PROVIDER.json... --out RESULTS.json"""
+import json, platform, subprocess, sys, time
+
+args = sys.argv[1:]
+out = args[args.index("--out") + 1]
+files = [a for a in args if a != "--out" and a != out]
+commit_floor = json.load(open(files[0]))
+reports = {r["provider"]: r for r in (json.load(open(f)) for f in files[1:])}
+PHASES = ["store", "lookup", "search_all_load_secrets", "replace", "delete",
+          "secretctl_get_process", "secret_tool_lookup_process"]
+
+
+def machine():
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    cores = sum(1 for l in open("/proc/cpuinfo") if l.startswith("processor"))
+    def version(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True).stdout.strip().splitlines()[0]
+        except Exception:
+            return "?"
+    return {"cpu": cpu, "cores": cores, "kernel": platform.release(),
+            "gnome_keyring": version(["gnome-keyring-daemon", "--version"]), "date": time.strftime("%Y-%m-%d")}
+
+
+def fmt(value):
+    return "-" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
+
+
+def size_row(report, items):
+    return next((s for s in report["sizes"] if s["items"] == items), None)
+
+
+lines = []
+def say(text=""):
+    lines.append(text)
+    print(text)
+
+info = machine()
+say(f"machine: {info['cpu']}, {info['cores']} cores, Linux {info['kernel']}; {info['gnome_keyring']}; {info['date']}")
+say(f"floors: durable SQLite commit (WAL, synchronous=FULL) median {commit_floor['median_ms']:.3f} ms")
+for name, report in reports.items():
+    rt = report["roundtrip_floor"]["median_ms"]
+    say()
+    say(f"== {name}: D-Bus round trip median {rt:.3f} ms; started and unlocked in {report['startup_to_name_ms']} ms; "
+        f"unlock {fmt(report.get('unlock', {}).get('median_ms'))} ms")
+    say("items | " + " | ".join(f"{p} med/p99" for p in PHASES) + " | store first/last 100 med | RSS MiB | data KiB (plain KiB)")
+    for row in report["sizes"]:
+        cells = [f"{fmt(row[p]['median_ms'])}/{fmt(row[p]['p99_ms'])}" if p in row else "-" for p in PHASES]
+        rss = row.get("rss_kib")
+        say(f"{row['items']} | " + " | ".join(cells)
+            + f" | {fmt(row['store_first_100']['median_ms'])}/{fmt(row['store_last_100']['median_ms'])}"
+            + f" | {fmt(rss / 1024 if rss else None)} | {fmt((row.get('data_bytes') or 0) // 1024)} ({row['plaintext_bytes'] // 1024})")
+    conc = report.get("concurrency", {})
+    if conc:
+        one, eight = conc.get("stores_per_second_1"), conc.get("stores_per_second_8")
+        say(f"stores/s: 1 client {fmt(one)}, 8 clients {fmt(eight)} ({fmt(eight / one if one else None)}x)")
+
+summary = {}
+if "secretd" in reports:
+    s = reports["secretd"]
+    rt = s["roundtrip_floor"]["median_ms"]
+    store_floor = rt + commit_floor["median_ms"]
+    say()
+    say(f"== secretd against its floors (store floor = 1 round trip + 1 commit = {store_floor:.3f} ms; lookup floor = 2 round trips = {2 * rt:.3f} ms)")
+    for row in s["sizes"]:
+        say(f"{row['items']}: store {row['store']['median_ms'] / store_floor:.2f}x floor, lookup {row['lookup']['median_ms'] / (2 * rt):.2f}x floor")
+    first, last = s["sizes"][0], s["sizes"][-1]
+    say(f"flat in N: store {last['store']['median_ms'] / first['store']['median_ms']:.2f}x and lookup "
+        f"{last['lookup']['median_ms'] / first['lookup']['median_ms']:.2f}x from {first['items']} to {last['items']} items")
+    if "secretctl_get_process" in last:
+        say(f"secretctl get / secret-tool lookup (whole processes): "
+            f"{last['secretctl_get_process']['median_ms'] / last['secret_tool_lookup_process']['median_ms']:.2f}x")
+    if "gnome-keyring" in reports:
+        g = reports["gnome-keyring"]
+        say()
+        say("== gnome-keyring median / secretd median (how many times faster secretd is; > 1 is faster)")
+        say("items | " + " | ".join(PHASES))
+        for row in g["sizes"]:
+            mine = size_row(s, row["items"])
+            if not mine:
+                continue
+            ratios = {p: row[p]["median_ms"] / mine[p]["median_ms"] for p in PHASES if p in row and p in mine}
+            summary[str(row["items"])] = {p: round(v, 2) for p, v in ratios.items()}
+            say(f"{row['items']} | " + " | ".join(fmt(ratios.get(p)) for p in PHASES))
+
+json.dump({"machine": info, "commit_floor": commit_floor, "providers": reports, "gnome_keyring_over_secretd": summary},
+          open(out, "w"), indent=1, sort_keys=True)
+print(f"\nJSON report: {out}")
