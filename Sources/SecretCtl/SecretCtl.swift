@@ -173,6 +173,7 @@ public enum SecretCtl {
         switch error {
         case .locked: return .failure("the keyring is locked; unlock it (for example: secretd --unlock) and retry", status: .locked)
         case .cancelled: return .failure("the prompt was dismissed", status: .locked)
+        case .noPrompter(let reason): return .failure("cannot ask for the password: \(reason)", status: .locked)
         case .accessDenied(let message): return .failure("access denied: \(message)", status: .accessDenied)
         case .noProvider(let reason):
             return .failure("no Secret Service provider (start secretd or gnome-keyring): \(reason)", status: .noProvider)
