@@ -218,6 +218,8 @@ enum Commands {
             }
         case "git-credential":
             try GitCredential.run(parsed.arguments["ACTION"]!)
+        case "login":
+            try LoginCommand.run(parsed)
         case "completions":
             guard let script = Completions.script(for: parsed.arguments["SHELL"]!, SecretCtl.commands) else {
                 throw .usage("completions are available for bash, zsh and fish", command: verb)

@@ -123,6 +123,25 @@ public enum SecretCtl {
             arguments: [.init(name: "ACTION", help: "get, store or erase, as git passes it.")], options: [],
             examples: ["git config --global credential.helper '!secretctl git-credential'"]),
         CommandSpec(
+            name: "login",
+            abstract: "Run COMMAND with a remembered password on its standard input; ask for one when it is rejected.",
+            arguments: [
+                service,
+                .init(name: "COMMAND [ARGS...]", help: "The command that logs in; it reads the password on standard input.",
+                      afterSeparator: true),
+            ],
+            options: [
+                .init(name: "account", value: "ACCOUNT", help: "Log in as this account (default: the one remembered)."),
+                .init(name: "remember", value: nil, help: "Remember a typed password that works, without asking."),
+                .init(name: "no-remember", value: nil, help: "Never remember a typed password, and do not ask."),
+                .init(name: "reject-exit", value: "CODES",
+                      help: "COMMAND's exit statuses that mean a wrong password, comma-separated (default 1)."),
+            ],
+            examples: [
+                "secretctl login --account bob registry.example.com -- docker login -u bob --password-stdin registry.example.com",
+                "secretctl login --account alice --reject-exit 1,77 mail.example.com -- ./check-mail.sh",
+            ]),
+        CommandSpec(
             name: "completions", abstract: "Print the completion script for bash, zsh or fish.",
             arguments: [.init(name: "SHELL", help: "bash, zsh or fish.")], options: [],
             examples: [
@@ -153,7 +172,8 @@ public enum SecretCtl {
             throw .usage("unknown command '\(verb)'", command: nil)
         }
         let rest = Array(words.dropFirst())
-        if rest.contains("--help") || rest.contains("-h") {
+        let options = rest.prefix { $0 != "--" }  // what follows -- is arguments (login's command)
+        if options.contains("--help") || options.contains("-h") {
             Terminal.writeOutput(Help.command(spec))
             return
         }
