@@ -37,7 +37,7 @@ let package = Package(
 
         // MARK: Client library
         .target(
-            name: "Keychain", dependencies: ["CLibSecret"],
+            name: "Keychain", dependencies: ["CLibSecret", "Pinentry"],
             swiftSettings: strictSettings),
 
         // MARK: Asking a person through pinentry (libassuan), for secretd and the library's login flow

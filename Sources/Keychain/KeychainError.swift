@@ -6,13 +6,17 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The keyring holding the item is locked and was not unlocked (no prompt could be shown,
     /// or the unlock prompt was dismissed).
     case locked
-    /// The user dismissed a prompt the provider showed for this call.
+    /// The user dismissed a prompt shown for this call: the provider's, or the login flow's
+    /// (see ``Keychain/login(account:remember:prompt:maximumPrompts:authenticate:)``).
     case cancelled
     /// The provider refused this caller access to the item or collection.
     case accessDenied(message: String)
     /// No Secret Service provider could be reached: no session bus, or nobody owns
     /// `org.freedesktop.secrets` on it. `reason` says which.
     case noProvider(reason: String)
+    /// The login flow had to ask the user for a credential and had no way to: no terminal and
+    /// no pinentry, for example. `reason` says what was tried. Thrown at once, never after a wait.
+    case noPrompter(reason: String)
     /// The call's arguments were rejected before anything was sent to the provider.
     case invalidInput(InvalidInput)
     /// The stored value is not of the requested type (for example not UTF-8 text, or JSON that
@@ -51,6 +55,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .cancelled: return "the prompt was dismissed"
         case .accessDenied(let message): return "access denied: \(message)"
         case .noProvider(let reason): return "no Secret Service provider: \(reason)"
+        case .noPrompter(let reason): return "cannot ask for a credential: \(reason)"
         case .invalidInput(let reason): return "invalid input: \(reason)"
         case .unexpectedData(let reason): return "unexpected data: \(reason)"
         case .backend("keychain", _, let message): return message  // the library's own, already a sentence

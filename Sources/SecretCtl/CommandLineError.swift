@@ -24,18 +24,25 @@ public enum CommandLineError: Error, Equatable, Sendable {
     }
 }
 
-/// `secretctl`'s exit statuses, as DESIGN.md fixes them.
-public enum ExitStatus: Int32, Sendable {
+/// `secretctl`'s exit statuses, as DESIGN.md fixes them; `login` passes on its command's
+/// status, which may be any other number too.
+public struct ExitStatus: RawRepresentable, Hashable, Sendable {
+    /// The status as the process exits with it.
+    public var rawValue: Int32
+
+    /// A status with this number.
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
     /// Success.
-    case success = 0
+    public static let success = ExitStatus(rawValue: 0)
     /// Nothing matched (like `secret-tool lookup`).
-    case notFound = 1
+    public static let notFound = ExitStatus(rawValue: 1)
     /// A usage error.
-    case usage = 2
-    /// The keyring is locked, or a prompt was dismissed.
-    case locked = 3
+    public static let usage = ExitStatus(rawValue: 2)
+    /// The keyring is locked, or a prompt was dismissed or could not be shown.
+    public static let locked = ExitStatus(rawValue: 3)
     /// The provider refused access.
-    case accessDenied = 4
+    public static let accessDenied = ExitStatus(rawValue: 4)
     /// No Secret Service provider on the bus.
-    case noProvider = 5
+    public static let noProvider = ExitStatus(rawValue: 5)
 }

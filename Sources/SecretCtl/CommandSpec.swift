@@ -22,6 +22,9 @@ public struct CommandSpec: Sendable {
         public var optional: Bool = false
         /// Whether it takes all remaining words (only the last argument may).
         public var variadic: Bool = false
+        /// Whether it takes every word after a required `--`, taken as they are, even words that
+        /// look like options (only the last argument may; `login`'s command).
+        public var afterSeparator: Bool = false
     }
 
     /// A `--long` option, with a value or as a flag.
@@ -39,7 +42,10 @@ public struct CommandSpec: Sendable {
     /// The usage line (`secretctl get [--json] SERVICE ACCOUNT`).
     public var usage: String {
         let options = self.options.map { option in "[--\(option.name)\(option.value.map { " \($0)" } ?? "")]" }
-        let arguments = self.arguments.map { $0.optional ? "[\($0.name)]" : $0.name + ($0.variadic ? "..." : "") }
+        let arguments = self.arguments.map { argument in
+            if argument.afterSeparator { return "-- " + argument.name }
+            return argument.optional ? "[\(argument.name)]" : argument.name + (argument.variadic ? "..." : "")
+        }
         return (["secretctl", name] + options + arguments).joined(separator: " ")
     }
 }

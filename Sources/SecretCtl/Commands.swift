@@ -218,6 +218,8 @@ enum Commands {
             }
         case "git-credential":
             try GitCredential.run(parsed.arguments["ACTION"]!)
+        case "login":
+            try LoginCommand.run(parsed)
         case "whoami", "groups":
             try AccessGroupsCommand.run(verb, parsed)
         case "completions":

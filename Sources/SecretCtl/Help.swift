@@ -31,16 +31,19 @@ enum Help {
     /// One verb's help.
     static func command(_ spec: CommandSpec) -> String {
         var text = "OVERVIEW: \(spec.abstract)\n\nUSAGE: \(spec.usage)\n"
+        let options = spec.options + [CommandSpec.Option(name: "help", value: nil, help: "Show this help.")]
+        let optionNames = options.map { "--\($0.name)" + ($0.value.map { " \($0)" } ?? "") }
+        // Names and help line up in one column, at least 16 wide and never cutting a name.
+        let width = max(16, (spec.arguments.map(\.name) + optionNames).map { $0.count + 2 }.max() ?? 0)
         if !spec.arguments.isEmpty {
             text += "\nARGUMENTS:\n"
             for argument in spec.arguments {
-                text += "  \(argument.name.padding(toLength: 16, withPad: " ", startingAt: 0))\(argument.help)\n"
+                text += "  \(argument.name.padding(toLength: width, withPad: " ", startingAt: 0))\(argument.help)\n"
             }
         }
         text += "\nOPTIONS:\n"
-        for option in spec.options + [CommandSpec.Option(name: "help", value: nil, help: "Show this help.")] {
-            let name = "--\(option.name)" + (option.value.map { " \($0)" } ?? "")
-            text += "  \(name.padding(toLength: 16, withPad: " ", startingAt: 0))\(option.help)\n"
+        for (name, option) in zip(optionNames, options) {
+            text += "  \(name.padding(toLength: width, withPad: " ", startingAt: 0))\(option.help)\n"
         }
         if !spec.examples.isEmpty {
             text += "\nEXAMPLES:\n" + spec.examples.map { "  \($0)\n" }.joined()

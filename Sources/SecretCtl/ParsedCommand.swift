@@ -6,17 +6,31 @@ public struct ParsedCommand: Equatable, Sendable {
     public var values: [String: String] = [:]
     /// The flags given.
     public var flags: Set<String> = []
-    /// The words taken by a variadic last argument.
+    /// The words taken by a variadic last argument (or by one after `--`, as they are).
     public var rest: [String] = []
     /// Every value of a repeatable option, in order.
     public var lists: [String: [String]] = [:]
 
     /// Parses `words` (the words after the verb) for `spec`.
     ///
+    /// `--` ends the options; what follows is positional. For a spec whose last argument is
+    /// ``CommandSpec/Argument/afterSeparator``, the first `--` is required and every word after it
+    /// goes to ``rest`` unparsed.
+    ///
     /// - Throws: ``CommandLineError/usage(_:command:)`` for an unknown option, a missing value or
     ///   argument, or too many arguments.
     public static func parse(_ words: [String], for spec: CommandSpec) throws(CommandLineError) -> ParsedCommand {
         var parsed = ParsedCommand()
+        var arguments = spec.arguments
+        var words = words
+        if let trailing = arguments.last, trailing.afterSeparator {
+            guard let separator = words.firstIndex(of: "--"), separator + 1 < words.count else {
+                throw .usage("missing -- \(trailing.name)", command: spec.name)
+            }
+            parsed.rest = Array(words[(separator + 1)...])
+            words = Array(words[..<separator])
+            arguments.removeLast()
+        }
         var positionals: [String] = []
         var index = 0
         var optionsEnded = false
@@ -56,17 +70,17 @@ public struct ParsedCommand: Equatable, Sendable {
                 if option.repeatable { parsed.lists[name, default: []].append(value) }
             }
         }
-        let required = spec.arguments.filter { !$0.optional }.count
+        let required = arguments.filter { !$0.optional }.count
         guard positionals.count >= required else {
-            let missing = spec.arguments[positionals.count].name
+            let missing = arguments[positionals.count].name
             throw .usage("missing \(missing)", command: spec.name)
         }
-        let variadic = spec.arguments.last?.variadic == true
-        guard variadic || positionals.count <= spec.arguments.count else {
+        let variadic = arguments.last?.variadic == true
+        guard variadic || positionals.count <= arguments.count else {
             throw .usage("too many arguments", command: spec.name)
         }
-        let fixed = variadic ? spec.arguments.count - 1 : spec.arguments.count
-        for (argument, value) in zip(spec.arguments.prefix(fixed), positionals) { parsed.arguments[argument.name] = value }
+        let fixed = variadic ? arguments.count - 1 : arguments.count
+        for (argument, value) in zip(arguments.prefix(fixed), positionals) { parsed.arguments[argument.name] = value }
         if variadic { parsed.rest = Array(positionals.dropFirst(fixed)) }
         return parsed
     }

@@ -123,6 +123,25 @@ public enum SecretCtl {
             arguments: [.init(name: "ACTION", help: "get, store or erase, as git passes it.")], options: [],
             examples: ["git config --global credential.helper '!secretctl git-credential'"]),
         CommandSpec(
+            name: "login",
+            abstract: "Run COMMAND with a remembered password on its standard input; ask for one when it is rejected.",
+            arguments: [
+                service,
+                .init(name: "COMMAND [ARGS...]", help: "The command that logs in; it reads the password on standard input.",
+                      afterSeparator: true),
+            ],
+            options: [
+                .init(name: "account", value: "ACCOUNT", help: "Log in as this account (default: the one remembered)."),
+                .init(name: "remember", value: nil, help: "Remember a typed password that works, without asking."),
+                .init(name: "no-remember", value: nil, help: "Never remember a typed password, and do not ask."),
+                .init(name: "reject-exit", value: "CODES",
+                      help: "COMMAND's exit statuses that mean a wrong password, comma-separated (default 1)."),
+            ],
+            examples: [
+                "secretctl login --account bob registry.example.com -- docker login -u bob --password-stdin registry.example.com",
+                "secretctl login --account alice --reject-exit 1,77 mail.example.com -- ./check-mail.sh",
+            ]),
+        CommandSpec(
             name: "whoami", abstract: "Show how secretd identifies this process, and its access groups.",
             arguments: [], options: [json], examples: ["secretctl whoami", "secretctl whoami --json"]),
         CommandSpec(
@@ -175,7 +194,8 @@ public enum SecretCtl {
             throw .usage("unknown command '\(verb)'", command: nil)
         }
         let rest = Array(words.dropFirst())
-        if rest.contains("--help") || rest.contains("-h") {
+        let options = rest.prefix { $0 != "--" }  // what follows -- is arguments (login's command)
+        if options.contains("--help") || options.contains("-h") {
             Terminal.writeOutput(Help.command(spec))
             return
         }
@@ -195,6 +215,7 @@ public enum SecretCtl {
         switch error {
         case .locked: return .failure("the keyring is locked; unlock it (for example: secretd --unlock) and retry", status: .locked)
         case .cancelled: return .failure("the prompt was dismissed", status: .locked)
+        case .noPrompter(let reason): return .failure("cannot ask for the password: \(reason)", status: .locked)
         case .accessDenied(let message): return .failure("access denied: \(message)", status: .accessDenied)
         case .noProvider(let reason):
             return .failure("no Secret Service provider (start secretd or gnome-keyring): \(reason)", status: .noProvider)

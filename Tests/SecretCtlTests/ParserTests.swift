@@ -28,6 +28,38 @@ import Testing
         #expect(store.usage.hasSuffix("ATTRIBUTE VALUE..."))
     }
 
+    @Test("login's command is every word after --, taken as it is; the -- is required")
+    func afterSeparator() throws {
+        let login = SecretCtl.commands.first { $0.name == "login" }!
+        let parsed = try ParsedCommand.parse(["--account", "a", "svc", "--remember", "--", "cmd", "--help", "--", "x"], for: login)
+        #expect(parsed.arguments == ["SERVICE": "svc"])
+        #expect(parsed.values == ["account": "a"])
+        #expect(parsed.flags == ["remember"])
+        #expect(parsed.rest == ["cmd", "--help", "--", "x"])
+        #expect(login.usage.hasSuffix(" SERVICE -- COMMAND [ARGS...]"))
+        #expect(throws: CommandLineError.usage("missing -- COMMAND [ARGS...]", command: "login")) {
+            try ParsedCommand.parse(["svc", "cmd"], for: login)
+        }
+        #expect(throws: CommandLineError.usage("missing -- COMMAND [ARGS...]", command: "login")) {
+            try ParsedCommand.parse(["svc", "--"], for: login)
+        }
+        #expect(throws: CommandLineError.usage("missing SERVICE", command: "login")) {
+            try ParsedCommand.parse(["--", "cmd"], for: login)
+        }
+        #expect(throws: CommandLineError.usage("too many arguments", command: "login")) {
+            try ParsedCommand.parse(["svc", "extra", "--", "cmd"], for: login)
+        }
+    }
+
+    @Test("--reject-exit takes statuses 1 to 255, separated by commas")
+    func rejectExit() throws {
+        #expect(try LoginCommand.rejectionStatuses("1") == [1])
+        #expect(try LoginCommand.rejectionStatuses("1, 77,255") == [1, 77, 255])
+        for wrong in ["0", "256", "x", "", "1,,2", "-1"] {
+            #expect(throws: CommandLineError.self, "\(wrong)") { try LoginCommand.rejectionStatuses(wrong) }
+        }
+    }
+
     @Test("usage errors name the problem and the verb")
     func usageErrors() {
         #expect(throws: CommandLineError.usage("unknown option '--nope'", command: "show")) {
@@ -63,6 +95,7 @@ import Testing
         #expect(SecretCtl.failure(.cancelled).status == .locked)
         #expect(SecretCtl.failure(.accessDenied(message: "no")).status == .accessDenied)
         #expect(SecretCtl.failure(.noProvider(reason: "x")).status == .noProvider)
+        #expect(SecretCtl.failure(.noPrompter(reason: "x")).status == .locked)
         #expect(SecretCtl.failure(.invalidInput(.empty(field: "service"))).status == .usage)
     }
 

@@ -85,6 +85,22 @@ struct ItemScope: Sendable {
         }
     }
 
+    /// Deletes the items of `account` whose secret still equals `credential`'s password (git's
+    /// "erase only what was rejected"); items holding another secret stay. Returns how many.
+    func remove(account: String, ifSecretMatches credential: LoginCredential) throws(KeychainError) -> Int {
+        try Self.writeLock.withLock { _ throws(KeychainError) in
+            let found = try matches(for: account, options: .init(unlock: true, loadSecrets: true))
+            var removed = 0
+            for item in found where !item.isLocked {
+                let same = try item.withSecret { bytes, _ in credential.hasPassword(bytes) }
+                guard same == true else { continue }
+                try item.delete()
+                removed += 1
+            }
+            return removed
+        }
+    }
+
     /// Deletes every item of the scope; returns how many.
     func removeAll() throws(KeychainError) -> Int {
         try Self.writeLock.withLock { _ throws(KeychainError) in

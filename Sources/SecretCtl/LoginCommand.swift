@@ -1,0 +1,188 @@
+// `secretctl login SERVICE [--account A] [--remember|--no-remember] [--reject-exit CODES]
+// -- COMMAND [ARGS...]`: the library's login flow around a command that logs in.
+//
+// COMMAND gets the password on its standard input (the password, then a newline), and
+// SECRETCTL_SERVICE and SECRETCTL_ACCOUNT in its environment; never on its command line.
+// Exit status 0 means the password worked, one of --reject-exit's statuses (default 1) that it
+// was wrong, anything else another failure. secretctl exits with COMMAND's last status.
+
+import Foundation
+import Glibc
+import Keychain
+import Synchronization
+
+enum LoginCommand {
+    /// Runs the flow for a parsed `login` command line.
+    static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
+        let service = parsed.arguments["SERVICE"]!
+        let command = parsed.rest
+        let remember: LoginRememberPolicy
+        switch (parsed.flags.contains("remember"), parsed.flags.contains("no-remember")) {
+        case (true, true): throw .usage("give --remember or --no-remember, not both", command: "login")
+        case (true, false): remember = .always
+        case (false, true): remember = .never
+        case (false, false): remember = .ask
+        }
+        let rejections = try rejectionStatuses(parsed.values["reject-exit"] ?? "1")
+        let account = parsed.values["account"]
+        let keychain = try CommandLineError.keychain { () throws(KeychainError) in try Keychain(service: service) }
+
+        let outcome = waitFor { () async -> Result<(LoginResult, Int32), KeychainError> in
+            var lastStatus: Int32 = 0
+            do throws(KeychainError) {
+                let result = try await keychain.login(account: account, remember: remember) { credential in
+                    let status = await Child.run(command, service: service, credential: credential)
+                    lastStatus = status
+                    if status == 0 { return .success }
+                    if rejections.contains(status) { return .rejected }
+                    return .failed(CommandFailed(status: status))
+                }
+                return .success((result, lastStatus))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let (result, lastStatus) = try CommandLineError.keychain { () throws(KeychainError) in try outcome.get() }
+
+        switch result {
+        case .success(let success):
+            if let error = success.keychainError {
+                Terminal.writeError("secretctl: logged in, but the password was not remembered: \(error)\n")
+            }
+        case .rejected:
+            throw .failure("the password was rejected every time; nothing was remembered", status: ExitStatus(rawValue: lastStatus))
+        case .failed:
+            throw .failure("", status: ExitStatus(rawValue: lastStatus))  // COMMAND said why
+        }
+    }
+
+    /// COMMAND ended with a status that is neither success nor a rejection.
+    struct CommandFailed: Error {
+        var status: Int32
+    }
+
+    /// `--reject-exit`'s list: statuses from 1 to 255, separated by commas.
+    static func rejectionStatuses(_ text: String) throws(CommandLineError) -> Set<Int32> {
+        var statuses = Set<Int32>()
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let status = Int32(part.trimmingCharacters(in: .whitespaces)), (1...255).contains(status) else {
+                throw .usage("--reject-exit takes exit statuses from 1 to 255, separated by commas", command: "login")
+            }
+            statuses.insert(status)
+        }
+        return statuses
+    }
+
+    /// Runs `body` as a task and blocks this (synchronous, non-pool) thread until it ends.
+    private static func waitFor<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+        let box = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let value = await body()
+            box.withLock { $0 = value }
+            done.signal()
+        }
+        done.wait()
+        return box.withLock { $0! }
+    }
+}
+
+/// COMMAND as a child process, started with `posix_spawnp` (Foundation's `Process` passes on
+/// the spawning thread's blocked signals): default signal handling, an empty signal mask, the
+/// password on a pipe as its standard input, secretctl's output and error.
+private enum Child {
+    /// Runs `command` on a thread of its own and returns its exit status (128 + signal when it
+    /// was killed; 127 when it cannot be found, 126 when it cannot be started).
+    static func run(_ command: [String], service: String, credential: LoginCredential) async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(returning: spawnAndWait(command, service: service, credential: credential))
+            }
+            thread.name = "secretctl-login"
+            thread.start()
+        }
+    }
+
+    private static func spawnAndWait(_ command: [String], service: String, credential: LoginCredential) -> Int32 {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else {
+            Terminal.writeError("secretctl: cannot create a pipe: \(String(cString: strerror(errno)))\n")
+            return 126
+        }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // COMMAND gets its own copy as fd 0
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, readEnd, 0)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGCHLD, SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU] {
+            sigaddset(&defaults, signal)
+        }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["SECRETCTL_SERVICE"] = service
+        environment["SECRETCTL_ACCOUNT"] = credential.account
+        let argv = command.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+
+        // As system(3): while COMMAND runs, Ctrl-C and Ctrl-\ are its business; secretctl waits
+        // for its status. A password write to a COMMAND that exited must not kill secretctl.
+        let previousInterrupt = signal(SIGINT, SIG_IGN)
+        let previousQuit = signal(SIGQUIT, SIG_IGN)
+        let previousPipe = signal(SIGPIPE, SIG_IGN)
+        defer {
+            signal(SIGINT, previousInterrupt)
+            signal(SIGQUIT, previousQuit)
+            signal(SIGPIPE, previousPipe)
+        }
+
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, command[0], &actions, &attributes, argv, envp)
+        close(readEnd)
+        guard spawned == 0 else {
+            close(writeEnd)
+            Terminal.writeError("secretctl: cannot run \(command[0]): \(String(cString: strerror(spawned)))\n")
+            return spawned == ENOENT ? 127 : 126
+        }
+
+        // Written from a thread of its own, so a COMMAND that never reads a long password
+        // cannot block the wait below.
+        let writer = Thread {
+            credential.withPasswordBytes { writeAll(writeEnd, $0) }
+            withUnsafeBytes(of: UInt8(ascii: "\n")) { writeAll(writeEnd, $0) }
+            close(writeEnd)
+        }
+        writer.start()
+
+        var raw: Int32 = 0
+        while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
+        let signal = raw & 0x7f
+        return signal == 0 ? (raw >> 8) & 0xff : 128 + signal
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 { return }  // EPIPE: COMMAND did not read it
+            offset += written
+        }
+    }
+}
