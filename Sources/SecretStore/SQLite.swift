@@ -22,7 +22,10 @@ final class Database {
         sqlite3_busy_timeout(db, 5_000)
     }
 
-    deinit { sqlite3_close_v2(handle) }
+    deinit {
+        statements.removeAll()  // finalized before the connection closes
+        sqlite3_close_v2(handle)
+    }
 
     /// Runs one or more statements that take no parameters.
     func execute(_ sql: String) throws(StoreError) {
@@ -30,12 +33,25 @@ final class Database {
         guard status == SQLITE_OK else { throw error(status) }
     }
 
-    /// Prepares `sql` with its parameters bound in order.
-    func prepare(_ sql: String, _ values: [Value] = []) throws(StoreError) -> Statement {
-        var statement: OpaquePointer?
-        let status = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
-        guard status == SQLITE_OK, let statement else { throw error(status) }
-        let prepared = Statement(statement, database: self)
+    /// Statements prepared so far, by SQL text: parsing costs more than running most of ours.
+    private var statements: [String: Statement] = [:]
+    /// How many prepared statements are kept (search builds a few shapes per attribute count).
+    private static let statementCacheLimit = 128
+
+    /// `sql`, prepared once and kept, with its parameters bound in order. Used by one caller
+    /// at a time: ``run(_:_:)`` and ``rows(_:_:)`` finish with it before they return.
+    private func prepare(_ sql: String, _ values: [Value]) throws(StoreError) -> Statement {
+        let prepared: Statement
+        if let cached = statements[sql] {
+            prepared = cached
+        } else {
+            var statement: OpaquePointer?
+            let status = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+            guard status == SQLITE_OK, let statement else { throw error(status) }
+            prepared = Statement(statement, database: self)
+            if statements.count >= Self.statementCacheLimit { statements.removeAll() }
+            statements[sql] = prepared
+        }
         for (index, value) in values.enumerated() { try prepared.bind(value, at: Int32(index + 1)) }
         return prepared
     }
@@ -43,12 +59,14 @@ final class Database {
     /// Runs a statement that returns no rows.
     func run(_ sql: String, _ values: [Value] = []) throws(StoreError) {
         let statement = try prepare(sql, values)
+        defer { statement.reset() }
         while try statement.step() {}
     }
 
     /// Every row of a query, each as its column values.
     func rows(_ sql: String, _ values: [Value] = []) throws(StoreError) -> [[Value]] {
         let statement = try prepare(sql, values)
+        defer { statement.reset() }
         var result: [[Value]] = []
         while try statement.step() { result.append(statement.row()) }
         return result
@@ -114,7 +132,7 @@ final class Database {
     /// A prepared statement; finalized when released.
     final class Statement {
         private let handle: OpaquePointer
-        private let database: Database
+        private unowned let database: Database  // the database keeps its statements
 
         fileprivate init(_ handle: OpaquePointer, database: Database) {
             self.handle = handle
@@ -122,6 +140,13 @@ final class Database {
         }
 
         deinit { sqlite3_finalize(handle) }
+
+        /// Makes it ready to run again: rewound, parameters cleared (copies of bound secrets
+        /// are freed by SQLite), and no read transaction held open.
+        fileprivate func reset() {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+        }
 
         fileprivate func bind(_ value: Value, at index: Int32) throws(StoreError) {
             let status: Int32
