@@ -8,7 +8,7 @@ out = args[args.index("--out") + 1]
 files = [a for a in args if a != "--out" and a != out]
 commit_floor = json.load(open(files[0]))
 reports = {r["provider"]: r for r in (json.load(open(f)) for f in files[1:])}
-PHASES = ["store", "lookup", "search_all_load_secrets", "replace", "delete",
+PHASES = ["store", "lookup", "search_all_load_secrets", "replace", "delete", "keychain_set", "keychain_get",
           "secretctl_get_process", "secret_tool_lookup_process"]
 
 

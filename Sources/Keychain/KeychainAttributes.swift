@@ -62,6 +62,26 @@ package enum KeychainAttributes {
             .sorted { ($0.modified, $0.path) > ($1.modified, $1.path) }
     }
 
+    /// libsecret's own store, as `secret-tool store` makes it: the provider replaces an item
+    /// whose attributes match (gnome-keyring: whose attributes include these). For
+    /// benchmarks that measure what every libsecret client pays.
+    package static func libsecretStore(_ attributes: [String: String], label: String, secret: Data) throws(KeychainError) {
+        try validate(attributes)
+        try LibSecret.serviceStore(attributes, label: label, secret: try SecretCoding.buffer(secret))
+    }
+
+    /// libsecret's own lookup, as `secret-tool lookup` makes it; nil when nothing matches.
+    package static func libsecretLookup(_ attributes: [String: String]) throws(KeychainError) -> Data? {
+        try validate(attributes)
+        return try LibSecret.serviceLookup(attributes)
+    }
+
+    /// libsecret's own clear, as `secret-tool clear` makes it; true when an item was deleted.
+    package static func libsecretClear(_ attributes: [String: String]) throws(KeychainError) -> Bool {
+        try validate(attributes)
+        return try LibSecret.serviceClear(attributes)
+    }
+
     /// Deletes every item having all of `attributes`; returns how many.
     package static func clear(_ attributes: [String: String]) throws(KeychainError) -> Int {
         try validate(attributes)

@@ -1,10 +1,11 @@
 import Foundation
 import Keychain
 
-/// The phases `make bench` times, for each size N, starting from an empty keyring: store N,
-/// look up N in random order, search all and load all secrets, replace N/10, delete N. Also
-/// the round-trip floor, whole-process lookups, the provider's memory and disk use, unlock,
-/// and concurrent storing clients.
+/// The phases `make bench` times, for each size N, starting from an empty keyring, through
+/// libsecret's own calls: store N, look up N in random order, search all and load all
+/// secrets, replace N/10, delete N. Also the Keychain library's set and get, the round-trip
+/// floor, whole-process lookups, the provider's memory and disk use, unlock, and concurrent
+/// storing clients.
 struct Workload {
     let options: Options
     let service = "bench"
@@ -30,13 +31,20 @@ struct Workload {
         return report
     }
 
-    /// One full cycle at `size` items.
+    /// The attributes of item `index`.
+    func attributes(_ index: Int) -> [String: String] { ["service": service, "account": account(index)] }
+    /// The label of item `index`.
+    func label(_ index: Int) -> String { "\(service) \(account(index))" }
+
+    /// One full cycle at `size` items, through libsecret's own calls (as secret-tool, Python
+    /// keyring and most clients make them), then a sample through the Keychain library.
     private func cycle(_ size: Int) throws -> [String: Any] {
-        let keychain = try Keychain(service: service)
         var result: [String: Any] = ["items": size]
         progress("\(size): store")
         var store = Samples()
-        for index in 0..<size { try store.time { try keychain.set(secret(index), for: account(index)) } }
+        for index in 0..<size {
+            try store.time { try KeychainAttributes.libsecretStore(attributes(index), label: label(index), secret: Data(secret(index).utf8)) }
+        }
         result["store"] = store.summary
         result["store_first_100"] = store.slice(first: true, 100).summary
         result["store_last_100"] = store.slice(first: false, 100).summary
@@ -47,10 +55,23 @@ struct Workload {
         progress("\(size): lookup")
         var lookup = Samples()
         for index in (0..<size).shuffled() {
-            let value = try lookup.time { try keychain.string(for: account(index)) }
-            guard value == secret(index) else { throw BenchError("lookup of \(account(index)) returned the wrong secret") }
+            let value = try lookup.time { try KeychainAttributes.libsecretLookup(attributes(index)) }
+            guard value == Data(secret(index).utf8) else { throw BenchError("lookup of \(account(index)) returned the wrong secret") }
         }
         result["lookup"] = lookup.summary
+
+        progress("\(size): Keychain library set and get (200 more items)")
+        let keychain = try Keychain(service: "bench.library")
+        var librarySet = Samples()
+        var libraryGet = Samples()
+        for index in 0..<200 {
+            try librarySet.time { try keychain.set(secret(index), for: account(index)) }
+            let value = try libraryGet.time { try keychain.string(for: account(index)) }
+            guard value == secret(index) else { throw BenchError("the library read back the wrong secret") }
+        }
+        _ = try keychain.removeAll()
+        result["keychain_set"] = librarySet.summary
+        result["keychain_get"] = libraryGet.summary
 
         progress("\(size): whole-process lookups")
         let probe = account(size / 2)
@@ -75,14 +96,16 @@ struct Workload {
         progress("\(size): replace")
         var replace = Samples()
         for index in (0..<size).shuffled().prefix(max(1, size / 10)) {
-            try replace.time { try keychain.set(secret(index, round: 1), for: account(index)) }
+            try replace.time {
+                try KeychainAttributes.libsecretStore(attributes(index), label: label(index), secret: Data(secret(index, round: 1).utf8))
+            }
         }
         result["replace"] = replace.summary
 
         progress("\(size): delete")
         var delete = Samples()
         for index in 0..<size {
-            let removed = try delete.time { try keychain.removeValue(for: account(index)) }
+            let removed = try delete.time { try KeychainAttributes.libsecretClear(attributes(index)) }
             guard removed else { throw BenchError("\(account(index)) was not there to delete") }
         }
         result["delete"] = delete.summary
@@ -121,12 +144,15 @@ struct Workload {
         return result
     }
 
-    /// One concurrent storing client: `count` new items, then removes them. Exit status.
+    /// One concurrent storing client: stores `count` new items. Exit status.
     static func storeWorker(id: String, count: Int) -> Int32 {
         do {
-            let keychain = try Keychain(service: "bench.worker.\(id)")
-            for index in 0..<count { try keychain.set("worker-secret-\(index)", for: "w\(index)") }
-            _ = try keychain.removeAll()
+            for index in 0..<count {
+                try KeychainAttributes.libsecretStore(
+                    ["service": "bench.worker.\(id)", "account": "w\(index)"], label: "w\(index)",
+                    secret: Data("worker-secret-\(index)".utf8))
+            }
+
             return 0
         } catch {
             FileHandle.standardError.write(Data("keychain-bench worker \(id): \(error)\n".utf8))
@@ -186,11 +212,8 @@ struct Workload {
     /// What `size` items hold in plaintext: label, attribute names and values, secret.
     private func plaintextBytes(_ size: Int) -> Int {
         (0..<size).reduce(0) { total, index in
-            let name = account(index)
-            let label = "Password for '\(name)' on '\(service)'"
-            let attributes = ["service": service, "account": name, "username": name, "xdg:schema": "org.freedesktop.Secret.Generic"]
-            return total + label.utf8.count + secret(index).utf8.count
-                + attributes.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+            total + label(index).utf8.count + secret(index).utf8.count
+                + attributes(index).reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         }
     }
 

@@ -242,6 +242,49 @@ enum LibSecret {
         }
     }
 
+    // MARK: - libsecret's own password calls (what secret-tool and most clients use)
+
+    /// `secret_service_store_sync` with no schema, as `secret-tool store` calls it: one
+    /// `CreateItem` with replace on the default collection's alias path.
+    static func serviceStore(_ attributes: [String: String], label: String, secret: SecretBuffer) throws(KeychainError) {
+        try withService { service throws(KeychainError) in
+            let table = HashTable(attributes)
+            let value = secretValue(secret, contentType: "text/plain")
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_service_store_sync(service, nil, table.pointer, nil, label, value, Cancellation.current, &error)
+            if let error { throw takeError(error) }
+        }
+    }
+
+    /// `secret_service_lookup_sync` with no schema, as `secret-tool lookup` calls it:
+    /// `SearchItems`, then `GetSecrets` for the first match (unlocking it if needed).
+    static func serviceLookup(_ attributes: [String: String]) throws(KeychainError) -> Data? {
+        try withService { service throws(KeychainError) in
+            let table = HashTable(attributes)
+            var error: UnsafeMutablePointer<GError>?
+            let value = secret_service_lookup_sync(service, nil, table.pointer, Cancellation.current, &error)
+            if let error { throw takeError(error) }
+            guard let value else { return nil }
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            var length = 0
+            guard let bytes = secret_value_get(value, &length) else { return Data() }
+            return Data(bytes: bytes, count: length)
+        }
+    }
+
+    /// `secret_service_clear_sync` with no schema, as `secret-tool clear` calls it:
+    /// `SearchItems`, then `Delete` on every match. True when something was deleted.
+    static func serviceClear(_ attributes: [String: String]) throws(KeychainError) -> Bool {
+        try withService { service throws(KeychainError) in
+            let table = HashTable(attributes)
+            var error: UnsafeMutablePointer<GError>?
+            let removed = secret_service_clear_sync(service, nil, table.pointer, Cancellation.current, &error)
+            if let error { throw takeError(error) }
+            return removed != 0
+        }
+    }
+
     /// `org.freedesktop.DBus.Peer.Ping` on the provider: one round trip that does no work.
     static func ping() throws(KeychainError) {
         try withService { service throws(KeychainError) in
