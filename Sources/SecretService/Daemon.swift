@@ -101,6 +101,7 @@ public final class Daemon: BusHandler {
     /// `ready` runs once the name is ours; `refused` when another provider keeps it.
     public func start(ready: @escaping () -> Void, refused: @escaping (String) -> Void) throws(SecretServiceError) {
         server = try BusServer(introspection: Introspection.xml, handler: self)
+        store.groupsCommits = true  // from here on, replies wait for the commit of their writes
         try server.registerObject(ObjectPaths.service)
         try server.registerSubtree(ObjectPaths.collectionPrefix)
         for collection in (try? store.collections()) ?? [] {
@@ -322,6 +323,18 @@ public final class Daemon: BusHandler {
         default:
             guard let collection = collection(at: path) else { return [] }
             return visible((try? store.search([:], in: collection)) ?? [], for: sender).map { String($0.0.id) }
+        }
+    }
+
+    var hasPendingCommit: Bool { store.hasPendingCommit }
+
+    func commitPending() -> Bool {
+        do {
+            try store.commitPending()
+            return true
+        } catch {
+            Log.error("cannot commit to the database: \(error); the last changes were rolled back")
+            return false
         }
     }
 

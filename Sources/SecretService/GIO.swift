@@ -33,6 +33,10 @@ protocol BusHandler: AnyObject {
     /// that does not exist, still the interfaces of its kind, so the call reaches ``handle(_:)``
     /// and the client gets `NoSuchObject` or `NoSession` rather than a generic D-Bus error.
     func interfaces(at path: String) -> [String]
+    /// Whether writes are waiting for ``commitPending()``; replies and signals wait with them.
+    var hasPendingCommit: Bool { get }
+    /// Makes the waiting writes durable; false when that failed (they are rolled back).
+    func commitPending() -> Bool
 }
 
 /// The daemon's connection to the session bus and the objects it exports.
@@ -58,6 +62,7 @@ final class BusServer {
         self.connection = connection
         self.nodeInfo = info
         self.handler = handler
+        Self.active = self
     }
 
     // MARK: - Exporting objects
@@ -106,8 +111,12 @@ final class BusServer {
 
     /// Broadcasts a signal, or sends it to `destination` (a unique name) only.
     func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue], destination: String? = nil) {
-        let parameters = Self.makeVariant(.tuple(arguments))
-        g_dbus_connection_emit_signal(connection, destination, path, interface, name, parameters, nil)
+        let parameters = g_variant_ref_sink(Self.makeVariant(.tuple(arguments)))
+        let connection = self.connection
+        deliver(Held(send: {
+            g_dbus_connection_emit_signal(connection, destination, path, interface, name, parameters, nil)
+            g_variant_unref(parameters)
+        }, fail: { g_variant_unref(parameters) }))
     }
 
     /// Broadcasts `org.freedesktop.DBus.Properties.PropertiesChanged` with the new values of
@@ -216,6 +225,7 @@ final class BusServer {
         g_unix_signal_add(SIGTERM, quit, UnsafeMutableRawPointer(loop))
         g_unix_signal_add(SIGINT, quit, UnsafeMutableRawPointer(loop))
         g_main_loop_run(loop)
+        active?.flush()  // commit what the last calls wrote before the process ends
     }
 
     nonisolated(unsafe) private static var mainLoop: OpaquePointer?
@@ -236,7 +246,10 @@ final class BusServer {
 
     /// Runs `body` once after `seconds` on the main loop.
     static func after(seconds: Double, _ body: @escaping () -> Void) {
-        let box = Unmanaged.passRetained(ClosureBox(body)).toOpaque()
+        let box = Unmanaged.passRetained(ClosureBox {
+            body()
+            BusServer.active?.scheduleFlush()
+        }).toOpaque()
         g_timeout_add_full(
             G_PRIORITY_DEFAULT, UInt32(max(0, seconds * 1000)),
             { data in
@@ -250,7 +263,10 @@ final class BusServer {
     @discardableResult
     static func onMainLoop<T>(_ body: @escaping () -> T) -> T {
         var result: T?
-        let call = MainLoopCall { result = body() }
+        let call = MainLoopCall {
+            result = body()
+            BusServer.active?.scheduleFlush()  // a prompt's writes are committed like any call's
+        }
         g_idle_add_full(
             G_PRIORITY_DEFAULT,
             { data in
@@ -288,13 +304,76 @@ final class BusServer {
         }
         let arguments = Self.makeValue(parameters)?.tuple ?? []
         let call = MethodCall(sender: sender, path: path, interface: interface, method: method, arguments: arguments)
+        let reply: Held
         switch handler.handle(call) {
-        case .success(let reply):
-            g_dbus_method_invocation_return_value(invocation, Self.makeVariant(reply))
+        case .success(let value):
+            let variant = g_variant_ref_sink(Self.makeVariant(value))
+            reply = Held(send: {
+                g_dbus_method_invocation_return_value(invocation, variant)
+                g_variant_unref(variant)
+            }, fail: {
+                g_variant_unref(variant)
+                g_dbus_method_invocation_return_dbus_error(
+                    invocation, "org.freedesktop.DBus.Error.Failed", "secretd could not complete the operation; see its log")
+            })
         case .failure(let error):
-            g_dbus_method_invocation_return_dbus_error(invocation, error.dbusName, error.message)
+            reply = Held(send: { g_dbus_method_invocation_return_dbus_error(invocation, error.dbusName, error.message) })
+        }
+        deliver(reply)
+    }
+
+    // MARK: - Group commit
+
+    /// A reply or signal waiting for the writes before it to be committed.
+    private struct Held {
+        /// Sends it.
+        var send: () -> Void
+        /// What to do instead when the commit failed (a method reply becomes an error).
+        var fail: (() -> Void)?
+    }
+
+    private var held: [Held] = []
+    private var flushScheduled = false
+    /// How many replies and signals may wait for one commit before it is forced.
+    private static let maximumHeld = 256
+
+    /// Sends `item` now, or after the commit of the writes before it: nothing is acknowledged
+    /// (nor announced) before it is durable, and writes that arrive together share one commit.
+    private func deliver(_ item: Held) {
+        guard handler?.hasPendingCommit == true || !held.isEmpty else {
+            item.send()
+            return
+        }
+        held.append(item)
+        if held.count >= Self.maximumHeld { flush() } else { scheduleFlush() }
+    }
+
+    /// Commits after the calls already queued on the main loop have been handled.
+    func scheduleFlush() {
+        guard !flushScheduled, handler?.hasPendingCommit == true || !held.isEmpty else { return }
+        flushScheduled = true
+        let box = Unmanaged.passRetained(ClosureBox { [weak self] in self?.flush() }).toOpaque()
+        g_idle_add_full(
+            G_PRIORITY_DEFAULT_IDLE,
+            { data in
+                Unmanaged<ClosureBox>.fromOpaque(data!).takeUnretainedValue().body()
+                return 0
+            }, box, { data in Unmanaged<ClosureBox>.fromOpaque(data!).release() })
+    }
+
+    /// Commits the pending writes, then sends what waited for them, in order.
+    func flush() {
+        flushScheduled = false
+        let committed = handler?.commitPending() ?? true
+        let waiting = held
+        held = []
+        for item in waiting {
+            if committed { item.send() } else { item.fail?() }
         }
     }
+
+    /// The server of this process, for main-loop hops that may write.
+    nonisolated(unsafe) private(set) static weak var active: BusServer?
 
     nonisolated(unsafe) private static let interfaceVTable: UnsafeMutablePointer<GDBusInterfaceVTable> = {
         let table = UnsafeMutablePointer<GDBusInterfaceVTable>.allocate(capacity: 1)  // lives for the process
@@ -307,6 +386,8 @@ final class BusServer {
             },
             get_property: { _, sender, path, interface, name, error, userData in
                 let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
+                // Never answer with data that is not yet durable.
+                if server.handler?.hasPendingCommit == true { server.flush() }
                 let result = server.handler?.property(
                     String(cString: name!), interface: String(cString: interface!), path: String(cString: path!),
                     sender: sender.map { String(cString: $0) } ?? "") ?? .failure(.failed("shutting down"))
@@ -326,6 +407,15 @@ final class BusServer {
                 {
                     error?.pointee = g_dbus_error_new_for_dbus_error(failure.dbusName, failure.message)
                     return 0
+                }
+                // GDBus acknowledges the change when this returns: make it durable first.
+                if server.handler?.hasPendingCommit == true {
+                    server.flush()
+                    if server.handler?.hasPendingCommit == true {
+                        error?.pointee = g_dbus_error_new_for_dbus_error(
+                            "org.freedesktop.DBus.Error.Failed", "secretd could not complete the operation; see its log")
+                        return 0
+                    }
                 }
                 return 1
             },

@@ -72,8 +72,43 @@ final class Database {
         return result
     }
 
-    /// Runs `body` in an IMMEDIATE transaction, rolling back when it throws.
+    /// Whether transactions are grouped: each runs as a savepoint inside one open transaction
+    /// that ``commitPending()`` commits, so writes that arrive together share one sync to disk.
+    var groupsCommits = false
+    /// Whether a grouped transaction is open and holds writes not yet committed.
+    private(set) var hasPendingCommit = false
+
+    /// Commits the open grouped transaction; rolls it back (and throws) when that fails.
+    func commitPending() throws(StoreError) {
+        guard hasPendingCommit else { return }
+        hasPendingCommit = false
+        do {
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Runs `body` in an IMMEDIATE transaction (or, when commits are grouped, a savepoint of
+    /// the open one), rolling back what it did when it throws.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        if groupsCommits {
+            if !hasPendingCommit {
+                try execute("BEGIN IMMEDIATE")
+                hasPendingCommit = true
+            }
+            try execute("SAVEPOINT write")
+            do {
+                let result = try body()
+                try execute("RELEASE write")
+                return result
+            } catch {
+                try? execute("ROLLBACK TO write")
+                try? execute("RELEASE write")
+                throw error
+            }
+        }
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()

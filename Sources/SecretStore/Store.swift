@@ -37,6 +37,24 @@ public final class Store {
         try Migrations.migrate(database)
     }
 
+    // MARK: - Group commit
+
+    /// Whether writes are grouped: each write joins one open transaction, committed by
+    /// ``commitPending()``. The daemon turns it on and commits before it replies, so nothing
+    /// is acknowledged before it is durable, and writes that arrive together share one sync.
+    public var groupsCommits: Bool {
+        get { database.groupsCommits }
+        set { database.groupsCommits = newValue }
+    }
+
+    /// Whether grouped writes wait for ``commitPending()``.
+    public var hasPendingCommit: Bool { database.hasPendingCommit }
+
+    /// Commits the grouped writes; on failure they are rolled back and the error thrown.
+    public func commitPending() throws(StoreError) {
+        try database.commitPending()
+    }
+
     // MARK: - Collections
 
     /// A stored collection (keyring); its label is not secret.
@@ -317,7 +335,9 @@ public final class Store {
 
     /// Deletes an item (its attribute hashes go with it).
     public func deleteItem(_ item: ItemRecord) throws(StoreError) {
-        try database.run("DELETE FROM items WHERE id = ?", [.integer(item.id)])
+        try database.transaction { () throws(StoreError) in
+            try database.run("DELETE FROM items WHERE id = ?", [.integer(item.id)])
+        }
     }
 
     // MARK: - Internals

@@ -263,4 +263,29 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(try git("fill", "protocol=https\nhost=\(host)\n\n").status != 0)
         #expect(try InternetKeychain(server: host).password(for: "alice") == nil)
     }
+
+    @Test("git-credential keeps password_expiry_utc and oauth_refresh_token in the secret, as git's helper does")
+    func gitCredentialExtraFields() throws {
+        let host = "git-\(UUID().uuidString.prefix(8)).example.com"
+        let future = Int(Date().timeIntervalSince1970) + 3600
+        let stored = try run(["git-credential", "store"], input:
+            "protocol=https\nhost=\(host)\nusername=alice\npassword=tok\npassword_expiry_utc=\(future)\n"
+            + "oauth_refresh_token=refresh-me\nwwwauth[]=Basic realm=x\n\n")
+        #expect(stored.status == 0, "\(stored.errorOutput)")
+        let got = try run(["git-credential", "get"], input: "protocol=https\nhost=\(host)\n\n")
+        #expect(got.text == "username=alice\npassword=tok\npassword_expiry_utc=\(future)\noauth_refresh_token=refresh-me\n",
+                "\(got.text)")
+        // The refresh token is part of the secret, never an attribute.
+        let attributes = try InternetKeychain(server: host, protocol: .https).attributes(for: "alice")?.attributes ?? [:]
+        #expect(!attributes.values.contains("refresh-me"))
+        // Erasing by the password matches the password line only.
+        #expect(try run(["git-credential", "erase"], input: "protocol=https\nhost=\(host)\nusername=alice\npassword=tok\n\n").status == 0)
+        #expect(try run(["git-credential", "get"], input: "protocol=https\nhost=\(host)\n\n").text.isEmpty)
+        // An expired credential is not handed to git.
+        let past = Int(Date().timeIntervalSince1970) - 10
+        _ = try run(["git-credential", "store"], input:
+            "protocol=https\nhost=\(host)\nusername=alice\npassword=old\npassword_expiry_utc=\(past)\n\n")
+        #expect(try run(["git-credential", "get"], input: "protocol=https\nhost=\(host)\n\n").text.isEmpty)
+        _ = try run(["git-credential", "erase"], input: "protocol=https\nhost=\(host)\nusername=alice\n\n")
+    }
 }
