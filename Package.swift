@@ -52,7 +52,7 @@ let package = Package(
 
         // MARK: secretd's D-Bus object layer
         .target(
-            name: "SecretService", dependencies: ["CGio", "Pinentry", "SecretStore"],
+            name: "SecretService", dependencies: ["CGio", "CProcess", "Pinentry", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: The command line

@@ -1,4 +1,4 @@
-// Process hardening for secretd; prctl is variadic, so it is wrapped here.
+// Process-level calls for secretd: hardening (prctl is variadic, so it is wrapped here) and memory.
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
@@ -7,4 +7,11 @@ static inline int keychain_set_non_dumpable(void) {
     struct rlimit none = {0, 0};
     setrlimit(RLIMIT_CORE, &none);
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+#include <malloc.h>
+
+/// Hands freed heap memory back to the system (glibc keeps it otherwise).
+static inline int keychain_release_free_memory(void) {
+    return malloc_trim(0);
 }

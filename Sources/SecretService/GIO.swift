@@ -3,6 +3,7 @@
 // Everything here runs on the thread that runs the main loop.
 
 internal import CGio
+internal import CProcess
 import Foundation
 
 /// A method call as the daemon's logic sees it.
@@ -308,6 +309,7 @@ final class BusServer {
         switch handler.handle(call) {
         case .success(let value):
             let variant = g_variant_ref_sink(Self.makeVariant(value))
+            if g_variant_get_size(variant) > Self.largeReply { returnMemoryLater() }
             reply = Held(send: {
                 g_dbus_method_invocation_return_value(invocation, variant)
                 g_variant_unref(variant)
@@ -320,6 +322,23 @@ final class BusServer {
             reply = Held(send: { g_dbus_method_invocation_return_dbus_error(invocation, error.dbusName, error.message) })
         }
         deliver(reply)
+    }
+
+    // MARK: - Memory
+
+    /// Replies larger than this (1 MiB: thousands of secrets or paths) leave memory behind.
+    private static let largeReply = 1 << 20
+    private var trimScheduled = false
+
+    /// After a large reply has gone out, hands the memory it used back to the system: glibc
+    /// keeps freed heap otherwise, and one search of 100,000 items would stay resident.
+    private func returnMemoryLater() {
+        guard !trimScheduled else { return }
+        trimScheduled = true
+        BusServer.after(seconds: 0.2) { [weak self] in
+            self?.trimScheduled = false
+            _ = keychain_release_free_memory()
+        }
     }
 
     // MARK: - Group commit
