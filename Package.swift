@@ -40,6 +40,11 @@ let package = Package(
             name: "Keychain", dependencies: ["CLibSecret", "Pinentry"],
             swiftSettings: strictSettings),
 
+        // MARK: Starting child processes with a clean signal state
+        .target(
+            name: "ProcessSpawning",
+            swiftSettings: strictSettings),
+
         // MARK: Asking a person through pinentry (libassuan), for secretd and the library's login flow
         .target(
             name: "Pinentry", dependencies: ["CAssuan"],
@@ -57,7 +62,7 @@ let package = Package(
 
         // MARK: The command line
         .target(
-            name: "SecretCtl", dependencies: ["Keychain", "SecretStore"],
+            name: "SecretCtl", dependencies: ["Keychain", "ProcessSpawning", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: Executables
@@ -76,7 +81,7 @@ let package = Package(
 
         // MARK: Test support and tests
         .target(
-            name: "KeychainTestSupport", dependencies: ["CGio", "Keychain"],
+            name: "KeychainTestSupport", dependencies: ["CGio", "Keychain", "ProcessSpawning"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "SecretStoreTests", dependencies: ["SecretStore"],

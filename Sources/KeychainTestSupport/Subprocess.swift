@@ -1,9 +1,10 @@
-// The test support's only file that starts processes (posix_spawn), so every child starts
-// with default signal handling and an empty signal mask. Foundation's Process passes on the
-// spawning thread's mask, and test threads block SIGTERM: a daemon started that way can
-// never be stopped.
+// The test support's only file that starts processes (through ProcessSpawning), so every
+// child starts with default signal handling and an empty signal mask. Foundation's Process
+// passes on the spawning thread's mask, and test threads block SIGTERM: a daemon started that
+// way can never be stopped.
 
 import Glibc
+import ProcessSpawning
 
 /// A child process started with `posix_spawnp`.
 final class Subprocess: @unchecked Sendable {
@@ -16,39 +17,14 @@ final class Subprocess: @unchecked Sendable {
     init(
         _ arguments: [String], environment: [String: String], input: Int32, output: Int32, error: Int32
     ) throws(HarnessError) {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input, 0)
-        posix_spawn_file_actions_adddup2(&actions, output, 1)
-        posix_spawn_file_actions_adddup2(&actions, error, 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGCHLD, SIGUSR1, SIGUSR2] {
-            sigaddset(&defaults, signal)
+        switch ProcessSpawning.spawn(
+            arguments, environment: environment, descriptors: [(0, input), (1, output), (2, error)])
+        {
+        case .success(let child):
+            pid = child
+        case .failure(let failure):
+            throw HarnessError("cannot start \(arguments[0]): \(failure)")
         }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var child: pid_t = 0
-        let result = posix_spawnp(&child, arguments[0], &actions, &attributes, argv, envp)
-        guard result == 0 else {
-            throw HarnessError("cannot start \(arguments[0]): \(String(cString: strerror(result)))")
-        }
-        pid = child
     }
 
     /// Whether the child has not exited yet (reaps it when it has).
@@ -56,7 +32,7 @@ final class Subprocess: @unchecked Sendable {
         if status != nil { return false }
         var raw: Int32 = 0
         if waitpid(pid, &raw, WNOHANG) == pid {
-            status = Self.decode(raw)
+            status = ProcessSpawning.exitStatus(raw)
             return false
         }
         return true
@@ -71,16 +47,9 @@ final class Subprocess: @unchecked Sendable {
     @discardableResult
     func waitForExit() -> Int32 {
         if let status { return status }
-        var raw: Int32 = 0
-        while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
-        let decoded = Self.decode(raw)
+        let decoded = ProcessSpawning.waitForExit(pid)
         status = decoded
         return decoded
-    }
-
-    private static func decode(_ raw: Int32) -> Int32 {
-        let signal = raw & 0x7f
-        return signal == 0 ? (raw >> 8) & 0xff : 128 + signal
     }
 
     // MARK: - Descriptors

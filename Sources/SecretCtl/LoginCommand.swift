@@ -9,6 +9,7 @@
 import Foundation
 import Glibc
 import Keychain
+import ProcessSpawning
 import Synchronization
 
 enum LoginCommand {
@@ -112,35 +113,9 @@ private enum Child {
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // COMMAND gets its own copy as fd 0
         let (readEnd, writeEnd) = (fds[0], fds[1])
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, readEnd, 0)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGCHLD, SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU] {
-            sigaddset(&defaults, signal)
-        }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
         var environment = ProcessInfo.processInfo.environment
         environment["SECRETCTL_SERVICE"] = service
         environment["SECRETCTL_ACCOUNT"] = credential.account
-        let argv = command.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-
         // As system(3): while COMMAND runs, Ctrl-C and Ctrl-\ are its business; secretctl waits
         // for its status. A password write to a COMMAND that exited must not kill secretctl.
         let previousInterrupt = signal(SIGINT, SIG_IGN)
@@ -152,13 +127,16 @@ private enum Child {
             signal(SIGPIPE, previousPipe)
         }
 
-        var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, command[0], &actions, &attributes, argv, envp)
+        let spawned = ProcessSpawning.spawn(command, environment: environment, descriptors: [(0, readEnd)])
         close(readEnd)
-        guard spawned == 0 else {
+        let pid: pid_t
+        switch spawned {
+        case .success(let child):
+            pid = child
+        case .failure(let failure):
             close(writeEnd)
-            Terminal.writeError("secretctl: cannot run \(command[0]): \(String(cString: strerror(spawned)))\n")
-            return spawned == ENOENT ? 127 : 126
+            Terminal.writeError("secretctl: cannot run \(command[0]): \(failure)\n")
+            return failure.code == ENOENT ? 127 : 126
         }
 
         // Written from a thread of its own, so a COMMAND that never reads a long password
@@ -170,10 +148,7 @@ private enum Child {
         }
         writer.start()
 
-        var raw: Int32 = 0
-        while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
-        let signal = raw & 0x7f
-        return signal == 0 ? (raw >> 8) & 0xff : 128 + signal
+        return ProcessSpawning.waitForExit(pid)
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
