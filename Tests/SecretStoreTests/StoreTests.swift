@@ -149,6 +149,30 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(throws: StoreError.corrupted("authentication failed")) { try store.readItem(first, in: login, key: key) }
     }
 
+    @Test("a version 1 database gains the access group column; items get theirs at the next unlock")
+    func migrationToVersion2() throws {
+        var (store, directory) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let grouped = try store.createItem(in: login, key: key, contents: contents(
+            "g", ["service": "s", "keychain:access-group": "com.example.g"], "grouped"))
+        let plain = try store.createItem(in: login, key: key, contents: contents("p", ["service": "s"], "plain"))
+        #expect(grouped.accessGroup == "com.example.g" && plain.accessGroup == "default")
+        // Turn the file back into what version 1 wrote: no access_group column.
+        let database = try Database(path: store.databaseURL.path)
+        try database.execute("""
+            DROP INDEX items_by_access_group; ALTER TABLE items DROP COLUMN access_group; PRAGMA user_version = 1
+            """)
+        (store, _) = (try Store(directory: directory), directory)
+        #expect(try database.userVersion == 2)
+        #expect(try store.search(["service": "s"]).map(\.accessGroup) == [nil, nil])  // unknown while locked
+        let reopened = try #require(try store.collection(named: "login"))
+        let unlocked = try store.unlock(reopened, password: password)
+        #expect(try store.search(["service": "s"]).map(\.accessGroup) == ["com.example.g", "default"])
+        #expect(try store.search(["keychain:access-group": "com.example.g"]).map(\.id) == [grouped.id])
+        #expect(try store.search(["keychain:access-group": "default"]).map(\.id) == [plain.id])
+        #expect(text(try store.readItem(grouped, in: reopened, key: unlocked).secret) == "grouped")
+    }
+
     @Test("a database from a newer schema version is refused, untouched")
     func newerSchema() throws {
         let (store, directory) = try makeStore()
