@@ -83,4 +83,48 @@ import Testing
         let database = try Database(path: fixture.dataDirectory.appendingPathComponent(Store.fileName).path)
         #expect(try database.rows("PRAGMA integrity_check").first?.first?.text == "ok")
     }
+
+    @Test("snapshots of the database files taken mid-write (secretd frozen at random moments) open, check and decrypt")
+    func snapshotsMidWrite() throws {
+        let fixture = try SecretdFixture()
+        let script = fixture.root.appendingPathComponent("writer.sh")
+        try Self.writer.write(to: script, atomically: true, encoding: .utf8)
+        chmod(script.path, 0o755)
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let pid = try #require(daemon.helperPID)
+        let writers = try (0..<3).map { index in
+            try SupervisedProcess(["/bin/sh", script.path, fixture.root.appendingPathComponent("w\(index).log").path, "w\(index)"],
+                                  environment: fixture.environment, logURL: fixture.root.appendingPathComponent("w\(index).out"))
+        }
+        defer { writers.forEach { $0.stop() } }
+        var itemsRead = 0
+        for snapshot in 0..<20 {
+            usleep(UInt32.random(in: 50_000...250_000))
+            // SIGSTOP freezes secretd wherever it is, mid-transaction included: the files are
+            // copied as a crash at that instant would leave them.
+            kill(pid, SIGSTOP)
+            let copy = fixture.root.appendingPathComponent("snapshot\(snapshot)")
+            try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+            for suffix in ["", "-wal"] {
+                let source = fixture.dataDirectory.appendingPathComponent(Store.fileName + suffix)
+                if FileManager.default.fileExists(atPath: source.path) {
+                    try FileManager.default.copyItem(at: source, to: copy.appendingPathComponent(Store.fileName + suffix))
+                }
+            }
+            kill(pid, SIGCONT)
+
+            let store = try Store(directory: copy)  // runs SQLite's quick_check
+            let login = try #require(try store.collection(named: "login"))
+            let key = try store.unlock(login, password: SecureBytes(Array("login-password".utf8)))
+            for item in try store.search([:], in: login) {
+                let contents = try store.readItem(item, in: login, key: key)
+                #expect(contents.secret.count > 0)
+                itemsRead += 1
+            }
+            let database = try Database(path: copy.appendingPathComponent(Store.fileName).path)
+            #expect(try database.rows("PRAGMA integrity_check").first?.first?.text == "ok")
+        }
+        #expect(itemsRead >= 20, "the snapshots held only \(itemsRead) items")
+    }
 }
