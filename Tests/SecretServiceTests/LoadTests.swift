@@ -97,6 +97,7 @@ import Testing
             environment: fixture.environment, logURL: fixture.root.appendingPathComponent("locker.out"))
         #expect(locker.waitForExit(timeout: 120) == 0, "\(locker.log)")
         var lockedRefusals = 0
+        var storedValues: [String] = []
         for (index, client) in clients.enumerated() {
             #expect(client.waitForExit(timeout: 300) == 0, "\(client.log)")
             let report = try #require(
@@ -105,6 +106,7 @@ import Testing
             lockedRefusals += report["locked"] as? Int ?? 0
             // The keyring holds exactly the client's model.
             let model = report["model"] as? [String: String] ?? [:]
+            storedValues += model.values
             for key in (0..<20).map({ "k\($0)" }) {
                 let found = try fixture.run(["secret-tool", "lookup", "load", "c\(index)", "key", key])
                 #expect((found.status == 0 ? found.text : nil) == model[key], "c\(index) \(key)")
@@ -115,6 +117,10 @@ import Testing
         #expect(Double(after) <= Double(before) * 1.10, "resident memory went from \(before) KiB to \(after) KiB")
         print("load: \(lockedRefusals) refusals while locked; secretd resident memory \(before) KiB before, \(after) KiB after")
         #expect(daemon.isRunning)
+        // Nothing secret reaches the log: not the password, not a stored value.
+        let log = daemon.log
+        #expect(!log.contains("login-password"))
+        #expect(!storedValues.isEmpty && !storedValues.contains { log.contains($0) })
     }
 
     static func residentKiB(_ pid: Int32) throws -> Int {
