@@ -237,21 +237,6 @@ extension Daemon {
         guard let login = try? store.collection(named: Self.loginName) else {
             return .failure(.failed("there is no login keyring to check the password against"))
         }
-        if let failure = failedUnlocks[login.id], failure.notBefore > Date() {
-            let wait = Int(failure.notBefore.timeIntervalSinceNow.rounded(.up))
-            return .failure(.accessDenied("too many wrong passwords; try again in \(wait) s"))
-        }
-        do {
-            _ = try store.unlock(login, password: password)
-            failedUnlocks[login.id] = nil
-            return .success(())
-        } catch .wrongPassword {
-            let count = (failedUnlocks[login.id]?.count ?? 0) + 1
-            failedUnlocks[login.id] = (count, Date().addingTimeInterval(min(60.0, pow(2.0, Double(count - 1)))))
-            Log.warning("wrong login password for an access group change (attempt \(count))")
-            return .failure(.accessDenied("the password is wrong"))
-        } catch {
-            return .failure(storeFailure(error))
-        }
+        return checkPassword(password, of: login, purpose: " for an access group change").map { _ in }
     }
 }

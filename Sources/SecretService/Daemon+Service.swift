@@ -204,23 +204,34 @@ extension Daemon {
     /// (1 s, 2 s, 4 s … up to 60 s) and change nothing.
     func unlock(_ collection: Store.CollectionRecord, password: SecureBytes) -> Result<Void, SecretServiceError> {
         if !isLocked(collection) { return .success(()) }
+        return checkPassword(password, of: collection).map { key in
+            keys[collection.id] = key
+            server.emitPropertiesChanged(
+                path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
+                changed: ["Locked": .boolean(false)])
+            Log.info("unlocked the \(collection.name) keyring")
+        }
+    }
+
+    /// Unwraps `collection`'s master key with `password`, refusing while the wait after earlier
+    /// wrong passwords runs; a wrong password makes the next wait longer (1 s, 2 s, 4 s … up to
+    /// 60 s). `purpose` ends the log line of a wrong password.
+    func checkPassword(
+        _ password: SecureBytes, of collection: Store.CollectionRecord, purpose: String = ""
+    ) -> Result<SecureBytes, SecretServiceError> {
         if let failure = failedUnlocks[collection.id], failure.notBefore > Date() {
             let wait = Int(failure.notBefore.timeIntervalSinceNow.rounded(.up))
             return .failure(.accessDenied("too many wrong passwords; try again in \(wait) s"))
         }
         do {
-            keys[collection.id] = try store.unlock(collection, password: password)
+            let key = try store.unlock(collection, password: password)
             failedUnlocks[collection.id] = nil
-            server.emitPropertiesChanged(
-                path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
-                changed: ["Locked": .boolean(false)])
-            Log.info("unlocked the \(collection.name) keyring")
-            return .success(())
+            return .success(key)
         } catch .wrongPassword {
             let count = (failedUnlocks[collection.id]?.count ?? 0) + 1
             let delay = min(60.0, pow(2.0, Double(count - 1)))
             failedUnlocks[collection.id] = (count, Date().addingTimeInterval(delay))
-            Log.warning("wrong password for the \(collection.name) keyring (attempt \(count))")
+            Log.warning("wrong password for the \(collection.name) keyring (attempt \(count))\(purpose)")
             return .failure(.accessDenied("the password is wrong"))
         } catch {
             return .failure(storeFailure(error))
