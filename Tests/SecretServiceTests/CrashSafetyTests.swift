@@ -25,21 +25,32 @@ import Testing
         done
         """#
 
-    @Test("20 rounds of SIGKILL under three concurrent writers lose nothing acknowledged")
-    func killedUnderLoad() throws {
+    /// A fixture with the writer script in it.
+    static func fixtureWithWriter() throws -> (SecretdFixture, URL) {
         let fixture = try SecretdFixture()
         let script = fixture.root.appendingPathComponent("writer.sh")
-        try Self.writer.write(to: script, atomically: true, encoding: .utf8)
+        try writer.write(to: script, atomically: true, encoding: .utf8)
         chmod(script.path, 0o755)
+        return (fixture, script)
+    }
+
+    /// Starts three writers (`w0`, `w1`, `w2`) logging to `logs`.
+    static func startWriters(_ fixture: SecretdFixture, _ script: URL, logs: [URL]) throws -> [SupervisedProcess] {
+        try logs.enumerated().map { index, log in
+            try SupervisedProcess(["/bin/sh", script.path, log.path, "w\(index)"], environment: fixture.environment,
+                                  logURL: log.appendingPathExtension("out"))
+        }
+    }
+
+    @Test("20 rounds of SIGKILL under three concurrent writers lose nothing acknowledged")
+    func killedUnderLoad() throws {
+        let (fixture, script) = try Self.fixtureWithWriter()
         var expected: [String: String] = [:]  // key -> value, or "-" for absent
         var acknowledged = 0
         var daemon = try fixture.start()
         for round in 0..<20 {
             let logs = (0..<3).map { fixture.root.appendingPathComponent("round\(round)-w\($0).log") }
-            let writers = try (0..<3).map { index in
-                try SupervisedProcess(["/bin/sh", script.path, logs[index].path, "w\(index)"], environment: fixture.environment,
-                                      logURL: fixture.root.appendingPathComponent("round\(round)-w\(index).out"))
-            }
+            let writers = try Self.startWriters(fixture, script, logs: logs)
             usleep(UInt32.random(in: 300_000...900_000))
             daemon.crash()
             for writer in writers { writer.stop() }
@@ -86,17 +97,11 @@ import Testing
 
     @Test("snapshots of the database files taken mid-write (secretd frozen at random moments) open, check and decrypt")
     func snapshotsMidWrite() throws {
-        let fixture = try SecretdFixture()
-        let script = fixture.root.appendingPathComponent("writer.sh")
-        try Self.writer.write(to: script, atomically: true, encoding: .utf8)
-        chmod(script.path, 0o755)
+        let (fixture, script) = try Self.fixtureWithWriter()
         let daemon = try fixture.start()
         defer { daemon.stop() }
         let pid = try #require(daemon.helperPID)
-        let writers = try (0..<3).map { index in
-            try SupervisedProcess(["/bin/sh", script.path, fixture.root.appendingPathComponent("w\(index).log").path, "w\(index)"],
-                                  environment: fixture.environment, logURL: fixture.root.appendingPathComponent("w\(index).out"))
-        }
+        let writers = try Self.startWriters(fixture, script, logs: (0..<3).map { fixture.root.appendingPathComponent("w\($0).log") })
         defer { writers.forEach { $0.stop() } }
         var itemsRead = 0
         for snapshot in 0..<20 {
