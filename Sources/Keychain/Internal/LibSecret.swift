@@ -377,11 +377,24 @@ enum LibSecret {
             defer { g_variant_unref(child) }
             let prompt = String(cString: g_variant_get_string(child, nil))
             guard prompt != "/" else { return }
-            var promptError: UnsafeMutablePointer<GError>?
-            let result = secret_service_prompt_at_dbus_path_sync(service, prompt, Cancellation.current, nil, &promptError)
-            if let promptError { throw takeError(promptError) }
-            guard let result else { throw .cancelled }  // dismissed
-            g_variant_unref(result)
+            try performPrompt(service, prompt)
+        }
+    }
+
+    /// Runs the provider's prompt at `path` and waits for it to complete. A dismissed prompt
+    /// is `.cancelled`: libsecret returns NULL, or (it hands back a dismissed prompt's result
+    /// too) secretd's result `false`.
+    private static func performPrompt(_ service: UnsafeMutablePointer<SecretService>, _ path: String) throws(KeychainError) {
+        var promptError: UnsafeMutablePointer<GError>?
+        let result = secret_service_prompt_at_dbus_path_sync(service, path, Cancellation.current, nil, &promptError)
+        if let promptError { throw takeError(promptError) }
+        guard let result else { throw .cancelled }
+        defer { g_variant_unref(result) }
+        var value = result
+        if g_variant_is_of_type(value, g_variant_type_checked_("v")) != 0 { value = g_variant_get_variant(value) }
+        defer { if value != result { g_variant_unref(value) } }
+        if g_variant_is_of_type(value, g_variant_type_checked_("b")) != 0, g_variant_get_boolean(value) == 0 {
+            throw .cancelled
         }
     }
 
@@ -477,20 +490,7 @@ enum LibSecret {
             return arguments
         }) { reply in string(reply, 0) }
         guard prompt != "/" else { return }
-        try withService { service throws(KeychainError) in
-            var promptError: UnsafeMutablePointer<GError>?
-            let result = secret_service_prompt_at_dbus_path_sync(service, prompt, Cancellation.current, nil, &promptError)
-            if let promptError { throw takeError(promptError) }
-            guard let result else { throw .cancelled }  // dismissed
-            defer { g_variant_unref(result) }
-            // libsecret returns a dismissed prompt's result too; secretd's is `false` then.
-            var value = result
-            if g_variant_is_of_type(value, g_variant_type_checked_("v")) != 0 { value = g_variant_get_variant(value) }
-            defer { if value != result { g_variant_unref(value) } }
-            if g_variant_is_of_type(value, g_variant_type_checked_("b")) != 0, g_variant_get_boolean(value) == 0 {
-                throw .cancelled
-            }
-        }
+        try withService { service throws(KeychainError) in try performPrompt(service, prompt) }
     }
 
     private static func string(_ tuple: OpaquePointer, _ index: Int) -> String {
