@@ -393,7 +393,11 @@ import Testing
         let late = try SupervisedProcess(["/bin/sleep", "30"], environment: [:], standardInput: nil,
                                          logURL: FileManager.default.temporaryDirectory.appendingPathComponent("sleep-\(getpid()).log"))
         defer { late.stop() }
-        #expect(waitUntil { late.helperPID != nil })
+        // The watchdog's child is a forked shell until it has exec'd sleep.
+        #expect(waitUntil {
+            guard let pid = late.helperPID else { return false }
+            return (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))?.hasSuffix("/sleep") == true
+        })
         let pid = try #require(late.helperPID)
         #expect(CallerIdentity.resolve(pid: pid, receivedAt: before) == .failure(.processChanged(pid)))
         let now = CallerIdentity.ticksSinceBoot()
