@@ -48,8 +48,14 @@ extension Daemon {
         replace: Bool, sender: String
     ) -> Result<DBusValue, SecretServiceError> {
         guard let key = keys[collection.id] else { return .failure(.isLocked("the collection is locked")) }
-        let label = properties["org.freedesktop.Secret.Item.Label"]?.string ?? ""
-        let requested = properties["org.freedesktop.Secret.Item.Attributes"]?.stringMap ?? [:]
+        let labelValue = properties["org.freedesktop.Secret.Item.Label"]
+        let attributesValue = properties["org.freedesktop.Secret.Item.Attributes"]
+        guard let label = labelValue.map(\.string) ?? "" else {
+            return .failure(.invalidArgs("org.freedesktop.Secret.Item.Label must be a string (s)"))
+        }
+        guard let requested = attributesValue.map(\.stringMap) ?? [:] else {
+            return .failure(.invalidArgs("org.freedesktop.Secret.Item.Attributes must be a{ss}"))
+        }
         if let problem = Self.checkItemText(label: label, attributes: requested) { return .failure(problem) }
         let attributes: [String: String]
         switch placeInGroup(requested, for: sender) {

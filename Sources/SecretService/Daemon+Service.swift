@@ -40,7 +40,9 @@ extension Daemon {
             if !alias.isEmpty, let existing = resolveAlias(alias) {
                 return .success(.tuple([.objectPath(ObjectPaths.collection(existing.name)), .objectPath(ObjectPaths.none)]))
             }
-            let label = properties["org.freedesktop.Secret.Collection.Label"]?.string ?? "Keyring"
+            guard let label = properties["org.freedesktop.Secret.Collection.Label"].map(\.string) ?? "Keyring" else {
+                return .failure(.invalidArgs("org.freedesktop.Secret.Collection.Label must be a string (s)"))
+            }
             guard label.utf8.count <= Limits.textSize, alias != Self.sessionName else {
                 return .failure(.invalidArgs("that label or alias cannot be used"))
             }
@@ -166,7 +168,9 @@ extension Daemon {
             }
         case "CreateWithMasterPassword":
             guard let properties = args[0].variantMap else { return .failure(.invalidArgs("a{sv} expected")) }
-            let label = properties["org.freedesktop.Secret.Collection.Label"]?.string ?? "Keyring"
+            guard let label = properties["org.freedesktop.Secret.Collection.Label"].map(\.string) ?? "Keyring" else {
+                return .failure(.invalidArgs("org.freedesktop.Secret.Collection.Label must be a string (s)"))
+            }
             return decodeSecret(args[1], from: call.sender).flatMap { password, _ in
                 createCollection(label: label, password: password).map { .tuple([.objectPath($0)]) }
             }
@@ -280,6 +284,9 @@ extension Daemon {
         case .notFound: return .noSuchObject("no such object")
         case .invalidInput(let message): return .invalidArgs(message)
         case .wrongPassword: return .accessDenied("the password is wrong")
+        case .corrupted:
+            Log.error("storage error: \(error)")
+            return .failed("the item's stored data is damaged and cannot be opened; see secretd's log")
         default:
             Log.error("storage error: \(error)")
             return .failed("secretd could not complete the operation; see its log")

@@ -64,7 +64,21 @@ final class BusServer {
         self.nodeInfo = info
         self.handler = handler
         Self.active = self
+        _ = Self.errorNamesRegistered
     }
+
+    /// Property handlers can only fail with a GError, which GDBus turns into a D-Bus error name
+    /// only for registered (domain, code) pairs; GIO registers the `org.freedesktop.DBus.Error`
+    /// names, this registers the Secret Service's own. Without it a client would see
+    /// `org.gtk.GDBus.UnmappedGError…` instead of, say, `org.freedesktop.Secret.Error.IsLocked`.
+    private static let errorNamesRegistered: Bool = {
+        let domain = g_quark_from_static_string("secretd-dbus-error-quark")
+        let names: [SecretServiceError] = [.isLocked(""), .noSession(""), .noSuchObject(""), .accessDenied("")]
+        for (code, error) in names.enumerated() {
+            g_dbus_error_register_error(domain, Int32(code), error.dbusName)
+        }
+        return true
+    }()
 
     // MARK: - Exporting objects
 

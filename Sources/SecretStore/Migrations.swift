@@ -47,10 +47,24 @@ enum Migrations {
     /// The schema version this build writes.
     static var currentVersion: Int { steps.count }
 
-    /// Brings `database` up to ``currentVersion``; refuses a database from a newer build.
-    static func migrate(_ database: Database) throws(StoreError) {
+    /// The tables every version writes; a file at version 1 or later without them is not ours.
+    static let tables: Set<String> = ["collections", "aliases", "items", "attribute_hashes"]
+
+    /// Refuses, before anything is written to it, a database from a newer build and another
+    /// program's SQLite file.
+    static func check(_ database: Database) throws(StoreError) {
         let found = try database.userVersion
         if found > currentVersion { throw .newerSchema(found: found, supported: currentVersion) }
+        let present = Set(try database.rows("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap { $0.first?.text })
+        if found == 0 ? !present.isEmpty : !tables.isSubset(of: present) {
+            throw .corrupted("the file is another program's SQLite database, not secretd's")
+        }
+    }
+
+    /// Brings `database` up to ``currentVersion``; refuses what ``check(_:)`` refuses.
+    static func migrate(_ database: Database) throws(StoreError) {
+        try check(database)
+        let found = try database.userVersion
         for version in found..<currentVersion {
             try database.transaction { () throws(StoreError) in
                 try database.execute(steps[version])

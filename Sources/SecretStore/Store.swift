@@ -32,6 +32,7 @@ public final class Store {
         try database.execute("PRAGMA foreign_keys = ON")
         let check = try database.rows("PRAGMA quick_check")
         guard check.first?.first?.text == "ok" else { throw .corrupted("database file fails its integrity check") }
+        try Migrations.check(database)
         try database.execute("PRAGMA journal_mode = WAL")
         try database.execute("PRAGMA synchronous = FULL")
         try Migrations.migrate(database)

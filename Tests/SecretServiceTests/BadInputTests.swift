@@ -1,0 +1,376 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+@testable import SecretStore
+
+/// The bad-input matrix of secretd, one table per kind of input: each row is one bad request or
+/// one damaged file, and the answer it must get (a D-Bus error with a clear name, or one log
+/// line and a refusal to start). After a bad call the daemon keeps serving and every item is
+/// as it was; after a refused start the file is as it was.
+@Suite struct BadInputTests {
+    static let service = "/org/freedesktop/secrets"
+    static let login = "/org/freedesktop/secrets/collection/login"
+    static let serviceInterface = "org.freedesktop.Secret.Service"
+    static let collectionInterface = "org.freedesktop.Secret.Collection"
+    static let itemInterface = "org.freedesktop.Secret.Item"
+    static let properties = "org.freedesktop.DBus.Properties"
+
+    // MARK: - Bad calls
+
+    /// What a bad call is made against: the daemon's state when the row runs.
+    struct Setup: Sendable {
+        /// A plain session of the calling connection.
+        var session: String
+        /// A plain session of another connection.
+        var othersSession: String
+        /// An item that must come through unchanged.
+        var item: String
+    }
+
+    /// One row: a call that must fail with `error`.
+    struct BadCall: Sendable, CustomTestStringConvertible {
+        /// What is wrong with the call.
+        var name: String
+        /// Lock the login keyring before the call.
+        var whileLocked = false
+        /// Makes the call and returns its reply (the row fails if there is one).
+        var call: @Sendable (SecretdFixture, Setup) throws -> String
+        /// The D-Bus error name the call must get.
+        var error: String
+        /// Words the error message must contain, if any.
+        var message = ""
+
+        var testDescription: String { name }
+    }
+
+    /// GVariant text for a plain-session secret.
+    static func secret(_ session: String, _ value: String = "x", contentType: String = "'text/plain'") -> String {
+        let bytes = Array(value.utf8).map { "0x\(String($0, radix: 16))" }.joined(separator: ", ")
+        return "(objectpath '\(session)', @ay [], @ay [\(bytes)], \(contentType))"
+    }
+
+    /// A `CreateItem` call on the login keyring with `properties` (GVariant text of an `a{sv}`).
+    static func createItem(_ properties: String, secret: String? = nil) -> @Sendable (SecretdFixture, Setup) throws -> String {
+        { fixture, setup in
+            try fixture.call(login, collectionInterface, "CreateItem", "(\(properties), \(secret ?? Self.secret(setup.session)), false)")
+        }
+    }
+
+    static let calls: [BadCall] = [
+        BadCall(name: "an argument of the wrong type", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "SearchItems", "('not a dict',)")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs"),
+        BadCall(name: "one argument too many", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "SearchItems", "({'a': 'b'}, 'extra')")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs"),
+        BadCall(name: "an unknown method", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "Frobnicate")
+        }, error: "org.freedesktop.DBus.Error.UnknownMethod"),
+        BadCall(name: "an object path secretd does not export", call: { fixture, setup in
+            try fixture.call("/org/freedesktop/secrets/nothing", itemInterface, "GetSecret", "(objectpath '\(setup.session)',)")
+        }, error: "org.freedesktop.DBus.Error.UnknownMethod", message: "does not exist"),
+        BadCall(name: "an item that does not exist", call: { fixture, setup in
+            try fixture.call(login + "/99999", itemInterface, "GetSecret", "(objectpath '\(setup.session)',)")
+        }, error: "org.freedesktop.Secret.Error.NoSuchObject"),
+        BadCall(name: "a collection that does not exist", call: { fixture, setup in
+            try fixture.call("/org/freedesktop/secrets/collection/nothing", collectionInterface, "CreateItem",
+                             "(@a{sv} {}, \(secret(setup.session)), false)")
+        }, error: "org.freedesktop.Secret.Error.NoSuchObject"),
+        BadCall(name: "an unknown session algorithm", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "OpenSession", "('rot13', <''>)")
+        }, error: "org.freedesktop.DBus.Error.NotSupported"),
+        BadCall(name: "a DH public key out of range", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "OpenSession", "('dh-ietf1024-sha256-aes128-cbc-pkcs7', <@ay [0]>)")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs", message: "out of range"),
+        BadCall(name: "a DH public key that is not bytes", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "OpenSession", "('dh-ietf1024-sha256-aes128-cbc-pkcs7', <'key'>)")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs"),
+        BadCall(name: "a bogus session path", call: { fixture, setup in
+            try fixture.call(setup.item, itemInterface, "GetSecret", "(objectpath '/org/freedesktop/secrets/session/s999',)")
+        }, error: "org.freedesktop.Secret.Error.NoSession"),
+        BadCall(name: "another client's session", call: { fixture, setup in
+            try fixture.call(setup.item, itemInterface, "GetSecret", "(objectpath '\(setup.othersSession)',)")
+        }, error: "org.freedesktop.Secret.Error.NoSession"),
+        BadCall(name: "a secret that is not a (oayays) struct", call: { fixture, setup in
+            try fixture.call(setup.item, itemInterface, "SetSecret", "((objectpath '\(setup.session)', @ay [], 'bytes', 'text/plain'),)")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs"),
+        BadCall(name: "a read-only property set", call: { fixture, _ in
+            try fixture.call(login, properties, "Set", "('\(collectionInterface)', 'Locked', <true>)")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs", message: "not writable"),
+        BadCall(name: "a label property of the wrong type", call: { fixture, setup in
+            try fixture.call(setup.item, properties, "Set", "('\(itemInterface)', 'Label', <42>)")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs"),
+        BadCall(name: "a label of bytes with invalid UTF-8 and NUL",
+                call: createItem("{'org.freedesktop.Secret.Item.Label': <@ay [0xff, 0x00, 0x41]>}"),
+                error: "org.freedesktop.DBus.Error.InvalidArgs", message: "Label must be a string"),
+        BadCall(name: "attributes that are not a{ss}",
+                call: createItem("{'org.freedesktop.Secret.Item.Attributes': <{'n': <1>}>}"),
+                error: "org.freedesktop.DBus.Error.InvalidArgs", message: "Attributes must be a{ss}"),
+        BadCall(name: "10,000 attributes",
+                call: createItem("{'org.freedesktop.Secret.Item.Attributes': <{"
+                                 + (0..<10_000).map { "'a\($0)': 'v'" }.joined(separator: ", ") + "}>}"),
+                error: "org.freedesktop.DBus.Error.InvalidArgs", message: "at most"),
+        BadCall(name: "a label over 64 KiB",
+                call: createItem("{'org.freedesktop.Secret.Item.Label': <'\(String(repeating: "l", count: 70_000))'>}"),
+                error: "org.freedesktop.DBus.Error.InvalidArgs", message: "longer than"),
+        BadCall(name: "a secret of 16 MiB", call: { fixture, setup in
+            try fixture.control.createItem(in: login, session: setup.session, attributes: ["huge": "yes"],
+                                           secret: [UInt8](repeating: 0x78, count: 16 * 1024 * 1024))
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs", message: "larger than"),
+        BadCall(name: "a content type that is not a string",
+                call: { fixture, setup in
+                    try fixture.call(setup.item, itemInterface, "SetSecret", "(\(secret(setup.session, contentType: "<42>")),)")
+                }, error: "org.freedesktop.DBus.Error.InvalidArgs"),
+        BadCall(name: "a collection label of the wrong type", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "CreateCollection",
+                             "({'org.freedesktop.Secret.Collection.Label': <42>}, '')")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs", message: "Label must be a string"),
+        BadCall(name: "an alias that cannot be set", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "SetAlias", "('', objectpath '\(login)')")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs"),
+        BadCall(name: "an alias to a collection that does not exist", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "SetAlias", "('work', objectpath '/nope')")
+        }, error: "org.freedesktop.Secret.Error.NoSuchObject"),
+        BadCall(name: "a secret read from a locked keyring", whileLocked: true, call: { fixture, setup in
+            try fixture.call(setup.item, itemInterface, "GetSecret", "(objectpath '\(setup.session)',)")
+        }, error: "org.freedesktop.Secret.Error.IsLocked"),
+        BadCall(name: "a secret written to a locked keyring", whileLocked: true, call: { fixture, setup in
+            try fixture.call(setup.item, itemInterface, "SetSecret", "(\(secret(setup.session, "changed")),)")
+        }, error: "org.freedesktop.Secret.Error.IsLocked"),
+        BadCall(name: "a label written to a locked keyring", whileLocked: true, call: { fixture, setup in
+            try fixture.call(setup.item, properties, "Set", "('\(itemInterface)', 'Label', <'changed'>)")
+        }, error: "org.freedesktop.Secret.Error.IsLocked"),
+        BadCall(name: "an item created in a locked keyring", whileLocked: true,
+                call: createItem("{'org.freedesktop.Secret.Item.Label': <'new'>}"),
+                error: "org.freedesktop.Secret.Error.IsLocked"),
+    ]
+
+    @Test("a bad call gets a named D-Bus error; the daemon keeps serving and no item changes", arguments: calls)
+    func badCall(_ row: BadCall) throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        let session = try openPlainSession(fixture.control)
+        let other = try BusConnection(address: fixture.bus.address)
+        let item = try fixture.call(Self.login, Self.collectionInterface, "CreateItem",
+                                    "({'org.freedesktop.Secret.Item.Label': <'Kept'>, 'org.freedesktop.Secret.Item.Attributes': <{'keep': 'me'}>}, \(Self.secret(session, "kept")), false)")
+        let setup = Setup(session: session, othersSession: try openPlainSession(other), item: try #require(objectPaths(in: item).first))
+        _ = try fixture.call(Self.login, Self.collectionInterface, "CreateItem",
+                             "({'org.freedesktop.Secret.Item.Label': <'Second'>, 'org.freedesktop.Secret.Item.Attributes': <{'n': '2'}>}, \(Self.secret(session, "second")), false)")
+        let before = try snapshot(fixture, session: session)
+        if row.whileLocked { try fixture.control.lock([Self.login]) }
+
+        do {
+            let reply = try row.call(fixture, setup)
+            Issue.record("\(row.name): accepted with \(reply.prefix(200))")
+        } catch {
+            let text = "\(error)"
+            #expect(text.hasPrefix(row.error + ":"), "\(row.name): \(text.prefix(300))")
+            #expect(row.message.isEmpty || text.contains(row.message), "\(row.name): \(text.prefix(300))")
+        }
+
+        #expect(daemon.isRunning)
+        if row.whileLocked { try fixture.control.unlock(Self.login, password: "login-password") }
+        #expect(try snapshot(fixture, session: session) == before, "\(row.name) changed the items")
+        // And it still takes a good write.
+        _ = try fixture.call(Self.login, Self.collectionInterface, "CreateItem",
+                             "({'org.freedesktop.Secret.Item.Attributes': <{'after': 'yes'}>}, \(Self.secret(session)), false)")
+        daemon.stop()
+    }
+
+    // MARK: - Damaged files
+
+    /// One row: a change to secretd's files made while it is stopped, and the one line it must
+    /// print when it then refuses to start.
+    struct DamagedFile: Sendable, CustomTestStringConvertible {
+        /// What is wrong with the file.
+        var name: String
+        /// Damages the files of a stopped daemon; returns the file that must stay as it is.
+        var damage: @Sendable (SecretdFixture) throws -> URL
+        /// What the one log line starts with or contains.
+        var line: String
+
+        var testDescription: String { name }
+    }
+
+    static func database(_ fixture: SecretdFixture) -> URL { fixture.dataDirectory.appendingPathComponent("secretd.sqlite3") }
+
+    static let files: [DamagedFile] = [
+        DamagedFile(name: "a file that is not a database", damage: { fixture in
+            let file = database(fixture)
+            try Data("this is not a database".utf8).write(to: file)
+            return file
+        }, line: "secretd: cannot open the keyring database"),
+        DamagedFile(name: "a truncated database", damage: { fixture in
+            let file = database(fixture)
+            let data = try Data(contentsOf: file)
+            try data.prefix(data.count / 3).write(to: file)
+            return file
+        }, line: "secretd: cannot open the keyring database"),
+        DamagedFile(name: "a database with overwritten pages", damage: { fixture in
+            let file = database(fixture)
+            var data = try Data(contentsOf: file)
+            for offset in stride(from: 4096, to: data.count, by: 4096) {
+                data.replaceSubrange(offset..<min(offset + 512, data.count), with: Data(repeating: 0xA5, count: min(512, data.count - offset)))
+            }
+            try data.write(to: file)
+            return file
+        }, line: "secretd: cannot open the keyring database"),
+        DamagedFile(name: "another program's SQLite database", damage: { fixture in
+            let file = database(fixture)
+            try FileManager.default.removeItem(at: file)
+            let foreign = try Database(path: file.path)
+            try foreign.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes (text) VALUES ('mine')")
+            return file
+        }, line: "secretd: cannot open the keyring database"),
+        DamagedFile(name: "a database from a newer secretd", damage: { fixture in
+            let file = database(fixture)
+            try Database(path: file.path).execute("PRAGMA user_version = 99")
+            return file
+        }, line: "database schema version 99 is newer than this secretd supports"),
+        DamagedFile(name: "a malformed secretd.conf", damage: { fixture in
+            try fixture.writeConfiguration("[pinentry\nprogram = /bin/true\n")
+            return fixture.configDirectory.appendingPathComponent("secretd.conf")
+        }, line: "secretd: bad configuration: "),
+    ]
+
+    @Test("a damaged file stops the start with one clear line and is left as it was", arguments: files)
+    func damagedFile(_ row: DamagedFile) throws {
+        let fixture = try SecretdFixture()
+        let first = try fixture.start()
+        let session = try openPlainSession(fixture.control)
+        for index in 0..<40 {  // a database of a few pages
+            _ = try fixture.control.createItem(in: Self.login, session: session, attributes: ["n": "\(index)"],
+                                               secret: [UInt8](repeating: 0x61, count: 300))
+        }
+        first.stop()
+        try fixture.waitUntilNameIsFree()
+        try checkpoint(fixture)
+        let file = try row.damage(fixture)
+        let before = try Data(contentsOf: file)
+
+        let daemon = try fixture.start(waitForName: false)
+        #expect(daemon.waitForExit(timeout: 20) == 1, "\(row.name)")
+        let lines = daemon.log.split(separator: "\n")
+        #expect(lines.count == 1, "\(row.name): \(daemon.log)")
+        #expect(lines.first?.contains(row.line) == true, "\(row.name): \(daemon.log)")
+        #expect(try Data(contentsOf: file) == before, "\(row.name): the file was changed")
+        #expect(try !fixture.control.nameHasOwner(TestEnvironment.busName))
+    }
+
+    // MARK: - Damaged items
+
+    @Test("a sealed item altered, or moved onto another row, fails alone with a clear error")
+    func damagedItems() throws {
+        let fixture = try SecretdFixture()
+        var daemon = try fixture.start()
+        var session = try openPlainSession(fixture.control)
+        var paths: [String] = []
+        for name in ["altered", "moved", "intact"] {
+            let reply = try fixture.call(Self.login, Self.collectionInterface, "CreateItem",
+                                         "({'org.freedesktop.Secret.Item.Attributes': <{'name': '\(name)'}>}, \(Self.secret(session, name)), false)")
+            paths.append(try #require(objectPaths(in: reply).first))
+        }
+        daemon.stop()
+        try fixture.waitUntilNameIsFree()
+        let database = try Database(path: Self.database(fixture).path)
+        let ids = paths.map { Int64($0.split(separator: "/").last!)! }
+        var sealed = try #require(try database.rows("SELECT sealed FROM items WHERE id = ?", [.integer(ids[0])]).first?.first?.blob)
+        sealed[sealed.count / 2] ^= 0x01
+        try database.run("UPDATE items SET sealed = ? WHERE id = ?", [.blob(sealed), .integer(ids[0])])
+        try database.run("UPDATE items SET sealed = (SELECT sealed FROM items WHERE id = ?) WHERE id = ?",
+                         [.integer(ids[2]), .integer(ids[1])])
+
+        daemon = try fixture.start()
+        session = try openPlainSession(fixture.control)
+        for path in paths.prefix(2) {
+            do {
+                _ = try fixture.call(path, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)")
+                Issue.record("a damaged item opened: \(path)")
+            } catch {
+                #expect("\(error)".hasPrefix("org.freedesktop.DBus.Error.Failed:"), "\(error)")
+                #expect("\(error)".contains("damaged"), "\(error)")
+            }
+        }
+        let intact = try fixture.call(paths[2], Self.itemInterface, "GetSecret", "(objectpath '\(session)',)")
+        #expect(intact.contains("[byte 0x69, 0x6e, 0x74, 0x61, 0x63, 0x74]"), "\(intact)")
+        #expect(try fixture.run(["secret-tool", "lookup", "name", "intact"]).text == "intact")
+        #expect(daemon.isRunning)
+        daemon.stop()
+    }
+
+    // MARK: - A full disk
+
+    @Test("a full disk fails the write with a clear error; the daemon keeps serving what it has",
+          .enabled(if: getuid() == 0, "needs root to mount a small tmpfs in a private mount namespace"))
+    func fullDisk() throws {
+        let fixture = try SecretdFixture()
+        let small = fixture.root.appendingPathComponent("small")
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        // The tmpfs exists only in secretd's own mount namespace and goes away with it.
+        let script = "mount -t tmpfs -o size=1m tmpfs '\(small.path)' && exec \"$0\" \"$@\""
+        let daemon = try SupervisedProcess(
+            ["unshare", "-m", "sh", "-c", script, SecretdFixture.secretdPath, "--foreground", "--unlock",
+             "--data-dir", small.appendingPathComponent("data").path, "--config-dir", fixture.configDirectory.path],
+            environment: fixture.environment, standardInput: Data("login-password".utf8),
+            logURL: fixture.root.appendingPathComponent("full.log"))
+        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
+        let session = try openPlainSession(fixture.control)
+        let first = try #require(objectPaths(in: try fixture.call(
+            Self.login, Self.collectionInterface, "CreateItem",
+            "({'org.freedesktop.Secret.Item.Attributes': <{'n': 'first'}>}, \(Self.secret(session, "kept")), false)")).first)
+        var failure: String?
+        for index in 0..<64 where failure == nil {
+            do {
+                _ = try fixture.control.createItem(
+                    in: Self.login, session: session, attributes: ["n": "\(index)"],
+                    secret: [UInt8](repeating: 0x61, count: 64 * 1024))
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        let message = try #require(failure, "the disk never filled up")
+        #expect(message.hasPrefix("org.freedesktop.DBus.Error.Failed: secretd could not complete the operation"))
+        #expect(daemon.log.contains("disk full"), "\(daemon.log)")
+        #expect(daemon.isRunning)
+        let reply = try fixture.call(first, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)")
+        #expect(reply.contains("[byte 0x6b, 0x65, 0x70, 0x74]"))
+        daemon.stop()
+    }
+
+
+    // MARK: - Helpers
+
+    /// Moves everything from the write-ahead log into the database file and removes the log,
+    /// so that damage to the file is damage to the data (secretd leaves the log in place).
+    func checkpoint(_ fixture: SecretdFixture) throws {
+        let file = Self.database(fixture).path
+        do {
+            let database = try Database(path: file)
+            _ = try database.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
+    }
+
+    /// Every item's path, label, attributes and secret, in path order.
+    func snapshot(_ fixture: SecretdFixture, session: String) throws -> [String] {
+        let found = try fixture.call(Self.service, Self.serviceInterface, "SearchItems", "(@a{ss} {},)")
+        return try objectPaths(in: found).sorted().map { path in
+            let secret = try fixture.call(path, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)")
+            let label = try fixture.call(path, Self.properties, "Get", "('\(Self.itemInterface)', 'Label')")
+            let attributes = try fixture.call(path, Self.properties, "Get", "('\(Self.itemInterface)', 'Attributes')")
+            return [path, label, attributes, secret].joined(separator: " ")
+        }
+    }
+
+    /// Opens a plain session on `connection`; returns its path.
+    func openPlainSession(_ connection: BusConnection) throws -> String {
+        let reply = try connection.call(Self.service, Self.serviceInterface, "OpenSession", "('plain', <''>)")
+        return try #require(objectPaths(in: reply).first, "\(reply)")
+    }
+
+    /// The object paths in a reply printed in GVariant text format.
+    func objectPaths(in reply: String) -> [String] {
+        reply.components(separatedBy: "objectpath '").dropFirst().compactMap { $0.split(separator: "'").first.map(String.init) }
+    }
+}
