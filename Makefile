@@ -3,6 +3,8 @@
 # make test     install what is missing, build, run every test
 # make demo     run the library's example program against a throw-away secretd
 # make bench    secretd against gnome-keyring, side by side (SIZES="100 1000" for a quick run)
+# make leaks    secretd under AddressSanitizer/LeakSanitizer through 10,000 operations
+#               (make test runs 1,000)
 # make install  release build, then secretd, secretctl, man pages, systemd unit and D-Bus activation file
 #               under $(DESTDIR)$(PREFIX)
 # make deps     only install the Debian packages the build and the tests need
@@ -24,7 +26,7 @@ MANDIR := $(PREFIX)/share/man
 USERUNITDIR := $(PREFIX)/lib/systemd/user
 DBUSSERVICEDIR := $(PREFIX)/share/dbus-1/services
 
-.PHONY: all deps toolchain build test check-files run demo bench install clean
+.PHONY: all deps toolchain build test check-files run demo bench leaks install clean
 
 all: build
 
@@ -48,6 +50,7 @@ test: deps
 		KEYCHAIN_TEST_PROVIDER="$$provider" $(SWIFT) test --skip-build $$filter; \
 		first=no; \
 	done
+	@$(MAKE) --no-print-directory leaks LEAK_OPERATIONS=1000
 
 # The man pages lint clean and render; the user unit passes systemd-analyze.
 check-files:
@@ -76,6 +79,13 @@ bench: deps
 	$(SWIFT) build -c release --product secretctl
 	$(SWIFT) build -c release --product keychain-bench
 	bench/run.sh $(SIZES)
+
+# secretd built with AddressSanitizer in .build/asan; LeakSanitizer checks it at exit.
+LEAK_OPERATIONS ?= 10000
+leaks: deps
+	@echo "== leak check: $(LEAK_OPERATIONS) operations"
+	$(SWIFT) build --sanitize address --build-path .build/asan --product secretd
+	scripts/leak-check.sh .build/asan/debug/secretd $(LEAK_OPERATIONS)
 
 install: deps
 	$(SWIFT) build -c release --product secretd
