@@ -25,21 +25,51 @@ enum ObjectPaths {
         case unknown
     }
 
-    /// Parses a path this daemon serves.
+    /// Parses a path this daemon serves. Runs for nearly every call (several times per call
+    /// through GDBus's subtree dispatch), so it works on the UTF-8 bytes without splitting.
     static func parse(_ path: String) -> Target {
-        if path == service { return .service }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        // "", "org", "freedesktop", "secrets", kind, ...
-        guard parts.count >= 6, parts[0].isEmpty, parts[1] == "org", parts[2] == "freedesktop", parts[3] == "secrets"
-        else { return .unknown }
-        switch (parts[4], parts.count) {
-        case ("collection", 6): return .collection(name: parts[5])
-        case ("collection", 7): return Int64(parts[6]).map { .item(collection: parts[5], id: $0) } ?? .unknown
-        case ("aliases", 6): return .alias(parts[5])
-        case ("session", 6) where parts[5].hasPrefix("s"): return Int(parts[5].dropFirst()).map { .session($0) } ?? .unknown
-        case ("prompt", 6) where parts[5].hasPrefix("p"): return Int(parts[5].dropFirst()).map { .prompt($0) } ?? .unknown
-        default: return .unknown
+        var path = path
+        return path.withUTF8 { bytes -> Target in
+            let root = "/org/freedesktop/secrets".utf8
+            guard bytes.count >= root.count, bytes.prefix(root.count).elementsEqual(root) else { return .unknown }
+            if bytes.count == root.count { return .service }
+            guard bytes[root.count] == UInt8(ascii: "/") else { return .unknown }
+            // kind/name[/id]
+            let rest = UnsafeBufferPointer(rebasing: bytes[(root.count + 1)...])
+            var parts: [UnsafeBufferPointer<UInt8>] = []
+            var start = rest.startIndex
+            for index in rest.indices where rest[index] == UInt8(ascii: "/") {
+                parts.append(UnsafeBufferPointer(rebasing: rest[start..<index]))
+                start = index + 1
+                if parts.count > 2 { return .unknown }
+            }
+            parts.append(UnsafeBufferPointer(rebasing: rest[start...]))
+            guard parts.count >= 2, parts.allSatisfy({ !$0.isEmpty }) else { return .unknown }
+            let kind = parts[0]
+            let name = String(decoding: parts[1], as: UTF8.self)
+            switch parts.count {
+            case 2 where kind.elementsEqual("collection".utf8): return .collection(name: name)
+            case 3 where kind.elementsEqual("collection".utf8):
+                return number(parts[2]).map { .item(collection: name, id: $0) } ?? .unknown
+            case 2 where kind.elementsEqual("aliases".utf8): return .alias(name)
+            case 2 where kind.elementsEqual("session".utf8) && parts[1].first == UInt8(ascii: "s"):
+                return number(UnsafeBufferPointer(rebasing: parts[1].dropFirst())).map { .session(Int($0)) } ?? .unknown
+            case 2 where kind.elementsEqual("prompt".utf8) && parts[1].first == UInt8(ascii: "p"):
+                return number(UnsafeBufferPointer(rebasing: parts[1].dropFirst())).map { .prompt(Int($0)) } ?? .unknown
+            default: return .unknown
+            }
         }
+    }
+
+    /// A non-negative decimal number of at most 18 digits, or nil.
+    private static func number(_ digits: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard !digits.isEmpty, digits.count <= 18 else { return nil }
+        var value: Int64 = 0
+        for digit in digits {
+            guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int64(digit - UInt8(ascii: "0"))
+        }
+        return value
     }
 
     /// A collection name made from a label: letters, digits and `_`, never empty.

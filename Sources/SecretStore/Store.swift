@@ -249,22 +249,34 @@ public final class Store {
         return try database.rows(sql, values).map(Self.item)
     }
 
-    /// How many index entries per attribute ``search(_:in:)`` counts to pick its driver.
+    /// How many index entries per attribute ``search(_:in:)`` counts, at most, to pick its driver.
     static let selectivityProbeLimit = 1000
 
-    /// The hash with the fewest index entries (counted up to the probe limit), or nil for none.
+    /// The hash with the fewest index entries, or nil for none. Counting is adaptive: every
+    /// hash is counted up to 2 entries first, and only if none has at most 1 are the rest
+    /// counted further (to 32, then to ``selectivityProbeLimit``). The usual lookup,
+    /// `service=S, account=A`, so reads a handful of index entries even when S has thousands.
     private func leastCommon(_ hashes: [[UInt8]]) throws(StoreError) -> [UInt8]? {
         guard hashes.count > 1 else { return hashes.first }
-        var best: (hash: [UInt8], count: Int64)?
-        for hash in hashes {
-            let rows = try database.rows(
-                "SELECT count(*) FROM (SELECT 1 FROM attribute_hashes WHERE hash = ? LIMIT ?)",
-                [.blob(hash), .integer(Int64(Self.selectivityProbeLimit))])
-            let count = rows.first?.first?.integer ?? 0
-            if count == 0 { return hash }  // nothing can match: the cheapest possible driver
-            if best == nil || count < best!.count { best = (hash, count) }
+        var candidates = hashes
+        var best: [UInt8]?
+        for limit in [2, 32, Self.selectivityProbeLimit] {
+            var counted: [(hash: [UInt8], count: Int64)] = []
+            for hash in candidates {
+                let rows = try database.rows(
+                    "SELECT count(*) FROM (SELECT 1 FROM attribute_hashes WHERE hash = ? LIMIT ?)",
+                    [.blob(hash), .integer(Int64(limit))])
+                let count = rows.first?.first?.integer ?? 0
+                if count <= 1 { return hash }  // at most one item to check: the cheapest possible driver
+                counted.append((hash, count))
+            }
+            let fewest = counted.map(\.count).min() ?? 0
+            best = counted.first { $0.count == fewest }?.hash
+            // Only those that reached the limit can still turn out to be rarer than the best.
+            candidates = counted.filter { $0.count == fewest }.map(\.hash)
+            if fewest < Int64(limit) || candidates.count < 2 { break }
         }
-        return best?.hash
+        return best
     }
 
     /// The item with `id`, if any.
