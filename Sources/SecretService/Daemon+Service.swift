@@ -59,7 +59,7 @@ extension Daemon {
             let collections = Dictionary(uniqueKeysWithValues: try store.collections().map { ($0.id, $0) })
             var unlocked: [String] = []
             var locked: [String] = []
-            for (item, access) in visible(try store.search(attributes), for: sender) {
+            for (item, access) in visible(try searchItems(attributes), for: sender) {
                 guard let collection = collections[item.collectionID] else { continue }
                 let path = ObjectPaths.item(collection.name, item.id)
                 if isLocked(collection) || access != .full { locked.append(path) } else { unlocked.append(path) }

@@ -248,6 +248,16 @@ public final class Daemon: BusHandler {
 
     func isLocked(_ collection: Store.CollectionRecord) -> Bool { keys[collection.id] == nil }
 
+    /// The items with all of `attributes`, in `collection` or in every collection. None when
+    /// there are more attributes than an item may have (which also keeps the query within
+    /// SQLite's expression depth).
+    func searchItems(
+        _ attributes: [String: String], in collection: Store.CollectionRecord? = nil
+    ) throws(StoreError) -> [Store.ItemRecord] {
+        guard attributes.count <= Limits.attributeCount + 1 else { return [] }  // + the access group
+        return try store.search(attributes, in: collection)
+    }
+
     // MARK: - BusHandler
 
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {

@@ -60,6 +60,7 @@ final class BusServer {
         guard let info = g_dbus_node_info_new_for_xml(introspection, &error) else {
             throw .failed("bad introspection data: \(Self.take(error))")
         }
+        Self.registerErrorNames()
         self.connection = connection
         self.nodeInfo = info
         self.handler = handler
@@ -303,7 +304,11 @@ final class BusServer {
             g_dbus_method_invocation_return_dbus_error(invocation, "org.freedesktop.DBus.Error.Failed", "shutting down")
             return
         }
-        let arguments = Self.makeValue(parameters)?.tuple ?? []
+        guard let arguments = Self.makeValue(parameters)?.tuple else {
+            g_dbus_method_invocation_return_dbus_error(
+                invocation, "org.freedesktop.DBus.Error.InvalidArgs", "arguments of a type D-Bus does not carry")
+            return
+        }
         let call = MethodCall(sender: sender, path: path, interface: interface, method: method, arguments: arguments)
         let reply: Held
         switch handler.handle(call) {
@@ -413,26 +418,29 @@ final class BusServer {
                 switch result {
                 case .success(let value): return BusServer.makeVariant(value)
                 case .failure(let failure):
-                    error?.pointee = g_dbus_error_new_for_dbus_error(failure.dbusName, failure.message)
+                    error?.pointee = BusServer.propertyError(failure)
                     return nil
                 }
             },
             set_property: { _, sender, path, interface, name, value, error, userData in
                 let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
-                guard let converted = BusServer.makeValue(value!) else { return 0 }
+                guard let converted = BusServer.makeValue(value!) else {
+                    error?.pointee = BusServer.propertyError(.invalidArgs("a value of a type D-Bus does not carry"))
+                    return 0  // GDBus asserts that a refusal comes with an error
+                }
                 if let failure = server.handler?.setProperty(
                     String(cString: name!), interface: String(cString: interface!), path: String(cString: path!),
                     value: converted, sender: sender.map { String(cString: $0) } ?? "")
                 {
-                    error?.pointee = g_dbus_error_new_for_dbus_error(failure.dbusName, failure.message)
+                    error?.pointee = BusServer.propertyError(failure)
                     return 0
                 }
                 // GDBus acknowledges the change when this returns: make it durable first.
                 if server.handler?.hasPendingCommit == true {
                     server.flush()
                     if server.handler?.hasPendingCommit == true {
-                        error?.pointee = g_dbus_error_new_for_dbus_error(
-                            "org.freedesktop.DBus.Error.Failed", "secretd could not complete the operation; see its log")
+                        error?.pointee = BusServer.propertyError(
+                            .failed("secretd could not complete the operation; see its log"))
                         return 0
                     }
                 }
@@ -485,12 +493,39 @@ final class BusServer {
         return path.hasSuffix("/" + name) ? path : path + "/" + name
     }
 
+    // MARK: - Errors of property calls
+
+    /// Makes secretd's own error names known to GDBus, so the GError of a failed property read
+    /// or write goes out under its name (`org.freedesktop.Secret.Error.NoSuchObject`) rather
+    /// than as `org.gtk.GDBus.UnmappedGError…`. The `org.freedesktop.DBus.Error` names keep
+    /// GLib's own mapping (its G_DBUS_ERROR domain, registered first).
+    private static func registerErrorNames() {
+        _ = g_dbus_error_quark()
+        let domain = g_quark_from_static_string("secretd-error-quark")
+        for (code, name) in SecretServiceError.dbusNames.enumerated() where !name.hasPrefix("org.freedesktop.DBus.Error.") {
+            _ = g_dbus_error_register_error(domain, gint(code + 1), name)
+        }
+    }
+
+    /// The GError for a failed property read or write; GDBus sends it as `failure`'s D-Bus error.
+    static func propertyError(_ failure: SecretServiceError) -> UnsafeMutablePointer<GError>? {
+        let error = g_dbus_error_new_for_dbus_error(failure.dbusName, failure.message)
+        if let error { g_dbus_error_strip_remote_error(error) }  // the name travels separately
+        return error
+    }
+
     // MARK: - GVariant conversion
 
     /// Builds a (floating) GVariant from a value.
     static func makeVariant(_ value: DBusValue) -> OpaquePointer {
         switch value {
         case .boolean(let flag): return g_variant_new_boolean(flag ? 1 : 0)
+        case .byte(let number): return g_variant_new_byte(number)
+        case .int16(let number): return g_variant_new_int16(number)
+        case .uint16(let number): return g_variant_new_uint16(number)
+        case .double(let number): return g_variant_new_double(number)
+        case .signature(let text): return g_variant_new_signature(text)
+        case .fileDescriptorIndex(let index): return g_variant_new_handle(index)
         case .uint32(let number): return g_variant_new_uint32(number)
         case .int32(let number): return g_variant_new_int32(number)
         case .uint64(let number): return g_variant_new_uint64(guint64(number))
@@ -518,11 +553,18 @@ final class BusServer {
         }
     }
 
-    /// Converts a GVariant (not consumed) into a value; nil for types the daemon never uses.
+    /// Converts a GVariant (not consumed) into a value; nil only for GVariant types D-Bus cannot
+    /// carry (maybe types).
     static func makeValue(_ variant: OpaquePointer) -> DBusValue? {
         let type = String(cString: g_variant_get_type_string(variant))
         switch type {
         case "b": return .boolean(g_variant_get_boolean(variant) != 0)
+        case "y": return .byte(g_variant_get_byte(variant))
+        case "n": return .int16(g_variant_get_int16(variant))
+        case "q": return .uint16(g_variant_get_uint16(variant))
+        case "d": return .double(g_variant_get_double(variant))
+        case "g": return .signature(String(cString: g_variant_get_string(variant, nil)))
+        case "h": return .fileDescriptorIndex(g_variant_get_handle(variant))
         case "u": return .uint32(g_variant_get_uint32(variant))
         case "i": return .int32(g_variant_get_int32(variant))
         case "t": return .uint64(UInt64(g_variant_get_uint64(variant)))
@@ -539,6 +581,8 @@ final class BusServer {
             return makeValue(inner).map { .variant($0) }
         default: break
         }
+        // Only containers are left; g_variant_n_children aborts the process on anything else.
+        guard g_variant_is_container(variant) != 0, !type.hasPrefix("m") else { return nil }
         let children = (0..<g_variant_n_children(variant)).map { index -> DBusValue? in
             let child = g_variant_get_child_value(variant, index)!
             defer { g_variant_unref(child) }

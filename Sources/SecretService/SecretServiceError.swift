@@ -31,6 +31,12 @@ public enum SecretServiceError: Error, Equatable {
         }
     }
 
+    /// Every D-Bus error name these errors go out under.
+    static let dbusNames = [
+        isLocked(""), noSession(""), noSuchObject(""), invalidArgs(""), notSupported(""), accessDenied(""),
+        forbidden(""), failed(""),
+    ].map(\.dbusName)
+
     /// The message sent with the error.
     public var message: String {
         switch self {
