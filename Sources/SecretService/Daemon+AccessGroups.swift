@@ -220,8 +220,7 @@ extension Daemon {
                         "secretd has no pinentry to ask for your consent; give the login password instead "
                             + "(secretctl groups … --password-stdin)"))
                 }
-                let prompt = addPrompt(Prompt(owner: call.sender, action: .changePolicy(change)))
-                return .success(.tuple([.objectPath(prompt)]))
+                return addPrompt(Prompt(owner: call.sender, action: .changePolicy(change))).map { .tuple([.objectPath($0)]) }
             }
             return decodeSecret(args[2], from: call.sender).flatMap { password, _ in
                 verifyLoginPassword(password).flatMap { apply(change) }.map { .tuple([.objectPath(ObjectPaths.none)]) }

@@ -45,8 +45,9 @@ extension Daemon {
                 return .failure(.invalidArgs("that label or alias cannot be used"))
             }
             // A new collection needs a password, which needs a prompt.
-            let prompt = addPrompt(Prompt(owner: call.sender, action: .createCollection(label: label, alias: alias)))
-            return .success(.tuple([.objectPath(ObjectPaths.none), .objectPath(prompt)]))
+            return addPrompt(Prompt(owner: call.sender, action: .createCollection(label: label, alias: alias))).map {
+                .tuple([.objectPath(ObjectPaths.none), .objectPath($0)])
+            }
         default:
             return .failure(.noSuchObject("no method \(call.method)"))
         }
@@ -118,8 +119,8 @@ extension Daemon {
         guard !locked.isEmpty || !groups.isEmpty else {
             return .success(.tuple([.objectPaths(unlocked), .objectPath(ObjectPaths.none)]))
         }
-        let prompt = addPrompt(Prompt(owner: sender, action: .unlock(collections: locked, groups: groups, objects: waiting)))
-        return .success(.tuple([.objectPaths(unlocked), .objectPath(prompt)]))
+        return addPrompt(Prompt(owner: sender, action: .unlock(collections: locked, groups: groups, objects: waiting)))
+            .map { .tuple([.objectPaths(unlocked), .objectPath($0)]) }
     }
 
     private func lock(_ paths: [String], sender: String) -> Result<DBusValue, SecretServiceError> {
@@ -193,8 +194,7 @@ extension Daemon {
             guard let path = args[0].objectPath, let collection = collection(at: path), collection.name != Self.sessionName else {
                 return .failure(.noSuchObject("no collection \(args[0]) with a password"))
             }
-            let prompt = addPrompt(Prompt(owner: call.sender, action: .changePassword(collection)))
-            return .success(.tuple([.objectPath(prompt)]))
+            return addPrompt(Prompt(owner: call.sender, action: .changePassword(collection))).map { .tuple([.objectPath($0)]) }
         default:
             return .failure(.noSuchObject("no method \(call.method)"))
         }

@@ -1,4 +1,5 @@
 public import Foundation
+import Pinentry
 public import SecretStore
 
 /// The Secret Service provider: the D-Bus objects over the encrypted store.
@@ -42,6 +43,12 @@ public final class Daemon: BusHandler {
     /// Master keys of unlocked collections, by collection id.
     var keys: [Int64: SecureBytes] = [:]
     var sessions: [Int: Session] = [:]
+    /// The ids of each client's sessions.
+    private var sessionsByOwner: [String: Set<Int>] = [:]
+    /// Counts session uses, for closing a client's least recently used one.
+    private var useClock: UInt64 = 0
+    /// Clients told (in the log) that they reached the session limit.
+    private var clientsAtSessionLimit: Set<String> = []
     var prompts: [Int: Prompt] = [:]
     private var nextSessionID = 1
     private var nextPromptID = 1
@@ -176,23 +183,59 @@ public final class Daemon: BusHandler {
     // MARK: - Clients
 
     private func clientDisconnected(_ name: String) {
-        sessions = sessions.filter { $0.value.owner != name }
-        prompts = prompts.filter { $0.value.owner != name }
+        for id in sessionsByOwner.removeValue(forKey: name) ?? [] { sessions[id] = nil }
+        clientsAtSessionLimit.remove(name)
+        for (id, prompt) in prompts where prompt.owner == name {
+            prompts[id] = nil
+            if prompt.started && !prompt.finished {
+                Log.info("the client of prompt \(id) disconnected; its pinentry is closed")
+            }
+            prompt.cancellation.cancel()
+        }
         callers[name] = nil
     }
 
+    /// Adds a session; a client at its limit (``Limits/sessionsPerClient``) loses its least
+    /// recently used session to make room.
     func addSession(_ session: Session) -> String {
+        var owned = sessionsByOwner[session.owner] ?? []
+        if owned.count >= Limits.sessionsPerClient,
+            let oldest = owned.min(by: { (sessions[$0]?.lastUsed ?? 0) < (sessions[$1]?.lastUsed ?? 0) })
+        {
+            owned.remove(oldest)
+            sessions[oldest] = nil
+            if clientsAtSessionLimit.insert(session.owner).inserted {
+                Log.warning("client \(session.owner) has \(Limits.sessionsPerClient) sessions open; "
+                            + "its least recently used ones are closed as it opens more")
+            }
+        }
         let id = nextSessionID
         nextSessionID += 1
+        useClock += 1
+        session.lastUsed = useClock
         sessions[id] = session
+        owned.insert(id)
+        sessionsByOwner[session.owner] = owned
         return ObjectPaths.session(id)
     }
 
-    func addPrompt(_ prompt: Prompt) -> String {
+    /// Closes session `id` (`Session.Close`).
+    func removeSession(_ id: Int) {
+        guard let session = sessions.removeValue(forKey: id) else { return }
+        sessionsByOwner[session.owner]?.remove(id)
+        if sessionsByOwner[session.owner]?.isEmpty == true { sessionsByOwner[session.owner] = nil }
+    }
+
+    /// Adds a prompt, unless its client already has ``Limits/promptsPerClient`` of them.
+    func addPrompt(_ prompt: Prompt) -> Result<String, SecretServiceError> {
+        guard prompts.values.lazy.filter({ $0.owner == prompt.owner }).count < Limits.promptsPerClient else {
+            return .failure(.limitsExceeded(
+                "this connection has \(Limits.promptsPerClient) prompts open; complete or dismiss some first"))
+        }
         let id = nextPromptID
         nextPromptID += 1
         prompts[id] = prompt
-        return ObjectPaths.prompt(id)
+        return .success(ObjectPaths.prompt(id))
     }
 
     /// The caller's session at `path`; `NoSession` for a bogus path or another client's session.
@@ -200,6 +243,8 @@ public final class Daemon: BusHandler {
         guard case .session(let id) = ObjectPaths.parse(path), let session = sessions[id], session.owner == sender else {
             return .failure(.noSession("the session \(path) does not exist"))
         }
+        useClock += 1
+        session.lastUsed = useClock
         return .success(session)
     }
 
@@ -281,7 +326,7 @@ public final class Daemon: BusHandler {
             guard let session = sessions[id], session.owner == call.sender else {
                 return .failure(.noSession("the session \(call.path) does not exist"))
             }
-            sessions[id] = nil
+            removeSession(id)
             return .success(.tuple([]))
         case (.prompt(let id), Introspection.prompt):
             return handlePrompt(call, id: id)
@@ -360,8 +405,13 @@ public final class Daemon: BusHandler {
     }
 }
 
-/// Sizes the daemon refuses to exceed.
+/// Sizes the daemon refuses to exceed (documented in secretd(1), LIMITS).
 enum Limits {
+    /// Sessions one client connection may have open; opening more closes its least recently
+    /// used one (so clients that never close theirs, as secretstorage's items do, keep working).
+    static let sessionsPerClient = 256
+    /// Prompts one client connection may have waiting; more are refused with `LimitsExceeded`.
+    static let promptsPerClient = 32
     /// The largest secret stored (8 MiB, the library's limit too).
     static let secretSize = 8 * 1024 * 1024
     /// The most attributes an item may have.
