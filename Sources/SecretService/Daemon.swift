@@ -108,6 +108,7 @@ public final class Daemon: BusHandler {
     /// `ready` runs once the name is ours; `refused` when another provider keeps it.
     public func start(ready: @escaping () -> Void, refused: @escaping (String) -> Void) throws(SecretServiceError) {
         server = try BusServer(introspection: Introspection.xml, handler: self)
+        server.reconnectHandler = { [weak self] in self?.forgetVanishedClients() }
         store.groupsCommits = true  // from here on, replies wait for the commit of their writes
         try server.registerObject(ObjectPaths.service)
         try server.registerSubtree(ObjectPaths.collectionPrefix)
@@ -193,6 +194,13 @@ public final class Daemon: BusHandler {
             prompt.cancellation.cancel()
         }
         callers[name] = nil
+    }
+
+    /// After a reconnection to the bus: forgets the clients that left while secretd was not
+    /// listening for their disconnection.
+    private func forgetVanishedClients() {
+        let known = Set(sessionsByOwner.keys).union(prompts.values.map(\.owner)).union(callers.keys)
+        for name in known where !server.hasOwner(name) { clientDisconnected(name) }
     }
 
     /// Adds a session; a client at its limit (``Limits/sessionsPerClient``) loses its least

@@ -1,6 +1,6 @@
-// The only file of the daemon that calls GIO/GLib: the bus connection, object and subtree
-// registration, GVariant conversion, signals, bus-name ownership and the main loop.
-// Everything here runs on the thread that runs the main loop.
+// With GIO+Connection.swift, the only files of the daemon that call GIO/GLib: the bus
+// connection, object and subtree registration, GVariant conversion, signals, bus-name
+// ownership and the main loop. Everything here runs on the thread that runs the main loop.
 
 internal import CGio
 internal import CProcess
@@ -42,29 +42,36 @@ protocol BusHandler: AnyObject {
 
 /// The daemon's connection to the session bus and the objects it exports.
 final class BusServer {
-    private let connection: OpaquePointer
+    /// The connection to the bus; replaced when the bus closes it (see GIO+Connection.swift).
+    var connection: OpaquePointer
     private let nodeInfo: UnsafeMutablePointer<GDBusNodeInfo>
     private weak var handler: (any BusHandler)?
-    private var subtrees: [String: UInt32] = [:]
-    private var objects: [String: [UInt32]] = [:]
-    private var ownerID: UInt32 = 0
-    private var nameCallbacks: (acquired: () -> Void, lost: (String) -> Void)?
-    private var disconnectHandler: ((String) -> Void)?
+    var subtrees: [String: UInt32] = [:]
+    var objects: [String: [UInt32]] = [:]
+    /// The name asked for with ``ownName(_:replace:acquired:lost:)``, to ask again after reconnecting.
+    var ownedName: (name: String, replace: Bool)?
+    var ownerID: UInt32 = 0
+    /// Bumped whenever an ownership stops counting (its connection closed), so its late
+    /// callbacks are ignored.
+    var ownershipGeneration = 0
+    var nameCallbacks: (acquired: () -> Void, lost: (String) -> Void)?
+    var disconnectHandler: ((String) -> Void)?
+    /// Runs after a reconnection, once everything is exported and the name asked for again.
+    var reconnectHandler: (() -> Void)?
 
     /// Connects to the session bus; `introspection` is the XML of every interface served.
     init(introspection: String, handler: any BusHandler) throws(SecretServiceError) {
         var error: UnsafeMutablePointer<GError>?
-        guard let connection = g_bus_get_sync(G_BUS_TYPE_SESSION, nil, &error) else {
-            throw .failed("cannot connect to the session bus: \(Self.take(error))")
-        }
         guard let info = g_dbus_node_info_new_for_xml(introspection, &error) else {
             throw .failed("bad introspection data: \(Self.take(error))")
         }
         Self.registerErrorNames()
-        self.connection = connection
+        Self.quietDecodeWarnings()
+        self.connection = try Self.connectToSessionBus()
         self.nodeInfo = info
         self.handler = handler
         Self.active = self
+        adopt(connection)
     }
 
     // MARK: - Exporting objects
@@ -142,6 +149,12 @@ final class BusServer {
     /// Calls `handler` with the unique name of every client that disconnects from the bus.
     func watchDisconnects(_ handler: @escaping (String) -> Void) {
         disconnectHandler = handler
+        subscribeToDisconnects()
+    }
+
+    /// Subscribes the connection to the bus's `NameOwnerChanged` for ``watchDisconnects(_:)``.
+    func subscribeToDisconnects() {
+        guard disconnectHandler != nil else { return }
         g_dbus_connection_signal_subscribe(
             connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
             nil, G_DBUS_SIGNAL_FLAGS_NONE,
@@ -150,27 +163,44 @@ final class BusServer {
                     case .tuple(let fields)? = BusServer.makeValue(parameters), fields.count == 3,
                     let name = fields[0].string, let newOwner = fields[2].string, newOwner.isEmpty, name.hasPrefix(":")
                 else { return }
-                Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue().disconnectHandler?(name)
+                let server = Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue()
+                server.disconnectHandler?(name)
             }, Unmanaged.passUnretained(self).toOpaque(), nil)
     }
 
     // MARK: - Bus name
 
     /// Asks for `name` without queueing; `acquired` or `lost` runs from the main loop.
-    /// With `replace`, takes the name from an owner that allows replacement.
+    /// With `replace`, takes the name from an owner that allows replacement. After a
+    /// reconnection the name is asked for again, and the callbacks run again.
     func ownName(_ name: String, replace: Bool, acquired: @escaping () -> Void, lost: @escaping (String) -> Void) {
         nameCallbacks = (acquired, lost)
+        ownedName = (name, replace)
         var flags = G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT.rawValue | G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE.rawValue
         if replace { flags |= G_BUS_NAME_OWNER_FLAGS_REPLACE.rawValue }
+        let ownership = Unmanaged.passRetained(Ownership(server: self, generation: ownershipGeneration)).toOpaque()
         ownerID = g_bus_own_name_on_connection(
             connection, name, GBusNameOwnerFlags(rawValue: flags),
             { _, _, userData in
-                Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue().nameCallbacks?.acquired()
+                guard let server = Unmanaged<Ownership>.fromOpaque(userData!).takeUnretainedValue().current else { return }
+                server.nameCallbacks?.acquired()
             },
             { _, name, userData in
-                let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
+                guard let server = Unmanaged<Ownership>.fromOpaque(userData!).takeUnretainedValue().current else { return }
                 server.nameCallbacks?.lost(name.map { String(cString: $0) } ?? "")
-            }, Unmanaged.passUnretained(self).toOpaque(), nil)
+            }, ownership, { Unmanaged<Ownership>.fromOpaque($0!).release() })
+    }
+
+    /// One ``ownName(_:replace:acquired:lost:)`` request, as the user data of its callbacks.
+    private final class Ownership {
+        weak var server: BusServer?
+        let generation: Int
+        init(server: BusServer, generation: Int) {
+            self.server = server
+            self.generation = generation
+        }
+        /// The server, while this ownership still counts.
+        var current: BusServer? { server.flatMap { $0.ownershipGeneration == generation ? $0 : nil } }
     }
 
     /// The unique name and process id of the current owner of `name`, if any.
@@ -189,9 +219,12 @@ final class BusServer {
     /// The uid and process id the bus daemon recorded for the connection `sender`
     /// (`GetConnectionCredentials`); nil when it is gone or the bus does not know.
     func credentials(of sender: String) -> (uid: UInt32, pid: UInt32?)? {
-        guard case .tuple(let reply)? = callBus("GetConnectionCredentials", [.string(sender)]),
-            case .dictionary(_, _, let entries)? = reply.first
-        else { return nil }
+        Self.credentials(in: callBus("GetConnectionCredentials", [.string(sender)]))
+    }
+
+    /// The uid and pid in a `GetConnectionCredentials` reply.
+    private static func credentials(in reply: DBusValue?) -> (uid: UInt32, pid: UInt32?)? {
+        guard case .tuple(let reply)? = reply, case .dictionary(_, _, let entries)? = reply.first else { return nil }
         var uid: UInt32?
         var pid: UInt32?
         for entry in entries {
@@ -205,10 +238,17 @@ final class BusServer {
         return uid.map { ($0, pid) }
     }
 
-    private func callBus(_ method: String, _ arguments: [DBusValue]) -> DBusValue? {
+    /// Whether `name` (a client's unique name) is still on the bus.
+    func hasOwner(_ name: String) -> Bool {
+        guard case .tuple(let reply)? = callBus("NameHasOwner", [.string(name)]), case .boolean(let owned)? = reply.first
+        else { return false }
+        return owned
+    }
+
+    private func callBus(_ method: String, _ arguments: [DBusValue], timeout: Int32 = 5_000) -> DBusValue? {
         let reply = g_dbus_connection_call_sync(
             connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
-            Self.makeVariant(.tuple(arguments)), nil, G_DBUS_CALL_FLAGS_NONE, 5_000, nil, nil)
+            Self.makeVariant(.tuple(arguments)), nil, G_DBUS_CALL_FLAGS_NONE, timeout, nil, nil)
         guard let reply else { return nil }
         defer { g_variant_unref(reply) }
         return Self.makeValue(reply)
@@ -234,9 +274,9 @@ final class BusServer {
 
     /// Runs `body` on the main loop each time the process receives `signal` (such as SIGHUP).
     static func onSignal(_ signal: Int32, _ body: @escaping () -> Void) {
-        let box = Unmanaged.passRetained(ClosureBox(body)).toOpaque()  // lives for the process
+        let box = Unmanaged.passRetained(ClosureBox(value: body)).toOpaque()  // lives for the process
         g_unix_signal_add(signal, { data in
-            Unmanaged<ClosureBox>.fromOpaque(data!).takeUnretainedValue().body()
+            Unmanaged<ClosureBox<() -> Void>>.fromOpaque(data!).takeUnretainedValue().value()
             return 1  // G_SOURCE_CONTINUE
         }, box)
     }
@@ -248,16 +288,16 @@ final class BusServer {
 
     /// Runs `body` once after `seconds` on the main loop.
     static func after(seconds: Double, _ body: @escaping () -> Void) {
-        let box = Unmanaged.passRetained(ClosureBox {
+        let box = Unmanaged.passRetained(ClosureBox<() -> Void>(value: {
             body()
             BusServer.active?.scheduleFlush()
-        }).toOpaque()
+        })).toOpaque()
         g_timeout_add_full(
             G_PRIORITY_DEFAULT, UInt32(max(0, seconds * 1000)),
             { data in
-                Unmanaged<ClosureBox>.fromOpaque(data!).takeUnretainedValue().body()
+                Unmanaged<ClosureBox<() -> Void>>.fromOpaque(data!).takeUnretainedValue().value()
                 return 0
-            }, box, { data in Unmanaged<ClosureBox>.fromOpaque(data!).release() })
+            }, box, { data in Unmanaged<ClosureBox<() -> Void>>.fromOpaque(data!).release() })
     }
 
     /// Runs `body` on the main loop and waits for its result; for threads other than the
@@ -289,9 +329,9 @@ final class BusServer {
         }
     }
 
-    private final class ClosureBox {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
+    private final class ClosureBox<Value> {
+        let value: Value
+        init(value: Value) { self.value = value }
     }
 
     // MARK: - Dispatch
@@ -376,13 +416,13 @@ final class BusServer {
     func scheduleFlush() {
         guard !flushScheduled, handler?.hasPendingCommit == true || !held.isEmpty else { return }
         flushScheduled = true
-        let box = Unmanaged.passRetained(ClosureBox { [weak self] in self?.flush() }).toOpaque()
+        let box = Unmanaged.passRetained(ClosureBox<() -> Void>(value: { [weak self] in self?.flush() })).toOpaque()
         g_idle_add_full(
             G_PRIORITY_DEFAULT_IDLE,
             { data in
-                Unmanaged<ClosureBox>.fromOpaque(data!).takeUnretainedValue().body()
+                Unmanaged<ClosureBox<() -> Void>>.fromOpaque(data!).takeUnretainedValue().value()
                 return 0
-            }, box, { data in Unmanaged<ClosureBox>.fromOpaque(data!).release() })
+            }, box, { data in Unmanaged<ClosureBox<() -> Void>>.fromOpaque(data!).release() })
     }
 
     /// Commits the pending writes, then sends what waited for them, in order.
@@ -611,7 +651,7 @@ final class BusServer {
         return body(type)
     }
 
-    private static func take(_ error: UnsafeMutablePointer<GError>?) -> String {
+    static func take(_ error: UnsafeMutablePointer<GError>?) -> String {
         guard let error else { return "unknown error" }
         defer { g_error_free(error) }
         return error.pointee.message.map { String(cString: $0) } ?? ""
