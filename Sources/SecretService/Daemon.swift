@@ -107,7 +107,7 @@ public final class Daemon: BusHandler {
     /// Connects to the session bus, exports the objects and asks for the bus name.
     /// `ready` runs once the name is ours; `refused` when another provider keeps it.
     public func start(ready: @escaping () -> Void, refused: @escaping (String) -> Void) throws(SecretServiceError) {
-        server = try BusServer(introspection: Introspection.xml, handler: self)
+        server = try BusServer(introspection: Introspection.xml, handler: self, quota: Limits.callQuota)
         server.reconnectHandler = { [weak self] in self?.forgetVanishedClients() }
         store.groupsCommits = true  // from here on, replies wait for the commit of their writes
         try server.registerObject(ObjectPaths.service)
@@ -420,6 +420,11 @@ enum Limits {
     static let sessionsPerClient = 256
     /// Prompts one client connection may have waiting; more are refused with `LimitsExceeded`.
     static let promptsPerClient = 32
+    /// Calls one client connection may have waiting for their reply (of them, calls sent with
+    /// `NO_REPLY_EXPECTED`), and the bytes of their arguments; more are refused at once with
+    /// `LimitsExceeded`. Each waiting call takes about 4 KiB; libsecret sends one call per item
+    /// when it loads a keyring's items, so the call limit is well above what clients pipeline.
+    static let callQuota = CallQuota.Limits(calls: 4096, silentCalls: 256, bytes: 64 << 20)
     /// The largest secret stored (8 MiB, the library's limit too).
     static let secretSize = 8 * 1024 * 1024
     /// The most attributes an item may have.

@@ -39,9 +39,10 @@ extension BusServer {
         }, nil)
     }
 
-    /// Makes `connection` the server's: its closing is watched.
+    /// Makes `connection` the server's: the call quota filters it, and its closing is watched.
     func adopt(_ connection: OpaquePointer) {
         g_dbus_connection_set_exit_on_close(connection, 0)
+        g_dbus_connection_add_filter(connection, Self.quotaFilter, Unmanaged.passUnretained(quota).toOpaque(), nil)
         let closed: @convention(c) (OpaquePointer?, gboolean, UnsafeMutablePointer<GError>?, gpointer?) -> Void = {
             _, _, error, userData in
             let reason = error.flatMap { $0.pointee.message.map { String(cString: $0) } } ?? "closed"
@@ -80,6 +81,7 @@ extension BusServer {
         let oldName = g_dbus_connection_get_unique_name(old).map { String(cString: $0) }
         if ownerID != 0 { g_bus_unown_name(ownerID) }
         connection = fresh
+        quota.reset()  // the calls waiting on the old connection are lost with it
         adopt(fresh)
         let exportedObjects = Array(objects.keys)
         let exportedSubtrees = Array(subtrees.keys)

@@ -1,6 +1,7 @@
-// With GIO+Connection.swift, the only files of the daemon that call GIO/GLib: the bus
-// connection, object and subtree registration, GVariant conversion, signals, bus-name
-// ownership and the main loop. Everything here runs on the thread that runs the main loop.
+// With GIO+Connection.swift and GIO+CallQuota.swift, the only files of the daemon that call
+// GIO/GLib: the bus connection, object and subtree registration, GVariant conversion, signals,
+// bus-name ownership and the main loop. Everything here runs on the thread that runs the main
+// loop (the call quota filter excepted: GDBus runs it on its worker thread).
 
 internal import CGio
 internal import CProcess
@@ -58,9 +59,11 @@ final class BusServer {
     var disconnectHandler: ((String) -> Void)?
     /// Runs after a reconnection, once everything is exported and the name asked for again.
     var reconnectHandler: (() -> Void)?
+    /// What each client may have waiting (checked by the connection's filter).
+    let quota: CallQuota
 
     /// Connects to the session bus; `introspection` is the XML of every interface served.
-    init(introspection: String, handler: any BusHandler) throws(SecretServiceError) {
+    init(introspection: String, handler: any BusHandler, quota: CallQuota.Limits) throws(SecretServiceError) {
         var error: UnsafeMutablePointer<GError>?
         guard let info = g_dbus_node_info_new_for_xml(introspection, &error) else {
             throw .failed("bad introspection data: \(Self.take(error))")
@@ -70,6 +73,7 @@ final class BusServer {
         self.connection = try Self.connectToSessionBus()
         self.nodeInfo = info
         self.handler = handler
+        self.quota = CallQuota(limits: quota)
         Self.active = self
         adopt(connection)
     }
@@ -164,6 +168,8 @@ final class BusServer {
                     let name = fields[0].string, let newOwner = fields[2].string, newOwner.isEmpty, name.hasPrefix(":")
                 else { return }
                 let server = Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue()
+                // Its queued calls are still answered (to nobody); then their memory can go.
+                if server.quota.forget(name) { server.returnMemoryLater(after: 2) }
                 server.disconnectHandler?(name)
             }, Unmanaged.passUnretained(self).toOpaque(), nil)
     }
@@ -375,12 +381,13 @@ final class BusServer {
     private static let largeReply = 1 << 20
     private var trimScheduled = false
 
-    /// After a large reply has gone out, hands the memory it used back to the system: glibc
-    /// keeps freed heap otherwise, and one search of 100,000 items would stay resident.
-    private func returnMemoryLater() {
+    /// After a large reply has gone out (or a client with a backlog of calls left), hands the
+    /// memory it used back to the system: glibc keeps freed heap otherwise, and one search of
+    /// 100,000 items would stay resident.
+    func returnMemoryLater(after seconds: Double = 0.2) {
         guard !trimScheduled else { return }
         trimScheduled = true
-        BusServer.after(seconds: 0.2) { [weak self] in
+        BusServer.after(seconds: seconds) { [weak self] in
             self?.trimScheduled = false
             _ = keychain_release_free_memory()
         }
