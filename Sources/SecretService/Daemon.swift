@@ -58,6 +58,8 @@ public final class Daemon: BusHandler {
     private var lastActivity = Date()
     /// Clients identified so far, by unique bus name (forgotten when they disconnect).
     var callers: [String: Caller] = [:]
+    /// Method calls of clients being identified, run once the bus has said who they are.
+    var identifying: [String: [(SecretServiceError?) -> Void]] = [:]
     /// The access group policy in force.
     var policy = AccessPolicy()
 

@@ -27,6 +27,10 @@ protocol BusHandler: AnyObject {
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError>
     /// Reads a property.
     func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError>
+    /// Starts finding out who `sender` is, unless that is known; returns false when it is (the
+    /// call goes ahead at once). Otherwise `then` runs once the bus has answered, with the
+    /// refusal to send if the sender may not use secretd.
+    func identify(_ sender: String, then: @escaping (SecretServiceError?) -> Void) -> Bool
     /// Writes a property.
     func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError?
     /// The child node names under `path` that are objects (for subtrees).
@@ -224,8 +228,27 @@ final class BusServer {
 
     /// The uid and process id the bus daemon recorded for the connection `sender`
     /// (`GetConnectionCredentials`); nil when it is gone or the bus does not know.
+    ///
+    /// This waits for the bus's answer with the main loop stopped (for property reads, which
+    /// must be answered at once); method calls use ``credentials(of:completion:)``.
     func credentials(of sender: String) -> (uid: UInt32, pid: UInt32?)? {
-        Self.credentials(in: callBus("GetConnectionCredentials", [.string(sender)]))
+        // The answer comes after whatever the bus queued for secretd before it: wait long.
+        Self.credentials(in: callBus("GetConnectionCredentials", [.string(sender)], timeout: 30_000))
+    }
+
+    /// ``credentials(of:)`` without waiting: `completion` runs on the main loop with the answer.
+    func credentials(of sender: String, completion: @escaping ((uid: UInt32, pid: UInt32?)?) -> Void) {
+        let box = Unmanaged.passRetained(ClosureBox(value: completion)).toOpaque()
+        g_dbus_connection_call(
+            connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionCredentials",
+            Self.makeVariant(.tuple([.string(sender)])), nil, G_DBUS_CALL_FLAGS_NONE, -1, nil,
+            { source, result, userData in
+                let completion = Unmanaged<ClosureBox<((uid: UInt32, pid: UInt32?)?) -> Void>>.fromOpaque(userData!)
+                    .takeRetainedValue().value
+                let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, nil)
+                defer { if let reply { g_variant_unref(reply) } }
+                completion(BusServer.credentials(in: reply.flatMap { BusServer.makeValue($0) }))
+            }, box)
     }
 
     /// The uid and pid in a `GetConnectionCredentials` reply.
@@ -350,6 +373,17 @@ final class BusServer {
             g_dbus_method_invocation_return_dbus_error(invocation, "org.freedesktop.DBus.Error.Failed", "shutting down")
             return
         }
+        // A new client: the call waits (the main loop does not) until the bus says who it is.
+        let waiting = handler.identify(sender) { [weak self] refusal in
+            if let refusal {
+                g_dbus_method_invocation_return_dbus_error(invocation, refusal.dbusName, refusal.message)
+            } else {
+                self?.methodCall(
+                    sender: sender, path: path, interface: interface, method: method, parameters: parameters,
+                    invocation: invocation)
+            }
+        }
+        if waiting { return }
         guard let arguments = Self.makeValue(parameters)?.tuple else {
             g_dbus_method_invocation_return_dbus_error(
                 invocation, "org.freedesktop.DBus.Error.InvalidArgs", "arguments of a type D-Bus does not carry")
