@@ -113,6 +113,7 @@ class Values:
     def __init__(self, rng, world):
         self.rng = rng
         self.world = world
+        self.huge = True  # off inside huge arrays: 100,000 huge strings would pass the bus's size limit
 
     def type(self, depth=0):
         roll = self.rng.random()
@@ -132,7 +133,7 @@ class Values:
     def string(self):
         rng = self.rng
         roll = rng.random()
-        if roll < 0.002:
+        if roll < 0.002 and self.huge:
             return "x" * rng.choice([1 << 16, 1 << 20, 3 << 20])  # huge
         if roll < 0.35:
             return rng.choice(self.world.words())
@@ -155,7 +156,7 @@ class Values:
     def bytes(self):
         rng = self.rng
         roll = rng.random()
-        if roll < 0.003:
+        if roll < 0.003 and self.huge:
             return os.urandom(rng.choice([1 << 20, 9 << 20]))  # over the 8 MiB secret limit too
         if roll < 0.2:
             return b""
@@ -210,7 +211,12 @@ class Values:
                 key_type, value_type = split_signature(element[1:-1])
                 count = self.count(depth)
                 return {self.value(key_type, depth + 1): self.value(value_type, depth + 1) for _ in range(count)}
-            return [self.value(element, depth + 1) for _ in range(self.count(depth, element))]
+            count = self.count(depth, element)
+            huge, self.huge = self.huge, self.huge and count < 100
+            try:
+                return [self.value(element, depth + 1) for _ in range(count)]
+            finally:
+                self.huge = huge
         if code == "(":
             return tuple(self.value(field, depth + 1) for field in split_signature(signature[1:-1]))
         raise ValueError("bad signature " + signature)
