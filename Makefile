@@ -101,3 +101,11 @@ install: deps
 
 clean:
 	$(SWIFT) package clean
+
+# make fuzz-dbus   random D-Bus calls with random arguments at a throw-away secretd for
+#                  DBUS_FUZZ_SECONDS (fuzz/dbus-fuzz.py; `make test` runs it for 30 s)
+DBUS_FUZZ_SECONDS ?= 300
+.PHONY: fuzz-dbus
+fuzz-dbus: deps
+	$(SWIFT) build --build-tests
+	DBUS_FUZZ_SECONDS=$(DBUS_FUZZ_SECONDS) $(SWIFT) test --skip-build --filter 'DBusFuzzTests/fuzz\('

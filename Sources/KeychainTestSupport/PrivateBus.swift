@@ -10,11 +10,15 @@ public final class PrivateBus: @unchecked Sendable {
     /// Starts the bus with its socket and config in `directory`, and waits until it accepts
     /// connections. `directory` is removed once the bus ends after the test process exits.
     /// With `otherUsers`, clients of any uid may connect (to test that providers refuse them);
-    /// `directory` must then be searchable by them.
-    public init(directory: URL, otherUsers: Bool = false) throws {
+    /// `directory` must then be searchable by them. With `sessionLimits`, the bus has the limits
+    /// of a real session bus (`/usr/share/dbus-1/session.conf`: 50,000 pending replies per
+    /// connection, 1 GB queues) rather than dbus-daemon's built-in ones (128 pending replies),
+    /// for tests of clients that flood the provider.
+    public init(directory: URL, otherUsers: Bool = false, sessionLimits: Bool = false) throws {
         let socket = directory.appendingPathComponent("bus").path
         let config = directory.appendingPathComponent("bus.conf")
-        try Self.config(socket: socket, otherUsers: otherUsers).write(to: config, atomically: true, encoding: .utf8)
+        try Self.config(socket: socket, otherUsers: otherUsers, sessionLimits: sessionLimits)
+            .write(to: config, atomically: true, encoding: .utf8)
         address = "unix:path=\(socket)"
         daemon = try SupervisedProcess(
             ["dbus-daemon", "--config-file=\(config.path)", "--nofork", "--nopidfile"],
@@ -36,8 +40,17 @@ public final class PrivateBus: @unchecked Sendable {
     /// Ends the bus daemon.
     public func stop() { daemon.stop() }
 
-    private static func config(socket: String, otherUsers: Bool) -> String {
-        """
+    private static func config(socket: String, otherUsers: Bool, sessionLimits: Bool) -> String {
+        let limits = !sessionLimits ? "" : """
+
+              <limit name="max_incoming_bytes">1000000000</limit>
+              <limit name="max_outgoing_bytes">1000000000</limit>
+              <limit name="max_message_size">1000000000</limit>
+              <limit name="max_replies_per_connection">50000</limit>
+              <limit name="max_match_rules_per_connection">50000</limit>
+              <limit name="max_connections_per_user">100000</limit>
+            """
+        return """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
         <busconfig>
@@ -48,7 +61,7 @@ public final class PrivateBus: @unchecked Sendable {
             <allow send_destination="*" eavesdrop="true"/>
             <allow eavesdrop="true"/>
             <allow own="*"/>
-          </policy>
+          </policy>\(limits)
         </busconfig>
         """
     }

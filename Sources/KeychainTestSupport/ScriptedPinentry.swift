@@ -4,7 +4,8 @@ public import Foundation
 /// answers each question with the next line of its answers file, and logs every command.
 ///
 /// For GETPIN a line is the password typed, or `CANCEL`. For CONFIRM (a three-button choice)
-/// a line is `OK`, `NOTOK` (the middle button) or `CANCEL`.
+/// a line is `OK`, `NOTOK` (the middle button) or `CANCEL`. For either, `WAIT` is a person who
+/// never answers: the dialog stays until the process is killed.
 public struct ScriptedPinentry: Sendable {
     /// The script to configure as `pinentry = …`.
     public let program: URL
@@ -13,6 +14,12 @@ public struct ScriptedPinentry: Sendable {
 
     /// Everything secretd sent to pinentry so far.
     public var log: String { (try? String(contentsOfFile: answers.path + ".log", encoding: .utf8)) ?? "" }
+
+    /// The process ids of every pinentry started so far, in order.
+    public var pids: [Int32] {
+        ((try? String(contentsOfFile: answers.path + ".pids", encoding: .utf8)) ?? "").split(separator: "\n")
+            .compactMap { Int32($0) }
+    }
 
     /// How many times a command (`GETPIN`, `CONFIRM`) was sent.
     public func count(_ command: String) -> Int {
@@ -38,6 +45,7 @@ public struct ScriptedPinentry: Sendable {
 
     private static let script = #"""
         #!/bin/sh
+        echo $$ >>"$PINENTRY_ANSWERS.pids"
         echo "OK Pleased to meet you"
         while IFS= read -r line; do
             echo "$line" >>"$PINENTRY_ANSWERS.log"
@@ -47,6 +55,7 @@ public struct ScriptedPinentry: Sendable {
                 sed -i 1d "$PINENTRY_ANSWERS"
                 case "$line:$answer" in
                 *:CANCEL) echo "ERR 83886179 Operation cancelled" ;;
+                *:WAIT) while :; do sleep 0.1; done ;;
                 CONFIRM:NOTOK) echo "ERR 83886194 Not confirmed" ;;
                 CONFIRM:*) echo OK ;;
                 *) printf 'D %s\nOK\n' "$answer" ;;

@@ -52,9 +52,11 @@ public enum PinentryChoice: Equatable, Sendable {
 /// Talks the Assuan protocol to a pinentry program.
 public enum Pinentry {
     /// Starts `program`, shows `request`, and returns what the person did. The password is
-    /// handed to `receive` in a buffer that is wiped as soon as it returns.
+    /// handed to `receive` in a buffer that is wiped as soon as it returns. A `cancellation`
+    /// that is cancelled meanwhile ends the dialog, and the outcome is `.cancelled`.
     public static func ask<Secret>(
-        program: String, _ request: PinentryRequest, receive: (UnsafeRawBufferPointer) -> Secret
+        program: String, _ request: PinentryRequest, cancellation: PinentryCancellation? = nil,
+        receive: (UnsafeRawBufferPointer) -> Secret
     ) -> PinentryOutcome<Secret> {
         var commands = [
             "SETTITLE " + escape(request.title), "SETDESC " + escape(request.description),
@@ -62,7 +64,7 @@ public enum Pinentry {
         ]
         if let error = request.error { commands.append("SETERROR " + escape(error)) }
         if request.confirm { commands.append("SETREPEAT Confirm:") }
-        return converse(program: program, settings: commands) { context in
+        return converse(program: program, settings: commands, cancellation: cancellation) { context in
             let collector = Collector()
             defer { collector.wipe() }
             let status = assuan_transact(
@@ -72,41 +74,53 @@ public enum Pinentry {
                     return 0
                 }, Unmanaged.passUnretained(collector).toOpaque(), nil, nil, nil, nil)
             if status != 0 {
-                if isCancellation(status) { return .cancelled }
+                if isCancellation(status) || cancellation?.isCancelled == true { return .cancelled }
                 return .failed("pinentry failed: \(describe(status))")
             }
             return .password(collector.bytes.withUnsafeBytes { receive($0) })
-        } failed: { .failed($0) }
+        } failed: { .failed($0) } cancelled: { .cancelled }
     }
 
     /// Shows a message with three buttons (`ok`, `notOK`, `cancel` are their labels) and
-    /// returns the one pressed.
+    /// returns the one pressed; `.cancelled` when `cancellation` ends the dialog.
     public static func choose(
-        program: String, title: String, description: String, ok: String, notOK: String, cancel: String
+        program: String, title: String, description: String, ok: String, notOK: String, cancel: String,
+        cancellation: PinentryCancellation? = nil
     ) -> PinentryChoice {
         let commands = [
             "SETTITLE " + escape(title), "SETDESC " + escape(description),
             "SETOK " + escape(ok), "SETNOTOK " + escape(notOK), "SETCANCEL " + escape(cancel),
         ]
-        return converse(program: program, settings: commands) { context in
+        return converse(program: program, settings: commands, cancellation: cancellation) { context in
             let status = assuan_transact(context, "CONFIRM", nil, nil, nil, nil, nil, nil)
             if status == 0 { return .ok }
+            if cancellation?.isCancelled == true { return .cancelled }
             switch gpg_err_code(status) {
             case GPG_ERR_NOT_CONFIRMED: return .notOK
             case GPG_ERR_CANCELED, GPG_ERR_ASS_CANCELED: return .cancelled
             default: return .failed("pinentry failed: \(describe(status))")
             }
-        } failed: { .failed($0) }
+        } failed: { .failed($0) } cancelled: { .cancelled }
     }
 
-    /// Starts `program`, sends the display `settings`, runs `body`, and says goodbye.
+    /// Starts `program`, sends the display `settings`, runs `body`, and says goodbye; the
+    /// process is reaped before this returns. A cancelled `cancellation` returns `cancelled()`
+    /// without starting it.
     private static func converse<Result>(
-        program: String, settings: [String], _ body: (assuan_context_t) -> Result, failed: (String) -> Result
+        program: String, settings: [String], cancellation: PinentryCancellation?,
+        _ body: (assuan_context_t) -> Result, failed: (String) -> Result, cancelled: () -> Result
     ) -> Result {
+        let cancellation = cancellation ?? PinentryCancellation()
+        if cancellation.isCancelled { return cancelled() }
         var context: assuan_context_t?
         guard assuan_new(&context) == 0, let context else { return failed("cannot create an Assuan context") }
-        defer { assuan_release(context) }
+        var pid: pid_t?
+        defer {
+            assuan_release(context)  // closes the pipes; with ASSUAN_NO_WAITPID it does not wait
+            if let pid { cancellation.reap(pid) }
+        }
         assuan_set_flag(context, assuan_flag_t(ASSUAN_CONFIDENTIAL), 1)  // no logging of the exchange
+        assuan_set_flag(context, assuan_flag_t(ASSUAN_NO_WAITPID), 1)  // reaped by the cancellation
 
         var noDescriptors = [keychain_assuan_invalid_fd()]
         let name = strdup(program)
@@ -114,6 +128,11 @@ public enum Pinentry {
         var argv: [UnsafePointer<CChar>?] = [UnsafePointer(name), nil]
         let connected = assuan_pipe_connect(context, program, &argv, &noDescriptors, nil, nil, 0)
         guard connected == 0 else { return failed("cannot start \(program): \(describe(connected))") }
+        let child = assuan_get_pid(context)
+        if child > 0 {
+            pid = child
+            guard cancellation.started(child) else { return cancelled() }
+        }
         // Display settings are best effort: old pinentries lack some (SETREPEAT, SETERROR, SETNOTOK).
         for command in settings { _ = assuan_transact(context, command, nil, nil, nil, nil, nil, nil) }
         let result = body(context)

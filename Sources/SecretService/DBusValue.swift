@@ -1,14 +1,28 @@
 /// A D-Bus value as plain Swift data; the only bridge to GVariant is in `GIO.swift`.
 ///
 /// Containers carry their element signatures so empty arrays and dictionaries keep their type.
+/// Every D-Bus type has a case, so any argument a client sends converts (a variant may hold
+/// anything, even where the daemon only looks for strings).
 indirect enum DBusValue: Equatable {
     case boolean(Bool)
+    /// `y`.
+    case byte(UInt8)
+    /// `n`.
+    case int16(Int16)
+    /// `q`.
+    case uint16(UInt16)
     case uint32(UInt32)
     case int32(Int32)
     case uint64(UInt64)
     case int64(Int64)
+    /// `d`.
+    case double(Double)
     case string(String)
     case objectPath(String)
+    /// `g`: a type signature.
+    case signature(String)
+    /// `h`: an index into the message's file descriptors (secretd takes none).
+    case fileDescriptorIndex(Int32)
     /// `ay`.
     case bytes([UInt8])
     /// `a<element>` other than `ay` and dictionaries.
@@ -30,6 +44,12 @@ indirect enum DBusValue: Equatable {
     var signature: String {
         switch self {
         case .boolean: return "b"
+        case .byte: return "y"
+        case .int16: return "n"
+        case .uint16: return "q"
+        case .double: return "d"
+        case .signature: return "g"
+        case .fileDescriptorIndex: return "h"
         case .uint32: return "u"
         case .int32: return "i"
         case .uint64: return "t"

@@ -27,11 +27,42 @@ extension Daemon {
     // MARK: - Callers
 
     /// The caller behind `sender`, identified on its first call: the bus vouches for its
-    /// uid and pid, which must be this user's, then /proc names it.
+    /// uid and pid, which must be this user's, then /proc names it. Method calls identify
+    /// their caller first without stopping the main loop (``identify(_:then:)``); this asks the
+    /// bus and waits only for what comes before any method call (a property read).
     func caller(_ sender: String) -> Result<Caller, SecretServiceError> {
         if let known = callers[sender] { return .success(known) }
         let receivedAt = CallerIdentity.ticksSinceBoot()
-        guard let credentials = server.credentials(of: sender), let pid = credentials.pid else {
+        return identified(sender, credentials: server.credentials(of: sender), receivedAt: receivedAt)
+    }
+
+    func identify(_ sender: String, then body: @escaping (SecretServiceError?) -> Void) -> Bool {
+        if callers[sender] != nil { return false }
+        if identifying[sender] != nil {
+            identifying[sender]?.append(body)
+            return true
+        }
+        identifying[sender] = [body]
+        let receivedAt = CallerIdentity.ticksSinceBoot()
+        server.credentials(of: sender) { [weak self] credentials in
+            guard let self else { return }
+            let waiting = self.identifying.removeValue(forKey: sender) ?? []
+            var refusal: SecretServiceError?
+            if self.callers[sender] == nil,
+                case .failure(let failure) = self.identified(sender, credentials: credentials, receivedAt: receivedAt)
+            {
+                refusal = failure
+            }
+            for body in waiting { body(refusal) }
+        }
+        return true
+    }
+
+    /// Records the caller behind `sender` from the bus's `credentials`, or refuses it.
+    private func identified(
+        _ sender: String, credentials: (uid: UInt32, pid: UInt32?)?, receivedAt: UInt64
+    ) -> Result<Caller, SecretServiceError> {
+        guard let credentials, let pid = credentials.pid else {
             return .failure(.forbidden("secretd cannot tell who \(sender) is"))
         }
         guard credentials.uid == getuid() else {
@@ -220,8 +251,7 @@ extension Daemon {
                         "secretd has no pinentry to ask for your consent; give the login password instead "
                             + "(secretctl groups … --password-stdin)"))
                 }
-                let prompt = addPrompt(Prompt(owner: call.sender, action: .changePolicy(change)))
-                return .success(.tuple([.objectPath(prompt)]))
+                return addPrompt(Prompt(owner: call.sender, action: .changePolicy(change))).map { .tuple([.objectPath($0)]) }
             }
             return decodeSecret(args[2], from: call.sender).flatMap { password, _ in
                 verifyLoginPassword(password).flatMap { apply(change) }.map { .tuple([.objectPath(ObjectPaths.none)]) }

@@ -9,7 +9,7 @@ extension Daemon {
         case "SearchItems":
             guard let attributes = args[0].stringMap else { return .failure(.invalidArgs("a{ss} expected")) }
             do {
-                let paths = visible(try store.search(attributes, in: collection), for: call.sender)
+                let paths = visible(try searchItems(attributes, in: collection), for: call.sender)
                     .map { ObjectPaths.item(collection.name, $0.0.id) }
                 return .success(.tuple([.objectPaths(paths)]))
             } catch {

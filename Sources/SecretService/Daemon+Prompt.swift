@@ -14,6 +14,9 @@ extension Daemon {
         }
         switch call.method {
         case "Prompt":
+            // One conversation per prompt: calling Prompt again does not ask again.
+            guard !prompt.started else { return .success(.tuple([])) }
+            prompt.started = true
             guard let program = options.configuration.pinentry else {
                 // No way to ask anybody: complete as dismissed, after the reply is sent.
                 BusServer.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
@@ -32,11 +35,13 @@ extension Daemon {
         }
     }
 
-    /// Emits `Completed` once for prompt `id`: dismissed when `result` is nil.
+    /// Emits `Completed` once for prompt `id`: dismissed when `result` is nil. A pinentry
+    /// still asking (the prompt was dismissed) is closed.
     func complete(id: Int, result: DBusValue?) {
         guard let prompt = prompts[id], !prompt.finished else { return }
         prompt.finished = true
         prompts[id] = nil
+        prompt.cancellation.cancel()
         server.emitSignal(
             path: ObjectPaths.prompt(id), interface: Introspection.prompt, name: "Completed",
             arguments: [.boolean(result == nil), .variant(result ?? prompt.emptyResult)])
@@ -45,31 +50,33 @@ extension Daemon {
     /// Runs on the prompt's own thread: asks through pinentry, and hops to the main loop for
     /// everything that touches the daemon's state.
     fileprivate func converse(promptID id: Int, program: String) {
-        guard let action = BusServer.onMainLoop({ self.prompts[id]?.action }) else { return }
+        guard let (action, cancellation) = BusServer.onMainLoop({ self.prompts[id].map { ($0.action, $0.cancellation) } })
+        else { return }
+        let asker = Asker(program: program, cancellation: cancellation)
         switch action {
         case .unlock(let collections, let groups, let objects):
             for collection in collections {
-                guard askUntilUnlocked(collection, program: program, promptID: id) else {
+                guard askUntilUnlocked(collection, asker: asker, promptID: id) else {
                     BusServer.onMainLoop { self.complete(id: id, result: nil) }
                     return
                 }
             }
             for group in groups {
-                guard askForGroup(group, program: program, promptID: id) else {
+                guard askForGroup(group, asker: asker, promptID: id) else {
                     BusServer.onMainLoop { self.complete(id: id, result: nil) }
                     return
                 }
             }
             BusServer.onMainLoop { self.complete(id: id, result: .objectPaths(objects)) }
         case .changePolicy(let change):
-            confirmPolicyChange(change, program: program, promptID: id)
+            confirmPolicyChange(change, asker: asker, promptID: id)
         case .changePassword(let collection):
-            changePassword(collection, program: program, promptID: id)
+            changePassword(collection, asker: asker, promptID: id)
         case .createCollection(let label, let alias):
             let request = PinentryRequest(
                 title: "New keyring", description: "An application wants to create a new keyring called “\(label)”. "
                     + "Choose a password for it.", prompt: "Password:", error: nil, confirm: true)
-            guard case .password(let password) = askPassword(program, request), password.count > 0 else {
+            guard case .password(let password) = asker.password(request), password.count > 0 else {
                 BusServer.onMainLoop { self.complete(id: id, result: nil) }
                 return
             }
@@ -84,15 +91,11 @@ extension Daemon {
         }
     }
 
-    /// Asks for a password through pinentry; it goes straight into secure memory.
-    private func askPassword(_ program: String, _ request: PinentryRequest) -> PinentryOutcome<SecureBytes> {
-        Pinentry.ask(program: program, request) { SecureBytes(copying: $0) }
-    }
 
     /// Asks whether the prompt's client may use the items of `group` (an `ask` group it is not
     /// in): deny, allow once (for as long as the client stays connected), or always allow
     /// (its identity becomes a member in `access-groups.conf`). True when allowed.
-    private func askForGroup(_ group: String, program: String, promptID id: Int) -> Bool {
+    private func askForGroup(_ group: String, asker: Asker, promptID id: Int) -> Bool {
         guard let (caller, alreadyAllowed) = BusServer.onMainLoop({ () -> (Caller, Bool)? in
             guard let owner = self.prompts[id]?.owner, let caller = self.callers[owner] else { return nil }
             return (caller, self.access(caller, to: group) == .full)
@@ -100,12 +103,14 @@ extension Daemon {
         if alreadyAllowed { return true }
         let command = (try? String(contentsOfFile: "/proc/\(caller.pid)/comm", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
-        let choice = Pinentry.choose(
-            program: program, title: "Access to secrets",
+        let choice = asker.choice(
+            title: "Access to secrets",
             description: "“\(command)” (process \(caller.pid), \(caller.identity)) wants to use the secrets of the "
                 + "access group “\(group)”, which it does not belong to.",
             ok: "Always allow", notOK: "Allow once", cancel: "Deny")
         return BusServer.onMainLoop {
+            // Dismissed, or its client gone: the person's answer (if any) no longer counts.
+            guard self.prompts[id] != nil else { return false }
             switch choice {
             case .ok:
                 let change = PolicyChange(add: true, group: group, identity: caller.identity.description)
@@ -127,7 +132,7 @@ extension Daemon {
     }
 
     /// Asks for the login password to confirm a change to the access group policy.
-    private func confirmPolicyChange(_ change: PolicyChange, program: String, promptID id: Int) {
+    private func confirmPolicyChange(_ change: PolicyChange, asker: Asker, promptID id: Int) {
         let requester = BusServer.onMainLoop { () -> String in
             guard let owner = self.prompts[id]?.owner, let caller = self.callers[owner] else { return "An application" }
             return "\(caller.identity)"
@@ -139,7 +144,7 @@ extension Daemon {
                 description: "\(requester) wants to \(change.add ? "add" : "remove") \(change.identity) "
                     + "\(change.add ? "to" : "from") the access group “\(change.group)”. Enter the login password to allow it.",
                 prompt: "Password:", error: error)
-            guard case .password(let password) = askPassword(program, request) else { break }
+            guard case .password(let password) = asker.password(request) else { break }
             let wait = BusServer.onMainLoop { () -> TimeInterval in
                 guard let login = try? self.store.collection(named: Self.loginName) else { return 0 }
                 return self.unlockDelay(login)
@@ -160,18 +165,18 @@ extension Daemon {
     }
 
     /// Asks for the current password (verified through the store), then a new one twice.
-    private func changePassword(_ collection: Store.CollectionRecord, program: String, promptID id: Int) {
+    private func changePassword(_ collection: Store.CollectionRecord, asker: Asker, promptID id: Int) {
         let current = PinentryRequest(
             title: "Change keyring password", description: "An application wants to change the password of the keyring "
                 + "“\(collection.label)”. Enter its current password.", prompt: "Current:", error: nil)
-        guard case .password(let old) = askPassword(program, current) else {
+        guard case .password(let old) = asker.password(current) else {
             BusServer.onMainLoop { self.complete(id: id, result: nil) }
             return
         }
         let fresh = PinentryRequest(
             title: "Change keyring password", description: "Choose the new password of the keyring “\(collection.label)”.",
             prompt: "New:", error: nil, confirm: true)
-        guard case .password(let new) = askPassword(program, fresh), new.count > 0 else {
+        guard case .password(let new) = asker.password(fresh), new.count > 0 else {
             BusServer.onMainLoop { self.complete(id: id, result: nil) }
             return
         }
@@ -189,7 +194,7 @@ extension Daemon {
 
     /// Asks for `collection`'s password until it unlocks, the person cancels, or the attempts
     /// run out; true when it is unlocked.
-    private func askUntilUnlocked(_ collection: Store.CollectionRecord, program: String, promptID id: Int) -> Bool {
+    private func askUntilUnlocked(_ collection: Store.CollectionRecord, asker: Asker, promptID id: Int) -> Bool {
         var error: String?
         for _ in 0..<Self.promptAttempts {
             if BusServer.onMainLoop({ !self.isLocked(collection) || self.prompts[id] == nil }) {
@@ -198,7 +203,7 @@ extension Daemon {
             let request = PinentryRequest(
                 title: "Unlock keyring", description: "An application wants access to the keyring “\(collection.label)”, "
                     + "but it is locked.", prompt: "Password:", error: error)
-            switch askPassword(program, request) {
+            switch asker.password(request) {
             case .cancelled:
                 return false
             case .failed(let reason):
@@ -216,6 +221,25 @@ extension Daemon {
             }
         }
         return false
+    }
+}
+
+/// One prompt's way of asking: its pinentry program, and the cancellation that closes the
+/// dialog when the prompt ends early.
+private struct Asker {
+    let program: String
+    let cancellation: PinentryCancellation
+
+    /// Asks for a password; it goes straight into secure memory.
+    func password(_ request: PinentryRequest) -> PinentryOutcome<SecureBytes> {
+        Pinentry.ask(program: program, request, cancellation: cancellation) { SecureBytes(copying: $0) }
+    }
+
+    /// Asks the person to press one of three buttons.
+    func choice(title: String, description: String, ok: String, notOK: String, cancel: String) -> PinentryChoice {
+        Pinentry.choose(
+            program: program, title: title, description: description, ok: ok, notOK: notOK, cancel: cancel,
+            cancellation: cancellation)
     }
 }
 

@@ -47,8 +47,9 @@ extension Daemon {
                 return .failure(.invalidArgs("that label or alias cannot be used"))
             }
             // A new collection needs a password, which needs a prompt.
-            let prompt = addPrompt(Prompt(owner: call.sender, action: .createCollection(label: label, alias: alias)))
-            return .success(.tuple([.objectPath(ObjectPaths.none), .objectPath(prompt)]))
+            return addPrompt(Prompt(owner: call.sender, action: .createCollection(label: label, alias: alias))).map {
+                .tuple([.objectPath(ObjectPaths.none), .objectPath($0)])
+            }
         default:
             return .failure(.noSuchObject("no method \(call.method)"))
         }
@@ -61,7 +62,7 @@ extension Daemon {
             let collections = Dictionary(uniqueKeysWithValues: try store.collections().map { ($0.id, $0) })
             var unlocked: [String] = []
             var locked: [String] = []
-            for (item, access) in visible(try store.search(attributes), for: sender) {
+            for (item, access) in visible(try searchItems(attributes), for: sender) {
                 guard let collection = collections[item.collectionID] else { continue }
                 let path = ObjectPaths.item(collection.name, item.id)
                 if isLocked(collection) || access != .full { locked.append(path) } else { unlocked.append(path) }
@@ -120,8 +121,8 @@ extension Daemon {
         guard !locked.isEmpty || !groups.isEmpty else {
             return .success(.tuple([.objectPaths(unlocked), .objectPath(ObjectPaths.none)]))
         }
-        let prompt = addPrompt(Prompt(owner: sender, action: .unlock(collections: locked, groups: groups, objects: waiting)))
-        return .success(.tuple([.objectPaths(unlocked), .objectPath(prompt)]))
+        return addPrompt(Prompt(owner: sender, action: .unlock(collections: locked, groups: groups, objects: waiting)))
+            .map { .tuple([.objectPaths(unlocked), .objectPath($0)]) }
     }
 
     private func lock(_ paths: [String], sender: String) -> Result<DBusValue, SecretServiceError> {
@@ -197,8 +198,7 @@ extension Daemon {
             guard let path = args[0].objectPath, let collection = collection(at: path), collection.name != Self.sessionName else {
                 return .failure(.noSuchObject("no collection \(args[0]) with a password"))
             }
-            let prompt = addPrompt(Prompt(owner: call.sender, action: .changePassword(collection)))
-            return .success(.tuple([.objectPath(prompt)]))
+            return addPrompt(Prompt(owner: call.sender, action: .changePassword(collection))).map { .tuple([.objectPath($0)]) }
         default:
             return .failure(.noSuchObject("no method \(call.method)"))
         }

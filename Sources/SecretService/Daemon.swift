@@ -1,4 +1,5 @@
 public import Foundation
+import Pinentry
 public import SecretStore
 
 /// The Secret Service provider: the D-Bus objects over the encrypted store.
@@ -42,6 +43,12 @@ public final class Daemon: BusHandler {
     /// Master keys of unlocked collections, by collection id.
     var keys: [Int64: SecureBytes] = [:]
     var sessions: [Int: Session] = [:]
+    /// The ids of each client's sessions.
+    private var sessionsByOwner: [String: Set<Int>] = [:]
+    /// Counts session uses, for closing a client's least recently used one.
+    private var useClock: UInt64 = 0
+    /// Clients told (in the log) that they reached the session limit.
+    private var clientsAtSessionLimit: Set<String> = []
     var prompts: [Int: Prompt] = [:]
     private var nextSessionID = 1
     private var nextPromptID = 1
@@ -51,6 +58,8 @@ public final class Daemon: BusHandler {
     private var lastActivity = Date()
     /// Clients identified so far, by unique bus name (forgotten when they disconnect).
     var callers: [String: Caller] = [:]
+    /// Method calls of clients being identified, run once the bus has said who they are.
+    var identifying: [String: [(SecretServiceError?) -> Void]] = [:]
     /// The access group policy in force.
     var policy = AccessPolicy()
 
@@ -100,7 +109,8 @@ public final class Daemon: BusHandler {
     /// Connects to the session bus, exports the objects and asks for the bus name.
     /// `ready` runs once the name is ours; `refused` when another provider keeps it.
     public func start(ready: @escaping () -> Void, refused: @escaping (String) -> Void) throws(SecretServiceError) {
-        server = try BusServer(introspection: Introspection.xml, handler: self)
+        server = try BusServer(introspection: Introspection.xml, handler: self, quota: Limits.callQuota)
+        server.reconnectHandler = { [weak self] in self?.forgetVanishedClients() }
         store.groupsCommits = true  // from here on, replies wait for the commit of their writes
         try server.registerObject(ObjectPaths.service)
         try server.registerSubtree(ObjectPaths.collectionPrefix)
@@ -176,23 +186,66 @@ public final class Daemon: BusHandler {
     // MARK: - Clients
 
     private func clientDisconnected(_ name: String) {
-        sessions = sessions.filter { $0.value.owner != name }
-        prompts = prompts.filter { $0.value.owner != name }
+        for id in sessionsByOwner.removeValue(forKey: name) ?? [] { sessions[id] = nil }
+        clientsAtSessionLimit.remove(name)
+        for (id, prompt) in prompts where prompt.owner == name {
+            prompts[id] = nil
+            if prompt.started && !prompt.finished {
+                Log.info("the client of prompt \(id) disconnected; its pinentry is closed")
+            }
+            prompt.cancellation.cancel()
+        }
         callers[name] = nil
     }
 
+    /// After a reconnection to the bus: forgets the clients that left while secretd was not
+    /// listening for their disconnection.
+    private func forgetVanishedClients() {
+        let known = Set(sessionsByOwner.keys).union(prompts.values.map(\.owner)).union(callers.keys)
+        for name in known where !server.hasOwner(name) { clientDisconnected(name) }
+    }
+
+    /// Adds a session; a client at its limit (``Limits/sessionsPerClient``) loses its least
+    /// recently used session to make room.
     func addSession(_ session: Session) -> String {
+        var owned = sessionsByOwner[session.owner] ?? []
+        if owned.count >= Limits.sessionsPerClient,
+            let oldest = owned.min(by: { (sessions[$0]?.lastUsed ?? 0) < (sessions[$1]?.lastUsed ?? 0) })
+        {
+            owned.remove(oldest)
+            sessions[oldest] = nil
+            if clientsAtSessionLimit.insert(session.owner).inserted {
+                Log.warning("client \(session.owner) has \(Limits.sessionsPerClient) sessions open; "
+                            + "its least recently used ones are closed as it opens more")
+            }
+        }
         let id = nextSessionID
         nextSessionID += 1
+        useClock += 1
+        session.lastUsed = useClock
         sessions[id] = session
+        owned.insert(id)
+        sessionsByOwner[session.owner] = owned
         return ObjectPaths.session(id)
     }
 
-    func addPrompt(_ prompt: Prompt) -> String {
+    /// Closes session `id` (`Session.Close`).
+    func removeSession(_ id: Int) {
+        guard let session = sessions.removeValue(forKey: id) else { return }
+        sessionsByOwner[session.owner]?.remove(id)
+        if sessionsByOwner[session.owner]?.isEmpty == true { sessionsByOwner[session.owner] = nil }
+    }
+
+    /// Adds a prompt, unless its client already has ``Limits/promptsPerClient`` of them.
+    func addPrompt(_ prompt: Prompt) -> Result<String, SecretServiceError> {
+        guard prompts.values.lazy.filter({ $0.owner == prompt.owner }).count < Limits.promptsPerClient else {
+            return .failure(.limitsExceeded(
+                "this connection has \(Limits.promptsPerClient) prompts open; complete or dismiss some first"))
+        }
         let id = nextPromptID
         nextPromptID += 1
         prompts[id] = prompt
-        return ObjectPaths.prompt(id)
+        return .success(ObjectPaths.prompt(id))
     }
 
     /// The caller's session at `path`; `NoSession` for a bogus path or another client's session.
@@ -200,6 +253,8 @@ public final class Daemon: BusHandler {
         guard case .session(let id) = ObjectPaths.parse(path), let session = sessions[id], session.owner == sender else {
             return .failure(.noSession("the session \(path) does not exist"))
         }
+        useClock += 1
+        session.lastUsed = useClock
         return .success(session)
     }
 
@@ -248,6 +303,16 @@ public final class Daemon: BusHandler {
 
     func isLocked(_ collection: Store.CollectionRecord) -> Bool { keys[collection.id] == nil }
 
+    /// The items with all of `attributes`, in `collection` or in every collection. None when
+    /// there are more attributes than an item may have (which also keeps the query within
+    /// SQLite's expression depth).
+    func searchItems(
+        _ attributes: [String: String], in collection: Store.CollectionRecord? = nil
+    ) throws(StoreError) -> [Store.ItemRecord] {
+        guard attributes.count <= Limits.attributeCount + 1 else { return [] }  // + the access group
+        return try store.search(attributes, in: collection)
+    }
+
     // MARK: - BusHandler
 
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
@@ -271,7 +336,7 @@ public final class Daemon: BusHandler {
             guard let session = sessions[id], session.owner == call.sender else {
                 return .failure(.noSession("the session \(call.path) does not exist"))
             }
-            sessions[id] = nil
+            removeSession(id)
             return .success(.tuple([]))
         case (.prompt(let id), Introspection.prompt):
             return handlePrompt(call, id: id)
@@ -350,8 +415,18 @@ public final class Daemon: BusHandler {
     }
 }
 
-/// Sizes the daemon refuses to exceed.
+/// Sizes the daemon refuses to exceed (documented in secretd(1), LIMITS).
 enum Limits {
+    /// Sessions one client connection may have open; opening more closes its least recently
+    /// used one (so clients that never close theirs, as secretstorage's items do, keep working).
+    static let sessionsPerClient = 256
+    /// Prompts one client connection may have waiting; more are refused with `LimitsExceeded`.
+    static let promptsPerClient = 32
+    /// Calls one client connection may have waiting for their reply (of them, calls sent with
+    /// `NO_REPLY_EXPECTED`), and the bytes of their arguments; more are refused at once with
+    /// `LimitsExceeded`. Each waiting call takes about 4 KiB; libsecret sends one call per item
+    /// when it loads a keyring's items, so the call limit is well above what clients pipeline.
+    static let callQuota = CallQuota.Limits(calls: 4096, silentCalls: 256, bytes: 64 << 20)
     /// The largest secret stored (8 MiB, the library's limit too).
     static let secretSize = 8 * 1024 * 1024
     /// The most attributes an item may have.

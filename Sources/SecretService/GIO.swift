@@ -1,6 +1,7 @@
-// The only file of the daemon that calls GIO/GLib: the bus connection, object and subtree
-// registration, GVariant conversion, signals, bus-name ownership and the main loop.
-// Everything here runs on the thread that runs the main loop.
+// With GIO+Connection.swift and GIO+CallQuota.swift, the only files of the daemon that call
+// GIO/GLib: the bus connection, object and subtree registration, GVariant conversion, signals,
+// bus-name ownership and the main loop. Everything here runs on the thread that runs the main
+// loop (the call quota filter excepted: GDBus runs it on its worker thread).
 
 internal import CGio
 internal import CProcess
@@ -26,6 +27,10 @@ protocol BusHandler: AnyObject {
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError>
     /// Reads a property.
     func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError>
+    /// Starts finding out who `sender` is, unless that is known; returns false when it is (the
+    /// call goes ahead at once). Otherwise `then` runs once the bus has answered, with the
+    /// refusal to send if the sender may not use secretd.
+    func identify(_ sender: String, then: @escaping (SecretServiceError?) -> Void) -> Bool
     /// Writes a property.
     func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError?
     /// The child node names under `path` that are objects (for subtrees).
@@ -42,43 +47,40 @@ protocol BusHandler: AnyObject {
 
 /// The daemon's connection to the session bus and the objects it exports.
 final class BusServer {
-    private let connection: OpaquePointer
+    /// The connection to the bus; replaced when the bus closes it (see GIO+Connection.swift).
+    var connection: OpaquePointer
     private let nodeInfo: UnsafeMutablePointer<GDBusNodeInfo>
     private weak var handler: (any BusHandler)?
-    private var subtrees: [String: UInt32] = [:]
-    private var objects: [String: [UInt32]] = [:]
-    private var ownerID: UInt32 = 0
-    private var nameCallbacks: (acquired: () -> Void, lost: (String) -> Void)?
-    private var disconnectHandler: ((String) -> Void)?
+    var subtrees: [String: UInt32] = [:]
+    var objects: [String: [UInt32]] = [:]
+    /// The name asked for with ``ownName(_:replace:acquired:lost:)``, to ask again after reconnecting.
+    var ownedName: (name: String, replace: Bool)?
+    var ownerID: UInt32 = 0
+    /// Bumped whenever an ownership stops counting (its connection closed), so its late
+    /// callbacks are ignored.
+    var ownershipGeneration = 0
+    var nameCallbacks: (acquired: () -> Void, lost: (String) -> Void)?
+    var disconnectHandler: ((String) -> Void)?
+    /// Runs after a reconnection, once everything is exported and the name asked for again.
+    var reconnectHandler: (() -> Void)?
+    /// What each client may have waiting (checked by the connection's filter).
+    let quota: CallQuota
 
     /// Connects to the session bus; `introspection` is the XML of every interface served.
-    init(introspection: String, handler: any BusHandler) throws(SecretServiceError) {
+    init(introspection: String, handler: any BusHandler, quota: CallQuota.Limits) throws(SecretServiceError) {
         var error: UnsafeMutablePointer<GError>?
-        guard let connection = g_bus_get_sync(G_BUS_TYPE_SESSION, nil, &error) else {
-            throw .failed("cannot connect to the session bus: \(Self.take(error))")
-        }
         guard let info = g_dbus_node_info_new_for_xml(introspection, &error) else {
             throw .failed("bad introspection data: \(Self.take(error))")
         }
-        self.connection = connection
+        Self.registerErrorNames()
+        Self.quietDecodeWarnings()
+        self.connection = try Self.connectToSessionBus()
         self.nodeInfo = info
         self.handler = handler
+        self.quota = CallQuota(limits: quota)
         Self.active = self
-        _ = Self.errorNamesRegistered
+        adopt(connection)
     }
-
-    /// Property handlers can only fail with a GError, which GDBus turns into a D-Bus error name
-    /// only for registered (domain, code) pairs; GIO registers the `org.freedesktop.DBus.Error`
-    /// names, this registers the Secret Service's own. Without it a client would see
-    /// `org.gtk.GDBus.UnmappedGError…` instead of, say, `org.freedesktop.Secret.Error.IsLocked`.
-    private static let errorNamesRegistered: Bool = {
-        let domain = g_quark_from_static_string("secretd-dbus-error-quark")
-        let names: [SecretServiceError] = [.isLocked(""), .noSession(""), .noSuchObject(""), .accessDenied("")]
-        for (code, error) in names.enumerated() {
-            g_dbus_error_register_error(domain, Int32(code), error.dbusName)
-        }
-        return true
-    }()
 
     // MARK: - Exporting objects
 
@@ -155,6 +157,12 @@ final class BusServer {
     /// Calls `handler` with the unique name of every client that disconnects from the bus.
     func watchDisconnects(_ handler: @escaping (String) -> Void) {
         disconnectHandler = handler
+        subscribeToDisconnects()
+    }
+
+    /// Subscribes the connection to the bus's `NameOwnerChanged` for ``watchDisconnects(_:)``.
+    func subscribeToDisconnects() {
+        guard disconnectHandler != nil else { return }
         g_dbus_connection_signal_subscribe(
             connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
             nil, G_DBUS_SIGNAL_FLAGS_NONE,
@@ -163,27 +171,46 @@ final class BusServer {
                     case .tuple(let fields)? = BusServer.makeValue(parameters), fields.count == 3,
                     let name = fields[0].string, let newOwner = fields[2].string, newOwner.isEmpty, name.hasPrefix(":")
                 else { return }
-                Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue().disconnectHandler?(name)
+                let server = Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue()
+                // Its queued calls are still answered (to nobody); then their memory can go.
+                if server.quota.forget(name) { server.returnMemoryLater(after: 2) }
+                server.disconnectHandler?(name)
             }, Unmanaged.passUnretained(self).toOpaque(), nil)
     }
 
     // MARK: - Bus name
 
     /// Asks for `name` without queueing; `acquired` or `lost` runs from the main loop.
-    /// With `replace`, takes the name from an owner that allows replacement.
+    /// With `replace`, takes the name from an owner that allows replacement. After a
+    /// reconnection the name is asked for again, and the callbacks run again.
     func ownName(_ name: String, replace: Bool, acquired: @escaping () -> Void, lost: @escaping (String) -> Void) {
         nameCallbacks = (acquired, lost)
+        ownedName = (name, replace)
         var flags = G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT.rawValue | G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE.rawValue
         if replace { flags |= G_BUS_NAME_OWNER_FLAGS_REPLACE.rawValue }
+        let ownership = Unmanaged.passRetained(Ownership(server: self, generation: ownershipGeneration)).toOpaque()
         ownerID = g_bus_own_name_on_connection(
             connection, name, GBusNameOwnerFlags(rawValue: flags),
             { _, _, userData in
-                Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue().nameCallbacks?.acquired()
+                guard let server = Unmanaged<Ownership>.fromOpaque(userData!).takeUnretainedValue().current else { return }
+                server.nameCallbacks?.acquired()
             },
             { _, name, userData in
-                let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
+                guard let server = Unmanaged<Ownership>.fromOpaque(userData!).takeUnretainedValue().current else { return }
                 server.nameCallbacks?.lost(name.map { String(cString: $0) } ?? "")
-            }, Unmanaged.passUnretained(self).toOpaque(), nil)
+            }, ownership, { Unmanaged<Ownership>.fromOpaque($0!).release() })
+    }
+
+    /// One ``ownName(_:replace:acquired:lost:)`` request, as the user data of its callbacks.
+    private final class Ownership {
+        weak var server: BusServer?
+        let generation: Int
+        init(server: BusServer, generation: Int) {
+            self.server = server
+            self.generation = generation
+        }
+        /// The server, while this ownership still counts.
+        var current: BusServer? { server.flatMap { $0.ownershipGeneration == generation ? $0 : nil } }
     }
 
     /// The unique name and process id of the current owner of `name`, if any.
@@ -201,10 +228,32 @@ final class BusServer {
 
     /// The uid and process id the bus daemon recorded for the connection `sender`
     /// (`GetConnectionCredentials`); nil when it is gone or the bus does not know.
+    ///
+    /// This waits for the bus's answer with the main loop stopped (for property reads, which
+    /// must be answered at once); method calls use ``credentials(of:completion:)``.
     func credentials(of sender: String) -> (uid: UInt32, pid: UInt32?)? {
-        guard case .tuple(let reply)? = callBus("GetConnectionCredentials", [.string(sender)]),
-            case .dictionary(_, _, let entries)? = reply.first
-        else { return nil }
+        // The answer comes after whatever the bus queued for secretd before it: wait long.
+        Self.credentials(in: callBus("GetConnectionCredentials", [.string(sender)], timeout: 30_000))
+    }
+
+    /// ``credentials(of:)`` without waiting: `completion` runs on the main loop with the answer.
+    func credentials(of sender: String, completion: @escaping ((uid: UInt32, pid: UInt32?)?) -> Void) {
+        let box = Unmanaged.passRetained(ClosureBox(value: completion)).toOpaque()
+        g_dbus_connection_call(
+            connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionCredentials",
+            Self.makeVariant(.tuple([.string(sender)])), nil, G_DBUS_CALL_FLAGS_NONE, -1, nil,
+            { source, result, userData in
+                let completion = Unmanaged<ClosureBox<((uid: UInt32, pid: UInt32?)?) -> Void>>.fromOpaque(userData!)
+                    .takeRetainedValue().value
+                let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, nil)
+                defer { if let reply { g_variant_unref(reply) } }
+                completion(BusServer.credentials(in: reply.flatMap { BusServer.makeValue($0) }))
+            }, box)
+    }
+
+    /// The uid and pid in a `GetConnectionCredentials` reply.
+    private static func credentials(in reply: DBusValue?) -> (uid: UInt32, pid: UInt32?)? {
+        guard case .tuple(let reply)? = reply, case .dictionary(_, _, let entries)? = reply.first else { return nil }
         var uid: UInt32?
         var pid: UInt32?
         for entry in entries {
@@ -218,10 +267,17 @@ final class BusServer {
         return uid.map { ($0, pid) }
     }
 
-    private func callBus(_ method: String, _ arguments: [DBusValue]) -> DBusValue? {
+    /// Whether `name` (a client's unique name) is still on the bus.
+    func hasOwner(_ name: String) -> Bool {
+        guard case .tuple(let reply)? = callBus("NameHasOwner", [.string(name)]), case .boolean(let owned)? = reply.first
+        else { return false }
+        return owned
+    }
+
+    private func callBus(_ method: String, _ arguments: [DBusValue], timeout: Int32 = 5_000) -> DBusValue? {
         let reply = g_dbus_connection_call_sync(
             connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
-            Self.makeVariant(.tuple(arguments)), nil, G_DBUS_CALL_FLAGS_NONE, 5_000, nil, nil)
+            Self.makeVariant(.tuple(arguments)), nil, G_DBUS_CALL_FLAGS_NONE, timeout, nil, nil)
         guard let reply else { return nil }
         defer { g_variant_unref(reply) }
         return Self.makeValue(reply)
@@ -247,9 +303,9 @@ final class BusServer {
 
     /// Runs `body` on the main loop each time the process receives `signal` (such as SIGHUP).
     static func onSignal(_ signal: Int32, _ body: @escaping () -> Void) {
-        let box = Unmanaged.passRetained(ClosureBox(body)).toOpaque()  // lives for the process
+        let box = Unmanaged.passRetained(ClosureBox(value: body)).toOpaque()  // lives for the process
         g_unix_signal_add(signal, { data in
-            Unmanaged<ClosureBox>.fromOpaque(data!).takeUnretainedValue().body()
+            Unmanaged<ClosureBox<() -> Void>>.fromOpaque(data!).takeUnretainedValue().value()
             return 1  // G_SOURCE_CONTINUE
         }, box)
     }
@@ -261,16 +317,16 @@ final class BusServer {
 
     /// Runs `body` once after `seconds` on the main loop.
     static func after(seconds: Double, _ body: @escaping () -> Void) {
-        let box = Unmanaged.passRetained(ClosureBox {
+        let box = Unmanaged.passRetained(ClosureBox<() -> Void>(value: {
             body()
             BusServer.active?.scheduleFlush()
-        }).toOpaque()
+        })).toOpaque()
         g_timeout_add_full(
             G_PRIORITY_DEFAULT, UInt32(max(0, seconds * 1000)),
             { data in
-                Unmanaged<ClosureBox>.fromOpaque(data!).takeUnretainedValue().body()
+                Unmanaged<ClosureBox<() -> Void>>.fromOpaque(data!).takeUnretainedValue().value()
                 return 0
-            }, box, { data in Unmanaged<ClosureBox>.fromOpaque(data!).release() })
+            }, box, { data in Unmanaged<ClosureBox<() -> Void>>.fromOpaque(data!).release() })
     }
 
     /// Runs `body` on the main loop and waits for its result; for threads other than the
@@ -302,9 +358,9 @@ final class BusServer {
         }
     }
 
-    private final class ClosureBox {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
+    private final class ClosureBox<Value> {
+        let value: Value
+        init(value: Value) { self.value = value }
     }
 
     // MARK: - Dispatch
@@ -317,7 +373,22 @@ final class BusServer {
             g_dbus_method_invocation_return_dbus_error(invocation, "org.freedesktop.DBus.Error.Failed", "shutting down")
             return
         }
-        let arguments = Self.makeValue(parameters)?.tuple ?? []
+        // A new client: the call waits (the main loop does not) until the bus says who it is.
+        let waiting = handler.identify(sender) { [weak self] refusal in
+            if let refusal {
+                g_dbus_method_invocation_return_dbus_error(invocation, refusal.dbusName, refusal.message)
+            } else {
+                self?.methodCall(
+                    sender: sender, path: path, interface: interface, method: method, parameters: parameters,
+                    invocation: invocation)
+            }
+        }
+        if waiting { return }
+        guard let arguments = Self.makeValue(parameters)?.tuple else {
+            g_dbus_method_invocation_return_dbus_error(
+                invocation, "org.freedesktop.DBus.Error.InvalidArgs", "arguments of a type D-Bus does not carry")
+            return
+        }
         let call = MethodCall(sender: sender, path: path, interface: interface, method: method, arguments: arguments)
         let reply: Held
         switch handler.handle(call) {
@@ -344,12 +415,13 @@ final class BusServer {
     private static let largeReply = 1 << 20
     private var trimScheduled = false
 
-    /// After a large reply has gone out, hands the memory it used back to the system: glibc
-    /// keeps freed heap otherwise, and one search of 100,000 items would stay resident.
-    private func returnMemoryLater() {
+    /// After a large reply has gone out (or a client with a backlog of calls left), hands the
+    /// memory it used back to the system: glibc keeps freed heap otherwise, and one search of
+    /// 100,000 items would stay resident.
+    func returnMemoryLater(after seconds: Double = 0.2) {
         guard !trimScheduled else { return }
         trimScheduled = true
-        BusServer.after(seconds: 0.2) { [weak self] in
+        BusServer.after(seconds: seconds) { [weak self] in
             self?.trimScheduled = false
             _ = keychain_release_free_memory()
         }
@@ -385,13 +457,13 @@ final class BusServer {
     func scheduleFlush() {
         guard !flushScheduled, handler?.hasPendingCommit == true || !held.isEmpty else { return }
         flushScheduled = true
-        let box = Unmanaged.passRetained(ClosureBox { [weak self] in self?.flush() }).toOpaque()
+        let box = Unmanaged.passRetained(ClosureBox<() -> Void>(value: { [weak self] in self?.flush() })).toOpaque()
         g_idle_add_full(
             G_PRIORITY_DEFAULT_IDLE,
             { data in
-                Unmanaged<ClosureBox>.fromOpaque(data!).takeUnretainedValue().body()
+                Unmanaged<ClosureBox<() -> Void>>.fromOpaque(data!).takeUnretainedValue().value()
                 return 0
-            }, box, { data in Unmanaged<ClosureBox>.fromOpaque(data!).release() })
+            }, box, { data in Unmanaged<ClosureBox<() -> Void>>.fromOpaque(data!).release() })
     }
 
     /// Commits the pending writes, then sends what waited for them, in order.
@@ -427,26 +499,29 @@ final class BusServer {
                 switch result {
                 case .success(let value): return BusServer.makeVariant(value)
                 case .failure(let failure):
-                    error?.pointee = g_dbus_error_new_for_dbus_error(failure.dbusName, failure.message)
+                    error?.pointee = BusServer.propertyError(failure)
                     return nil
                 }
             },
             set_property: { _, sender, path, interface, name, value, error, userData in
                 let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
-                guard let converted = BusServer.makeValue(value!) else { return 0 }
+                guard let converted = BusServer.makeValue(value!) else {
+                    error?.pointee = BusServer.propertyError(.invalidArgs("a value of a type D-Bus does not carry"))
+                    return 0  // GDBus asserts that a refusal comes with an error
+                }
                 if let failure = server.handler?.setProperty(
                     String(cString: name!), interface: String(cString: interface!), path: String(cString: path!),
                     value: converted, sender: sender.map { String(cString: $0) } ?? "")
                 {
-                    error?.pointee = g_dbus_error_new_for_dbus_error(failure.dbusName, failure.message)
+                    error?.pointee = BusServer.propertyError(failure)
                     return 0
                 }
                 // GDBus acknowledges the change when this returns: make it durable first.
                 if server.handler?.hasPendingCommit == true {
                     server.flush()
                     if server.handler?.hasPendingCommit == true {
-                        error?.pointee = g_dbus_error_new_for_dbus_error(
-                            "org.freedesktop.DBus.Error.Failed", "secretd could not complete the operation; see its log")
+                        error?.pointee = BusServer.propertyError(
+                            .failed("secretd could not complete the operation; see its log"))
                         return 0
                     }
                 }
@@ -499,12 +574,39 @@ final class BusServer {
         return path.hasSuffix("/" + name) ? path : path + "/" + name
     }
 
+    // MARK: - Errors of property calls
+
+    /// Makes secretd's own error names known to GDBus, so the GError of a failed property read
+    /// or write goes out under its name (`org.freedesktop.Secret.Error.NoSuchObject`) rather
+    /// than as `org.gtk.GDBus.UnmappedGError…`. The `org.freedesktop.DBus.Error` names keep
+    /// GLib's own mapping (its G_DBUS_ERROR domain, registered first).
+    private static func registerErrorNames() {
+        _ = g_dbus_error_quark()
+        let domain = g_quark_from_static_string("secretd-error-quark")
+        for (code, name) in SecretServiceError.dbusNames.enumerated() where !name.hasPrefix("org.freedesktop.DBus.Error.") {
+            _ = g_dbus_error_register_error(domain, gint(code + 1), name)
+        }
+    }
+
+    /// The GError for a failed property read or write; GDBus sends it as `failure`'s D-Bus error.
+    static func propertyError(_ failure: SecretServiceError) -> UnsafeMutablePointer<GError>? {
+        let error = g_dbus_error_new_for_dbus_error(failure.dbusName, failure.message)
+        if let error { g_dbus_error_strip_remote_error(error) }  // the name travels separately
+        return error
+    }
+
     // MARK: - GVariant conversion
 
     /// Builds a (floating) GVariant from a value.
     static func makeVariant(_ value: DBusValue) -> OpaquePointer {
         switch value {
         case .boolean(let flag): return g_variant_new_boolean(flag ? 1 : 0)
+        case .byte(let number): return g_variant_new_byte(number)
+        case .int16(let number): return g_variant_new_int16(number)
+        case .uint16(let number): return g_variant_new_uint16(number)
+        case .double(let number): return g_variant_new_double(number)
+        case .signature(let text): return g_variant_new_signature(text)
+        case .fileDescriptorIndex(let index): return g_variant_new_handle(index)
         case .uint32(let number): return g_variant_new_uint32(number)
         case .int32(let number): return g_variant_new_int32(number)
         case .uint64(let number): return g_variant_new_uint64(guint64(number))
@@ -532,47 +634,62 @@ final class BusServer {
         }
     }
 
-    /// Converts a GVariant (not consumed) into a value; nil for types the daemon never uses.
+    /// Converts a GVariant (not consumed) into a value; nil for maybe types, which D-Bus does
+    /// not have. Runs on every argument of every call, so it switches on the GVariant class
+    /// and reads a type string only where an array needs it.
     static func makeValue(_ variant: OpaquePointer) -> DBusValue? {
-        let type = String(cString: g_variant_get_type_string(variant))
-        switch type {
-        case "b": return .boolean(g_variant_get_boolean(variant) != 0)
-        case "u": return .uint32(g_variant_get_uint32(variant))
-        case "i": return .int32(g_variant_get_int32(variant))
-        case "t": return .uint64(UInt64(g_variant_get_uint64(variant)))
-        case "x": return .int64(Int64(g_variant_get_int64(variant)))
-        case "s": return .string(String(cString: g_variant_get_string(variant, nil)))
-        case "o": return .objectPath(String(cString: g_variant_get_string(variant, nil)))
-        case "ay":
-            var count: gsize = 0
-            guard let base = g_variant_get_fixed_array(variant, &count, 1), count > 0 else { return .bytes([]) }
-            return .bytes(Array(UnsafeRawBufferPointer(start: base, count: Int(count))))
-        case "v":
+        switch g_variant_classify(variant) {
+        case G_VARIANT_CLASS_BOOLEAN: return .boolean(g_variant_get_boolean(variant) != 0)
+        case G_VARIANT_CLASS_BYTE: return .byte(g_variant_get_byte(variant))
+        case G_VARIANT_CLASS_INT16: return .int16(g_variant_get_int16(variant))
+        case G_VARIANT_CLASS_UINT16: return .uint16(g_variant_get_uint16(variant))
+        case G_VARIANT_CLASS_DOUBLE: return .double(g_variant_get_double(variant))
+        case G_VARIANT_CLASS_SIGNATURE: return .signature(String(cString: g_variant_get_string(variant, nil)))
+        case G_VARIANT_CLASS_HANDLE: return .fileDescriptorIndex(g_variant_get_handle(variant))
+        case G_VARIANT_CLASS_UINT32: return .uint32(g_variant_get_uint32(variant))
+        case G_VARIANT_CLASS_INT32: return .int32(g_variant_get_int32(variant))
+        case G_VARIANT_CLASS_UINT64: return .uint64(UInt64(g_variant_get_uint64(variant)))
+        case G_VARIANT_CLASS_INT64: return .int64(Int64(g_variant_get_int64(variant)))
+        case G_VARIANT_CLASS_STRING: return .string(String(cString: g_variant_get_string(variant, nil)))
+        case G_VARIANT_CLASS_OBJECT_PATH: return .objectPath(String(cString: g_variant_get_string(variant, nil)))
+        case G_VARIANT_CLASS_VARIANT:
             let inner = g_variant_get_variant(variant)!
             defer { g_variant_unref(inner) }
             return makeValue(inner).map { .variant($0) }
-        default: break
-        }
-        let children = (0..<g_variant_n_children(variant)).map { index -> DBusValue? in
-            let child = g_variant_get_child_value(variant, index)!
-            defer { g_variant_unref(child) }
-            return makeValue(child)
-        }
-        guard children.allSatisfy({ $0 != nil }) else { return nil }
-        let values = children.map { $0! }
-        if type.hasPrefix("(") { return .tuple(values) }
-        if type.hasPrefix("a{") {
-            let inner = type.dropFirst(2).dropLast()
-            let key = String(inner.prefix(1))
+        case G_VARIANT_CLASS_TUPLE, G_VARIANT_CLASS_DICT_ENTRY:
+            return children(of: variant).map { .tuple($0) }
+        case G_VARIANT_CLASS_ARRAY:
+            let element = g_variant_get_type_string(variant)! + 1  // after the "a"
+            if element.pointee == CChar(UInt8(ascii: "y")) {
+                var count: gsize = 0
+                guard let base = g_variant_get_fixed_array(variant, &count, 1), count > 0 else { return .bytes([]) }
+                return .bytes(Array(UnsafeRawBufferPointer(start: base, count: Int(count))))
+            }
+            guard let values = children(of: variant) else { return nil }
+            guard element.pointee == CChar(UInt8(ascii: "{")) else { return .array(element: String(cString: element), values) }
+            let entryType = String(cString: element)  // "{" key value "}", the key one character
             let entries = values.compactMap { value -> DBusValue.Entry? in
                 guard case .tuple(let pair) = value, pair.count == 2 else { return nil }
                 return DBusValue.Entry(key: pair[0], value: pair[1])
             }
-            return .dictionary(key: key, value: String(inner.dropFirst()), entries)
+            return .dictionary(key: String(entryType.dropFirst().prefix(1)), value: String(entryType.dropFirst(2).dropLast()), entries)
+        default:
+            return nil
         }
-        if type.hasPrefix("{") { return .tuple(values) }  // a dict entry, seen while walking a dictionary
-        if type.hasPrefix("a") { return .array(element: String(type.dropFirst()), values) }
-        return nil
+    }
+
+    /// The converted children of a container, or nil if one cannot be converted.
+    private static func children(of variant: OpaquePointer) -> [DBusValue]? {
+        let count = g_variant_n_children(variant)
+        var values: [DBusValue] = []
+        values.reserveCapacity(Int(count))
+        for index in 0..<count {
+            let child = g_variant_get_child_value(variant, index)!
+            defer { g_variant_unref(child) }
+            guard let value = makeValue(child) else { return nil }
+            values.append(value)
+        }
+        return values
     }
 
     private static func withType(_ signature: String, _ body: (OpaquePointer) -> OpaquePointer) -> OpaquePointer {
@@ -581,7 +698,7 @@ final class BusServer {
         return body(type)
     }
 
-    private static func take(_ error: UnsafeMutablePointer<GError>?) -> String {
+    static func take(_ error: UnsafeMutablePointer<GError>?) -> String {
         guard let error else { return "unknown error" }
         defer { g_error_free(error) }
         return error.pointee.message.map { String(cString: $0) } ?? ""

@@ -1,5 +1,6 @@
 // org.freedesktop.Secret.Prompt
 
+import Pinentry
 import SecretStore
 
 /// A pending prompt: what the client asked for that needs a person's password.
@@ -22,6 +23,10 @@ final class Prompt {
     let action: Action
     /// Set once the prompt has completed (or been dismissed); later results are dropped.
     var finished = false
+    /// Set by the first `Prompt()` call; later ones do not ask again.
+    var started = false
+    /// Ends the pinentry conversation when the prompt ends early: dismissed, or its client gone.
+    let cancellation = PinentryCancellation()
 
     init(owner: String, action: Action) {
         self.owner = owner

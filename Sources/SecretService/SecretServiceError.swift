@@ -14,6 +14,8 @@ public enum SecretServiceError: Error, Equatable {
     case accessDenied(String)
     /// The caller may never do this: another user, or an access group it is not in.
     case forbidden(String)
+    /// The client has too many sessions or prompts open (see secretd(1), LIMITS).
+    case limitsExceeded(String)
     /// Anything else; the message is safe to show (no secrets).
     case failed(String)
 
@@ -27,16 +29,23 @@ public enum SecretServiceError: Error, Equatable {
         case .notSupported: return "org.freedesktop.DBus.Error.NotSupported"
         case .accessDenied: return "org.gnome.keyring.Error.Denied"
         case .forbidden: return "org.freedesktop.DBus.Error.AccessDenied"
+        case .limitsExceeded: return "org.freedesktop.DBus.Error.LimitsExceeded"
         case .failed: return "org.freedesktop.DBus.Error.Failed"
         }
     }
+
+    /// Every D-Bus error name these errors go out under.
+    static let dbusNames = [
+        isLocked(""), noSession(""), noSuchObject(""), invalidArgs(""), notSupported(""), accessDenied(""),
+        forbidden(""), limitsExceeded(""), failed(""),
+    ].map(\.dbusName)
 
     /// The message sent with the error.
     public var message: String {
         switch self {
         case .isLocked(let message), .noSession(let message), .noSuchObject(let message),
             .invalidArgs(let message), .notSupported(let message),
-            .accessDenied(let message), .forbidden(let message), .failed(let message):
+            .accessDenied(let message), .forbidden(let message), .limitsExceeded(let message), .failed(let message):
             return message
         }
     }

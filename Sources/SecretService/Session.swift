@@ -15,6 +15,9 @@ final class Session {
     /// The unique bus name of the client that opened it; nobody else may use it.
     let owner: String
     let algorithm: Algorithm
+    /// When the client last used it, on the daemon's use clock (the least recently used session
+    /// of a client at its limit is closed to make room).
+    var lastUsed: UInt64 = 0
 
     init(owner: String, algorithm: Algorithm) {
         self.owner = owner

@@ -1,0 +1,125 @@
+import Synchronization
+
+/// How much each client may have waiting in secretd: calls received but not yet answered,
+/// and the bytes of their arguments.
+///
+/// GDBus reads every message from the bus as soon as it arrives and queues it for the main
+/// loop, so a client that sends faster than secretd answers (or sends calls flagged
+/// `NO_REPLY_EXPECTED`, which the bus does not count against its pending replies) would
+/// otherwise make that queue, and secretd's memory, grow without bound. The bus connection's
+/// filter asks ``admit(sender:serial:bytes:silent:)`` for every call and refuses the ones over
+/// the limits at once; ``replied(to:serial:)`` sees every reply go out.
+///
+/// Used from GDBus's worker thread and from the main loop, hence the lock.
+final class CallQuota: Sendable {
+    /// The limits for each client connection.
+    struct Limits: Sendable {
+        /// Calls waiting for their reply.
+        var calls: Int
+        /// Of those, calls sent without expecting a reply (ordinary clients send none; a flood
+        /// of them is not slowed down by the bus, so it gets a much lower limit).
+        var silentCalls: Int
+        /// Bytes of arguments of those calls (each call counts ``overhead`` more).
+        var bytes: Int
+        /// What one waiting call costs besides its arguments (GDBus's message and invocation).
+        var overhead: Int = 1024
+    }
+
+    /// The outcome for one call.
+    enum Admission: Equatable {
+        /// It is queued.
+        case admitted
+        /// It is over a limit; `first` for the client's first refusal (the one worth logging).
+        case refused(first: Bool)
+    }
+
+    /// What a reply means for the quota.
+    struct Reply: Equatable {
+        /// It answers a call sent without expecting a reply: drop it.
+        var drop = false
+        /// It was the last of a backlog (``backlog`` calls or more): the memory the backlog
+        /// took can be handed back to the system.
+        var drainedBacklog = false
+    }
+
+    /// Waiting calls that make a backlog worth handing memory back after.
+    static let backlog = 1024
+
+    private struct Client {
+        /// Serial of each waiting call, and the bytes counted for it.
+        var waiting: [UInt32: Int] = [:]
+        var bytes = 0
+        /// Waiting calls the client sent without expecting a reply: secretd's reply is dropped.
+        var silent: Set<UInt32> = []
+        /// The most calls it had waiting since it last had none.
+        var highWater = 0
+    }
+
+    private struct State {
+        var clients: [String: Client] = [:]
+        /// Clients refused at least once (logged once each).
+        var refused: Set<String> = []
+    }
+
+    let limits: Limits
+    private let state = Mutex(State())
+
+    init(limits: Limits) {
+        self.limits = limits
+    }
+
+    /// Counts call `serial` from `sender`, with `bytes` of arguments, unless it would put the
+    /// client over a limit. `silent`: the client expects no reply (the one secretd sends anyway
+    /// is dropped by ``replied(to:serial:)``).
+    func admit(sender: String, serial: UInt32, bytes: Int, silent: Bool) -> Admission {
+        let cost = bytes + limits.overhead
+        return state.withLock { state in
+            var client = state.clients[sender] ?? Client()
+            if client.waiting.count >= limits.calls || (silent && client.silent.count >= limits.silentCalls)
+                || (client.bytes + cost > limits.bytes && !client.waiting.isEmpty)
+            {
+                return .refused(first: state.refused.insert(sender).inserted)
+            }
+            client.waiting[serial] = cost
+            client.bytes += cost
+            client.highWater = max(client.highWater, client.waiting.count)
+            if silent { client.silent.insert(serial) }
+            state.clients[sender] = client
+            return .admitted
+        }
+    }
+
+    /// Notes a reply to call `serial` of `destination`.
+    func replied(to destination: String, serial: UInt32) -> Reply {
+        state.withLock { state in
+            guard var client = state.clients[destination], let cost = client.waiting.removeValue(forKey: serial) else {
+                return Reply()
+            }
+            client.bytes -= cost
+            let reply = Reply(
+                drop: client.silent.remove(serial) != nil,
+                drainedBacklog: client.waiting.isEmpty && client.highWater >= Self.backlog)
+            state.clients[destination] = client.waiting.isEmpty ? nil : client
+            return reply
+        }
+    }
+
+    /// Forgets a client that disconnected; true when it left a backlog of calls behind.
+    @discardableResult
+    func forget(_ sender: String) -> Bool {
+        state.withLock { state in
+            state.refused.remove(sender)
+            return (state.clients.removeValue(forKey: sender)?.highWater ?? 0) >= Self.backlog
+        }
+    }
+
+    /// Forgets every call (the connection they came on is gone).
+    func reset() {
+        state.withLock { $0.clients.removeAll() }
+    }
+
+    /// The calls and bytes `sender` has waiting.
+    func waiting(for sender: String) -> (calls: Int, bytes: Int) {
+        state.withLock { state in state.clients[sender].map { ($0.waiting.count, $0.bytes) } ?? (0, 0) }
+    }
+}

@@ -1,0 +1,63 @@
+@testable import SecretService
+import Testing
+
+/// The per-client limits on calls waiting in secretd, without a bus.
+@Suite struct CallQuotaTests {
+    let quota = CallQuota(limits: .init(calls: 3, silentCalls: 1, bytes: 10_000, overhead: 100))
+
+    @Test("calls over the limit are refused, the first refusal flagged; replies make room again")
+    func callLimit() {
+        for serial in 1...3 { #expect(quota.admit(sender: ":1.1", serial: UInt32(serial), bytes: 10, silent: false) == .admitted) }
+        #expect(quota.admit(sender: ":1.1", serial: 4, bytes: 10, silent: false) == .refused(first: true))
+        #expect(quota.admit(sender: ":1.1", serial: 5, bytes: 10, silent: false) == .refused(first: false))
+        // Other clients have quotas of their own.
+        #expect(quota.admit(sender: ":1.2", serial: 1, bytes: 10, silent: false) == .admitted)
+        #expect(quota.replied(to: ":1.1", serial: 2) == .init())
+        #expect(quota.admit(sender: ":1.1", serial: 6, bytes: 10, silent: false) == .admitted)
+        // Refusals are flagged first once per client.
+        #expect(quota.admit(sender: ":1.1", serial: 7, bytes: 10, silent: false) == .refused(first: false))
+        #expect(quota.waiting(for: ":1.1").calls == 3)
+        // A reply to a call it never counted (a refusal, another connection's) changes nothing.
+        #expect(quota.replied(to: ":1.1", serial: 99) == .init())
+        #expect(quota.waiting(for: ":1.1").calls == 3)
+    }
+
+    @Test("calls expecting no reply have a lower limit, and the reply secretd sends them is dropped")
+    func silentCalls() {
+        #expect(quota.admit(sender: ":1.1", serial: 1, bytes: 0, silent: true) == .admitted)
+        #expect(quota.admit(sender: ":1.1", serial: 2, bytes: 0, silent: true) == .refused(first: true))
+        #expect(quota.admit(sender: ":1.1", serial: 3, bytes: 0, silent: false) == .admitted)
+        #expect(quota.replied(to: ":1.1", serial: 1).drop)
+        #expect(!quota.replied(to: ":1.1", serial: 3).drop)
+        #expect(quota.waiting(for: ":1.1").calls == 0)
+    }
+
+    @Test("arguments count against a byte limit, but one call larger than it alone is let through")
+    func byteLimit() {
+        #expect(quota.admit(sender: ":1.1", serial: 1, bytes: 50_000, silent: false) == .admitted)
+        #expect(quota.admit(sender: ":1.1", serial: 2, bytes: 10, silent: false) == .refused(first: true))
+        #expect(quota.replied(to: ":1.1", serial: 1) == .init())
+        #expect(quota.admit(sender: ":1.1", serial: 3, bytes: 4_000, silent: false) == .admitted)
+        #expect(quota.admit(sender: ":1.1", serial: 4, bytes: 4_000, silent: false) == .admitted)
+        #expect(quota.admit(sender: ":1.1", serial: 5, bytes: 4_000, silent: false) == .refused(first: false))
+        #expect(quota.waiting(for: ":1.1").bytes == 8_200)
+    }
+
+    @Test("a client that disconnects is forgotten")
+    func forget() {
+        #expect(quota.admit(sender: ":1.1", serial: 1, bytes: 10, silent: true) == .admitted)
+        quota.forget(":1.1")
+        #expect(quota.waiting(for: ":1.1").calls == 0)
+        #expect(quota.replied(to: ":1.1", serial: 1) == .init())
+    }
+
+    @Test("the last reply of a backlog says so, so its memory can be handed back")
+    func backlog() {
+        let quota = CallQuota(limits: .init(calls: 5000, silentCalls: 1, bytes: 1 << 30))
+        for serial in 1...UInt32(CallQuota.backlog) { _ = quota.admit(sender: ":1.1", serial: serial, bytes: 0, silent: false) }
+        for serial in 1..<UInt32(CallQuota.backlog) { #expect(quota.replied(to: ":1.1", serial: serial) == .init()) }
+        #expect(quota.replied(to: ":1.1", serial: UInt32(CallQuota.backlog)).drainedBacklog)
+        _ = quota.admit(sender: ":1.1", serial: 9999, bytes: 0, silent: false)
+        #expect(!quota.replied(to: ":1.1", serial: 9999).drainedBacklog)
+    }
+}

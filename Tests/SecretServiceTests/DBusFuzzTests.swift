@@ -1,0 +1,173 @@
+import Foundation
+import KeychainTestSupport
+@testable import SecretStore
+import Testing
+
+/// The D-Bus fuzzer (`fuzz/dbus-fuzz.py`) against a real secretd, and one test for each bug it
+/// found. `make test` runs it for 30 s, `make fuzz-dbus` for 5 minutes (`DBUS_FUZZ_SECONDS`).
+@Suite struct DBusFuzzTests {
+    static let service = "/org/freedesktop/secrets"
+    static let login = "/org/freedesktop/secrets/collection/login"
+
+    /// The fuzzer, found from this file's place in the repository.
+    static var fuzzer: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("fuzz/dbus-fuzz.py").path
+    }
+
+    /// What a daemon log must never hold: a crash, a GLib critical, a failed assertion.
+    static let crashMarks = [
+        "Program crashed", "Fatal error", "CRITICAL", "Bail out", "GLib:ERROR", "runtime check failed", "storage error",
+        "The payload is as follows",  // GDBus's hex dump of a message it cannot decode: secrets and all
+    ]
+
+    @Test("random calls with random arguments on every path for DBUS_FUZZ_SECONDS (30): every call answered, no crash, untouched items unchanged")
+    func fuzz() throws {
+        let seconds = Int(ProcessInfo.processInfo.environment["DBUS_FUZZ_SECONDS"] ?? "") ?? 30
+        let fixture = try SecretdFixture()  // no pinentry: every prompt completes as dismissed at once
+        let daemon = try fixture.start()
+        let report = fixture.root.appendingPathComponent("fuzz-report.json")
+        let fuzzer = try SupervisedProcess(
+            ["/usr/bin/python3", Self.fuzzer, "--seconds", String(seconds), "--password", "login-password",
+             "--report", report.path, "--mutation-log", fixture.root.appendingPathComponent("mutations.jsonl").path],
+            environment: fixture.environment, logURL: fixture.root.appendingPathComponent("fuzz.log"))
+        let status = fuzzer.waitForExit(timeout: TimeInterval(seconds + 300))
+        if status == nil { fuzzer.stop() }
+        let text = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
+        let results = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                                   "no report: \(fuzzer.log)")
+        let log = daemon.log
+        let reconnections = log.components(separatedBy: "lost the connection to the session bus").count - 1
+        print("dbus-fuzz: \(results["calls"] ?? 0) calls in \(results["seconds"] ?? 0) s (seed \(results["seed"] ?? 0)), "
+              + "outcomes \(results["outcomes"] ?? [:]), \(results["successful_mutations"] ?? 0) successful mutations, "
+              + "verification \(results["verification"] ?? [:]); secretd reconnected to the bus \(reconnections) times")
+        #expect(status == 0, "the fuzzer failed: \(fuzzer.log)")
+        #expect(results["timeouts"] as? [String] == [], "calls unanswered: \(results["timeouts"] ?? "")")
+        #expect(results["daemon_alive"] as? Bool == true, "in flight when it died: \(results["calls_in_flight_when_the_daemon_died"] ?? "")")
+        let verification = results["verification"] as? [String: Any] ?? [:]
+        #expect(verification["problems"] as? [String] == [], "\(verification)")
+        #expect((verification["checked"] as? Int ?? 0) >= 20, "too few seed items left to check: \(verification)")
+        #expect((results["calls"] as? Int ?? 0) >= 100 * seconds, "the fuzzer made few calls: \(results["calls"] ?? 0)")
+        #expect(daemon.isRunning)
+        for mark in Self.crashMarks { #expect(!log.contains(mark), "secretd logged \(mark): \(log.suffix(4000))") }
+        daemon.stop()
+        // What is on disk is consistent.
+        let database = try Database(path: fixture.dataDirectory.appendingPathComponent(Store.fileName).path)
+        #expect(try database.rows("PRAGMA integrity_check").first?.first?.text == "ok")
+    }
+
+    // MARK: - Bugs the fuzzer found
+
+    /// Sends one call with a raw signature and body through jeepney; prints the reply or error.
+    static let rawCall = #"""
+        import sys
+        from jeepney import DBusAddress, new_method_call
+        from jeepney.io.blocking import open_dbus_connection
+        path, interface, method, signature, body = sys.argv[1:6]
+        conn = open_dbus_connection(bus="SESSION")
+        address = DBusAddress(path, bus_name="org.freedesktop.secrets", interface=interface)
+        try:
+            reply = conn.send_and_get_reply(new_method_call(address, method, signature, eval(body)), timeout=30)
+            print(reply.header.message_type.name, reply.body)
+        except Exception as error:
+            print("no reply:", type(error).__name__, error)
+        """#
+
+    func raw(_ fixture: SecretdFixture, _ path: String, _ interface: String, _ method: String, _ signature: String,
+             _ body: String) throws -> String {
+        let script = fixture.root.appendingPathComponent("raw.py")
+        try Self.rawCall.write(to: script, atomically: true, encoding: .utf8)
+        return try fixture.run(["/usr/bin/python3", script.path, path, interface, method, signature, body]).text
+    }
+
+    @Test("values of every D-Bus type inside variants are taken or refused, never a crash (a double used to abort secretd)")
+    func everyValueType() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let session = try DaemonTests().openPlainSession(fixture)
+        #expect(try fixture.call(Self.service, "org.freedesktop.Secret.Service", "OpenSession", "('plain', <1.5>)")
+            .contains("/org/freedesktop/secrets/session/"))
+        let created = try fixture.call(
+            Self.login, "org.freedesktop.Secret.Collection", "CreateItem",
+            "({'org.freedesktop.Secret.Item.Label': <'typed'>, 'org.freedesktop.Secret.Item.Attributes': <{'typed': 'yes'}>, "
+                + "'d': <1.5>, 'y': <byte 7>, 'n': <int16 -2>, 'q': <uint16 3>, 'g': <signature 'a{sv}'>, 'h': <handle 0>, "
+                + "'nested': <[<(1.5, byte 1)>]>}, \(DaemonTests().secret(session, "typed")), false)")
+        #expect(created.contains("/org/freedesktop/secrets/collection/login/"), "\(created)")
+        // A label of the wrong type is refused (BadInputTests has the rest of that matrix).
+        #expect(throws: (any Error).self) {
+            try fixture.call(
+                Self.login, "org.freedesktop.Secret.Collection", "CreateItem",
+                "({'org.freedesktop.Secret.Item.Label': <2.5>}, \(DaemonTests().secret(session, "x")), false)")
+        }
+        #expect(daemon.isRunning)
+        for mark in Self.crashMarks { #expect(!daemon.log.contains(mark)) }
+    }
+
+    @Test("a message GDBus cannot decode (GLib 2.74 misreads it; the bus accepts it) does not stop secretd: it reconnects, state kept")
+    func undecodableMessage() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let session = try DaemonTests().openPlainSession(fixture)
+        let item = try DaemonTests().createItem(fixture, session, attributes: "{'kept': 'yes'}", value: "kept")
+        // An array of dict entries whose last entry starts in the array's final 4 bytes:
+        // GDBus stops reading the array early and fails on what follows, then closes the connection.
+        let answer = try raw(fixture, Self.service, "org.freedesktop.Secret.Service", "Nothing", "a{gy}a{qy}",
+                             "({'ytai': 66, '': 212}, {})")
+        #expect(answer.contains("disconnected") || answer.contains("no reply"), "\(answer)")
+        #expect(ClientFaultTests.wait(20) { (try? fixture.control.nameHasOwner(TestEnvironment.busName)) == true })
+        #expect(daemon.isRunning)
+        #expect(daemon.log.contains("lost the connection to the session bus"), "\(daemon.log)")
+        #expect(!daemon.log.contains("another provider took"))
+        #expect(daemon.log.contains("its content is not logged"))
+        for mark in Self.crashMarks { #expect(!daemon.log.contains(mark), "\(daemon.log)") }
+        // The keyring is still unlocked and the session opened before still works.
+        let reply = try fixture.call(item, "org.freedesktop.Secret.Item", "GetSecret", "(objectpath '\(session)',)")
+        #expect(reply.contains("[byte 0x6b, 0x65, 0x70, 0x74]"), "\(reply)")
+        #expect(try fixture.run(["secret-tool", "search", "kept", "yes"]).status == 0)
+        // It survives it again.
+        _ = try raw(fixture, Self.service, "org.freedesktop.Secret.Service", "Nothing", "a{gy}a{qy}", "({'ytai': 66, '': 212}, {})")
+        #expect(ClientFaultTests.wait(20) { (try? fixture.control.nameHasOwner(TestEnvironment.busName)) == true })
+        #expect(try fixture.call(item, "org.freedesktop.Secret.Item", "GetSecret", "(objectpath '\(session)',)").contains("0x6b"))
+    }
+
+    @Test("a failed property read or write carries secretd's error name, not org.gtk.GDBus.UnmappedGError…")
+    func propertyErrorNames() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        func error(_ body: () throws -> String) -> String {
+            do { return "no error: \(try body())" } catch { return "\(error)" }
+        }
+        let missing = error {
+            try fixture.call(Self.login + "/99999", "org.freedesktop.DBus.Properties", "Get", "('org.freedesktop.Secret.Item', 'Label')")
+        }
+        #expect(missing.hasPrefix("org.freedesktop.Secret.Error.NoSuchObject"), "\(missing)")
+        let long = String(repeating: "x", count: 70_000)
+        let tooLong = error {
+            try fixture.call(Self.login, "org.freedesktop.DBus.Properties", "Set", "('org.freedesktop.Secret.Collection', 'Label', <'\(long)'>)")
+        }
+        #expect(tooLong.hasPrefix("org.freedesktop.DBus.Error.InvalidArgs"), "\(tooLong.prefix(200))")
+        _ = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Lock", "([objectpath '\(Self.login)'],)")
+        let session = try DaemonTests().openPlainSession(fixture)
+        _ = session
+        let locked = error {
+            try fixture.call(Self.login + "/1", "org.freedesktop.DBus.Properties", "Set", "('org.freedesktop.Secret.Item', 'Label', <'x'>)")
+        }
+        #expect(!locked.contains("UnmappedGError"), "\(locked)")
+    }
+
+    @Test("SearchItems with more attributes than an item may have finds nothing (it was a storage error)")
+    func searchWithTooManyAttributes() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let many = "{" + (0..<2000).map { "'a\($0)': 'v'" }.joined(separator: ", ") + "}"
+        #expect(try fixture.call(Self.service, "org.freedesktop.Secret.Service", "SearchItems", "(\(many),)") == "(@ao [], @ao [])")
+        #expect(try fixture.call(Self.login, "org.freedesktop.Secret.Collection", "SearchItems", "(\(many),)") == "(@ao [],)")
+        let most = "{" + (0..<256).map { "'a\($0)': 'v'" }.joined(separator: ", ") + "}"
+        #expect(try fixture.call(Self.service, "org.freedesktop.Secret.Service", "SearchItems", "(\(most),)") == "(@ao [], @ao [])")
+        #expect(!daemon.log.contains("storage error"), "\(daemon.log)")
+    }
+}
