@@ -3,9 +3,9 @@ import Foundation
 /// Password lists exported by browsers and password managers as CSV with (at least) the
 /// columns `url`, `username` and `password`, and optionally `name`. Each row becomes an internet
 /// password in GNOME's network-password attributes.
-enum CSVImport {
+package enum CSVImport {
     /// Parses `text`; rows missing a URL host or password are counted as skipped.
-    static func items(_ text: String) throws(CommandLineError) -> (items: [ExportFile.Item], skipped: Int) {
+    package static func items(_ text: String) throws(CommandLineError) -> (items: [ExportFile.Item], skipped: Int) {
         var rows = parse(text)
         guard let header = rows.first?.map({ $0.lowercased().trimmingCharacters(in: .whitespaces) }) else {
             throw .failure("the CSV file is empty", status: .usage)
@@ -34,7 +34,7 @@ enum CSVImport {
     }
 
     /// RFC 4180 fields: commas, quoted fields with doubled quotes, CRLF or LF line ends.
-    static func parse(_ text: String) -> [[String]] {
+    package static func parse(_ text: String) -> [[String]] {
         var rows: [[String]] = []
         var row: [String] = []
         var field = ""

@@ -3,10 +3,10 @@ import Foundation
 /// Changes to `access-groups.conf` made by secretd itself (`secretctl groups add-member`, an
 /// "always allow" answer). Edits keep every other line, comment and blank as the person wrote
 /// them, and the file is replaced atomically (0600).
-enum AccessPolicyFile {
+package enum AccessPolicyFile {
     /// The text with `member = identity` added to group `group` (the section is created at the
     /// end when missing); unchanged when it is already a member.
-    static func adding(_ identity: String, to group: String, in text: String) -> String {
+    package static func adding(_ identity: String, to group: String, in text: String) -> String {
         var lines = text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if lines.last == "" { lines.removeLast() }
         guard let range = section(group, in: lines) else {
@@ -25,7 +25,7 @@ enum AccessPolicyFile {
     }
 
     /// The text without `member = identity` lines in group `group`.
-    static func removing(_ identity: String, from group: String, in text: String) -> String {
+    package static func removing(_ identity: String, from group: String, in text: String) -> String {
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard let range = section(group, in: lines) else { return text }
         let kept = lines[range].filter { !isMember($0, identity) }

@@ -7,23 +7,23 @@ import Glibc
 /// `access-groups.conf`. Resolved from `/proc/PID`, strongest first: the Flatpak app id in
 /// the process's `/.flatpak-info`, the snap from its cgroup, the systemd service from its
 /// cgroup, else the canonical path of its executable.
-struct CallerIdentity: Hashable, Sendable, CustomStringConvertible {
+package struct CallerIdentity: Hashable, Sendable, CustomStringConvertible {
     /// The kinds of identity, strongest first.
-    enum Kind: String, CaseIterable, Sendable {
+    package enum Kind: String, CaseIterable, Sendable {
         case flatpak, snap, unit, exe
     }
 
     /// What kind of name this is.
-    var kind: Kind
+    package var kind: Kind
     /// The app id, snap name, unit name or executable path.
-    var name: String
+    package var name: String
 
     /// `kind:name`.
-    var description: String { "\(kind.rawValue):\(name)" }
+    package var description: String { "\(kind.rawValue):\(name)" }
 
     /// Parses `kind:name`; nil when the kind is unknown or the name empty (or, for `exe`, not
     /// an absolute path).
-    init?(parsing text: String) {
+    package init?(parsing text: String) {
         guard let colon = text.firstIndex(of: ":"), let kind = Kind(rawValue: String(text[..<colon])) else { return nil }
         let name = String(text[text.index(after: colon)...])
         guard !name.isEmpty, !name.contains(where: { $0.isWhitespace || $0.isNewline }) || kind == .exe,
@@ -33,7 +33,7 @@ struct CallerIdentity: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// An identity of this kind and name.
-    init(kind: Kind, name: String) {
+    package init(kind: Kind, name: String) {
         self.kind = kind
         self.name = name
     }

@@ -1,13 +1,20 @@
 /// A D-Bus value as plain Swift data; the only bridge to GVariant is in `GIO.swift`.
 ///
 /// Containers carry their element signatures so empty arrays and dictionaries keep their type.
-indirect enum DBusValue: Equatable {
+package indirect enum DBusValue: Equatable {
+    /// `b`.
     case boolean(Bool)
+    /// `u`.
     case uint32(UInt32)
+    /// `i`.
     case int32(Int32)
+    /// `t`.
     case uint64(UInt64)
+    /// `x`.
     case int64(Int64)
+    /// `s`.
     case string(String)
+    /// `o`.
     case objectPath(String)
     /// `ay`.
     case bytes([UInt8])
@@ -21,9 +28,11 @@ indirect enum DBusValue: Equatable {
     case variant(DBusValue)
 
     /// One dictionary entry.
-    struct Entry: Equatable {
-        var key: DBusValue
-        var value: DBusValue
+    package struct Entry: Equatable {
+        /// The key.
+        package var key: DBusValue
+        /// The value.
+        package var value: DBusValue
     }
 
     /// The D-Bus type signature of this value.
