@@ -97,14 +97,29 @@ package enum GitCredential {
     }
 
     /// git's request: `key=value` lines up to a blank line; unknown keys are kept and ignored.
+    /// Lines end at each `\n` byte, and a `\r` before it is dropped, as git reads them
+    /// (`strbuf_getline`); a `\r\n` is never one character here, unlike in Swift's `String`.
     package static func parse(_ text: String) -> [String: String] {
         var result: [String: String] = [:]
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for var line in lines(of: text) {
+            if line.last == "\r" { line.removeLast() }
             if line.isEmpty { break }
-            guard let equals = line.firstIndex(of: "=") else { continue }
-            result[String(line[..<equals])] = String(line[line.index(after: equals)...])
+            guard let (key, value) = keyAndValue(line) else { continue }
+            result[key] = value
         }
         return result
+    }
+
+    /// `text` split at each `\n` (a Unicode scalar, so `\r\n` splits too).
+    static func lines(of text: String) -> [String.UnicodeScalarView] {
+        text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map(String.UnicodeScalarView.init)
+    }
+
+    /// The parts of `key=value` around its first `=` (a Unicode scalar, so a combining mark
+    /// after it does not hide it); nil without one.
+    static func keyAndValue(_ line: String.UnicodeScalarView) -> (String, String)? {
+        guard let equals = line.firstIndex(of: "=") else { return nil }
+        return (String(line[..<equals]), String(line[line.index(after: equals)...]))
     }
 }
 
@@ -128,12 +143,11 @@ package struct StoredSecret: Equatable {
 
     /// Splits a stored secret; lines that are not `key=value` of a known key are ignored.
     package init(decoding data: Data) {
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        let lines = GitCredential.lines(of: String(decoding: data, as: UTF8.self))
         password = lines.first.map(String.init) ?? ""
         fields = lines.dropFirst().compactMap { line in
-            guard let equals = line.firstIndex(of: "=") else { return nil }
-            let key = String(line[..<equals])
-            return Self.extraKeys.contains(key) ? (key, String(line[line.index(after: equals)...])) : nil
+            guard let (key, value) = GitCredential.keyAndValue(line), Self.extraKeys.contains(key) else { return nil }
+            return (key, value)
         }
     }
 
