@@ -23,10 +23,19 @@ package struct CallerIdentity: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses `kind:name`; nil when the kind is unknown or the name empty (or, for `exe`, not
     /// an absolute path).
+    ///
+    /// Only names that `access-groups.conf` can hold are accepted, so that a member written
+    /// to the file reads back as the same identity: no control characters or line breaks
+    /// (a newline would start a line of its own, such as another `member =`), and no
+    /// whitespace, except inside an executable's path (whitespace around it is trimmed).
     package init?(parsing text: String) {
         guard let colon = text.firstIndex(of: ":"), let kind = Kind(rawValue: String(text[..<colon])) else { return nil }
         let name = String(text[text.index(after: colon)...])
-        guard !name.isEmpty, !name.contains(where: { $0.isWhitespace || $0.isNewline }) || kind == .exe,
+        let scalars = name.unicodeScalars
+        let unwritable = CharacterSet.controlCharacters.union(.newlines)
+        let spaces = CharacterSet.whitespacesAndNewlines
+        guard let first = scalars.first, let last = scalars.last, !scalars.contains(where: unwritable.contains),
+            kind == .exe ? !spaces.contains(first) && !spaces.contains(last) : !scalars.contains(where: spaces.contains),
             kind != .exe || name.hasPrefix("/")
         else { return nil }
         self.init(kind: kind, name: name)

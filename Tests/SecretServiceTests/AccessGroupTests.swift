@@ -439,6 +439,18 @@ import Testing
         #expect(AccessPolicyFile.removing("exe:/x", from: "a", in: text) == "# top\n[group \"a\"]\n\n[group \"b\"]\n")
     }
 
+    @Test("an identity must be writable as a member line: no line breaks or controls, no spaces around a path")
+    func identitiesThatTheFileCanHold() throws {
+        #expect(CallerIdentity(parsing: "exe:/opt/My Tool/bin/tool") == CallerIdentity(kind: .exe, name: "/opt/My Tool/bin/tool"))
+        // A newline would add lines of its own to access-groups.conf (found by fuzzing).
+        for text in ["exe:/bin/a\nmember = exe:/bin/evil", "exe:/bin/a\r", "exe:/bin/a ", "exe: /bin/a", "exe:/bin/\u{0}a",
+                     "exe:/bin/a\u{2028}", "unit:a b.service", "flatpak:org.example.App\t"] {
+            #expect(CallerIdentity(parsing: text) == nil, "\(text.debugDescription)")
+        }
+        let added = AccessPolicyFile.adding("exe:/opt/My Tool/bin/tool", to: "g", in: "")
+        #expect(try AccessPolicy.parse(added, file: "f").group("g")?.members == ["exe:/opt/My Tool/bin/tool"])
+    }
+
     /// Polls `condition` for up to 20 s.
     func waitUntil(_ condition: () -> Bool) -> Bool {
         for _ in 0..<200 {
