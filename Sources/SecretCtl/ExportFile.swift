@@ -73,10 +73,15 @@ package enum ExportFile {
             throw .failure("export format version \(bytes[16]) is newer than this secretctl reads (\(version))", status: .usage)
         }
         func number(_ offset: Int) -> Int { bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) } }
-        let parameters = KDFParameters(iterations: number(17), memoryKiB: number(21), lanes: number(25))
-        guard (1...16).contains(parameters.iterations), (8...(4 * 1024 * 1024)).contains(parameters.memoryKiB),
-            (1...16).contains(parameters.lanes)
-        else { throw .failure("the export file's key parameters are out of range (damaged file?)", status: .usage) }
+        // Checked before any work: a hostile file could ask for gigabytes and minutes.
+        guard let parameters = KDFParameters(checkingIterations: number(17), memoryKiB: number(21), lanes: number(25))
+        else {
+            throw .failure(
+                "the export file's key parameters are out of range (at most \(KDFParameters.maximumIterations) passes, "
+                    + "\(KDFParameters.maximumMemoryKiB / 1024) MiB, \(KDFParameters.maximumLanes) lanes); "
+                    + "the file is damaged, or was not written by secretctl",
+                status: .usage)
+        }
         let salt = Array(bytes[29..<45])
         let header = Array(bytes[0..<headerLength])
         let plaintext: SecureBytes

@@ -119,7 +119,9 @@ public final class Store {
         guard let row = rows.first, let salt = row[0].blob, let iterations = row[1].integer,
             let memory = row[2].integer, let lanes = row[3].integer, let wrapped = row[4].blob
         else { throw .notFound }
-        let parameters = KDFParameters(iterations: Int(iterations), memoryKiB: Int(memory), lanes: Int(lanes))
+        guard let parameters = KDFParameters(
+            checkingIterations: Int(iterations), memoryKiB: Int(memory), lanes: Int(lanes))
+        else { throw .corrupted("the collection's key derivation parameters are out of range") }
         guard password.count > 0 else { throw .wrongPassword }
         let kek = try password.withBytes { (bytes) throws(StoreError) in
             try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)

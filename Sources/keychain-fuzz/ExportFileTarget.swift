@@ -39,6 +39,12 @@ enum ExportFileTarget {
 
     private static func run(_ data: Data) {
         if ExportFile.isExport(data) {
+            // Parameters within the limits cost up to ~2 s each: those runs would only slow
+            // the search down (the limits themselves are checked in the stored-item target).
+            let header = Array(data.prefix(ExportFile.headerLength))
+            func number(_ offset: Int) -> Int { header[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) } }
+            let parameters = KDFParameters(iterations: number(17), memoryKiB: number(21), lanes: number(25))
+            if parameters.isWithinLimits && (parameters.memoryKiB > 1024 || parameters.iterations > 2) { return }
             _ = try? ExportFile.open(data, passphrase: passphrase)
             return
         }

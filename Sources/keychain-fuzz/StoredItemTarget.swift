@@ -41,7 +41,12 @@ enum StoredItemTarget {
         case 0:
             checkContents(input.rest())
         case 1:
-            _ = KDFParameters(iterations: Int(input.integer()), memoryKiB: Int(input.integer()), lanes: Int(input.integer()))
+            // As Store.unlock reads a collection's kdf_iterations, kdf_memory_kib, kdf_lanes.
+            let (iterations, memoryKiB, lanes) = (Int(input.integer()), Int(input.integer()), Int(input.integer()))
+            if let parameters = KDFParameters(checkingIterations: iterations, memoryKiB: memoryKiB, lanes: lanes) {
+                require(parameters.isWithinLimits && parameters.memoryKiB <= KDFParameters.maximumMemoryKiB,
+                        "parameters beyond the limits were accepted: \(parameters)")
+            }
         case 2:
             _ = Store.collection((0..<6).map { _ in value(&input) })
         default:
