@@ -4,7 +4,8 @@ import Foundation
 /// columns `url`, `username` and `password`, and optionally `name`. Each row becomes an internet
 /// password in GNOME's network-password attributes.
 package enum CSVImport {
-    /// Parses `text`; rows missing a URL host or password are counted as skipped.
+    /// Parses `text`; rows missing a URL host or password, or with a port outside 1-65535,
+    /// are counted as skipped.
     package static func items(_ text: String) throws(CommandLineError) -> (items: [ExportFile.Item], skipped: Int) {
         var rows = parse(text)
         guard let header = rows.first?.map({ $0.lowercased().trimmingCharacters(in: .whitespaces) }) else {
@@ -19,7 +20,7 @@ package enum CSVImport {
         var skipped = 0
         for row in rows where !(row.count == 1 && row[0].isEmpty) {
             guard row.count > max(url, username, password), let parsed = URL(string: row[url]), let host = parsed.host,
-                !row[password].isEmpty
+                !host.isEmpty, parsed.port.map({ (1...65535).contains($0) }) ?? true, !row[password].isEmpty
             else {
                 skipped += 1
                 continue

@@ -55,6 +55,15 @@ import Testing
         }
     }
 
+    @Test("CSV: a URL without a host, or with a port outside 1-65535, skips its row (found by fuzzing)")
+    func csvBadURLs() throws {
+        let text = "url,username,password\nhttps://:80/,u,p\nhttps://[]/,u,p\nhttps://h.example:99999/,u,p\nhttps://h.example:0/,u,p\n"
+            + "https://ok.example:8080/,u,p\n"
+        let (items, skipped) = try CSVImport.items(text)
+        #expect(skipped == 4)
+        #expect(items.map { $0.attributes["server"] } == ["ok.example"])
+    }
+
     @Test("CSV: quotes, commas, CRLF; rows become internet passwords")
     func csv() throws {
         let text = "name,url,username,password\r\n\"Bank, main\",https://bank.example:8443/login,alice,\"p\"\"w,1\"\r\nnohost,not a url,bob,x\n"
