@@ -191,6 +191,17 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         }
     }
 
+    @Test("a time before 1970 in a row reads as 1970 (found by fuzzing: it trapped)")
+    func negativeTimes() throws {
+        let (store, _) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let item = try store.createItem(in: login, key: key, contents: contents("l", ["a": "b"], "v"))
+        try Database(path: store.databaseURL.path).execute("UPDATE items SET created = -5, modified = -1; UPDATE collections SET created = -9")
+        #expect(try store.item(id: item.id)?.created == 0)
+        #expect(try store.item(id: item.id)?.modified == 0)
+        #expect(try store.collection(named: "login")?.created == 0)
+    }
+
     @Test("a database from a newer schema version is refused, untouched")
     func newerSchema() throws {
         let (store, directory) = try makeStore()
