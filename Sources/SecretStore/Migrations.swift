@@ -47,9 +47,11 @@ enum Migrations {
     /// The schema version this build writes.
     static var currentVersion: Int { steps.count }
 
-    /// Brings `database` up to ``currentVersion``; refuses a database from a newer build.
+    /// Brings `database` up to ``currentVersion``; refuses a database from a newer build, and
+    /// one whose version no build writes (negative: a damaged or edited file).
     static func migrate(_ database: Database) throws(StoreError) {
         let found = try database.userVersion
+        guard found >= 0 else { throw .corrupted("database schema version \(found) is impossible") }
         if found > currentVersion { throw .newerSchema(found: found, supported: currentVersion) }
         for version in found..<currentVersion {
             try database.transaction { () throws(StoreError) in

@@ -173,6 +173,13 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(text(try store.readItem(grouped, in: reopened, key: unlocked).secret) == "grouped")
     }
 
+    @Test("a database with a negative schema version is refused, not migrated from step -1")
+    func negativeSchemaVersion() throws {
+        let (store, directory) = try makeStore()
+        try Database(path: store.databaseURL.path).execute("PRAGMA user_version = -1")
+        #expect(throws: StoreError.corrupted("database schema version -1 is impossible")) { try Store(directory: directory) }
+    }
+
     @Test("stored key parameters beyond the limits refuse to unlock, at once")
     func storedKeyParametersOutOfRange() throws {
         let (store, _) = try makeStore()
