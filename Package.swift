@@ -102,6 +102,9 @@ let package = Package(
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "KeychainTestSupport"],
             swiftSettings: strictSettings),
+        .testTarget(
+            name: "KeychainFuzzTests", dependencies: ["keychain-fuzz", "KeychainTestSupport"],
+            swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )
