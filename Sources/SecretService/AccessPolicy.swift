@@ -89,11 +89,11 @@ package struct AccessPolicy: Equatable, Sendable {
     package static func parse(_ text: String, file: String) throws(ConfigurationError) -> AccessPolicy {
         var policy = AccessPolicy()
         var section: PolicyLine.Section?
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, raw) in text.lines.enumerated() {
             func fail(_ message: String) -> ConfigurationError {
                 ConfigurationError(file: file, line: index + 1, message: message)
             }
-            switch try PolicyLine(String(raw), fail: fail) {
+            switch try PolicyLine(raw, fail: fail) {
             case .blank:
                 continue
             case .header(let header):
@@ -157,7 +157,7 @@ package enum PolicyLine: Equatable {
 
     /// Parses `line`; `fail` makes the error for a malformed one.
     init(_ line: String, fail: (String) -> ConfigurationError) throws(ConfigurationError) {
-        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)  // a CRLF line keeps its CR
         if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") {
             self = .blank
         } else if trimmed.hasPrefix("[") {

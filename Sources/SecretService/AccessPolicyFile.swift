@@ -7,7 +7,7 @@ package enum AccessPolicyFile {
     /// The text with `member = identity` added to group `group` (the section is created at the
     /// end when missing); unchanged when it is already a member.
     package static func adding(_ identity: String, to group: String, in text: String) -> String {
-        var lines = text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var lines = text.isEmpty ? [] : text.lines
         if lines.last == "" { lines.removeLast() }
         guard let range = section(group, in: lines) else {
             if let last = lines.last, !last.isEmpty { lines.append("") }
@@ -17,7 +17,7 @@ package enum AccessPolicyFile {
         if lines[range].contains(where: { isMember($0, identity) }) { return text }
         // After the section's last non-blank line, so trailing blank lines keep separating it.
         var insertAt = range.upperBound
-        while insertAt > range.lowerBound + 1, lines[insertAt - 1].trimmingCharacters(in: .whitespaces).isEmpty {
+        while insertAt > range.lowerBound + 1, lines[insertAt - 1].trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             insertAt -= 1
         }
         lines.insert("member = \(identity)", at: insertAt)
@@ -26,7 +26,7 @@ package enum AccessPolicyFile {
 
     /// The text without `member = identity` lines in group `group`.
     package static func removing(_ identity: String, from group: String, in text: String) -> String {
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var lines = text.lines
         guard let range = section(group, in: lines) else { return text }
         let kept = lines[range].filter { !isMember($0, identity) }
         lines.replaceSubrange(range, with: kept)

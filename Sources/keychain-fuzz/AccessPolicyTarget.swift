@@ -19,7 +19,7 @@ enum AccessPolicyTarget {
         do {
             policy = try AccessPolicy.parse(text, file: "access-groups.conf")
         } catch {
-            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count
+            let lines = text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).count
             require((0...lines).contains(error.line), "error on line \(error.line) of \(lines): \(error)")
             return  // secretd never edits a file it cannot parse
         }

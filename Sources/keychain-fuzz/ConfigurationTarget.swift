@@ -16,7 +16,7 @@ enum ConfigurationTarget {
                 require(pinentry.hasPrefix("/"), "a relative pinentry was accepted: \(pinentry.debugDescription)")
             }
         } catch {
-            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count
+            let lines = text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).count
             require((0...lines).contains(error.line), "error on line \(error.line) of \(lines): \(error)")
         }
     }
