@@ -1,6 +1,8 @@
 # make run      install what is missing, build, start secretd in the foreground (unlocked with a
 #               password it asks for or reads on stdin; on a private session bus when none exists)
-# make test     install what is missing, build, run every test
+# make test     install what is missing, build, run every test, then make leaks (1,000) and make fuzz
+# make fuzz     build keychain-fuzz with libFuzzer (in .build/fuzz) and fuzz every parser of
+#               outside input for FUZZ_SECONDS (30) each; fails on a crash (see README.md)
 # make demo     run the library's example program against a throw-away secretd
 # make bench    secretd against gnome-keyring, side by side (SIZES="100 1000" for a quick run)
 # make leaks    secretd under AddressSanitizer/LeakSanitizer through 10,000 operations
@@ -26,7 +28,7 @@ MANDIR := $(PREFIX)/share/man
 USERUNITDIR := $(PREFIX)/lib/systemd/user
 DBUSSERVICEDIR := $(PREFIX)/share/dbus-1/services
 
-.PHONY: all deps toolchain build test check-files run demo bench leaks install clean
+.PHONY: all deps toolchain build test check-files fuzz run demo bench leaks install clean
 
 all: build
 
@@ -51,6 +53,25 @@ test: deps
 		first=no; \
 	done
 	@$(MAKE) --no-print-directory leaks LEAK_OPERATIONS=1000
+	@$(MAKE) --no-print-directory fuzz
+
+# libFuzzer without its main (keychain-fuzz keeps its own and calls LLVMFuzzerRunDriver), from
+# the toolchain's clang resource directory; swiftc's -sanitize=fuzzer would link libFuzzer's
+# main too. Coverage and AddressSanitizer instrument the Swift code; the C libraries are not.
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?=
+FUZZ_BUILD := .build/fuzz
+FUZZER_LIB ?= $(firstword $(wildcard $(dir $(realpath $(shell command -v $(SWIFT))))../lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-$(shell uname -m).a))
+FUZZ_FLAGS := -c release --build-path $(FUZZ_BUILD) -Xswiftc -DKEYCHAIN_FUZZING -Xswiftc -sanitize=address \
+	-Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp -Xlinker $(FUZZER_LIB) -Xlinker -lstdc++
+
+# Every target (or FUZZ_TARGETS) for FUZZ_SECONDS on a scratch copy of fuzz/corpus; crashers
+# land in .build/fuzz/work/artifacts/TARGET/.
+fuzz: deps
+	@test -n "$(FUZZER_LIB)" || { echo "make fuzz: no libclang_rt.fuzzer_no_main in the toolchain of '$(SWIFT)'; set FUZZER_LIB" >&2; exit 1; }
+	@echo "== fuzzing, $(FUZZ_SECONDS) s per target"
+	$(SWIFT) build --product keychain-fuzz $(FUZZ_FLAGS)
+	scripts/fuzz.sh "$$($(SWIFT) build $(FUZZ_FLAGS) --show-bin-path)/keychain-fuzz" $(FUZZ_SECONDS) $(FUZZ_BUILD)/work $(FUZZ_TARGETS)
 
 # The man pages lint clean and render; the user unit passes systemd-analyze.
 check-files:

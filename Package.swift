@@ -34,6 +34,8 @@ let package = Package(
         .systemLibrary(
             name: "CAssuan", pkgConfig: "libassuan",
             providers: [.apt(["libassuan-dev"])]),
+        // libFuzzer's driver entry point; only the fuzz build (`make fuzz`) links libFuzzer.
+        .systemLibrary(name: "CFuzzer"),
 
         // MARK: Client library
         .target(
@@ -78,6 +80,11 @@ let package = Package(
         .executableTarget(
             name: "keychain-demo", dependencies: ["Keychain"],
             swiftSettings: strictSettings),
+        // Replays fuzz inputs through the parsers of outside input; drives libFuzzer in the
+        // fuzz build (`make fuzz`; see "Fuzzing" in README.md).
+        .executableTarget(
+            name: "keychain-fuzz", dependencies: ["CFuzzer", "SecretCtl", "SecretService", "SecretStore"],
+            swiftSettings: strictSettings),
 
         // MARK: Test support and tests
         .target(
@@ -94,6 +101,9 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "KeychainTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "KeychainFuzzTests", dependencies: ["keychain-fuzz", "KeychainTestSupport"],
             swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]

@@ -3,9 +3,10 @@ import Foundation
 /// Password lists exported by browsers and password managers as CSV with (at least) the
 /// columns `url`, `username` and `password`, and optionally `name`. Each row becomes an internet
 /// password in GNOME's network-password attributes.
-enum CSVImport {
-    /// Parses `text`; rows missing a URL host or password are counted as skipped.
-    static func items(_ text: String) throws(CommandLineError) -> (items: [ExportFile.Item], skipped: Int) {
+package enum CSVImport {
+    /// Parses `text`; rows missing a URL host or password, or with a port outside 1-65535,
+    /// are counted as skipped.
+    package static func items(_ text: String) throws(CommandLineError) -> (items: [ExportFile.Item], skipped: Int) {
         var rows = parse(text)
         guard let header = rows.first?.map({ $0.lowercased().trimmingCharacters(in: .whitespaces) }) else {
             throw .failure("the CSV file is empty", status: .usage)
@@ -19,7 +20,7 @@ enum CSVImport {
         var skipped = 0
         for row in rows where !(row.count == 1 && row[0].isEmpty) {
             guard row.count > max(url, username, password), let parsed = URL(string: row[url]), let host = parsed.host,
-                !row[password].isEmpty
+                !host.isEmpty, parsed.port.map({ (1...65535).contains($0) }) ?? true, !row[password].isEmpty
             else {
                 skipped += 1
                 continue
@@ -34,7 +35,7 @@ enum CSVImport {
     }
 
     /// RFC 4180 fields: commas, quoted fields with doubled quotes, CRLF or LF line ends.
-    static func parse(_ text: String) -> [[String]] {
+    package static func parse(_ text: String) -> [[String]] {
         var rows: [[String]] = []
         var row: [String] = []
         var field = ""

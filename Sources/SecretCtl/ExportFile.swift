@@ -1,5 +1,5 @@
-import Foundation
-import SecretStore
+package import Foundation
+package import SecretStore
 
 /// The encrypted export format (version 1), documented in secretctl(1):
 ///
@@ -9,16 +9,29 @@ import SecretStore
 /// The key is Argon2id(passphrase, salt); the header is the associated data, so no field can be
 /// changed without the file failing to open. The plaintext is JSON: `{"items": [{"label",
 /// "attributes", "secret"}]}` with the secret in base64.
-enum ExportFile {
-    static let magic = Array("secretctl-export".utf8)
-    static let version: UInt8 = 1
-    static let headerLength = 16 + 1 + 12 + 16
+package enum ExportFile {
+    /// The file's first 16 bytes.
+    package static let magic = Array("secretctl-export".utf8)
+    /// The format version this secretctl writes and reads.
+    package static let version: UInt8 = 1
+    /// The header's length: magic, version, KDF parameters, salt.
+    package static let headerLength = 16 + 1 + 12 + 16
 
     /// One exported item.
-    struct Item: Codable, Equatable {
-        var label: String
-        var attributes: [String: String]
-        var secret: Data
+    package struct Item: Codable, Equatable {
+        /// The item's label.
+        package var label: String
+        /// The item's attributes.
+        package var attributes: [String: String]
+        /// The secret's bytes.
+        package var secret: Data
+
+        /// An item with these parts.
+        package init(label: String, attributes: [String: String], secret: Data) {
+            self.label = label
+            self.attributes = attributes
+            self.secret = secret
+        }
     }
 
     private struct Payload: Codable {
@@ -26,10 +39,10 @@ enum ExportFile {
     }
 
     /// Whether `data` starts like an export file.
-    static func isExport(_ data: Data) -> Bool { data.count >= headerLength && Array(data.prefix(16)) == magic }
+    package static func isExport(_ data: Data) -> Bool { data.count >= headerLength && Array(data.prefix(16)) == magic }
 
     /// Seals `items` under `passphrase`.
-    static func seal(_ items: [Item], passphrase: Data, parameters: KDFParameters = .standard) throws(CommandLineError) -> Data {
+    package static func seal(_ items: [Item], passphrase: Data, parameters: KDFParameters = .standard) throws(CommandLineError) -> Data {
         var json: Data
         do { json = try JSONEncoder().encode(Payload(items: items)) } catch {
             throw .failure("cannot encode the export", status: .notFound)
@@ -53,17 +66,22 @@ enum ExportFile {
     }
 
     /// Opens an export with `passphrase`; a wrong passphrase or a damaged file is an error.
-    static func open(_ data: Data, passphrase: Data) throws(CommandLineError) -> [Item] {
+    package static func open(_ data: Data, passphrase: Data) throws(CommandLineError) -> [Item] {
         let bytes = Array(data)
         guard isExport(data) else { throw .failure("not a secretctl export file", status: .usage) }
         guard bytes[16] == version else {
             throw .failure("export format version \(bytes[16]) is newer than this secretctl reads (\(version))", status: .usage)
         }
         func number(_ offset: Int) -> Int { bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) } }
-        let parameters = KDFParameters(iterations: number(17), memoryKiB: number(21), lanes: number(25))
-        guard (1...16).contains(parameters.iterations), (8...(4 * 1024 * 1024)).contains(parameters.memoryKiB),
-            (1...16).contains(parameters.lanes)
-        else { throw .failure("the export file's key parameters are out of range (damaged file?)", status: .usage) }
+        // Checked before any work: a hostile file could ask for gigabytes and minutes.
+        guard let parameters = KDFParameters(checkingIterations: number(17), memoryKiB: number(21), lanes: number(25))
+        else {
+            throw .failure(
+                "the export file's key parameters are out of range (at most \(KDFParameters.maximumIterations) passes, "
+                    + "\(KDFParameters.maximumMemoryKiB / 1024) MiB, \(KDFParameters.maximumLanes) lanes); "
+                    + "the file is damaged, or was not written by secretctl",
+                status: .usage)
+        }
         let salt = Array(bytes[29..<45])
         let header = Array(bytes[0..<headerLength])
         let plaintext: SecureBytes
@@ -75,8 +93,13 @@ enum ExportFile {
         } catch {
             throw .failure("wrong passphrase, or the file is damaged; nothing was imported", status: .accessDenied)
         }
+        return try plaintext.withBytes { (raw) throws(CommandLineError) in try items(fromJSON: Data(raw)) }
+    }
+
+    /// The items of an export's decrypted JSON payload.
+    package static func items(fromJSON json: Data) throws(CommandLineError) -> [Item] {
         do {
-            return try plaintext.withBytes { raw in try JSONDecoder().decode(Payload.self, from: Data(raw)).items }
+            return try JSONDecoder().decode(Payload.self, from: json).items
         } catch {
             throw .failure("the export's contents are damaged; nothing was imported", status: .usage)
         }

@@ -1,33 +1,19 @@
-import Foundation
+package import Foundation
 import Keychain
 
 /// `secretctl git-credential get|store|erase`: git's credential helper protocol over items in
 /// the attributes git's own libsecret helper uses (user, server, port, protocol, object), so
 /// either helper reads what the other stored.
-enum GitCredential {
+package enum GitCredential {
     /// The schema name written with new items. git's libsecret helper up to 2.40 (Debian 12)
     /// looks up `org.gnome.keyring.NetworkPassword` items only; later ones (`org.git.Password`)
     /// do not match the schema name, so this one serves both.
-    static let schema = "org.gnome.keyring.NetworkPassword"
+    package static let schema = "org.gnome.keyring.NetworkPassword"
 
     /// Runs one helper action with git's `key=value` request on standard input.
     static func run(_ action: String) throws(CommandLineError) {
         let request = parse(String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self))
-        guard request["quit"] != "1" && request["quit"] != "true" else { return }
-        var attributes: [String: String] = [:]
-        attributes["protocol"] = request["protocol"]
-        if let host = request["host"] {
-            // git sends host:port in one field.
-            if let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]) {
-                attributes["server"] = String(host[..<colon])
-                attributes["port"] = String(port)
-            } else {
-                attributes["server"] = host
-            }
-        }
-        attributes["object"] = request["path"]
-        attributes["user"] = request["username"]
-        guard attributes["protocol"] != nil, attributes["server"] != nil else { return }  // nothing to go on
+        guard !isQuit(request), let attributes = attributes(for: request) else { return }
 
         switch action {
         case "get":
@@ -38,21 +24,11 @@ enum GitCredential {
             let now = Int(Date().timeIntervalSince1970)
             let credentials = found.compactMap { match in match.secret.map { (match, StoredSecret(decoding: $0)) } }
             guard let (match, stored) = credentials.first(where: { !$0.1.isExpired(at: now) }) else { return }
-            var reply = ""
-            if request["username"] == nil, let user = match.attributes["user"] { reply += "username=\(user)\n" }
-            reply += "password=\(stored.password)\n"
-            for (key, value) in stored.fields { reply += "\(key)=\(value)\n" }
-            Terminal.writeOutput(reply)
+            Terminal.writeOutput(reply(to: request, storedUser: match.attributes["user"], stored: stored))
         case "store":
-            guard attributes["user"] != nil, let password = request["password"], !password.isEmpty else { return }
-            var full = attributes
-            full["xdg:schema"] = schema
-            let label = "Git: \(request["protocol"]!)://\(request["host"]!)/\(request["path"] ?? "")"
-            let stored = StoredSecret(
-                password: password,
-                fields: StoredSecret.extraKeys.compactMap { key in request[key].map { (key, $0) } })
+            guard let item = itemToStore(for: request) else { return }
             try CommandLineError.keychain { () throws(KeychainError) in
-                try KeychainAttributes.store(full, label: label, secret: stored.encoded, collection: nil)
+                try KeychainAttributes.store(item.attributes, label: item.label, secret: item.secret.encoded, collection: nil)
             }
         case "erase":
             // Erase only what git rejected: when it names the password, items holding another
@@ -69,58 +45,125 @@ enum GitCredential {
         }
     }
 
+    /// Whether git asked the helper to stop (`quit=1` or `quit=true`).
+    package static func isQuit(_ request: [String: String]) -> Bool {
+        request["quit"] == "1" || request["quit"] == "true"
+    }
+
+    /// The item attributes a request names (protocol, server, port, object, user); nil when it
+    /// names no protocol or host, which leaves nothing to go on.
+    package static func attributes(for request: [String: String]) -> [String: String]? {
+        var attributes: [String: String] = [:]
+        attributes["protocol"] = request["protocol"]
+        if let host = request["host"] {
+            // git sends host:port in one field.
+            if let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]) {
+                attributes["server"] = String(host[..<colon])
+                attributes["port"] = String(port)
+            } else {
+                attributes["server"] = host
+            }
+        }
+        attributes["object"] = request["path"]
+        attributes["user"] = request["username"]
+        guard attributes["protocol"] != nil, attributes["server"] != nil else { return nil }
+        return attributes
+    }
+
+    /// What a `store` request stores: the attributes (with the schema), the label and the
+    /// secret; nil when the request names no user or no password, or nothing to go on.
+    package static func itemToStore(
+        for request: [String: String]
+    ) -> (attributes: [String: String], label: String, secret: StoredSecret)? {
+        guard var attributes = attributes(for: request), attributes["user"] != nil,
+            let password = request["password"], !password.isEmpty,
+            let scheme = request["protocol"], let host = request["host"]
+        else { return nil }
+        attributes["xdg:schema"] = schema
+        let label = "Git: \(scheme)://\(host)/\(request["path"] ?? "")"
+        let secret = StoredSecret(
+            password: password, fields: StoredSecret.extraKeys.compactMap { key in request[key].map { (key, $0) } })
+        return (attributes, label, secret)
+    }
+
+    /// The reply to a `get` request that found `stored`: the user when git did not name one
+    /// (`storedUser`, from the item), the password, then the stored extra fields.
+    package static func reply(to request: [String: String], storedUser: String?, stored: StoredSecret) -> String {
+        var reply = ""
+        if request["username"] == nil, let user = storedUser { reply += "username=\(user)\n" }
+        reply += "password=\(stored.password)\n"
+        for (key, value) in stored.fields { reply += "\(key)=\(value)\n" }
+        return reply
+    }
+
     /// git's request: `key=value` lines up to a blank line; unknown keys are kept and ignored.
-    static func parse(_ text: String) -> [String: String] {
+    /// Lines end at each `\n` byte, and a `\r` before it is dropped, as git reads them
+    /// (`strbuf_getline`); a `\r\n` is never one character here, unlike in Swift's `String`.
+    package static func parse(_ text: String) -> [String: String] {
         var result: [String: String] = [:]
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for var line in lines(of: text) {
+            if line.last == "\r" { line.removeLast() }
             if line.isEmpty { break }
-            guard let equals = line.firstIndex(of: "=") else { continue }
-            result[String(line[..<equals])] = String(line[line.index(after: equals)...])
+            guard let (key, value) = keyAndValue(line) else { continue }
+            result[key] = value
         }
         return result
+    }
+
+    /// `text` split at each `\n` (a Unicode scalar, so `\r\n` splits too).
+    static func lines(of text: String) -> [String.UnicodeScalarView] {
+        text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map(String.UnicodeScalarView.init)
+    }
+
+    /// The parts of `key=value` around its first `=` (a Unicode scalar, so a combining mark
+    /// after it does not hide it); nil without one.
+    static func keyAndValue(_ line: String.UnicodeScalarView) -> (String, String)? {
+        guard let equals = line.firstIndex(of: "=") else { return nil }
+        return (String(line[..<equals]), String(line[line.index(after: equals)...]))
     }
 }
 
 /// What a git credential item holds, as git's own libsecret helper (2.41 and later) writes it:
 /// the password, then `password_expiry_utc=…` and `oauth_refresh_token=…` lines when git
 /// gave them. The refresh token is a secret too, so it lives in the secret, not an attribute.
-struct StoredSecret: Equatable {
+package struct StoredSecret: Equatable {
     /// The keys stored after the password, in git's order.
-    static let extraKeys = ["password_expiry_utc", "oauth_refresh_token"]
+    package static let extraKeys = ["password_expiry_utc", "oauth_refresh_token"]
 
     /// The password (or token) itself.
-    var password: String
+    package var password: String
     /// The extra `key=value` fields, in order.
-    var fields: [(String, String)]
+    package var fields: [(String, String)]
 
-    init(password: String, fields: [(String, String)]) {
+    /// A secret with these parts.
+    package init(password: String, fields: [(String, String)]) {
         self.password = password
         self.fields = fields
     }
 
     /// Splits a stored secret; lines that are not `key=value` of a known key are ignored.
-    init(decoding data: Data) {
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+    package init(decoding data: Data) {
+        let lines = GitCredential.lines(of: String(decoding: data, as: UTF8.self))
         password = lines.first.map(String.init) ?? ""
         fields = lines.dropFirst().compactMap { line in
-            guard let equals = line.firstIndex(of: "=") else { return nil }
-            let key = String(line[..<equals])
-            return Self.extraKeys.contains(key) ? (key, String(line[line.index(after: equals)...])) : nil
+            guard let (key, value) = GitCredential.keyAndValue(line), Self.extraKeys.contains(key) else { return nil }
+            return (key, value)
         }
     }
 
     /// The bytes to store.
-    var encoded: Data {
+    package var encoded: Data {
         Data(([password] + fields.map { "\($0.0)=\($0.1)" }).joined(separator: "\n").utf8)
     }
 
     /// Whether git's expiry time (seconds since 1970) has passed at `now`.
-    func isExpired(at now: Int) -> Bool {
+    package func isExpired(at now: Int) -> Bool {
         guard let expiry = fields.first(where: { $0.0 == "password_expiry_utc" }).flatMap({ Int($0.1) }) else { return false }
         return expiry <= now
     }
 
-    static func == (lhs: StoredSecret, rhs: StoredSecret) -> Bool {
+    /// Same password and same fields in the same order.
+    package static func == (lhs: StoredSecret, rhs: StoredSecret) -> Bool {
         lhs.password == rhs.password && lhs.fields.map { "\($0.0)=\($0.1)" } == rhs.fields.map { "\($0.0)=\($0.1)" }
     }
 }

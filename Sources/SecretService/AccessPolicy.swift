@@ -15,37 +15,44 @@ import SecretStore
 /// An `[app]` entry confines that identity to its listed groups (the first is its default).
 /// Every other caller is unconfined: it belongs to `default` plus every group that names it
 /// as a member, and its default group is `default`.
-struct AccessPolicy: Equatable, Sendable {
+package struct AccessPolicy: Equatable, Sendable {
     /// A named group.
-    struct Group: Equatable, Sendable {
+    package struct Group: Equatable, Sendable {
         /// Its name, as items carry it.
-        var name: String
+        package var name: String
         /// The identities that belong to it, as written (`exe:/usr/bin/tool`).
-        var members: [String]
+        package var members: [String]
         /// Whether non-members may ask the person for access (deny / allow once / always).
-        var ask: Bool
+        package var ask: Bool
+
+        /// A group with these settings.
+        package init(name: String, members: [String], ask: Bool) {
+            self.name = name
+            self.members = members
+            self.ask = ask
+        }
     }
 
     /// The groups, in file order.
-    var groups: [Group] = []
+    package var groups: [Group] = []
     /// Confined identities and their groups (the first is the default).
-    var apps: [String: [String]] = [:]
+    package var apps: [String: [String]] = [:]
 
     /// The file name inside the configuration directory.
     static let fileName = "access-groups.conf"
 
     /// The groups a caller belongs to, and the one it creates items in by default.
-    struct Membership: Equatable, Sendable {
+    package struct Membership: Equatable, Sendable {
         /// Every group the caller belongs to.
-        var groups: [String]
+        package var groups: [String]
         /// Where items it creates without naming a group go.
-        var defaultGroup: String
+        package var defaultGroup: String
         /// Whether an `[app]` entry confines it.
-        var confined: Bool
+        package var confined: Bool
     }
 
     /// The groups `identity` belongs to.
-    func membership(of identity: CallerIdentity) -> Membership {
+    package func membership(of identity: CallerIdentity) -> Membership {
         let name = identity.description
         if let confinedTo = apps[name], let first = confinedTo.first {
             return Membership(groups: confinedTo, defaultGroup: first, confined: true)
@@ -56,7 +63,7 @@ struct AccessPolicy: Equatable, Sendable {
     }
 
     /// The group called `name`, if the policy defines it.
-    func group(_ name: String) -> Group? { groups.first { $0.name == name } }
+    package func group(_ name: String) -> Group? { groups.first { $0.name == name } }
 
     // MARK: - Reading
 
@@ -79,14 +86,14 @@ struct AccessPolicy: Equatable, Sendable {
     }
 
     /// Parses the text of a policy file.
-    static func parse(_ text: String, file: String) throws(ConfigurationError) -> AccessPolicy {
+    package static func parse(_ text: String, file: String) throws(ConfigurationError) -> AccessPolicy {
         var policy = AccessPolicy()
         var section: PolicyLine.Section?
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, raw) in text.lines.enumerated() {
             func fail(_ message: String) -> ConfigurationError {
                 ConfigurationError(file: file, line: index + 1, message: message)
             }
-            switch try PolicyLine(String(raw), fail: fail) {
+            switch try PolicyLine(raw, fail: fail) {
             case .blank:
                 continue
             case .header(let header):
@@ -132,10 +139,12 @@ struct AccessPolicy: Equatable, Sendable {
 }
 
 /// One line of `access-groups.conf`.
-enum PolicyLine: Equatable {
+package enum PolicyLine: Equatable {
     /// What a section header opens.
-    enum Section: Equatable {
+    package enum Section: Equatable {
+        /// `[group "NAME"]`.
         case group(String)
+        /// `[app "IDENTITY"]`.
         case app(String)
     }
 
@@ -148,7 +157,7 @@ enum PolicyLine: Equatable {
 
     /// Parses `line`; `fail` makes the error for a malformed one.
     init(_ line: String, fail: (String) -> ConfigurationError) throws(ConfigurationError) {
-        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)  // a CRLF line keeps its CR
         if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") {
             self = .blank
         } else if trimmed.hasPrefix("[") {
@@ -180,7 +189,7 @@ enum PolicyLine: Equatable {
 
     /// Whether `name` may name a group: 1 to 255 letters, digits, '.', '-' or '_', and not
     /// `default` (which every unconfined client shares and needs no section).
-    static func isGroupName(_ name: String) -> Bool {
+    package static func isGroupName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 255 && name != ItemContents.defaultAccessGroup
             && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
     }

@@ -3,11 +3,11 @@ import Foundation
 /// Changes to `access-groups.conf` made by secretd itself (`secretctl groups add-member`, an
 /// "always allow" answer). Edits keep every other line, comment and blank as the person wrote
 /// them, and the file is replaced atomically (0600).
-enum AccessPolicyFile {
+package enum AccessPolicyFile {
     /// The text with `member = identity` added to group `group` (the section is created at the
     /// end when missing); unchanged when it is already a member.
-    static func adding(_ identity: String, to group: String, in text: String) -> String {
-        var lines = text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    package static func adding(_ identity: String, to group: String, in text: String) -> String {
+        var lines = text.isEmpty ? [] : text.lines
         if lines.last == "" { lines.removeLast() }
         guard let range = section(group, in: lines) else {
             if let last = lines.last, !last.isEmpty { lines.append("") }
@@ -17,7 +17,7 @@ enum AccessPolicyFile {
         if lines[range].contains(where: { isMember($0, identity) }) { return text }
         // After the section's last non-blank line, so trailing blank lines keep separating it.
         var insertAt = range.upperBound
-        while insertAt > range.lowerBound + 1, lines[insertAt - 1].trimmingCharacters(in: .whitespaces).isEmpty {
+        while insertAt > range.lowerBound + 1, lines[insertAt - 1].trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             insertAt -= 1
         }
         lines.insert("member = \(identity)", at: insertAt)
@@ -25,8 +25,8 @@ enum AccessPolicyFile {
     }
 
     /// The text without `member = identity` lines in group `group`.
-    static func removing(_ identity: String, from group: String, in text: String) -> String {
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    package static func removing(_ identity: String, from group: String, in text: String) -> String {
+        var lines = text.lines
         guard let range = section(group, in: lines) else { return text }
         let kept = lines[range].filter { !isMember($0, identity) }
         lines.replaceSubrange(range, with: kept)

@@ -7,33 +7,42 @@ import Glibc
 /// `access-groups.conf`. Resolved from `/proc/PID`, strongest first: the Flatpak app id in
 /// the process's `/.flatpak-info`, the snap from its cgroup, the systemd service from its
 /// cgroup, else the canonical path of its executable.
-struct CallerIdentity: Hashable, Sendable, CustomStringConvertible {
+package struct CallerIdentity: Hashable, Sendable, CustomStringConvertible {
     /// The kinds of identity, strongest first.
-    enum Kind: String, CaseIterable, Sendable {
+    package enum Kind: String, CaseIterable, Sendable {
         case flatpak, snap, unit, exe
     }
 
     /// What kind of name this is.
-    var kind: Kind
+    package var kind: Kind
     /// The app id, snap name, unit name or executable path.
-    var name: String
+    package var name: String
 
     /// `kind:name`.
-    var description: String { "\(kind.rawValue):\(name)" }
+    package var description: String { "\(kind.rawValue):\(name)" }
 
     /// Parses `kind:name`; nil when the kind is unknown or the name empty (or, for `exe`, not
     /// an absolute path).
-    init?(parsing text: String) {
+    ///
+    /// Only names that `access-groups.conf` can hold are accepted, so that a member written
+    /// to the file reads back as the same identity: no control characters or line breaks
+    /// (a newline would start a line of its own, such as another `member =`), and no
+    /// whitespace, except inside an executable's path (whitespace around it is trimmed).
+    package init?(parsing text: String) {
         guard let colon = text.firstIndex(of: ":"), let kind = Kind(rawValue: String(text[..<colon])) else { return nil }
         let name = String(text[text.index(after: colon)...])
-        guard !name.isEmpty, !name.contains(where: { $0.isWhitespace || $0.isNewline }) || kind == .exe,
+        let scalars = name.unicodeScalars
+        let unwritable = CharacterSet.controlCharacters.union(.newlines)
+        let spaces = CharacterSet.whitespacesAndNewlines
+        guard let first = scalars.first, let last = scalars.last, !scalars.contains(where: unwritable.contains),
+            kind == .exe ? !spaces.contains(first) && !spaces.contains(last) : !scalars.contains(where: spaces.contains),
             kind != .exe || name.hasPrefix("/")
         else { return nil }
         self.init(kind: kind, name: name)
     }
 
     /// An identity of this kind and name.
-    init(kind: Kind, name: String) {
+    package init(kind: Kind, name: String) {
         self.kind = kind
         self.name = name
     }

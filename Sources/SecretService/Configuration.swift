@@ -31,9 +31,9 @@ public struct Configuration: Equatable, Sendable {
     /// Parses the text of a configuration file.
     public static func parse(_ text: String, file: String) throws(ConfigurationError) -> Configuration {
         var configuration = Configuration()
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, rawLine) in text.lines.enumerated() {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)  // a CRLF line keeps its CR
             if trimmed.isEmpty { continue }
             let parts = trimmed.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, !parts[0].isEmpty else {

@@ -3,7 +3,8 @@
 /// Containers carry their element signatures so empty arrays and dictionaries keep their type.
 /// Every D-Bus type has a case, so any argument a client sends converts (a variant may hold
 /// anything, even where the daemon only looks for strings).
-indirect enum DBusValue: Equatable {
+package indirect enum DBusValue: Equatable {
+    /// `b`.
     case boolean(Bool)
     /// `y`.
     case byte(UInt8)
@@ -11,13 +12,19 @@ indirect enum DBusValue: Equatable {
     case int16(Int16)
     /// `q`.
     case uint16(UInt16)
+    /// `u`.
     case uint32(UInt32)
+    /// `i`.
     case int32(Int32)
+    /// `t`.
     case uint64(UInt64)
+    /// `x`.
     case int64(Int64)
     /// `d`.
     case double(Double)
+    /// `s`.
     case string(String)
+    /// `o`.
     case objectPath(String)
     /// `g`: a type signature.
     case signature(String)
@@ -35,9 +42,11 @@ indirect enum DBusValue: Equatable {
     case variant(DBusValue)
 
     /// One dictionary entry.
-    struct Entry: Equatable {
-        var key: DBusValue
-        var value: DBusValue
+    package struct Entry: Equatable {
+        /// The key.
+        package var key: DBusValue
+        /// The value.
+        package var value: DBusValue
     }
 
     /// The D-Bus type signature of this value.

@@ -1,11 +1,11 @@
 // org.freedesktop.Secret.Session
 
-import SecretStore
+package import SecretStore
 
 /// A client's transfer session: how secrets are encoded between it and the daemon.
-final class Session {
+package final class Session {
     /// The negotiated algorithm.
-    enum Algorithm {
+    package enum Algorithm {
         /// Secrets travel as they are.
         case plain
         /// `dh-ietf1024-sha256-aes128-cbc-pkcs7`: AES-128-CBC under a DH-derived key.
@@ -13,20 +13,22 @@ final class Session {
     }
 
     /// The unique bus name of the client that opened it; nobody else may use it.
-    let owner: String
-    let algorithm: Algorithm
+    package let owner: String
+    /// The algorithm, with its key.
+    package let algorithm: Algorithm
     /// When the client last used it, on the daemon's use clock (the least recently used session
     /// of a client at its limit is closed to make room).
     var lastUsed: UInt64 = 0
 
-    init(owner: String, algorithm: Algorithm) {
+    /// A session of `owner` with `algorithm`.
+    package init(owner: String, algorithm: Algorithm) {
         self.owner = owner
         self.algorithm = algorithm
     }
 
     /// Opens a session for `algorithm` with the client's `input`; returns it and the output
     /// to send back.
-    static func open(algorithm: String, input: DBusValue, owner: String) -> Result<(Session, DBusValue), SecretServiceError> {
+    package static func open(algorithm: String, input: DBusValue, owner: String) -> Result<(Session, DBusValue), SecretServiceError> {
         switch algorithm {
         case "plain":
             return .success((Session(owner: owner, algorithm: .plain), .variant(.string(""))))
@@ -45,7 +47,7 @@ final class Session {
     }
 
     /// Encodes a secret for this session as the `(oayays)` struct.
-    func encode(_ secret: SecureBytes, contentType: String, sessionPath: String) -> Result<DBusValue, SecretServiceError> {
+    package func encode(_ secret: SecureBytes, contentType: String, sessionPath: String) -> Result<DBusValue, SecretServiceError> {
         switch algorithm {
         case .plain:
             return .success(.tuple([.objectPath(sessionPath), .bytes([]), .bytes(secret.withBytes { Array($0) }), .string(contentType)]))
@@ -61,7 +63,7 @@ final class Session {
     }
 
     /// Decodes the value of a `(oayays)` struct sent in this session.
-    func decode(parameters: [UInt8], value: [UInt8]) -> Result<SecureBytes, SecretServiceError> {
+    package func decode(parameters: [UInt8], value: [UInt8]) -> Result<SecureBytes, SecretServiceError> {
         switch algorithm {
         case .plain:
             guard parameters.isEmpty else { return .failure(.invalidArgs("a plain session takes no secret parameters")) }

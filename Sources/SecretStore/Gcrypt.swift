@@ -44,7 +44,8 @@ public enum Gcrypt {
 
     // MARK: - Argon2id
 
-    /// Derives a 32-byte key from `password` and `salt` with Argon2id.
+    /// Derives a 32-byte key from `password` and `salt` with Argon2id; `.invalidInput` for
+    /// parameters that are not ``KDFParameters/isWithinLimits``.
     public static func argon2id(
         password: UnsafeRawBufferPointer, salt: [UInt8], parameters: KDFParameters
     ) throws(StoreError) -> SecureBytes {
@@ -57,6 +58,7 @@ public enum Gcrypt {
         password: UnsafeRawBufferPointer, salt: [UInt8], parameters: KDFParameters, secret: [UInt8],
         associatedData: [UInt8]
     ) throws(StoreError) -> SecureBytes {
+        guard parameters.isWithinLimits else { throw .invalidInput("Argon2id parameters are out of range") }
         initialize()
         var handle: gcry_kdf_hd_t?
         let costs: [UInt] = [UInt(keyLength), UInt(parameters.iterations), UInt(parameters.memoryKiB), UInt(parameters.lanes)]

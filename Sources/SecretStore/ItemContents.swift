@@ -28,7 +28,7 @@ public struct ItemContents: Sendable {
     // MARK: - Encoding (format 1: length-prefixed fields, big-endian UInt32 lengths)
 
     /// The plaintext that gets sealed, in secure memory.
-    func encoded() -> SecureBytes {
+    package func encoded() -> SecureBytes {
         let sortedAttributes = attributes.sorted { $0.key < $1.key }
         let texts = [label, contentType] + sortedAttributes.flatMap { [$0.key, $0.value] }
         let size = 4 + texts.reduce(0) { $0 + 4 + $1.utf8.count } + 4 + secret.count
@@ -67,7 +67,7 @@ public struct ItemContents: Sendable {
     }
 
     /// Parses what ``encoded()`` produced; `.corrupted` for anything malformed.
-    static func decode(_ plaintext: SecureBytes) throws(StoreError) -> ItemContents {
+    package static func decode(_ plaintext: SecureBytes) throws(StoreError) -> ItemContents {
         try plaintext.withBytes { (buffer: UnsafeRawBufferPointer) throws(StoreError) -> ItemContents in
             var offset = 0
             func number() throws(StoreError) -> Int {

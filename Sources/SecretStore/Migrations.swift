@@ -54,6 +54,7 @@ enum Migrations {
     /// program's SQLite file.
     static func check(_ database: Database) throws(StoreError) {
         let found = try database.userVersion
+        guard found >= 0 else { throw .corrupted("database schema version \(found) is impossible") }
         if found > currentVersion { throw .newerSchema(found: found, supported: currentVersion) }
         let present = Set(try database.rows("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap { $0.first?.text })
         if found == 0 ? !present.isEmpty : !tables.isSubset(of: present) {

@@ -4,7 +4,10 @@ internal import CSQLite
 import Foundation
 
 /// One SQLite connection, used from one thread at a time (the daemon's main loop).
-final class Database {
+///
+/// Package-visible only so that the fuzz targets can build rows (``Value``); its methods
+/// stay internal to the store.
+package final class Database {
     private let handle: OpaquePointer
 
     /// Opens (creating if needed) the database at `path`.
@@ -144,10 +147,15 @@ final class Database {
     }
 
     /// A column or parameter value.
-    enum Value: Equatable {
+    /// A column value as SQLite stores it.
+    package enum Value: Equatable {
+        /// SQL `NULL`.
         case null
+        /// An `INTEGER`.
         case integer(Int64)
+        /// A `TEXT`.
         case text(String)
+        /// A `BLOB`.
         case blob([UInt8])
 
         /// The integer, or nil.

@@ -120,7 +120,9 @@ public final class Store {
         guard let row = rows.first, let salt = row[0].blob, let iterations = row[1].integer,
             let memory = row[2].integer, let lanes = row[3].integer, let wrapped = row[4].blob
         else { throw .notFound }
-        let parameters = KDFParameters(iterations: Int(iterations), memoryKiB: Int(memory), lanes: Int(lanes))
+        guard let parameters = KDFParameters(
+            checkingIterations: Int(iterations), memoryKiB: Int(memory), lanes: Int(lanes))
+        else { throw .corrupted("the collection's key derivation parameters are out of range") }
         guard password.count > 0 else { throw .wrongPassword }
         let kek = try password.withBytes { (bytes) throws(StoreError) in
             try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
@@ -400,15 +402,20 @@ public final class Store {
 
     private static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970) }
 
-    private static func collection(_ row: [Database.Value]) -> CollectionRecord {
+    /// The record of a `SELECT id, name, label, created, modified, uuid FROM collections` row.
+    /// A time before 1970 (only a damaged or edited file holds one) reads as 1970.
+    package static func collection(_ row: [Database.Value]) -> CollectionRecord {
         CollectionRecord(
             id: row[0].integer ?? 0, name: row[1].text ?? "", label: row[2].text ?? "",
-            created: UInt64(row[3].integer ?? 0), modified: UInt64(row[4].integer ?? 0), uuid: row[5].blob ?? [])
+            created: UInt64(clamping: row[3].integer ?? 0), modified: UInt64(clamping: row[4].integer ?? 0),
+            uuid: row[5].blob ?? [])
     }
 
-    private static func item(_ row: [Database.Value]) -> ItemRecord {
+    /// The record of a `SELECT id, collection_id, created, modified, access_group FROM items` row.
+    /// A time before 1970 (only a damaged or edited file holds one) reads as 1970.
+    package static func item(_ row: [Database.Value]) -> ItemRecord {
         ItemRecord(
-            id: row[0].integer ?? 0, collectionID: row[1].integer ?? 0, created: UInt64(row[2].integer ?? 0),
-            modified: UInt64(row[3].integer ?? 0), accessGroup: row[4].text)
+            id: row[0].integer ?? 0, collectionID: row[1].integer ?? 0, created: UInt64(clamping: row[2].integer ?? 0),
+            modified: UInt64(clamping: row[3].integer ?? 0), accessGroup: row[4].text)
     }
 }

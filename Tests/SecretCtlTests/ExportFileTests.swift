@@ -36,6 +36,34 @@ import Testing
         }
     }
 
+    @Test("key parameters beyond the limits are refused before any work (found by fuzzing: 2 GiB from one bit)")
+    func hostileKeyParameters() throws {
+        let sealed = Array(try ExportFile.seal(items, passphrase: Data("p".utf8), parameters: .testing))
+        // iterations at 17, memory KiB at 21, lanes at 25 (big-endian UInt32s).
+        for (offset, value) in [(21, UInt32(0x0020_0040)), (21, UInt32(300 * 1024)), (17, UInt32(16)), (25, UInt32(17)), (21, UInt32(7))] {
+            var hostile = sealed
+            for index in 0..<4 { hostile[offset + index] = UInt8(truncatingIfNeeded: value >> (24 - 8 * index)) }
+            let started = Date()
+            #expect(throws: CommandLineError.self) { try ExportFile.open(Data(hostile), passphrase: Data("p".utf8)) }
+            do { _ = try ExportFile.open(Data(hostile), passphrase: Data("p".utf8)) } catch {
+                #expect(error.message.contains("key parameters are out of range"), "\(error)")
+            }
+            #expect(Date().timeIntervalSince(started) < 2)
+        }
+        #expect(throws: CommandLineError.self) {
+            try ExportFile.seal(items, passphrase: Data("p".utf8), parameters: KDFParameters(iterations: 1, memoryKiB: 1 << 20, lanes: 1))
+        }
+    }
+
+    @Test("CSV: a URL without a host, or with a port outside 1-65535, skips its row (found by fuzzing)")
+    func csvBadURLs() throws {
+        let text = "url,username,password\nhttps://:80/,u,p\nhttps://[]/,u,p\nhttps://h.example:99999/,u,p\nhttps://h.example:0/,u,p\n"
+            + "https://ok.example:8080/,u,p\n"
+        let (items, skipped) = try CSVImport.items(text)
+        #expect(skipped == 4)
+        #expect(items.map { $0.attributes["server"] } == ["ok.example"])
+    }
+
     @Test("CSV: quotes, commas, CRLF; rows become internet passwords")
     func csv() throws {
         let text = "name,url,username,password\r\n\"Bank, main\",https://bank.example:8443/login,alice,\"p\"\"w,1\"\r\nnohost,not a url,bob,x\n"

@@ -439,6 +439,33 @@ import Testing
         #expect(AccessPolicyFile.removing("exe:/x", from: "a", in: text) == "# top\n[group \"a\"]\n\n[group \"b\"]\n")
     }
 
+    @Test("CRLF files parse line by line, and an edit after a last line ending in CR stays a line (found by fuzzing)")
+    func crlfPolicy() throws {
+        let text = "# edited on Windows\r\n[group \"g\"]\r\nmember = exe:/bin/a\r\n\r\n[app \"unit:b.service\"]\r\ngroups = g\r"
+        let policy = try AccessPolicy.parse(text, file: "f")
+        #expect(policy.groups == [.init(name: "g", members: ["exe:/bin/a"], ask: false)] && policy.apps == ["unit:b.service": ["g"]])
+        #expect(throws: ConfigurationError(file: "f", line: 3, message: "ask takes yes or no")) {
+            try AccessPolicy.parse("[group \"g\"]\r\n\r\nask = maybe\r\n", file: "f")
+        }
+        // Before, "\r" + "\n" became one Character and swallowed the new member line.
+        let added = AccessPolicyFile.adding("exe:/bin/b", to: "h", in: "# last line\r")
+        #expect(try AccessPolicy.parse(added, file: "f").group("h")?.members == ["exe:/bin/b"])
+        let removed = AccessPolicyFile.removing("exe:/bin/a", from: "g", in: text)
+        #expect(try AccessPolicy.parse(removed, file: "f").group("g")?.members == [])
+    }
+
+    @Test("an identity must be writable as a member line: no line breaks or controls, no spaces around a path")
+    func identitiesThatTheFileCanHold() throws {
+        #expect(CallerIdentity(parsing: "exe:/opt/My Tool/bin/tool") == CallerIdentity(kind: .exe, name: "/opt/My Tool/bin/tool"))
+        // A newline would add lines of its own to access-groups.conf (found by fuzzing).
+        for text in ["exe:/bin/a\nmember = exe:/bin/evil", "exe:/bin/a\r", "exe:/bin/a ", "exe: /bin/a", "exe:/bin/\u{0}a",
+                     "exe:/bin/a\u{2028}", "unit:a b.service", "flatpak:org.example.App\t"] {
+            #expect(CallerIdentity(parsing: text) == nil, "\(text.debugDescription)")
+        }
+        let added = AccessPolicyFile.adding("exe:/opt/My Tool/bin/tool", to: "g", in: "")
+        #expect(try AccessPolicy.parse(added, file: "f").group("g")?.members == ["exe:/opt/My Tool/bin/tool"])
+    }
+
     /// Polls `condition` for up to 20 s.
     func waitUntil(_ condition: () -> Bool) -> Bool {
         for _ in 0..<200 {

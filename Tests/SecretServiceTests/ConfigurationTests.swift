@@ -14,6 +14,11 @@ import Testing
         #expect(try Configuration.parse(text, file: "f").lockAfterIdle == 600)
         #expect(try Configuration.parse("", file: "f") == Configuration())
         #expect(try Configuration.parse("pinentry = /usr/bin/pinentry-tty", file: "f").pinentry == "/usr/bin/pinentry-tty")
+        // CRLF line ends (one Character in Swift) end lines too.
+        #expect(try Configuration.parse("lock-after-idle = 60\r\npinentry = /usr/bin/pinentry-tty\r\n", file: "f").lockAfterIdle == 60)
+        #expect(throws: ConfigurationError(file: "f", line: 2, message: "unknown setting 'x'")) {
+            try Configuration.parse("\r\nx = 1\r\n", file: "f")
+        }
         #expect(throws: ConfigurationError(file: "f", line: 1, message: "pinentry takes an absolute path")) {
             try Configuration.parse("pinentry = pinentry-tty", file: "f")
         }

@@ -19,6 +19,22 @@ import Testing
         #expect(hex(key) == "0d640df58d78766c08c037a34a8b53c9d01ef0452d75b65eb52520e96b01e659")
     }
 
+    @Test("Argon2id refuses parameters beyond the limits (at most 10 passes, 256 MiB, 16 lanes)")
+    func argon2Limits() {
+        #expect(KDFParameters.standard.isWithinLimits && KDFParameters.testing.isWithinLimits)
+        for parameters in [
+            KDFParameters(iterations: 0, memoryKiB: 64, lanes: 1), KDFParameters(iterations: 11, memoryKiB: 64, lanes: 1),
+            KDFParameters(iterations: 1, memoryKiB: 256 * 1024 + 1, lanes: 1), KDFParameters(iterations: 1, memoryKiB: 64, lanes: 17),
+            KDFParameters(iterations: 1, memoryKiB: 31, lanes: 4), KDFParameters(iterations: 1, memoryKiB: -64, lanes: -1),
+        ] {
+            #expect(!parameters.isWithinLimits, "\(parameters)")
+            #expect(KDFParameters(checkingIterations: parameters.iterations, memoryKiB: parameters.memoryKiB, lanes: parameters.lanes) == nil)
+            #expect(throws: StoreError.invalidInput("Argon2id parameters are out of range")) {
+                try [UInt8(1)].withUnsafeBytes { try Gcrypt.argon2id(password: $0, salt: [UInt8](repeating: 2, count: 16), parameters: parameters) }
+            }
+        }
+    }
+
     @Test("AES-256-GCM matches NIST test case 14, and tampering is detected")
     func gcmVector() throws {
         let key = SecureBytes([UInt8](repeating: 0, count: 32))

@@ -173,6 +173,42 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(text(try store.readItem(grouped, in: reopened, key: unlocked).secret) == "grouped")
     }
 
+    @Test("a database with a negative schema version is refused, not migrated from step -1")
+    func negativeSchemaVersion() throws {
+        let (store, directory) = try makeStore()
+        try Database(path: store.databaseURL.path).execute("PRAGMA user_version = -1")
+        #expect(throws: StoreError.corrupted("database schema version -1 is impossible")) { try Store(directory: directory) }
+    }
+
+    @Test("stored key parameters beyond the limits refuse to unlock, at once")
+    func storedKeyParametersOutOfRange() throws {
+        let (store, _) = try makeStore()
+        let (login, _) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let database = try Database(path: store.databaseURL.path)
+        for update in ["kdf_memory_kib = 4194304", "kdf_iterations = 0", "kdf_lanes = -1", "kdf_iterations = 1000000"] {
+            try database.execute("UPDATE collections SET kdf_iterations = 1, kdf_memory_kib = 64, kdf_lanes = 1")
+            try database.execute("UPDATE collections SET \(update)")
+            #expect(throws: StoreError.corrupted("the collection's key derivation parameters are out of range")) {
+                try store.unlock(login, password: password)
+            }
+        }
+        #expect(throws: StoreError.self) {
+            try store.createCollection(name: "huge", label: "Huge", password: password,
+                                       parameters: KDFParameters(iterations: 11, memoryKiB: 64, lanes: 1))
+        }
+    }
+
+    @Test("a time before 1970 in a row reads as 1970 (found by fuzzing: it trapped)")
+    func negativeTimes() throws {
+        let (store, _) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let item = try store.createItem(in: login, key: key, contents: contents("l", ["a": "b"], "v"))
+        try Database(path: store.databaseURL.path).execute("UPDATE items SET created = -5, modified = -1; UPDATE collections SET created = -9")
+        #expect(try store.item(id: item.id)?.created == 0)
+        #expect(try store.item(id: item.id)?.modified == 0)
+        #expect(try store.collection(named: "login")?.created == 0)
+    }
+
     @Test("a database from a newer schema version is refused, untouched")
     func newerSchema() throws {
         let (store, directory) = try makeStore()
