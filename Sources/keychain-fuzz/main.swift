@@ -9,6 +9,15 @@
 import Foundation
 
 let arguments = CommandLine.arguments
+#if KEYCHAIN_FUZZING
+// libFuzzer starts this program again for -merge, -fork and -minimize_crash, with its own
+// options only: FuzzDriver names the target in the environment for those runs.
+if let name = ProcessInfo.processInfo.environment[FuzzDriver.targetVariable], let target = FuzzTarget.named(name),
+    arguments.count < 2 || FuzzTarget.named(arguments[1]) == nil
+{
+    exit(FuzzDriver.run(target, options: Array(arguments.dropFirst())))
+}
+#endif
 if arguments.count == 2, arguments[1] == "--list" {
     for target in FuzzTarget.all { print("\(target.name)\t\(target.maximumLength)\t\(target.summary)") }
     exit(0)
@@ -31,7 +40,7 @@ if arguments.count == 4, arguments[2] == "--write-seeds" {
 }
 
 #if KEYCHAIN_FUZZING
-exit(FuzzDriver.run(target))
+exit(FuzzDriver.run(target, options: Array(arguments.dropFirst(2))))
 #else
 exit(Replay.run(target, paths: Array(arguments.dropFirst(2))))
 #endif
