@@ -25,21 +25,51 @@ public struct ItemContents: Sendable {
         self.contentType = contentType
     }
 
-    // MARK: - Encoding (format 1: length-prefixed fields, big-endian UInt32 lengths)
+    // MARK: - Encoding
+    //
+    // Format 2 (written): a 0x02 byte, then label, content type, the attribute count, each
+    // attribute's name and value (sorted by name), and the secret; every text and the secret
+    // is preceded by its length, and lengths and the count are LEB128 varints.
+    // Format 1 (still read): the same fields with big-endian UInt32 lengths and count. Its first
+    // byte is the top byte of the label's length, which is 0 for any label under 16 MiB.
+
+    /// Which layout ``encoded(format:)`` writes.
+    package enum Format: UInt8, Sendable {
+        /// UInt32 lengths; written by schema versions 1 and 2.
+        case fixedLengths = 1
+        /// Varint lengths after a format byte: 20 to 30 bytes smaller per item.
+        case varintLengths = 2
+    }
 
     /// The plaintext that gets sealed, in secure memory.
-    package func encoded() -> SecureBytes {
+    package func encoded(format: Format = .varintLengths) -> SecureBytes {
         let sortedAttributes = attributes.sorted { $0.key < $1.key }
         let texts = [label, contentType] + sortedAttributes.flatMap { [$0.key, $0.value] }
-        let size = 4 + texts.reduce(0) { $0 + 4 + $1.utf8.count } + 4 + secret.count
+        func size(of number: Int) -> Int {
+            format == .fixedLengths ? 4 : Self.varintSize(number)
+        }
+        let header = format == .fixedLengths ? 0 : 1
+        let size = header + size(of: sortedAttributes.count) + texts.reduce(0) { $0 + size(of: $1.utf8.count) + $1.utf8.count }
+            + size(of: secret.count) + secret.count
         let output = SecureBytes(count: size)
         output.withMutableBytes { buffer in
             var offset = 0
             func put(_ value: Int) {
-                for shift in stride(from: 24, through: 0, by: -8) {
-                    buffer[offset] = UInt8(truncatingIfNeeded: value >> shift)
-                    offset += 1
+                if format == .fixedLengths {
+                    for shift in stride(from: 24, through: 0, by: -8) {
+                        buffer[offset] = UInt8(truncatingIfNeeded: value >> shift)
+                        offset += 1
+                    }
+                    return
                 }
+                var rest = UInt(value)
+                while rest >= 0x80 {
+                    buffer[offset] = UInt8(truncatingIfNeeded: rest) | 0x80
+                    offset += 1
+                    rest >>= 7
+                }
+                buffer[offset] = UInt8(rest)
+                offset += 1
             }
             func put(_ text: String) {
                 put(text.utf8.count)
@@ -47,6 +77,10 @@ public struct ItemContents: Sendable {
                     buffer[offset] = byte
                     offset += 1
                 }
+            }
+            if format == .varintLengths {
+                buffer[offset] = format.rawValue
+                offset += 1
             }
             put(label)
             put(contentType)
@@ -66,22 +100,54 @@ public struct ItemContents: Sendable {
         return output
     }
 
-    /// Parses what ``encoded()`` produced; `.corrupted` for anything malformed.
+    /// Bytes a LEB128 varint of `number` takes.
+    private static func varintSize(_ number: Int) -> Int {
+        var size = 1
+        var rest = UInt(number) >> 7
+        while rest > 0 {
+            size += 1
+            rest >>= 7
+        }
+        return size
+    }
+
+    /// Parses what ``encoded(format:)`` produced, in either format; `.corrupted` for anything
+    /// malformed.
     package static func decode(_ plaintext: SecureBytes) throws(StoreError) -> ItemContents {
         try plaintext.withBytes { (buffer: UnsafeRawBufferPointer) throws(StoreError) -> ItemContents in
+            guard let first = buffer.first else { throw .corrupted("item is truncated") }
+            let format: Format
             var offset = 0
+            switch first {
+            case 0: format = .fixedLengths
+            case Format.varintLengths.rawValue:
+                format = .varintLengths
+                offset = 1
+            default: throw .corrupted("item format \(first) is unknown")
+            }
             func number() throws(StoreError) -> Int {
-                guard offset + 4 <= buffer.count else { throw .corrupted("item is truncated") }
                 var value = 0
-                for _ in 0..<4 {
-                    value = value << 8 | Int(buffer[offset])
-                    offset += 1
+                if format == .fixedLengths {
+                    guard offset + 4 <= buffer.count else { throw .corrupted("item is truncated") }
+                    for _ in 0..<4 {
+                        value = value << 8 | Int(buffer[offset])
+                        offset += 1
+                    }
+                    return value
                 }
-                return value
+                // At most 5 groups of 7 bits: lengths are below 2^32, as in format 1.
+                for shift in stride(from: 0, through: 28, by: 7) {
+                    guard offset < buffer.count else { throw .corrupted("item is truncated") }
+                    let byte = buffer[offset]
+                    offset += 1
+                    value |= Int(byte & 0x7f) << shift
+                    if byte & 0x80 == 0 { return value }
+                }
+                throw .corrupted("item length is too long")
             }
             func length() throws(StoreError) -> Int {
                 let value = try number()
-                guard offset + value <= buffer.count else { throw .corrupted("item is truncated") }
+                guard value <= buffer.count - offset else { throw .corrupted("item is truncated") }
                 return value
             }
             func text() throws(StoreError) -> String {
@@ -95,7 +161,10 @@ public struct ItemContents: Sendable {
             let label = try text()
             let contentType = try text()
             let count = try number()
-            guard count <= buffer.count / 8 else { throw .corrupted("item attribute count is impossible") }
+            // Each attribute takes at least two length bytes (eight in format 1).
+            guard count <= buffer.count / (format == .fixedLengths ? 8 : 2) else {
+                throw .corrupted("item attribute count is impossible")
+            }
             var attributes: [String: String] = [:]
             for _ in 0..<count {
                 let name = try text()

@@ -1,7 +1,14 @@
 /// The schema, as an ordered list of migrations; `PRAGMA user_version` records how many ran.
 enum Migrations {
+    /// One upgrade by one version: SQL, or code for what SQL cannot say.
+    enum Step: Sendable {
+        case sql(String)
+        case code(@Sendable (Database) throws(StoreError) -> Void)
+    }
+
     /// Each entry upgrades the schema by one version; never edit one that has shipped.
-    static let steps: [String] = [
+    static let steps: [Step] = [
+        .sql(
         // 1: collections with wrapped keys, aliases, sealed items, hashed attribute index.
         """
         CREATE TABLE collections (
@@ -35,20 +42,47 @@ enum Migrations {
             PRIMARY KEY (item_id, hash)
         ) WITHOUT ROWID;
         CREATE INDEX attribute_hashes_by_hash ON attribute_hashes(hash);
-        """,
+        """),
         // 2: each item's access group in the clear, so secretd can enforce it while locked.
         // Items from version 1 get theirs when their collection is next unlocked.
-        """
+        .sql("""
         ALTER TABLE items ADD COLUMN access_group TEXT;
         CREATE INDEX items_by_access_group ON items(access_group);
-        """,
+        """),
+        // 3: a search index a third the size. Each attribute is indexed by the first 8 bytes of
+        // its hash, in one table keyed (hash, item); each item lists its own keys, which a write
+        // or delete removes. items_by_collection goes: nearly every item is in one collection.
+        .code(shrinkAttributeIndex),
     ]
+
+    private static func shrinkAttributeIndex(_ database: Database) throws(StoreError) {
+        try database.execute("""
+            CREATE TABLE attribute_index (
+                hash BLOB NOT NULL,
+                item_id INTEGER NOT NULL,
+                PRIMARY KEY (hash, item_id)
+            ) WITHOUT ROWID;
+            ALTER TABLE items ADD COLUMN attribute_keys BLOB NOT NULL DEFAULT x'';
+            INSERT OR IGNORE INTO attribute_index (hash, item_id) SELECT substr(hash, 1, 8), item_id FROM attribute_hashes;
+            """)
+        var keys: [Int64: [UInt8]] = [:]
+        for row in try database.rows("SELECT item_id, substr(hash, 1, 8) FROM attribute_hashes ORDER BY item_id, hash") {
+            guard let id = row[0].integer, let key = row[1].blob else { continue }
+            keys[id, default: []] += key
+        }
+        for (id, itemKeys) in keys {
+            try database.run("UPDATE items SET attribute_keys = ? WHERE id = ?", [.blob(itemKeys), .integer(id)])
+        }
+        try database.execute("DROP TABLE attribute_hashes; DROP INDEX items_by_collection")
+    }
 
     /// The schema version this build writes.
     static var currentVersion: Int { steps.count }
 
-    /// The tables every version writes; a file at version 1 or later without them is not ours.
-    static let tables: Set<String> = ["collections", "aliases", "items", "attribute_hashes"]
+    /// The tables a file at `version` (1 or later) has; one without them is not ours.
+    static func tables(at version: Int) -> Set<String> {
+        ["collections", "aliases", "items", version < 3 ? "attribute_hashes" : "attribute_index"]
+    }
 
     /// Refuses, before anything is written to it, a database from a newer build and another
     /// program's SQLite file.
@@ -57,7 +91,7 @@ enum Migrations {
         guard found >= 0 else { throw .corrupted("database schema version \(found) is impossible") }
         if found > currentVersion { throw .newerSchema(found: found, supported: currentVersion) }
         let present = Set(try database.rows("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap { $0.first?.text })
-        if found == 0 ? !present.isEmpty : !tables.isSubset(of: present) {
+        if found == 0 ? !present.isEmpty : !tables(at: found).isSubset(of: present) {
             throw .corrupted("the file is another program's SQLite database, not secretd's")
         }
     }
@@ -68,9 +102,14 @@ enum Migrations {
         let found = try database.userVersion
         for version in found..<currentVersion {
             try database.transaction { () throws(StoreError) in
-                try database.execute(steps[version])
+                switch steps[version] {
+                case .sql(let sql): try database.execute(sql)
+                case .code(let step): try step(database)
+                }
                 try database.execute("PRAGMA user_version = \(version + 1)")
             }
         }
+        // Give back the pages of the version 2 index (two thirds of a large file) at once.
+        if found > 0 && found < 3 { try database.execute("VACUUM") }
     }
 }

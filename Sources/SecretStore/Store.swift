@@ -164,9 +164,14 @@ public final class Store {
             [.text(label), .integer(Int64(Self.now())), .integer(collection.id)])
     }
 
-    /// Deletes a collection with its items and aliases.
+    /// Deletes a collection with its items, their index entries and its aliases.
     public func deleteCollection(_ collection: CollectionRecord) throws(StoreError) {
-        try database.run("DELETE FROM collections WHERE id = ?", [.integer(collection.id)])
+        try database.transaction { () throws(StoreError) in
+            try database.run(
+                "DELETE FROM attribute_index WHERE item_id IN (SELECT id FROM items WHERE collection_id = ?)",
+                [.integer(collection.id)])
+            try database.run("DELETE FROM collections WHERE id = ?", [.integer(collection.id)])
+        }
     }
 
     // MARK: - Aliases
@@ -223,18 +228,18 @@ public final class Store {
     {
         var attributes = attributes
         let group = attributes.removeValue(forKey: ItemContents.accessGroupAttribute)
-        let hashes = attributes.map { Self.attributeHash(name: $0.key, value: $0.value) }
+        let keys = attributes.map { Self.attributeKey(name: $0.key, value: $0.value) }
         var values: [Database.Value] = []
         var sql: String
-        if let driver = try leastCommon(hashes) {
+        if let driver = try leastCommon(keys) {
             sql = """
-                SELECT i.id, i.collection_id, i.created, i.modified, i.access_group FROM attribute_hashes d
+                SELECT i.id, i.collection_id, i.created, i.modified, i.access_group FROM attribute_index d
                 CROSS JOIN items i ON i.id = d.item_id WHERE d.hash = ?
                 """
             values.append(.blob(driver))
-            for hash in hashes where hash != driver {
-                sql += " AND EXISTS (SELECT 1 FROM attribute_hashes x WHERE x.item_id = d.item_id AND x.hash = ?)"
-                values.append(.blob(hash))
+            for key in keys where key != driver {
+                sql += " AND EXISTS (SELECT 1 FROM attribute_index x WHERE x.hash = ? AND x.item_id = d.item_id)"
+                values.append(.blob(key))
             }
         } else {
             sql = "SELECT i.id, i.collection_id, i.created, i.modified, i.access_group FROM items i WHERE 1"
@@ -254,8 +259,8 @@ public final class Store {
     /// How many index entries per attribute ``search(_:in:)`` counts, at most, to pick its driver.
     static let selectivityProbeLimit = 1000
 
-    /// The hash with the fewest index entries, or nil for none. Counting is adaptive: every
-    /// hash is counted up to 2 entries first, and only if none has at most 1 are the rest
+    /// The key with the fewest index entries, or nil for none. Counting is adaptive: every
+    /// key is counted up to 2 entries first, and only if none has at most 1 are the rest
     /// counted further (to 32, then to ``selectivityProbeLimit``). The usual lookup,
     /// `service=S, account=A`, so reads a handful of index entries even when S has thousands.
     private func leastCommon(_ hashes: [[UInt8]]) throws(StoreError) -> [UInt8]? {
@@ -266,7 +271,7 @@ public final class Store {
             var counted: [(hash: [UInt8], count: Int64)] = []
             for hash in candidates {
                 let rows = try database.rows(
-                    "SELECT count(*) FROM (SELECT 1 FROM attribute_hashes WHERE hash = ? LIMIT ?)",
+                    "SELECT count(*) FROM (SELECT 1 FROM attribute_index WHERE hash = ? LIMIT ?)",
                     [.blob(hash), .integer(Int64(limit))])
                 let count = rows.first?.first?.integer ?? 0
                 if count <= 1 { return hash }  // at most one item to check: the cheapest possible driver
@@ -299,7 +304,7 @@ public final class Store {
             let record = ItemRecord(
                 id: database.lastInsertID, collectionID: collection.id, created: now, modified: now,
                 accessGroup: contents.accessGroup)
-            try write(record, in: collection, key: key, contents: contents, modified: now)
+            try write(record, in: collection, key: key, contents: contents, modified: now, replacing: false)
             return record
         }
     }
@@ -348,28 +353,43 @@ public final class Store {
         return pending.count
     }
 
-    /// Deletes an item (its attribute hashes go with it).
+    /// Deletes an item with its index entries.
     public func deleteItem(_ item: ItemRecord) throws(StoreError) {
         try database.transaction { () throws(StoreError) in
+            try removeIndexEntries(of: item.id)
             try database.run("DELETE FROM items WHERE id = ?", [.integer(item.id)])
         }
     }
 
     // MARK: - Internals
 
+    /// Seals `contents` into the item's row and indexes its attributes; `replacing` removes the
+    /// index entries of what it held before.
     private func write(
-        _ item: ItemRecord, in collection: CollectionRecord, key: SecureBytes, contents: ItemContents, modified: UInt64
+        _ item: ItemRecord, in collection: CollectionRecord, key: SecureBytes, contents: ItemContents, modified: UInt64,
+        replacing: Bool = true
     ) throws(StoreError) {
         let plaintext = contents.encoded()
         let sealed = try plaintext.withBytes { (bytes) throws(StoreError) in
             try Gcrypt.seal(bytes, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
         }
-        try database.run("UPDATE items SET sealed = ?, modified = ?, access_group = ? WHERE id = ?",
-                         [.blob(sealed), .integer(Int64(modified)), .text(contents.accessGroup), .integer(item.id)])
-        try database.run("DELETE FROM attribute_hashes WHERE item_id = ?", [.integer(item.id)])
-        for (name, value) in contents.attributes {
-            try database.run("INSERT OR IGNORE INTO attribute_hashes (item_id, hash) VALUES (?, ?)",
-                             [.integer(item.id), .blob(Self.attributeHash(name: name, value: value))])
+        if replacing { try removeIndexEntries(of: item.id) }
+        let keys = contents.attributes.map { Self.attributeKey(name: $0.key, value: $0.value) }
+        try database.run("UPDATE items SET sealed = ?, modified = ?, access_group = ?, attribute_keys = ? WHERE id = ?",
+                         [.blob(sealed), .integer(Int64(modified)), .text(contents.accessGroup), .blob(keys.flatMap { $0 }),
+                          .integer(item.id)])
+        for key in keys {
+            try database.run("INSERT OR IGNORE INTO attribute_index (hash, item_id) VALUES (?, ?)", [.blob(key), .integer(item.id)])
+        }
+    }
+
+    /// Removes the index entries an item's `attribute_keys` lists.
+    private func removeIndexEntries(of id: Int64) throws(StoreError) {
+        let rows = try database.rows("SELECT attribute_keys FROM items WHERE id = ?", [.integer(id)])
+        guard let keys = rows.first?.first?.blob, !keys.isEmpty else { return }
+        for start in stride(from: 0, to: keys.count, by: Self.attributeKeySize) {
+            let key = Array(keys[start..<min(start + Self.attributeKeySize, keys.count)])
+            try database.run("DELETE FROM attribute_index WHERE hash = ? AND item_id = ?", [.blob(key), .integer(id)])
         }
     }
 
@@ -385,7 +405,17 @@ public final class Store {
         }
     }
 
-    /// The index entry for one attribute: SHA-256 over a domain label, the name and the value.
+    /// Bytes of an index key: 64 bits make an accidental match between two of a user's
+    /// attributes about as likely as a disk error.
+    static let attributeKeySize = 8
+
+    /// The index key of one attribute: the first 8 bytes of SHA-256 over a domain label, the
+    /// name and the value (schema version 2 kept all 32; version 3 keeps their prefix).
+    static func attributeKey(name: String, value: String) -> [UInt8] {
+        Array(attributeHash(name: name, value: value).prefix(attributeKeySize))
+    }
+
+    /// The full hash an ``attributeKey(name:value:)`` is cut from (what schema version 2 stored).
     static func attributeHash(name: String, value: String) -> [UInt8] {
         Gcrypt.sha256(Array("secretd-attribute-v1\u{0}".utf8) + Array(name.utf8) + [0] + Array(value.utf8))
     }

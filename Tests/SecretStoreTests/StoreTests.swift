@@ -99,6 +99,10 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(try store.search(["service": "mail"], in: login).isEmpty)
         try store.deleteCollection(other)
         #expect(try store.search(["service": "mail"]).isEmpty)
+        // Updates, deletes and the collection's delete leave no index entry behind.
+        let database = try Database(path: store.databaseURL.path)
+        #expect(try database.rows("SELECT hash FROM attribute_index WHERE item_id = ?", [.integer(a.id)]).count == 1)
+        #expect(try database.rows("SELECT 1 FROM attribute_index WHERE item_id NOT IN (SELECT id FROM items)").isEmpty)
     }
 
     @Test("search picks the rare attribute to drive the query and still matches exactly")
@@ -149,21 +153,52 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(throws: StoreError.corrupted("authentication failed")) { try store.readItem(first, in: login, key: key) }
     }
 
-    @Test("a version 1 database gains the access group column; items get theirs at the next unlock")
-    func migrationToVersion2() throws {
-        var (store, directory) = try makeStore()
-        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
-        let grouped = try store.createItem(in: login, key: key, contents: contents(
-            "g", ["service": "s", "keychain:access-group": "com.example.g"], "grouped"))
-        let plain = try store.createItem(in: login, key: key, contents: contents("p", ["service": "s"], "plain"))
-        #expect(grouped.accessGroup == "com.example.g" && plain.accessGroup == "default")
-        // Turn the file back into what version 1 wrote: no access_group column.
+    /// Turns the store's current file back into what schema `version` (1 or 2) wrote: items
+    /// sealed in format 1, full 32-byte attribute hashes in a table of their own with two
+    /// indexes, and for version 1 no access group column.
+    func downgrade(_ store: Store, to version: Int, _ items: [(Store.ItemRecord, ItemContents)],
+                   in collection: Store.CollectionRecord, key: SecureBytes) throws {
         let database = try Database(path: store.databaseURL.path)
         try database.execute("""
-            DROP INDEX items_by_access_group; ALTER TABLE items DROP COLUMN access_group; PRAGMA user_version = 1
+            DROP TABLE attribute_index;
+            ALTER TABLE items DROP COLUMN attribute_keys;
+            CREATE INDEX items_by_collection ON items(collection_id);
+            CREATE TABLE attribute_hashes (
+                item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+                hash BLOB NOT NULL,
+                PRIMARY KEY (item_id, hash)
+            ) WITHOUT ROWID;
+            CREATE INDEX attribute_hashes_by_hash ON attribute_hashes(hash);
             """)
+        for (item, contents) in items {
+            let sealed = try contents.encoded(format: .fixedLengths).withBytes { (bytes) throws(StoreError) in
+                try Gcrypt.seal(bytes, key: key, associatedData: Store.itemAssociatedData(collection.uuid, item.id))
+            }
+            try database.run("UPDATE items SET sealed = ? WHERE id = ?", [.blob(sealed), .integer(item.id)])
+            for (name, value) in contents.attributes {
+                try database.run("INSERT INTO attribute_hashes (item_id, hash) VALUES (?, ?)",
+                                 [.integer(item.id), .blob(Store.attributeHash(name: name, value: value))])
+            }
+        }
+        if version == 1 {
+            try database.execute("DROP INDEX items_by_access_group; ALTER TABLE items DROP COLUMN access_group")
+        }
+        try database.execute("PRAGMA user_version = \(version)")
+    }
+
+    @Test("a version 1 database gains the access group column; items get theirs at the next unlock")
+    func migrationFromVersion1() throws {
+        var (store, directory) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let groupedContents = contents("g", ["service": "s", "keychain:access-group": "com.example.g"], "grouped")
+        let plainContents = contents("p", ["service": "s"], "plain")
+        let grouped = try store.createItem(in: login, key: key, contents: groupedContents)
+        let plain = try store.createItem(in: login, key: key, contents: plainContents)
+        #expect(grouped.accessGroup == "com.example.g" && plain.accessGroup == "default")
+        try downgrade(store, to: 1, [(grouped, groupedContents), (plain, plainContents)], in: login, key: key)
         (store, _) = (try Store(directory: directory), directory)
-        #expect(try database.userVersion == 2)
+        let database = try Database(path: store.databaseURL.path)
+        #expect(try database.userVersion == Migrations.currentVersion)
         #expect(try store.search(["service": "s"]).map(\.accessGroup) == [nil, nil])  // unknown while locked
         let reopened = try #require(try store.collection(named: "login"))
         let unlocked = try store.unlock(reopened, password: password)
@@ -171,6 +206,69 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(try store.search(["keychain:access-group": "com.example.g"]).map(\.id) == [grouped.id])
         #expect(try store.search(["keychain:access-group": "default"]).map(\.id) == [plain.id])
         #expect(text(try store.readItem(grouped, in: reopened, key: unlocked).secret) == "grouped")
+    }
+
+    @Test("a version 2 database moves to the smaller index: searches, updates and deletes keep working")
+    func migrationFromVersion2() throws {
+        var (store, directory) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        var items: [(Store.ItemRecord, ItemContents)] = []
+        for index in 0..<300 {
+            let itemContents = contents("l\(index)", ["service": index < 200 ? "mail" : "web", "account": "a\(index)"], "s\(index)")
+            items.append((try store.createItem(in: login, key: key, contents: itemContents), itemContents))
+        }
+        try downgrade(store, to: 2, items, in: login, key: key)
+        let old = try Database(path: store.databaseURL.path)
+        try old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        let sizeBefore = try FileManager.default.attributesOfItem(atPath: store.databaseURL.path)[.size] as? Int ?? 0
+        (store, _) = (try Store(directory: directory), directory)
+        let database = try Database(path: store.databaseURL.path)
+        #expect(try database.userVersion == 3)
+        let tables = Set(try database.rows("SELECT name FROM sqlite_master").compactMap { $0.first?.text })
+        #expect(!tables.contains("attribute_hashes") && !tables.contains("items_by_collection"))
+        #expect(try database.rows("PRAGMA freelist_count").first?.first?.integer == 0)  // vacuumed
+        try database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        let sizeAfter = try FileManager.default.attributesOfItem(atPath: store.databaseURL.path)[.size] as? Int ?? 0
+        #expect(sizeAfter < sizeBefore)
+
+        // Locked search, through the migrated index.
+        #expect(try store.search(["service": "mail"]).count == 200)
+        #expect(try store.search(["service": "web", "account": "a250"]).map(\.id) == [items[250].0.id])
+        #expect(try store.search(["service": "mail", "account": "a250"]).isEmpty)
+        // Format 1 items still open; a write seals in format 2 and moves the index entries.
+        let reopened = try #require(try store.collection(named: "login"))
+        let unlocked = try store.unlock(reopened, password: password)
+        #expect(text(try store.readItem(items[7].0, in: reopened, key: unlocked).secret) == "s7")
+        _ = try store.updateItem(items[7].0, in: reopened, key: unlocked, contents: contents("l7", ["service": "web"], "new"))
+        #expect(try store.search(["account": "a7"]).isEmpty)
+        #expect(try store.search(["service": "mail"]).count == 199)
+        #expect(text(try store.readItem(items[7].0, in: reopened, key: unlocked).secret) == "new")
+        try store.deleteItem(items[8].0)
+        #expect(try store.search(["account": "a8"]).isEmpty)
+        #expect(try database.rows("SELECT 1 FROM attribute_index WHERE item_id = ?", [.integer(items[8].0.id)]).isEmpty)
+        #expect(try database.rows("SELECT count(*) FROM attribute_index").first?.first?.integer == 2 * 298 + 1)
+    }
+
+    @Test("item contents decode from both formats; the current one is smaller; bad ones are refused")
+    func contentsFormats() throws {
+        let original = ItemContents(label: "Lábel", attributes: ["service": "s", "account": "ä"],
+                                    secret: SecureBytes([0, 1, 2, 255]), contentType: "application/octet-stream")
+        let fixed = original.encoded(format: .fixedLengths)
+        let varint = original.encoded()
+        #expect(varint.count + 23 == fixed.count)  // 7 lengths and the count: 4 bytes each against 1, plus the format byte
+        for encoded in [fixed, varint] {
+            let decoded = try ItemContents.decode(encoded)
+            #expect(decoded.label == original.label && decoded.attributes == original.attributes)
+            #expect(decoded.contentType == original.contentType && decoded.secret.constantTimeEquals(original.secret))
+        }
+        let long = ItemContents(label: String(repeating: "x", count: 70_000), attributes: [:], secret: SecureBytes([]), contentType: "")
+        #expect(try ItemContents.decode(long.encoded()).label.utf8.count == 70_000)
+        #expect(throws: StoreError.corrupted("item format 7 is unknown")) { try ItemContents.decode(SecureBytes([7, 0])) }
+        #expect(throws: StoreError.corrupted("item length is too long")) {
+            try ItemContents.decode(SecureBytes([2, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]))
+        }
+        #expect(throws: StoreError.corrupted("item is truncated")) { try ItemContents.decode(SecureBytes([2, 5, 0x61])) }
+        #expect(throws: StoreError.corrupted("item is truncated")) { try ItemContents.decode(SecureBytes([])) }
     }
 
     @Test("a database with a negative schema version is refused, not migrated from step -1")
