@@ -53,7 +53,12 @@ public final class Store {
 
     /// Commits the grouped writes; on failure they are rolled back and the error thrown.
     public func commitPending() throws(StoreError) {
-        try database.commitPending()
+        do {
+            try database.commitPending()
+        } catch {
+            forgetCollections()
+            throw error
+        }
     }
 
     // MARK: - Collections
@@ -74,16 +79,29 @@ public final class Store {
         var uuid: [UInt8]
     }
 
+    /// Collections and aliases as last read. Nearly every call names one, so they are kept
+    /// rather than read per call; every write to either table forgets them, and so does a
+    /// failed group commit (its writes were rolled back). secretd is the file's only writer.
+    private var cachedCollections: [CollectionRecord]?
+    private var cachedAliases: [String: String]?
+
+    private func forgetCollections() {
+        cachedCollections = nil
+        cachedAliases = nil
+    }
+
     /// Every collection, by name.
     public func collections() throws(StoreError) -> [CollectionRecord] {
-        try database.rows("SELECT id, name, label, created, modified, uuid FROM collections ORDER BY name")
+        if let cachedCollections { return cachedCollections }
+        let found = try database.rows("SELECT id, name, label, created, modified, uuid FROM collections ORDER BY name")
             .map(Self.collection)
+        cachedCollections = found
+        return found
     }
 
     /// The collection called `name`, if any.
     public func collection(named name: String) throws(StoreError) -> CollectionRecord? {
-        try database.rows("SELECT id, name, label, created, modified, uuid FROM collections WHERE name = ?", [.text(name)])
-            .first.map(Self.collection)
+        try collections().first { $0.name == name }
     }
 
     /// Creates a collection whose fresh random master key is wrapped by `password`; returns it
@@ -98,6 +116,7 @@ public final class Store {
         let salt = Gcrypt.randomBytes(count: 16)
         let wrapped = try wrap(masterKey, password: password, salt: salt, parameters: parameters, uuid: uuid)
         let now = Self.now()
+        forgetCollections()
         try database.run(
             """
             INSERT INTO collections (name, uuid, label, created, modified, kdf_salt, kdf_iterations,
@@ -148,6 +167,7 @@ public final class Store {
         let masterKey = try unlock(collection, password: oldPassword)
         let salt = Gcrypt.randomBytes(count: 16)
         let wrapped = try wrap(masterKey, password: newPassword, salt: salt, parameters: parameters, uuid: collection.uuid)
+        forgetCollections()
         try database.run(
             """
             UPDATE collections SET kdf_salt = ?, kdf_iterations = ?, kdf_memory_kib = ?, kdf_lanes = ?,
@@ -159,6 +179,7 @@ public final class Store {
 
     /// Changes a collection's label.
     public func setLabel(_ label: String, of collection: CollectionRecord) throws(StoreError) {
+        forgetCollections()
         try database.run(
             "UPDATE collections SET label = ?, modified = ? WHERE id = ?",
             [.text(label), .integer(Int64(Self.now())), .integer(collection.id)])
@@ -166,6 +187,7 @@ public final class Store {
 
     /// Deletes a collection with its items, their index entries and its aliases.
     public func deleteCollection(_ collection: CollectionRecord) throws(StoreError) {
+        forgetCollections()
         try database.transaction { () throws(StoreError) in
             try database.run(
                 "DELETE FROM attribute_index WHERE item_id IN (SELECT id FROM items WHERE collection_id = ?)",
@@ -178,17 +200,20 @@ public final class Store {
 
     /// Every alias and the name of the collection it points at.
     public func aliases() throws(StoreError) -> [String: String] {
+        if let cachedAliases { return cachedAliases }
         var result: [String: String] = [:]
         for row in try database.rows(
             "SELECT aliases.alias, collections.name FROM aliases JOIN collections ON collections.id = aliases.collection_id")
         {
             if let alias = row[0].text, let name = row[1].text { result[alias] = name }
         }
+        cachedAliases = result
         return result
     }
 
     /// Points `alias` at `collection`, or removes it when `collection` is nil.
     public func setAlias(_ alias: String, to collection: CollectionRecord?) throws(StoreError) {
+        forgetCollections()
         if let collection {
             try database.run(
                 "INSERT OR REPLACE INTO aliases (alias, collection_id) VALUES (?, ?)", [.text(alias), .integer(collection.id)])

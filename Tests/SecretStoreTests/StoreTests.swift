@@ -350,6 +350,23 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         }
     }
 
+    @Test("collections and aliases, which the store keeps in memory, are current after every write")
+    func collectionsStayCurrent() throws {
+        let (store, _) = try makeStore()
+        #expect(try store.collections().isEmpty && store.aliases().isEmpty)
+        let (login, _) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        #expect(try store.collections().map(\.label) == ["Login"])
+        try store.setLabel("Mine", of: login)
+        #expect(try store.collection(named: "login")?.label == "Mine")
+        try store.setAlias("default", to: login)
+        #expect(try store.aliases() == ["default": "login"])
+        let before = try #require(try store.collection(named: "login"))
+        try store.changePassword(before, from: password, to: secret("new"), parameters: .testing)
+        #expect(try store.collection(named: "login")?.label == "Mine")
+        try store.deleteCollection(login)
+        #expect(try store.collections().isEmpty && store.aliases().isEmpty)
+    }
+
     @Test("aliases point at collections and go away with them")
     func aliases() throws {
         let (store, _) = try makeStore()
