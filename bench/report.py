@@ -56,6 +56,12 @@ for name, report in reports.items():
     if conc:
         one, eight = conc.get("stores_per_second_1"), conc.get("stores_per_second_8")
         say(f"stores/s: 1 client {fmt(one)}, 8 clients {fmt(eight)} ({fmt(eight / one if one else None)}x)")
+        for n in (1, 8):
+            busy = conc.get(f"cpu_busy_fraction_{n}")
+            if busy is not None:
+                say(f"  {n} client{'s' if n > 1 else ''}: machine CPUs {busy * 100:.0f}% busy; CPU per store "
+                    f"{fmt(conc.get(f'cpu_ms_per_store_{n}'))} ms in all processes, "
+                    f"{fmt(conc.get(f'provider_cpu_ms_per_store_{n}'))} ms in the provider")
 
 summary = {}
 if "secretd" in reports:

@@ -124,12 +124,16 @@ struct Workload {
     }
 
     /// Stores per second of one client, and of eight clients (separate processes, so separate
-    /// connections) storing at once.
+    /// connections) storing at once; with how busy the machine's CPUs were and the CPU time
+    /// one store took, in the provider and in all processes, which tell whether more clients
+    /// could have gone faster.
     private func concurrency() throws -> [String: Any] {
         let perClient = 300
         var result: [String: Any] = [:]
         for clients in [1, 8] {
             progress("concurrency: \(clients) clients")
+            let machineBefore = Self.machineCPU()
+            let providerBefore = providerCPUSeconds()
             let start = DispatchTime.now().uptimeNanoseconds
             let workers = try (0..<clients).map { id in
                 try spawn([CommandLine.arguments[0], "--store-worker", "\(clients)-\(id)", "\(perClient)"])
@@ -139,9 +143,43 @@ struct Workload {
                 guard worker.terminationStatus == 0 else { throw BenchError("a storing client failed") }
             }
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            result["stores_per_second_\(clients)"] = round3(Double(clients * perClient) / seconds)
+            let stores = Double(clients * perClient)
+            result["stores_per_second_\(clients)"] = round3(stores / seconds)
+            if let before = machineBefore, let after = Self.machineCPU() {
+                let busy = after.busy - before.busy
+                result["cpu_busy_fraction_\(clients)"] = round3(busy / (after.total - before.total))
+                result["cpu_ms_per_store_\(clients)"] = round3(busy * 1000 / stores)
+            }
+            if let before = providerBefore, let after = providerCPUSeconds() {
+                result["provider_cpu_ms_per_store_\(clients)"] = round3((after - before) * 1000 / stores)
+            }
         }
         return result
+    }
+
+    /// CPU seconds the machine has spent busy, and in all, summed over its CPUs (/proc/stat).
+    private static func machineCPU() -> (busy: Double, total: Double)? {
+        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ")
+        else { return nil }
+        let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard ticks.count >= 5 else { return nil }
+        let total = ticks.prefix(8).reduce(0, +)  // user nice system idle iowait irq softirq steal
+        let idle = ticks[3] + ticks[4]
+        let hertz = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return ((total - idle) / hertz, total / hertz)
+    }
+
+    /// CPU seconds the provider has used (user and system), when its pid was given.
+    private func providerCPUSeconds() -> Double? {
+        guard let pid = options.providerPID,
+            let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return nil }
+        // After "pid (comm)": state is field 3, utime and stime are fields 14 and 15.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// One concurrent storing client: stores `count` new items. Exit status.
