@@ -8,13 +8,7 @@ import Testing
 /// one damaged file, and the answer it must get (a D-Bus error with a clear name, or one log
 /// line and a refusal to start). After a bad call the daemon keeps serving and every item is
 /// as it was; after a refused start the file is as it was.
-@Suite struct BadInputTests {
-    static let service = "/org/freedesktop/secrets"
-    static let login = "/org/freedesktop/secrets/collection/login"
-    static let serviceInterface = "org.freedesktop.Secret.Service"
-    static let collectionInterface = "org.freedesktop.Secret.Collection"
-    static let itemInterface = "org.freedesktop.Secret.Item"
-    static let properties = "org.freedesktop.DBus.Properties"
+@Suite struct BadInputTests: SecretServiceCalls {
 
     // MARK: - Bad calls
 
@@ -42,12 +36,6 @@ import Testing
         var message = ""
 
         var testDescription: String { name }
-    }
-
-    /// GVariant text for a plain-session secret.
-    static func secret(_ session: String, _ value: String = "x", contentType: String = "'text/plain'") -> String {
-        let bytes = Array(value.utf8).map { "0x\(String($0, radix: 16))" }.joined(separator: ", ")
-        return "(objectpath '\(session)', @ay [], @ay [\(bytes)], \(contentType))"
     }
 
     /// A `CreateItem` call on the login keyring with `properties` (GVariant text of an `a{sv}`).
@@ -361,16 +349,5 @@ import Testing
             let attributes = try fixture.call(path, Self.properties, "Get", "('\(Self.itemInterface)', 'Attributes')")
             return [path, label, attributes, secret].joined(separator: " ")
         }
-    }
-
-    /// Opens a plain session on `connection`; returns its path.
-    func openPlainSession(_ connection: BusConnection) throws -> String {
-        let reply = try connection.call(Self.service, Self.serviceInterface, "OpenSession", "('plain', <''>)")
-        return try #require(objectPaths(in: reply).first, "\(reply)")
-    }
-
-    /// The object paths in a reply printed in GVariant text format.
-    func objectPaths(in reply: String) -> [String] {
-        reply.components(separatedBy: "objectpath '").dropFirst().compactMap { $0.split(separator: "'").first.map(String.init) }
     }
 }

@@ -5,9 +5,7 @@ import Testing
 /// Clients that misbehave, as real processes on the private bus: killed mid-prompt or
 /// mid-write, holding hundreds of sessions, or flooding secretd with calls. Other clients keep
 /// being served, and nothing a client leaves behind stays in secretd (see secretd(1), LIMITS).
-@Suite struct ClientFaultTests {
-    static let service = "/org/freedesktop/secrets"
-    static let login = "/org/freedesktop/secrets/collection/login"
+@Suite struct ClientFaultTests: SecretServiceCalls {
 
     // MARK: - Helpers
 
@@ -129,12 +127,12 @@ import Testing
         case "unlock":
             _ = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Lock", "([objectpath '\(Self.login)'],)")
         case "ask-group":
-            let session = try #require(DaemonTests().objectPaths(
+            let session = try #require(objectPaths(
                 in: try fixture.call(Self.service, "org.freedesktop.Secret.Service", "OpenSession", "('plain', <''>)")).first)
             _ = try fixture.call(Self.login, "org.freedesktop.Secret.Collection", "CreateItem",
                                  "({'org.freedesktop.Secret.Item.Label': <'asked'>, 'org.freedesktop.Secret.Item.Attributes': "
                                      + "<{'fault': 'ask', 'keychain:access-group': 'com.example.ask'}>}, "
-                                     + "\(DaemonTests().secret(session, "asked")), false)")
+                                     + "\(secret(session, "asked")), false)")
         default: break
         }
         let client = try Self.python(fixture, try Self.script(fixture, "prompt.py", Self.promptClient), [mode], log: "prompt.out")
@@ -173,7 +171,7 @@ import Testing
         defer { daemon.stop() }
         _ = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Lock", "([objectpath '\(Self.login)'],)")
         let reply = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Unlock", "([objectpath '\(Self.login)'],)")
-        let prompt = try #require(DaemonTests().objectPaths(in: reply).last)
+        let prompt = try #require(objectPaths(in: reply).last)
         let recorder = try SignalRecorder(address: fixture.bus.address)
         _ = try fixture.call(prompt, "org.freedesktop.Secret.Prompt", "Prompt", "('',)")
         #expect(Self.wait(30) { pinentry.log.contains("GETPIN") })

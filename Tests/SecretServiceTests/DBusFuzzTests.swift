@@ -5,9 +5,7 @@ import Testing
 
 /// The D-Bus fuzzer (`fuzz/dbus-fuzz.py`) against a real secretd, and one test for each bug it
 /// found. `make test` runs it for 30 s, `make fuzz-dbus` for 5 minutes (`DBUS_FUZZ_SECONDS`).
-@Suite struct DBusFuzzTests {
-    static let service = "/org/freedesktop/secrets"
-    static let login = "/org/freedesktop/secrets/collection/login"
+@Suite struct DBusFuzzTests: SecretServiceCalls {
 
     /// The fuzzer, found from this file's place in the repository.
     static var fuzzer: String {
@@ -85,20 +83,20 @@ import Testing
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        let session = try DaemonTests().openPlainSession(fixture)
+        let session = try openPlainSession(fixture)
         #expect(try fixture.call(Self.service, "org.freedesktop.Secret.Service", "OpenSession", "('plain', <1.5>)")
             .contains("/org/freedesktop/secrets/session/"))
         let created = try fixture.call(
             Self.login, "org.freedesktop.Secret.Collection", "CreateItem",
             "({'org.freedesktop.Secret.Item.Label': <'typed'>, 'org.freedesktop.Secret.Item.Attributes': <{'typed': 'yes'}>, "
                 + "'d': <1.5>, 'y': <byte 7>, 'n': <int16 -2>, 'q': <uint16 3>, 'g': <signature 'a{sv}'>, 'h': <handle 0>, "
-                + "'nested': <[<(1.5, byte 1)>]>}, \(DaemonTests().secret(session, "typed")), false)")
+                + "'nested': <[<(1.5, byte 1)>]>}, \(secret(session, "typed")), false)")
         #expect(created.contains("/org/freedesktop/secrets/collection/login/"), "\(created)")
         // A label of the wrong type is refused (BadInputTests has the rest of that matrix).
         #expect(throws: (any Error).self) {
             try fixture.call(
                 Self.login, "org.freedesktop.Secret.Collection", "CreateItem",
-                "({'org.freedesktop.Secret.Item.Label': <2.5>}, \(DaemonTests().secret(session, "x")), false)")
+                "({'org.freedesktop.Secret.Item.Label': <2.5>}, \(secret(session, "x")), false)")
         }
         #expect(daemon.isRunning)
         for mark in Self.crashMarks { #expect(!daemon.log.contains(mark)) }
@@ -109,8 +107,8 @@ import Testing
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        let session = try DaemonTests().openPlainSession(fixture)
-        let item = try DaemonTests().createItem(fixture, session, attributes: "{'kept': 'yes'}", value: "kept")
+        let session = try openPlainSession(fixture)
+        let item = try createItem(fixture, session, attributes: "{'kept': 'yes'}", value: "kept")
         // An array of dict entries whose last entry starts in the array's final 4 bytes:
         // GDBus stops reading the array early and fails on what follows, then closes the connection.
         let answer = try raw(fixture, Self.service, "org.freedesktop.Secret.Service", "Nothing", "a{gy}a{qy}",
@@ -150,7 +148,7 @@ import Testing
         }
         #expect(tooLong.hasPrefix("org.freedesktop.DBus.Error.InvalidArgs"), "\(tooLong.prefix(200))")
         _ = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Lock", "([objectpath '\(Self.login)'],)")
-        let session = try DaemonTests().openPlainSession(fixture)
+        let session = try openPlainSession(fixture)
         _ = session
         let locked = error {
             try fixture.call(Self.login + "/1", "org.freedesktop.DBus.Properties", "Set", "('org.freedesktop.Secret.Item', 'Label', <'x'>)")

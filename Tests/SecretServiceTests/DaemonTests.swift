@@ -6,37 +6,8 @@ import Testing
 
 /// secretd itself: start-up, the bus name, restarts, crashes, passwords and bad input.
 /// Each test has its own private bus and data directory.
-@Suite struct DaemonTests {
-    static let service = "/org/freedesktop/secrets"
-    static let serviceInterface = "org.freedesktop.Secret.Service"
-    static let collectionInterface = "org.freedesktop.Secret.Collection"
-    static let itemInterface = "org.freedesktop.Secret.Item"
+@Suite struct DaemonTests: SecretServiceCalls {
     static let gnome = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
-
-    /// The object paths in a reply printed in GVariant text format.
-    func objectPaths(in reply: String) -> [String] {
-        reply.components(separatedBy: "objectpath '").dropFirst().compactMap { $0.split(separator: "'").first.map(String.init) }
-    }
-
-    /// Opens a plain session on `fixture`'s control connection; returns its path.
-    func openPlainSession(_ fixture: SecretdFixture) throws -> String {
-        let reply = try fixture.call(Self.service, Self.serviceInterface, "OpenSession", "('plain', <''>)")
-        return try #require(objectPaths(in: reply).first, "\(reply)")
-    }
-
-    /// GVariant text for a plain-session secret.
-    func secret(_ session: String, _ value: String) -> String {
-        let bytes = Array(value.utf8).map { "0x\(String($0, radix: 16))" }.joined(separator: ", ")
-        return "(objectpath '\(session)', @ay [], @ay [\(bytes)], 'text/plain')"
-    }
-
-    /// Creates an item in the login collection; returns its path.
-    func createItem(_ fixture: SecretdFixture, _ session: String, attributes: String, value: String) throws -> String {
-        let reply = try fixture.call(
-            "/org/freedesktop/secrets/collection/login", Self.collectionInterface, "CreateItem",
-            "({'org.freedesktop.Secret.Item.Label': <'test'>, 'org.freedesktop.Secret.Item.Attributes': <\(attributes)>}, \(secret(session, value)), false)")
-        return try #require(objectPaths(in: reply).first, "\(reply)")
-    }
 
     @Test("refuses with one clear line when another provider owns the name, and --replace takes it")
     func busName() throws {
