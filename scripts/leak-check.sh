@@ -20,9 +20,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 . "$here/private-bus.sh"
-export HOME="$dir/home" XDG_RUNTIME_DIR="$dir/run"
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
-chmod 700 "$XDG_RUNTIME_DIR"
+private_home
 password=$(head -c 18 /dev/urandom | base64)
 
 # Swift's runtime keeps its metadata caches in globals (reachable, not leaks); GLib's one-time
@@ -33,11 +31,7 @@ printf '%s' "$password" | \
     G_SLICE=always-malloc G_DEBUG=gc-friendly \
     "$secretd" --foreground --unlock --data-dir "$dir/data" --config-dir "$dir/config" >"$dir/secretd.log" 2>&1 &
 daemon=$!
-tries=0
-until has_owner org.freedesktop.secrets; do
-    tries=$((tries + 1)); [ $tries -lt 300 ] || { echo "leak-check: secretd did not start" >&2; cat "$dir/secretd.log" >&2; exit 1; }
-    sleep 0.1
-done
+wait_for_owner org.freedesktop.secrets "$dir/secretd.log" leak-check
 rss_start=$(awk '/VmRSS/ { print $2 }' "/proc/$daemon/status")
 start=$(date +%s)
 status=0

@@ -1,7 +1,7 @@
 # Sourced by run-secretd.sh and run-demo.sh: starts a private D-Bus session bus (no service
 # directories, so nothing is auto-activated) with its socket in "$dir", exports
 # DBUS_SESSION_BUS_ADDRESS, and adds the daemon to "$pids" for the caller's cleanup.
-# Also defines has_owner NAME.
+# Also defines has_owner NAME, wait_for_owner NAME LOG WHO and private_home.
 cat >"$dir/bus.conf" <<CONF
 <busconfig>
   <type>session</type>
@@ -19,6 +19,23 @@ export DBUS_SESSION_BUS_ADDRESS="unix:path=$dir/bus"
 has_owner() {
     dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
         org.freedesktop.DBus.NameHasOwner "string:$1" 2>/dev/null | grep -q "boolean true"
+}
+
+# Waits up to 30 s for NAME to have an owner; otherwise prints "WHO: ...", then LOG, and exits 1.
+wait_for_owner() {
+    waited=0
+    until has_owner "$1"; do
+        waited=$((waited + 1))
+        [ $waited -lt 3000 ] || { echo "$3: $1 did not appear on the bus" >&2; cat "$2" >&2; exit 1; }
+        sleep 0.01
+    done
+}
+
+# A throw-away HOME and XDG_RUNTIME_DIR (0700) inside "$dir", exported.
+private_home() {
+    export HOME="$dir/home" XDG_RUNTIME_DIR="$dir/run"
+    mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
+    chmod 700 "$XDG_RUNTIME_DIR"
 }
 tries=0
 until [ -S "$dir/bus" ] && has_owner org.freedesktop.DBus; do

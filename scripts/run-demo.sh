@@ -17,19 +17,13 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 . "$(dirname "$0")/private-bus.sh"
-export HOME="$dir/home" XDG_RUNTIME_DIR="$dir/run"
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
-chmod 700 "$XDG_RUNTIME_DIR"
+private_home
 unset DISPLAY WAYLAND_DISPLAY
 
 head -c 18 /dev/urandom | base64 | "$secretd" --foreground --unlock --data-dir "$dir/data" \
     >"$dir/provider.log" 2>&1 &
 pids="$pids $!"
-tries=0
-until has_owner org.freedesktop.secrets; do
-    tries=$((tries + 1)); [ $tries -lt 100 ] || { echo "run-demo: secretd did not start" >&2; cat "$dir/provider.log" >&2; exit 1; }
-    sleep 0.1
-done
+wait_for_owner org.freedesktop.secrets "$dir/provider.log" run-demo
 echo "private session bus: $DBUS_SESSION_BUS_ADDRESS (secretd, unlocked)"
 "$demo" </dev/null
 printf 'secret-tool lookup service org.example.keychain-demo account demo -> '
