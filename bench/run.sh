@@ -27,8 +27,8 @@ for provider in ${PROVIDERS:-secretd gnome-keyring}; do
     mkdir -p "$dir"
     pids=""
     . scripts/private-bus.sh
-    export HOME="$dir/home" XDG_RUNTIME_DIR="$dir/run" XDG_DATA_HOME="$dir/home/.local/share" XDG_CONFIG_HOME="$dir/home/.config"
-    mkdir -p "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+    private_home
+    export XDG_DATA_HOME="$HOME/.local/share" XDG_CONFIG_HOME="$HOME/.config"
     started=$(date +%s%N)
     if [ "$provider" = secretd ]; then
         printf %s "$password" | "$bin/secretd" --unlock >"$dir/provider.log" 2>&1 &
@@ -39,7 +39,7 @@ for provider in ${PROVIDERS:-secretd gnome-keyring}; do
     fi
     pid=$!
     pids="$pids $pid"
-    until has_owner org.freedesktop.secrets; do sleep 0.01; done
+    wait_for_owner org.freedesktop.secrets "$dir/provider.log" "bench ($provider)"
     startup_ms=$(( ($(date +%s%N) - started) / 1000000 ))
     echo "== $provider (sizes $these; started and unlocked in $startup_ms ms)" >&2
     "$bin/keychain-bench" --sizes "$these" --provider-pid "$pid" --data-dir "$data" --password "$password" \
