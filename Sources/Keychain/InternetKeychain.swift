@@ -124,6 +124,7 @@ public struct InternetKeychain: Sendable {
     }
 
     /// Every item matching this handle, sorted by account; ``KeychainItem/service`` is the server.
+    /// Throws ``KeychainError/locked`` when some are in a locked keyring.
     public func allAccounts() throws(KeychainError) -> [KeychainItem] {
         try scope.items()
     }

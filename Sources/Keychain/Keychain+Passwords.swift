@@ -23,6 +23,7 @@ extension Keychain {
     }
 
     /// Every generic password item of every service (no secrets), sorted by service and account.
+    /// Throws ``KeychainError/locked`` when some are in a locked keyring, rather than leave them out.
     public static func allAccounts() throws(KeychainError) -> [KeychainItem] {
         try ItemScope.generic(service: nil, accessGroup: nil, collection: nil).items()
     }

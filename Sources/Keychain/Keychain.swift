@@ -83,12 +83,14 @@ public struct Keychain: Sendable {
     }
 
     /// The attributes of the item stored for `account` (no secret), or `nil`; never prompts.
+    /// Throws ``KeychainError/locked`` when the item is in a locked keyring.
     public func attributes(for account: String) throws(KeychainError) -> KeychainItem? {
         try Validation.text(account, field: "account")
         return try scope.item(account: account)
     }
 
-    /// Every item of this service, sorted by account; never shows a prompt.
+    /// Every item of this service, sorted by account; never shows a prompt. Throws
+    /// ``KeychainError/locked`` when some are in a locked keyring, rather than leave them out.
     public func allAccounts() throws(KeychainError) -> [KeychainItem] {
         try scope.items()
     }

@@ -103,8 +103,17 @@ extension ProviderTests.SecretCtlEndToEnd {
         let json = try JSONSerialization.jsonObject(with: try run(["status", "--json"]).output) as? [String: Any]
         #expect((json?["collections"] as? [[String: Any]])?.isEmpty == false)
 
+        #expect(try run(["set", "org.example.listed", "alice"], input: "listed").status == 0)
         #expect(try run(["lock"]).status == 0)
         #expect(try run(["status"]).text.contains("\tlocked\t"))
+        // A list that would leave out locked items (secretd seals their attributes) fails with
+        // exit 3 instead of printing nothing; gnome-keyring shows them while locked.
+        let list = try run(["list"])
+        if try environment().command.arguments[0].hasSuffix("secretd") {
+            #expect(list.status == 3 && list.errorOutput.contains("locked"), "\(list.errorOutput)")
+        } else {
+            #expect(list.status == 0 && list.text.contains("org.example.listed"), "\(list.errorOutput)")
+        }
         // No prompter on the private bus: the prompt is dismissed, the keyring stays locked.
         #expect(try run(["unlock"]).status == 3)
         let wrong = try run(["unlock", "--password-stdin"], input: "not the password")

@@ -116,17 +116,27 @@ struct ItemScope: Sendable {
         try !matches(for: account, options: .init()).isEmpty
     }
 
-    /// The attributes of the item a read of `account` would return; never prompts.
+    /// The attributes of the item a read of `account` would return; never prompts. Throws
+    /// `.locked` when the item is locked and its provider seals attributes (secretd does;
+    /// gnome-keyring shows them while locked).
     func item(account: String) throws(KeychainError) -> KeychainItem? {
-        try matches(for: account, options: .init()).first.flatMap(describe)
+        guard let best = try matches(for: account, options: .init()).first else { return nil }
+        if Self.isSealed(best) { throw .locked }
+        return describe(best)
     }
 
-    /// Every item of the scope, sorted by service then account; never prompts.
+    /// Every item of the scope, sorted by service then account; never prompts. Throws `.locked`
+    /// when some are locked with sealed attributes, rather than return a list without them.
     func items() throws(KeychainError) -> [KeychainItem] {
-        try LibSecret.search(base, in: collection, options: .init())
+        let found = try LibSecret.search(base, in: collection, options: .init())
+        if found.contains(where: Self.isSealed) { throw .locked }
+        return found
             .compactMap(describe)
             .sorted { ($0.service, $0.account, $0.label) < ($1.service, $1.account, $1.label) }
     }
+
+    /// A locked item whose provider shows no attributes until it is unlocked.
+    private static func isSealed(_ item: LibSecret.Item) -> Bool { item.isLocked && item.attributes.isEmpty }
 
     // MARK: - Matching
 
