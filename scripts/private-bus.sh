@@ -7,6 +7,15 @@ cat >"$dir/bus.conf" <<CONF
   <type>session</type>
   <listen>unix:path=$dir/bus</listen>
   <auth>EXTERNAL</auth>
+  <!-- The limits of Debian's session.conf: dbus-daemon's built-in ones are the system bus's,
+       where a client may wait for 128 replies at most, and libsecret's search of 300 items
+       sends 300 calls at once. -->
+  <limit name="max_incoming_bytes">1000000000</limit>
+  <limit name="max_outgoing_bytes">1000000000</limit>
+  <limit name="max_message_size">1000000000</limit>
+  <limit name="max_replies_per_connection">50000</limit>
+  <limit name="max_match_rules_per_connection">50000</limit>
+  <limit name="max_connections_per_user">100000</limit>
   <policy context="default">
     <allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/>
   </policy>
