@@ -45,13 +45,14 @@ for name, report in reports.items():
     say()
     say(f"== {name}: D-Bus round trip median {rt:.3f} ms; started and unlocked in {report['startup_to_name_ms']} ms; "
         f"unlock {fmt(report.get('unlock', {}).get('median_ms'))} ms")
-    say("items | " + " | ".join(f"{p} med/p99" for p in PHASES) + " | store first/last 100 med | RSS MiB | data KiB (plain KiB)")
+    say("items | " + " | ".join(f"{p} med/p99" for p in PHASES) + " | store first/last 100 med | RSS MiB (after delete) | data KiB (plain KiB)")
     for row in report["sizes"]:
         cells = [f"{fmt(row[p]['median_ms'])}/{fmt(row[p]['p99_ms'])}" if p in row else "-" for p in PHASES]
         rss = row.get("rss_kib")
         say(f"{row['items']} | " + " | ".join(cells)
             + f" | {fmt(row['store_first_100']['median_ms'])}/{fmt(row['store_last_100']['median_ms'])}"
-            + f" | {fmt(rss / 1024 if rss else None)} | {fmt((row.get('data_bytes') or 0) // 1024)} ({row['plaintext_bytes'] // 1024})")
+            + f" | {fmt(rss / 1024 if rss else None)} ({fmt(after / 1024 if (after := row.get('rss_kib_after_delete')) else None)})"
+            + f" | {fmt((row.get('data_bytes') or 0) // 1024)} ({row['plaintext_bytes'] // 1024})")
     conc = report.get("concurrency", {})
     if conc:
         one, eight = conc.get("stores_per_second_1"), conc.get("stores_per_second_8")
