@@ -1,21 +1,21 @@
-# Sourced by run-secretd.sh and run-demo.sh: starts a private D-Bus session bus (no service
-# directories, so nothing is auto-activated) with its socket in "$dir", exports
+# Sourced by run-secretd.sh, run-demo.sh, leak-check.sh and bench/run.sh: starts a private D-Bus
+# session bus (no service directories, so nothing is auto-activated; the limits of a real
+# session bus, from session-bus-limits.conf) with its socket in "$dir", exports
 # DBUS_SESSION_BUS_ADDRESS, and adds the daemon to "$pids" for the caller's cleanup.
 # Also defines has_owner NAME, wait_for_owner NAME LOG WHO and private_home.
+# The callers live in scripts/ or bench/, or run from the repository's root.
+for limits in "$(dirname "$0")/session-bus-limits.conf" "$(dirname "$0")/../scripts/session-bus-limits.conf" \
+    scripts/session-bus-limits.conf; do
+    [ -f "$limits" ] && break
+done
+[ -f "$limits" ] || { echo "private-bus: session-bus-limits.conf not found" >&2; exit 1; }
+limits="$(cd "$(dirname "$limits")" && pwd)/session-bus-limits.conf"
 cat >"$dir/bus.conf" <<CONF
 <busconfig>
   <type>session</type>
   <listen>unix:path=$dir/bus</listen>
   <auth>EXTERNAL</auth>
-  <!-- The limits of Debian's session.conf: dbus-daemon's built-in ones are the system bus's,
-       where a client may wait for 128 replies at most, and libsecret's search of 300 items
-       sends 300 calls at once. -->
-  <limit name="max_incoming_bytes">1000000000</limit>
-  <limit name="max_outgoing_bytes">1000000000</limit>
-  <limit name="max_message_size">1000000000</limit>
-  <limit name="max_replies_per_connection">50000</limit>
-  <limit name="max_match_rules_per_connection">50000</limit>
-  <limit name="max_connections_per_user">100000</limit>
+  <include>$limits</include>
   <policy context="default">
     <allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/>
   </policy>

@@ -40,16 +40,13 @@ public final class PrivateBus: @unchecked Sendable {
     /// Ends the bus daemon.
     public func stop() { daemon.stop() }
 
-    private static func config(socket: String, otherUsers: Bool, sessionLimits: Bool) -> String {
-        let limits = !sessionLimits ? "" : """
+    /// The limits of a real session bus, shared with `scripts/private-bus.sh`.
+    static let sessionLimitsFile = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("scripts/session-bus-limits.conf").path
 
-              <limit name="max_incoming_bytes">1000000000</limit>
-              <limit name="max_outgoing_bytes">1000000000</limit>
-              <limit name="max_message_size">1000000000</limit>
-              <limit name="max_replies_per_connection">50000</limit>
-              <limit name="max_match_rules_per_connection">50000</limit>
-              <limit name="max_connections_per_user">100000</limit>
-            """
+    private static func config(socket: String, otherUsers: Bool, sessionLimits: Bool) -> String {
+        let limits = !sessionLimits ? "" : "\n  <include>\(sessionLimitsFile)</include>"
         return """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
