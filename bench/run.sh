@@ -12,7 +12,15 @@ bin=${BIN:-$(swift build -c release --show-bin-path)}
 sizes=${*:-100 1000 3000 10000 100000}
 out=${BENCH_JSON:-bench/results.json}
 work=$(mktemp -d /tmp/keychain-bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+pids=""
+# An interrupted run (Ctrl-C) leaves no bus or provider behind.
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 password=bench-password
 
 python3 bench/commit-floor.py "$work" >"$work/commit-floor.json"
