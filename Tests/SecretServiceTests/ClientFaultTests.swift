@@ -125,11 +125,10 @@ import Testing
         #expect(try fixture.run(["secret-tool", "store", "--label=t", "fault", "later"], input: "later-value").status == 0)
         switch mode {
         case "unlock":
-            _ = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Lock", "([objectpath '\(Self.login)'],)")
+            _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '\(Self.login)'],)")
         case "ask-group":
-            let session = try #require(objectPaths(
-                in: try fixture.call(Self.service, "org.freedesktop.Secret.Service", "OpenSession", "('plain', <''>)")).first)
-            _ = try fixture.call(Self.login, "org.freedesktop.Secret.Collection", "CreateItem",
+            let session = try openPlainSession(fixture)
+            _ = try fixture.call(Self.login, Self.collectionInterface, "CreateItem",
                                  "({'org.freedesktop.Secret.Item.Label': <'asked'>, 'org.freedesktop.Secret.Item.Attributes': "
                                      + "<{'fault': 'ask', 'keychain:access-group': 'com.example.ask'}>}, "
                                      + "\(secret(session, "asked")), false)")
@@ -145,7 +144,7 @@ import Testing
         #expect(Self.wait(10) { client.log.contains("/org/freedesktop/secrets/prompt/") }, "\(client.log)")
         #expect(pinentry.pids.count == 1, "Prompt called twice started \(pinentry.pids.count) pinentries")
         // While the person does not answer, other clients are served.
-        #expect(try fixture.call(Self.service, "org.freedesktop.Secret.Service", "SearchItems", "({'fault': 'later'},)")
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "SearchItems", "({'fault': 'later'},)")
             .contains("/org/freedesktop/secrets/collection/login/"))
         #expect(try Self.children(fixture, "/org/freedesktop/secrets/prompt").count == 1)
 
@@ -157,7 +156,7 @@ import Testing
 
         // The next prompt works: unlocking the login keyring through pinentry.
         try pinentry.setAnswers(["login-password"])
-        _ = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Lock", "([objectpath '\(Self.login)'],)")
+        _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '\(Self.login)'],)")
         let lookup = try fixture.run(["secret-tool", "lookup", "fault", "later"])
         #expect(lookup.text == "later-value", "\(lookup.errorOutput) \(daemon.log)")
         #expect(pinentry.pids.count == 2)
@@ -169,8 +168,8 @@ import Testing
         let (fixture, pinentry) = try Self.fixtureWithPinentry(answers: ["WAIT"])
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        _ = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Lock", "([objectpath '\(Self.login)'],)")
-        let reply = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Unlock", "([objectpath '\(Self.login)'],)")
+        _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '\(Self.login)'],)")
+        let reply = try fixture.call(Self.service, Self.serviceInterface, "Unlock", "([objectpath '\(Self.login)'],)")
         let prompt = try #require(objectPaths(in: reply).last)
         let recorder = try SignalRecorder(address: fixture.bus.address)
         _ = try fixture.call(prompt, "org.freedesktop.Secret.Prompt", "Prompt", "('',)")
@@ -346,14 +345,14 @@ import Testing
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        _ = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Lock", "([objectpath '\(Self.login)'],)")
+        _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '\(Self.login)'],)")
         let hoarder = try Self.python(fixture, try Self.script(fixture, "prompts.py", Self.promptHoarder), log: "prompts.out")
         #expect(Self.wait(60) { hoarder.log.contains("\"prompts\"") }, "\(hoarder.log)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(hoarder.log.utf8)) as? [String: Any])
         #expect(report["prompts"] as? Int == 32)
         #expect(report["errors"] as? [String] == Array(repeating: "org.freedesktop.DBus.Error.LimitsExceeded", count: 8))
         // Another client still gets a prompt of its own.
-        let reply = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Unlock", "([objectpath '\(Self.login)'],)")
+        let reply = try fixture.call(Self.service, Self.serviceInterface, "Unlock", "([objectpath '\(Self.login)'],)")
         #expect(reply.contains("/org/freedesktop/secrets/prompt/p"), "\(reply)")
         hoarder.crash()
         #expect(Self.wait(20) { (try? Self.children(fixture, "/org/freedesktop/secrets/prompt").count) == 1 })
@@ -462,7 +461,7 @@ import Testing
         #expect(after - before < 32 * 1024, "resident memory stayed at \(after) KiB after the flood (from \(before) KiB)")
         #expect(daemon.log.contains("refused with LimitsExceeded"), "the call quota never came into play")
         #expect(daemon.isRunning)
-        #expect(try fixture.call(Self.service, "org.freedesktop.Secret.Service", "ReadAlias", "('default',)")
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "ReadAlias", "('default',)")
                 == "(objectpath '\(Self.login)',)")
     }
 }
