@@ -84,10 +84,10 @@ import Testing
         let daemon = try fixture.start()
         defer { daemon.stop() }
         let session = try openPlainSession(fixture)
-        #expect(try fixture.call(Self.service, "org.freedesktop.Secret.Service", "OpenSession", "('plain', <1.5>)")
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "OpenSession", "('plain', <1.5>)")
             .contains("/org/freedesktop/secrets/session/"))
         let created = try fixture.call(
-            Self.login, "org.freedesktop.Secret.Collection", "CreateItem",
+            Self.login, Self.collectionInterface, "CreateItem",
             "({'org.freedesktop.Secret.Item.Label': <'typed'>, 'org.freedesktop.Secret.Item.Attributes': <{'typed': 'yes'}>, "
                 + "'d': <1.5>, 'y': <byte 7>, 'n': <int16 -2>, 'q': <uint16 3>, 'g': <signature 'a{sv}'>, 'h': <handle 0>, "
                 + "'nested': <[<(1.5, byte 1)>]>}, \(secret(session, "typed")), false)")
@@ -95,7 +95,7 @@ import Testing
         // A label of the wrong type is refused (BadInputTests has the rest of that matrix).
         #expect(throws: (any Error).self) {
             try fixture.call(
-                Self.login, "org.freedesktop.Secret.Collection", "CreateItem",
+                Self.login, Self.collectionInterface, "CreateItem",
                 "({'org.freedesktop.Secret.Item.Label': <2.5>}, \(secret(session, "x")), false)")
         }
         #expect(daemon.isRunning)
@@ -111,7 +111,7 @@ import Testing
         let item = try createItem(fixture, session, attributes: "{'kept': 'yes'}", value: "kept")
         // An array of dict entries whose last entry starts in the array's final 4 bytes:
         // GDBus stops reading the array early and fails on what follows, then closes the connection.
-        let answer = try raw(fixture, Self.service, "org.freedesktop.Secret.Service", "Nothing", "a{gy}a{qy}",
+        let answer = try raw(fixture, Self.service, Self.serviceInterface, "Nothing", "a{gy}a{qy}",
                              "({'ytai': 66, '': 212}, {})")
         #expect(answer.contains("disconnected") || answer.contains("no reply"), "\(answer)")
         #expect(ClientFaultTests.wait(20) { (try? fixture.control.nameHasOwner(TestEnvironment.busName)) == true })
@@ -121,13 +121,13 @@ import Testing
         #expect(daemon.log.contains("its content is not logged"))
         for mark in Self.crashMarks { #expect(!daemon.log.contains(mark), "\(daemon.log)") }
         // The keyring is still unlocked and the session opened before still works.
-        let reply = try fixture.call(item, "org.freedesktop.Secret.Item", "GetSecret", "(objectpath '\(session)',)")
+        let reply = try fixture.call(item, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)")
         #expect(reply.contains("[byte 0x6b, 0x65, 0x70, 0x74]"), "\(reply)")
         #expect(try fixture.run(["secret-tool", "search", "kept", "yes"]).status == 0)
         // It survives it again.
-        _ = try raw(fixture, Self.service, "org.freedesktop.Secret.Service", "Nothing", "a{gy}a{qy}", "({'ytai': 66, '': 212}, {})")
+        _ = try raw(fixture, Self.service, Self.serviceInterface, "Nothing", "a{gy}a{qy}", "({'ytai': 66, '': 212}, {})")
         #expect(ClientFaultTests.wait(20) { (try? fixture.control.nameHasOwner(TestEnvironment.busName)) == true })
-        #expect(try fixture.call(item, "org.freedesktop.Secret.Item", "GetSecret", "(objectpath '\(session)',)").contains("0x6b"))
+        #expect(try fixture.call(item, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)").contains("0x6b"))
     }
 
     @Test("a failed property read or write carries secretd's error name, not org.gtk.GDBus.UnmappedGError…")
@@ -139,19 +139,19 @@ import Testing
             do { return "no error: \(try body())" } catch { return "\(error)" }
         }
         let missing = error {
-            try fixture.call(Self.login + "/99999", "org.freedesktop.DBus.Properties", "Get", "('org.freedesktop.Secret.Item', 'Label')")
+            try fixture.call(Self.login + "/99999", Self.properties, "Get", "('org.freedesktop.Secret.Item', 'Label')")
         }
         #expect(missing.hasPrefix("org.freedesktop.Secret.Error.NoSuchObject"), "\(missing)")
         let long = String(repeating: "x", count: 70_000)
         let tooLong = error {
-            try fixture.call(Self.login, "org.freedesktop.DBus.Properties", "Set", "('org.freedesktop.Secret.Collection', 'Label', <'\(long)'>)")
+            try fixture.call(Self.login, Self.properties, "Set", "('org.freedesktop.Secret.Collection', 'Label', <'\(long)'>)")
         }
         #expect(tooLong.hasPrefix("org.freedesktop.DBus.Error.InvalidArgs"), "\(tooLong.prefix(200))")
-        _ = try fixture.call(Self.service, "org.freedesktop.Secret.Service", "Lock", "([objectpath '\(Self.login)'],)")
+        _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '\(Self.login)'],)")
         let session = try openPlainSession(fixture)
         _ = session
         let locked = error {
-            try fixture.call(Self.login + "/1", "org.freedesktop.DBus.Properties", "Set", "('org.freedesktop.Secret.Item', 'Label', <'x'>)")
+            try fixture.call(Self.login + "/1", Self.properties, "Set", "('org.freedesktop.Secret.Item', 'Label', <'x'>)")
         }
         #expect(!locked.contains("UnmappedGError"), "\(locked)")
     }
@@ -162,10 +162,10 @@ import Testing
         let daemon = try fixture.start()
         defer { daemon.stop() }
         let many = "{" + (0..<2000).map { "'a\($0)': 'v'" }.joined(separator: ", ") + "}"
-        #expect(try fixture.call(Self.service, "org.freedesktop.Secret.Service", "SearchItems", "(\(many),)") == "(@ao [], @ao [])")
-        #expect(try fixture.call(Self.login, "org.freedesktop.Secret.Collection", "SearchItems", "(\(many),)") == "(@ao [],)")
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "SearchItems", "(\(many),)") == "(@ao [], @ao [])")
+        #expect(try fixture.call(Self.login, Self.collectionInterface, "SearchItems", "(\(many),)") == "(@ao [],)")
         let most = "{" + (0..<256).map { "'a\($0)': 'v'" }.joined(separator: ", ") + "}"
-        #expect(try fixture.call(Self.service, "org.freedesktop.Secret.Service", "SearchItems", "(\(most),)") == "(@ao [], @ao [])")
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "SearchItems", "(\(most),)") == "(@ao [], @ao [])")
         #expect(!daemon.log.contains("storage error"), "\(daemon.log)")
     }
 }
