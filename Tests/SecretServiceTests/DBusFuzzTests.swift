@@ -32,8 +32,9 @@ import Testing
         let status = fuzzer.waitForExit(timeout: TimeInterval(seconds + 300))
         if status == nil { fuzzer.stop() }
         let text = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
-        let results = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-                                   "no report: \(fuzzer.log)")
+        // try?: an unreadable report fails here with the fuzzer's log, not with a bare JSON error.
+        let results = try #require((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any],
+                                   "no report (status \(String(describing: status))): \(fuzzer.log)")
         let log = daemon.log
         let reconnections = log.components(separatedBy: "lost the connection to the session bus").count - 1
         print("dbus-fuzz: \(results["calls"] ?? 0) calls in \(results["seconds"] ?? 0) s (seed \(results["seed"] ?? 0)), "
