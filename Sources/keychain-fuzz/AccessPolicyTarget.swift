@@ -63,12 +63,7 @@ enum AccessPolicyTarget {
             expected.groups.append(AccessPolicy.Group(name: group, members: [member], ask: false))
         }
         let added = AccessPolicyFile.adding(member, to: group, in: text)
-        let withMember: AccessPolicy
-        do {
-            withMember = try AccessPolicy.parse(added, file: "added")
-        } catch {
-            fatalError("adding \(member.debugDescription) to \(group) broke the file: \(error)\n\(added.debugDescription)")
-        }
+        let withMember = parseEdited(added, "adding \(member.debugDescription) to \(group)")
         require(withMember == expected,
                 "adding \(member.debugDescription) to \(group) changed more than that:\n\(added.debugDescription)")
         if withMember.apps[member] == nil {
@@ -79,15 +74,19 @@ enum AccessPolicyTarget {
                 "adding \(member.debugDescription) to \(group) twice changed the file")
 
         let removed = AccessPolicyFile.removing(member, from: group, in: added)
-        let withoutMember: AccessPolicy
-        do {
-            withoutMember = try AccessPolicy.parse(removed, file: "removed")
-        } catch {
-            fatalError("removing \(member.debugDescription) from \(group) broke the file: \(error)\n\(removed.debugDescription)")
-        }
+        let withoutMember = parseEdited(removed, "removing \(member.debugDescription) from \(group)")
         let index = expected.groups.firstIndex { $0.name == group }!
         expected.groups[index].members.removeAll { $0 == member }
         require(withoutMember == expected,
                 "removing \(member.debugDescription) from \(group) changed more or less than that:\n\(removed.debugDescription)")
+    }
+
+    /// The policy in a file `edit` produced; an edit that leaves a file secretd refuses is a failure.
+    private static func parseEdited(_ text: String, _ edit: String) -> AccessPolicy {
+        do {
+            return try AccessPolicy.parse(text, file: "edited")
+        } catch {
+            fatalError("\(edit) broke the file: \(error)\n\(text.debugDescription)")
+        }
     }
 }
