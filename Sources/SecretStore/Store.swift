@@ -288,24 +288,24 @@ public final class Store {
     /// key is counted up to 2 entries first, and only if none has at most 1 are the rest
     /// counted further (to 32, then to ``selectivityProbeLimit``). The usual lookup,
     /// `service=S, account=A`, so reads a handful of index entries even when S has thousands.
-    private func leastCommon(_ hashes: [[UInt8]]) throws(StoreError) -> [UInt8]? {
-        guard hashes.count > 1 else { return hashes.first }
-        var candidates = hashes
+    private func leastCommon(_ keys: [[UInt8]]) throws(StoreError) -> [UInt8]? {
+        guard keys.count > 1 else { return keys.first }
+        var candidates = keys
         var best: [UInt8]?
         for limit in [2, 32, Self.selectivityProbeLimit] {
-            var counted: [(hash: [UInt8], count: Int64)] = []
-            for hash in candidates {
+            var counted: [(key: [UInt8], count: Int64)] = []
+            for key in candidates {
                 let rows = try database.rows(
                     "SELECT count(*) FROM (SELECT 1 FROM attribute_index WHERE hash = ? LIMIT ?)",
-                    [.blob(hash), .integer(Int64(limit))])
+                    [.blob(key), .integer(Int64(limit))])
                 let count = rows.first?.first?.integer ?? 0
-                if count <= 1 { return hash }  // at most one item to check: the cheapest possible driver
-                counted.append((hash, count))
+                if count <= 1 { return key }  // at most one item to check: the cheapest possible driver
+                counted.append((key, count))
             }
             let fewest = counted.map(\.count).min() ?? 0
-            best = counted.first { $0.count == fewest }?.hash
+            best = counted.first { $0.count == fewest }?.key
             // Only those that reached the limit can still turn out to be rarer than the best.
-            candidates = counted.filter { $0.count == fewest }.map(\.hash)
+            candidates = counted.filter { $0.count == fewest }.map(\.key)
             if fewest < Int64(limit) || candidates.count < 2 { break }
         }
         return best
