@@ -15,3 +15,8 @@ static inline int keychain_set_non_dumpable(void) {
 static inline int keychain_release_free_memory(void) {
     return malloc_trim(0);
 }
+
+/// Names the calling thread (at most 15 bytes show in ps and /proc).
+static inline int keychain_name_this_thread(const char *name) {
+    return prctl(PR_SET_NAME, name, 0, 0, 0);
+}

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import SecretStore
 
 /// The access group policy of `access-groups.conf` (see secretd.conf(5)):
@@ -122,7 +123,7 @@ package struct AccessPolicy: Equatable, Sendable {
                     }
                     policy.groups[policy.groups.firstIndex { $0.name == name }!].ask = ask
                 case (.app(let identity)?, "groups"):
-                    let names = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                    let names = value.split(separator: ",").map { $0.trimmingWhitespace }
                     guard !names.isEmpty, names.allSatisfy({ PolicyLine.isGroupName($0) || $0 == ItemContents.defaultAccessGroup })
                     else { throw fail("groups takes a comma-separated list of group names") }
                     policy.apps[identity] = names
@@ -157,14 +158,14 @@ package enum PolicyLine: Equatable {
 
     /// Parses `line`; `fail` makes the error for a malformed one.
     init(_ line: String, fail: (String) -> ConfigurationError) throws(ConfigurationError) {
-        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)  // a CRLF line keeps its CR
+        let trimmed = line.trimmingWhitespace  // a CRLF line keeps its CR
         if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") {
             self = .blank
         } else if trimmed.hasPrefix("[") {
             guard trimmed.hasSuffix("]"), let open = trimmed.firstIndex(of: "\""), let close = trimmed.lastIndex(of: "\""),
                 open < close
             else { throw fail("expected [group \"NAME\"] or [app \"IDENTITY\"]") }
-            let kind = trimmed[trimmed.index(after: trimmed.startIndex)..<open].trimmingCharacters(in: .whitespaces)
+            let kind = trimmed[trimmed.index(after: trimmed.startIndex)..<open].trimmingWhitespace
             let name = String(trimmed[trimmed.index(after: open)..<close])
             switch kind {
             case "group":
@@ -181,7 +182,7 @@ package enum PolicyLine: Equatable {
                 throw fail("unknown section '\(kind)' (expected group or app)")
             }
         } else {
-            let parts = trimmed.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = trimmed.split(separator: "=", maxSplits: 1).map { $0.trimmingWhitespace }
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw fail("expected 'key = value'") }
             self = .setting(key: parts[0], value: parts[1])
         }
@@ -191,6 +192,6 @@ package enum PolicyLine: Equatable {
     /// `default` (which every unconfined client shares and needs no section).
     package static func isGroupName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 255 && name != ItemContents.defaultAccessGroup
-            && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
+            && name.unicodeScalars.allSatisfy { $0.isASCIIAlphanumeric || "._-".unicodeScalars.contains($0) }
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Changes to `access-groups.conf` made by secretd itself (`secretctl groups add-member`, an
 /// "always allow" answer). Edits keep every other line, comment and blank as the person wrote
@@ -17,7 +18,7 @@ package enum AccessPolicyFile {
         if lines[range].contains(where: { isMember($0, identity) }) { return text }
         // After the section's last non-blank line, so trailing blank lines keep separating it.
         var insertAt = range.upperBound
-        while insertAt > range.lowerBound + 1, lines[insertAt - 1].trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+        while insertAt > range.lowerBound + 1, lines[insertAt - 1].trimmingWhitespace.isEmpty {
             insertAt -= 1
         }
         lines.insert("member = \(identity)", at: insertAt)

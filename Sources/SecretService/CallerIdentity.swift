@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Who a client process is, for access groups: the strongest name the kernel vouches for.
@@ -32,10 +32,10 @@ package struct CallerIdentity: Hashable, Sendable, CustomStringConvertible {
         guard let colon = text.firstIndex(of: ":"), let kind = Kind(rawValue: String(text[..<colon])) else { return nil }
         let name = String(text[text.index(after: colon)...])
         let scalars = name.unicodeScalars
-        let unwritable = CharacterSet.controlCharacters.union(.newlines)
-        let spaces = CharacterSet.whitespacesAndNewlines
-        guard let first = scalars.first, let last = scalars.last, !scalars.contains(where: unwritable.contains),
-            kind == .exe ? !spaces.contains(first) && !spaces.contains(last) : !scalars.contains(where: spaces.contains),
+        guard let first = scalars.first, let last = scalars.last, !scalars.contains(where: \.isUnprintable),
+            kind == .exe
+                ? !first.properties.isWhitespace && !last.properties.isWhitespace
+                : !scalars.contains(where: \.properties.isWhitespace),
             kind != .exe || name.hasPrefix("/")
         else { return nil }
         self.init(kind: kind, name: name)
@@ -105,7 +105,7 @@ package struct CallerIdentity: Hashable, Sendable, CustomStringConvertible {
         guard let info = read(directory + "/root/.flatpak-info") else { return nil }
         var inApplication = false
         for rawLine in info.split(separator: "\n") {
-            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            let line = rawLine.trimmingWhitespace
             if line.hasPrefix("[") {
                 inApplication = line == "[Application]"
             } else if inApplication, line.hasPrefix("name=") {

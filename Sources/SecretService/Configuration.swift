@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// The settings read from `secretd.conf` (see secretd.conf(5)).
 ///
@@ -33,9 +33,9 @@ public struct Configuration: Equatable, Sendable {
         var configuration = Configuration()
         for (index, rawLine) in text.lines.enumerated() {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-            let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)  // a CRLF line keeps its CR
+            let trimmed = line.trimmingWhitespace  // a CRLF line keeps its CR
             if trimmed.isEmpty { continue }
-            let parts = trimmed.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = trimmed.split(separator: "=", maxSplits: 1).map { $0.trimmingWhitespace }
             guard parts.count == 2, !parts[0].isEmpty else {
                 throw ConfigurationError(file: file, line: index + 1, message: "expected 'key = value'")
             }

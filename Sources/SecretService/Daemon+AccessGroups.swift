@@ -1,6 +1,7 @@
 // Access groups: who each client is, what it may see, and secretd's own AccessGroups interface.
 
-import Foundation
+import FoundationEssentials
+import Glibc
 import SecretStore
 
 /// What a caller may do with an item, given the item's group.

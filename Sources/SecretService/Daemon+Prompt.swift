@@ -1,6 +1,6 @@
 // org.freedesktop.Secret.Prompt: asking the person through pinentry, off the main loop.
 
-import Foundation
+import FoundationEssentials
 import Pinentry
 import SecretStore
 
@@ -23,9 +23,11 @@ extension Daemon {
                 return .success(.tuple([]))
             }
             let box = DaemonBox(self)
-            let thread = Thread { box.daemon.converse(promptID: id, program: program) }
-            thread.name = "secretd-prompt"
-            thread.start()
+            guard PromptThread.start(named: "secretd-prompt", { box.daemon.converse(promptID: id, program: program) }) else {
+                Log.warning("cannot start a thread for prompt \(id); it completes as dismissed")
+                BusServer.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
+                return .success(.tuple([]))
+            }
             return .success(.tuple([]))
         case "Dismiss":
             BusServer.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
@@ -102,7 +104,7 @@ extension Daemon {
         }) else { return false }
         if alreadyAllowed { return true }
         let command = (try? String(contentsOfFile: "/proc/\(caller.pid)/comm", encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+            .trimmingWhitespace ?? "?"
         let choice = asker.choice(
             title: "Access to secrets",
             description: "“\(command)” (process \(caller.pid), \(caller.identity)) wants to use the secrets of the "
@@ -149,7 +151,7 @@ extension Daemon {
                 guard let login = try? self.store.collection(named: Self.loginName) else { return 0 }
                 return self.unlockDelay(login)
             }
-            if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+            if wait > 0 { PromptThread.sleep(seconds: wait) }
             let verified = BusServer.onMainLoop { self.verifyLoginPassword(password).flatMap { self.apply(change) } }
             switch verified {
             case .success:
@@ -212,7 +214,7 @@ extension Daemon {
             case .password(let password):
                 // Honour the wait after wrong passwords here, on the prompt's thread.
                 let wait = BusServer.onMainLoop { self.unlockDelay(collection) }
-                if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+                if wait > 0 { PromptThread.sleep(seconds: wait) }
                 let result = BusServer.onMainLoop { self.unlock(collection, password: password) }
                 switch result {
                 case .success: return true

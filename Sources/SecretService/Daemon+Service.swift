@@ -1,6 +1,7 @@
 // org.freedesktop.Secret.Service and gnome-keyring's InternalUnsupportedGuiltRiddenInterface
 
-import Foundation
+import FoundationEssentials
+import Glibc
 import SecretStore
 
 extension Daemon {

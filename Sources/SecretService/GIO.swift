@@ -5,7 +5,8 @@
 
 internal import CGio
 internal import CProcess
-import Foundation
+import Dispatch
+import FoundationEssentials
 
 /// A method call as the daemon's logic sees it.
 struct MethodCall {

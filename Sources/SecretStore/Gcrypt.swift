@@ -2,7 +2,7 @@
 // plaintext; ciphertext, salts and nonces are ordinary arrays.
 
 internal import CGcrypt
-import Foundation
+import FoundationEssentials
 
 /// libgcrypt: initialisation, randomness, Argon2id, AES-256-GCM and SHA-256.
 public enum Gcrypt {

@@ -1,7 +1,7 @@
 // The only file that calls SQLite. Bound values never appear in errors or logs.
 
 internal import CSQLite
-import Foundation
+import FoundationEssentials
 
 /// One SQLite connection, used from one thread at a time (the daemon's main loop).
 ///

@@ -1,4 +1,5 @@
-public import Foundation
+public import FoundationEssentials
+import Glibc
 
 /// The encrypted keyring database: collections with Argon2id-wrapped master keys, items sealed
 /// with AES-256-GCM, and a hash index of attributes so locked collections stay searchable.
@@ -17,13 +18,7 @@ public final class Store {
     /// file is 0600. Refuses a corrupted or foreign file, and one from a newer schema version.
     public init(directory: URL) throws(StoreError) {
         Gcrypt.initialize()
-        do {
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
-        } catch {
-            throw .io("cannot create data directory \(directory.path): \(error.localizedDescription)")
-        }
+        try Self.makePrivateDirectory(directory.path)
         databaseURL = directory.appendingPathComponent(Self.fileName)
         let previousMask = umask(0o077)
         defer { umask(previousMask) }
@@ -36,6 +31,17 @@ public final class Store {
         try database.execute("PRAGMA journal_mode = WAL")
         try database.execute("PRAGMA synchronous = FULL")
         try Migrations.migrate(database)
+    }
+
+    /// Creates `path` and any missing parents (0700), then makes `path` itself 0700.
+    private static func makePrivateDirectory(_ path: String) throws(StoreError) {
+        func failure() -> StoreError { .io("cannot create data directory \(path): \(String(cString: strerror(errno)))") }
+        var partial = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            partial += "/" + component
+            if mkdir(partial, 0o700) != 0 && errno != EEXIST { throw failure() }
+        }
+        guard chmod(path, 0o700) == 0 else { throw failure() }
     }
 
     // MARK: - Group commit

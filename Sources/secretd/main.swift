@@ -2,7 +2,8 @@
 // This file only parses the command line and wires the parts together.
 
 import CProcess
-import Foundation
+import FoundationEssentials
+import Glibc
 import SecretService
 import SecretStore
 
@@ -39,9 +40,15 @@ let usage = """
     unlocks the login keyring the same way.
     """
 
+/// Writes `text` to standard error as it is.
+func printError(_ text: String) {
+    var text = text
+    text.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
+}
+
 /// Prints one line to standard error and exits with `code`.
 func fail(_ message: String, code: Int32 = 1) -> Never {
-    FileHandle.standardError.write(Data("secretd: \(message)\n".utf8))
+    printError("secretd: \(message)\n")
     exit(code)
 }
 
@@ -76,7 +83,7 @@ while let argument = arguments.popFirst() {
 }
 
 let environment = ProcessInfo.processInfo.environment
-let home = environment["HOME"] ?? NSHomeDirectory()
+let home = environment["HOME"] ?? getpwuid(getuid()).map { String(cString: $0.pointee.pw_dir) } ?? "/"
 let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.local/share"
 let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.config"
 let configurationDirectory = configDirectory ?? URL(fileURLWithPath: configHome).appendingPathComponent("secretd")
@@ -103,7 +110,7 @@ func readPassword() -> SecureBytes? {
     var saved = termios()
     let terminal = isatty(STDIN_FILENO) != 0 && tcgetattr(STDIN_FILENO, &saved) == 0
     if terminal {
-        FileHandle.standardError.write(Data("Login password: ".utf8))
+        printError("Login password: ")
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
@@ -118,7 +125,7 @@ func readPassword() -> SecureBytes? {
     }
     if terminal {
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
-        FileHandle.standardError.write(Data("\n".utf8))
+        printError("\n")
     }
     if count > limit { fail("the password on standard input is longer than \(limit) bytes") }
     if count > 0, buffer[count - 1] == UInt8(ascii: "\n") { count -= 1 }
@@ -153,7 +160,7 @@ if let password = unlock ? readPassword() : credentialPassword() {
 
 do {
     try daemon.start(
-        ready: { FileHandle.standardError.write(Data("<6>secretd: serving org.freedesktop.secrets\n".utf8)) },
+        ready: { printError("<6>secretd: serving org.freedesktop.secrets\n") },
         refused: { message in fail(message) })
 } catch {
     fail(error.message)

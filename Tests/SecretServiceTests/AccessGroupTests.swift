@@ -459,11 +459,23 @@ import Testing
         #expect(CallerIdentity(parsing: "exe:/opt/My Tool/bin/tool") == CallerIdentity(kind: .exe, name: "/opt/My Tool/bin/tool"))
         // A newline would add lines of its own to access-groups.conf (found by fuzzing).
         for text in ["exe:/bin/a\nmember = exe:/bin/evil", "exe:/bin/a\r", "exe:/bin/a ", "exe: /bin/a", "exe:/bin/\u{0}a",
-                     "exe:/bin/a\u{2028}", "unit:a b.service", "flatpak:org.example.App\t"] {
+                     "exe:/bin/a\u{2028}", "unit:a b.service", "flatpak:org.example.App\t",
+                     "exe:/bin/a\u{200B}b", "exe:/bin/a\u{00A0}", "exe:/bin/a\u{0085}", "unit:a\u{3000}b.service"] {
             #expect(CallerIdentity(parsing: text) == nil, "\(text.debugDescription)")
         }
         let added = AccessPolicyFile.adding("exe:/opt/My Tool/bin/tool", to: "g", in: "")
         #expect(try AccessPolicy.parse(added, file: "f").group("g")?.members == ["exe:/opt/My Tool/bin/tool"])
+    }
+
+    @Test("group names are ASCII letters, digits, '.', '-' and '_'; Unicode white space around a setting is trimmed")
+    func groupNamesAndWhitespace() throws {
+        for name in ["a", "Team.build-2_x", String(repeating: "z", count: 255)] { #expect(PolicyLine.isGroupName(name), "\(name)") }
+        for name in ["", "default", "gr\u{00F6}up", "a b", "a/b", "\u{FF41}", "\u{0661}", String(repeating: "z", count: 256)] {
+            #expect(!PolicyLine.isGroupName(name), "\(name.debugDescription)")
+        }
+        let text = "\u{00A0}[group \"g\"]\u{3000}\n\tmember\u{2003}=\u{00A0}exe:/bin/a \n[app \"unit:b.service\"]\ngroups = g ,\u{00A0}h\n[group \"h\"]\n"
+        let policy = try AccessPolicy.parse(text, file: "f")
+        #expect(policy.group("g")?.members == ["exe:/bin/a"] && policy.apps == ["unit:b.service": ["g", "h"]])
     }
 
     /// Polls `condition` for up to 20 s.

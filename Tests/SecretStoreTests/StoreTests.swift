@@ -27,6 +27,22 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         let fileMode = try FileManager.default.attributesOfItem(atPath: store.databaseURL.path)[.posixPermissions] as? Int
         #expect(directoryMode == 0o700)
         #expect(fileMode == 0o600)
+        // The missing parent is created private too; an existing directory is made private.
+        let parentMode = try FileManager.default.attributesOfItem(atPath: directory.deletingLastPathComponent().path)[.posixPermissions] as? Int
+        #expect(parentMode == 0o700)
+        chmod(directory.path, 0o755)
+        _ = try Store(directory: directory)
+        #expect(try FileManager.default.attributesOfItem(atPath: directory.path)[.posixPermissions] as? Int == 0o700)
+    }
+
+    @Test("a data directory that cannot be made is a clear error naming it and the reason")
+    func uncreatableDirectory() throws {
+        let (_, directory) = try makeStore()
+        let blocker = directory.appendingPathComponent("a-file")
+        #expect(FileManager.default.createFile(atPath: blocker.path, contents: Data()))
+        #expect(throws: StoreError.io("cannot create data directory \(blocker.path)/data: Not a directory")) {
+            try Store(directory: blocker.appendingPathComponent("data"))
+        }
     }
 
     @Test("a collection unlocks with its password only, and a wrong one changes nothing")

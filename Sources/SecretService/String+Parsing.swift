@@ -1,0 +1,40 @@
+// Text helpers for the configuration and policy parsers, on the standard library alone
+// (secretd links FoundationEssentials, which has no CharacterSet).
+
+extension String {
+    /// The lines of a configuration file, split at each `\n` Unicode scalar, so that a
+    /// `\r\n` ends a line too (Swift's `String` holds it as one `Character`, which
+    /// `split(separator: "\n")` never matches); the `\r` stays at the end of its line, where
+    /// the parsers trim it away.
+    var lines: [String] {
+        unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { String(String.UnicodeScalarView($0)) }
+    }
+}
+
+extension StringProtocol {
+    /// The text without the white space (Unicode's White_Space: spaces, tabs, line breaks)
+    /// at either end.
+    var trimmingWhitespace: String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(String.UnicodeScalarView(scalars[first...last]))
+    }
+}
+
+extension Unicode.Scalar {
+    /// Whether the scalar is a control or format character (Unicode categories Cc and Cf) or
+    /// a line break: nothing that should appear inside a one-line name.
+    var isUnprintable: Bool {
+        switch properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: true
+        default: false
+        }
+    }
+
+    /// Whether the scalar is an ASCII letter or digit.
+    var isASCIIAlphanumeric: Bool {
+        ("a"..."z").contains(self) || ("A"..."Z").contains(self) || ("0"..."9").contains(self)
+    }
+}
