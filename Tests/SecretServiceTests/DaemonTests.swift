@@ -172,6 +172,23 @@ import Testing
         daemon.stop()
     }
 
+    @Test("the daemon maps FoundationEssentials only: not libFoundation nor ICU (6.6 MiB of RSS)")
+    func noFullFoundation() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let pid = try #require(daemon.helperPID)
+        // Read to the end: /proc reports a size of 0, and a one-read load sees only the first page.
+        let maps = try #require(try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/maps")).readToEnd())
+        let libraries = Set(String(decoding: maps, as: UTF8.self).split(separator: "\n").compactMap { line in
+            line.contains("/") ? line.split(separator: "/").last.map(String.init) : nil
+        })
+        #expect(libraries.contains("libFoundationEssentials.so"))
+        for library in ["libFoundation.so", "libFoundationInternationalization.so", "lib_FoundationICU.so"] {
+            #expect(!libraries.contains(library), "secretd maps \(library)")
+        }
+    }
+
     @Test("signals: item and collection created, changed, deleted; PropertiesChanged")
     func signals() throws {
         let fixture = try SecretdFixture()
