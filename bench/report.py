@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Prints the tables of `make bench` and writes the merged JSON report.
-usage: report.py COMMIT_FLOOR.json PROVIDER.json... --out RESULTS.json"""
+usage: report.py COMMIT_FLOOR.json PROVIDER.json... [--no-work MAIN_LOOP.json WORKER_THREAD.json] --out RESULTS.json"""
 import json, platform, subprocess, sys, time
 
 args = sys.argv[1:]
 out = args[args.index("--out") + 1]
+no_work = {}
+if "--no-work" in args:
+    at = args.index("--no-work")
+    no_work = {mode: json.load(open(path)) for mode, path in zip(["main-loop", "worker-thread"], args[at + 1:at + 3])}
+    del args[at:at + 3]
 files = [a for a in args if a != "--out" and a != out]
 commit_floor = json.load(open(files[0]))
 reports = {r["provider"]: r for r in (json.load(open(f)) for f in files[1:])}
@@ -73,6 +78,14 @@ if "secretd" in reports:
     say(f"== secretd against its floors (store floor = 1 round trip + 1 commit = {store_floor:.3f} ms; lookup floor = 2 round trips = {2 * rt:.3f} ms)")
     for row in s["sizes"]:
         say(f"{row['items']}: store {row['store']['median_ms'] / store_floor:.2f}x floor, lookup {row['lookup']['median_ms'] / (2 * rt):.2f}x floor")
+    for mode, nw in no_work.items():
+        floor, lookup = nw["roundtrip_floor"]["median_ms"], nw["lookup"]["median_ms"]
+        say(f"a provider that does no work, answering {'on its GLib main loop' if mode == 'main-loop' else 'in GDBus’s thread'}: "
+            f"lookup {lookup:.3f} ms = {lookup / (2 * floor):.2f}x its floor (round trip {floor:.3f} ms)")
+    if "main-loop" in no_work:
+        ideal = no_work["main-loop"]["lookup"]["median_ms"]
+        say("secretd lookup / no-work main-loop lookup: "
+            + ", ".join(f"{row['items']}: {row['lookup']['median_ms'] / ideal:.2f}x" for row in s["sizes"]))
     first, last = s["sizes"][0], s["sizes"][-1]
     say(f"flat in N: store {last['store']['median_ms'] / first['store']['median_ms']:.2f}x and lookup "
         f"{last['lookup']['median_ms'] / first['lookup']['median_ms']:.2f}x from {first['items']} to {last['items']} items")
@@ -92,6 +105,6 @@ if "secretd" in reports:
             summary[str(row["items"])] = {p: round(v, 2) for p, v in ratios.items()}
             say(f"{row['items']} | " + " | ".join(fmt(ratios.get(p)) for p in PHASES))
 
-json.dump({"machine": info, "commit_floor": commit_floor, "providers": reports, "gnome_keyring_over_secretd": summary},
+json.dump({"machine": info, "commit_floor": commit_floor, "no_work_provider": no_work, "providers": reports, "gnome_keyring_over_secretd": summary},
           open(out, "w"), indent=1, sort_keys=True)
 print(f"\nJSON report: {out}")

@@ -24,6 +24,21 @@ trap 'exit 130' INT TERM
 password=bench-password
 
 python3 bench/commit-floor.py "$work" >"$work/commit-floor.json"
+# A provider that does no work, answering on its main loop and in GDBus's thread: what GDBus and
+# libsecret alone cost a lookup (bench/README.md).
+for mode in main-loop worker-thread; do
+    dir="$work/no-work-$mode"
+    mkdir -p "$dir"
+    pids=""
+    . scripts/private-bus.sh
+    private_home
+    "$bin/keychain-bench" --serve-no-work "$mode" >"$dir/provider.log" 2>&1 &
+    pids="$pids $!"
+    wait_for_owner org.freedesktop.secrets "$dir/provider.log" "bench (no-work provider, $mode)"
+    "$bin/keychain-bench" --lookups 3000 >"$work/no-work-$mode.json"
+    for p in $pids; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+done
 reports=""
 for provider in ${PROVIDERS:-secretd gnome-keyring}; do
     these=""
@@ -63,4 +78,5 @@ PY
     for p in $pids; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
 done
-python3 bench/report.py "$work/commit-floor.json" $reports --out "$out"
+python3 bench/report.py "$work/commit-floor.json" $reports --no-work "$work/no-work-main-loop.json" \
+    "$work/no-work-worker-thread.json" --out "$out"

@@ -31,6 +31,20 @@ struct Workload {
         return report
     }
 
+    /// The round-trip floor and `count` lookups of item 0, timed as ``cycle(_:)`` times its
+    /// lookups: what `make bench` runs against ``NoWorkProvider``.
+    func lookupsOnly(count: Int) throws -> [String: Any] {
+        for _ in 0..<50 { _ = try KeychainAttributes.libsecretLookup(attributes(0)) }  // session and proxies
+        var floor = Samples()
+        for _ in 0..<500 { try floor.time { try KeychainProvider.ping() } }
+        var lookup = Samples()
+        for _ in 0..<count {
+            let value = try lookup.time { try KeychainAttributes.libsecretLookup(attributes(0)) }
+            guard value == Data(secret(0).utf8) else { throw BenchError("lookup of \(account(0)) returned the wrong secret") }
+        }
+        return ["roundtrip_floor": floor.summary, "lookup": lookup.summary]
+    }
+
     /// The attributes of item `index`.
     func attributes(_ index: Int) -> [String: String] { ["service": service, "account": account(index)] }
     /// The label of item `index`.

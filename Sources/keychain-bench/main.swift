@@ -5,6 +5,8 @@
 // usage: keychain-bench --sizes 100,1000 [--provider-pid PID] [--data-dir DIR] [--password PW]
 //                       [--secretctl PATH] [--secret-tool PATH]
 //        keychain-bench --store-worker ID COUNT     (one of the concurrent storing clients)
+//        keychain-bench --serve-no-work main-loop|worker-thread   (a provider that does no work)
+//        keychain-bench --lookups COUNT             (lookups and the round-trip floor only)
 
 import Foundation
 import Keychain
@@ -41,9 +43,14 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--store-worker", arguments.count == 3, let count = Int(arguments[2]) {
     exit(Workload.storeWorker(id: arguments[1], count: count))
 }
-let options = Options(arguments)
+if arguments.first == "--serve-no-work", arguments.count == 2, let mode = NoWorkProvider.Mode(rawValue: arguments[1]) {
+    NoWorkProvider.serve(mode, secret: Workload(options: Options([])).secret(0))
+}
+let lookupsOnly = arguments.first == "--lookups" ? Int(arguments.dropFirst().first ?? "") : nil
+let options = Options(lookupsOnly == nil ? arguments : [])
 do {
-    let report = try Workload(options: options).run()
+    let workload = Workload(options: options)
+    let report = try lookupsOnly.map(workload.lookupsOnly(count:)) ?? workload.run()
     let data = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys, .prettyPrinted])
     FileHandle.standardOutput.write(data + Data("\n".utf8))
 } catch {
