@@ -17,7 +17,10 @@ cleanup() {
     cp "$dir/secretd.log" /tmp/last-leak-secretd.log 2>/dev/null || true
     rm -rf "$dir"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+# Interrupted (Ctrl-C, kill): exit at once, which runs cleanup once.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 . "$here/private-bus.sh"
 private_home

@@ -14,7 +14,10 @@ cleanup() {
     wait 2>/dev/null || true
     rm -rf "$dir"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+# Interrupted (Ctrl-C, kill): exit at once, which runs cleanup once.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 . "$(dirname "$0")/private-bus.sh"
 private_home

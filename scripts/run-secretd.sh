@@ -11,7 +11,10 @@ cleanup() {
     wait 2>/dev/null || true
     [ -z "$dir" ] || rm -rf "$dir"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+# Interrupted (Ctrl-C, kill): exit at once, which runs cleanup once.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 if [ -z "${DBUS_SESSION_BUS_ADDRESS:-}" ] && [ ! -S "${XDG_RUNTIME_DIR:-/nonexistent}/bus" ]; then
     dir=$(mktemp -d /tmp/secretd-bus.XXXXXX)
