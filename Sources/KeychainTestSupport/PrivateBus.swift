@@ -10,14 +10,13 @@ public final class PrivateBus: @unchecked Sendable {
     /// Starts the bus with its socket and config in `directory`, and waits until it accepts
     /// connections. `directory` is removed once the bus ends after the test process exits.
     /// With `otherUsers`, clients of any uid may connect (to test that providers refuse them);
-    /// `directory` must then be searchable by them. With `sessionLimits`, the bus has the limits
-    /// of a real session bus (`/usr/share/dbus-1/session.conf`: 50,000 pending replies per
-    /// connection, 1 GB queues) rather than dbus-daemon's built-in ones (128 pending replies),
-    /// for tests of clients that flood the provider.
-    public init(directory: URL, otherUsers: Bool = false, sessionLimits: Bool = false) throws {
+    /// `directory` must then be searchable by them. The bus has the limits of a real session bus
+    /// (`/usr/share/dbus-1/session.conf`: 50,000 pending replies per connection, 1 GB queues),
+    /// as users' buses and the scripts' do, not dbus-daemon's built-in ones (128 pending replies).
+    public init(directory: URL, otherUsers: Bool = false) throws {
         let socket = directory.appendingPathComponent("bus").path
         let config = directory.appendingPathComponent("bus.conf")
-        try Self.config(socket: socket, otherUsers: otherUsers, sessionLimits: sessionLimits)
+        try Self.config(socket: socket, otherUsers: otherUsers)
             .write(to: config, atomically: true, encoding: .utf8)
         address = "unix:path=\(socket)"
         daemon = try SupervisedProcess(
@@ -45,8 +44,8 @@ public final class PrivateBus: @unchecked Sendable {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("scripts/session-bus-limits.conf").path
 
-    private static func config(socket: String, otherUsers: Bool, sessionLimits: Bool) -> String {
-        let limits = !sessionLimits ? "" : "\n  <include>\(sessionLimitsFile)</include>"
+    private static func config(socket: String, otherUsers: Bool) -> String {
+        let limits = "\n  <include>\(sessionLimitsFile)</include>"
         return """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">

@@ -21,9 +21,9 @@ public final class SecretdFixture: @unchecked Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("secretd").path
     }
 
-    /// Creates a fresh tree and bus; with `otherUsers`, clients of other uids may reach the bus;
-    /// with `sessionLimits`, the bus has a real session bus's limits (see ``PrivateBus``).
-    public init(otherUsers: Bool = false, sessionLimits: Bool = false) throws {
+    /// Creates a fresh tree and bus (with a real session bus's limits, see ``PrivateBus``); with
+    /// `otherUsers`, clients of other uids may reach the bus.
+    public init(otherUsers: Bool = false) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("secretd-tests-\(UUID().uuidString.prefix(12))")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let runtime = root.appendingPathComponent("run")
@@ -32,7 +32,7 @@ public final class SecretdFixture: @unchecked Sendable {
         configDirectory = root.appendingPathComponent("config")
         try FileManager.default.createDirectory(at: configDirectory, withIntermediateDirectories: true)
         if otherUsers { chmod(root.path, 0o711) }
-        bus = try PrivateBus(directory: root, otherUsers: otherUsers, sessionLimits: sessionLimits)
+        bus = try PrivateBus(directory: root, otherUsers: otherUsers)
         control = try BusConnection(address: bus.address)
         environment = [
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",

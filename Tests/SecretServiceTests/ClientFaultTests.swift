@@ -430,7 +430,7 @@ import Testing
     @Test("flooding clients (reading, not reading, or expecting no replies) on a session-sized bus: others are served, memory stays bounded")
     func flood() throws {
         let seconds = Double(ProcessInfo.processInfo.environment["FAULT_FLOOD_SECONDS"] ?? "") ?? 10
-        let fixture = try SecretdFixture(sessionLimits: true)
+        let fixture = try SecretdFixture()
         fixture.environment["G_SLICE"] = "always-malloc"  // as the systemd unit runs it
         let daemon = try fixture.start()
         defer { daemon.stop() }
