@@ -30,8 +30,8 @@ package indirect enum DBusValue: Equatable {
     case signature(String)
     /// `h`: an index into the message's file descriptors (secretd takes none).
     case fileDescriptorIndex(Int32)
-    /// `ay`.
-    case bytes([UInt8])
+    /// `ay`, wiped when released (see ``DBusBytes``).
+    case bytes(DBusBytes)
     /// `a<element>` other than `ay` and dictionaries.
     case array(element: String, [DBusValue])
     /// `a{<key><value>}`.
@@ -88,7 +88,7 @@ package indirect enum DBusValue: Equatable {
     var string: String? { if case .string(let value) = self { return value } else { return nil } }
     var objectPath: String? { if case .objectPath(let value) = self { return value } else { return nil } }
     var boolean: Bool? { if case .boolean(let value) = self { return value } else { return nil } }
-    var bytes: [UInt8]? { if case .bytes(let value) = self { return value } else { return nil } }
+    var bytes: DBusBytes? { if case .bytes(let value) = self { return value } else { return nil } }
     var tuple: [DBusValue]? { if case .tuple(let value) = self { return value } else { return nil } }
     var variant: DBusValue? { if case .variant(let value) = self { return value } else { return nil } }
 

@@ -678,8 +678,8 @@ final class BusServer {
             let element = g_variant_get_type_string(variant)! + 1  // after the "a"
             if element.pointee == CChar(UInt8(ascii: "y")) {
                 var count: gsize = 0
-                guard let base = g_variant_get_fixed_array(variant, &count, 1), count > 0 else { return .bytes([]) }
-                return .bytes(Array(UnsafeRawBufferPointer(start: base, count: Int(count))))
+                guard let base = g_variant_get_fixed_array(variant, &count, 1), count > 0 else { return .bytes(DBusBytes([])) }
+                return .bytes(DBusBytes(copying: UnsafeRawBufferPointer(start: base, count: Int(count))))
             }
             guard let values = children(of: variant) else { return nil }
             guard element.pointee == CChar(UInt8(ascii: "{")) else { return .array(element: String(cString: element), values) }

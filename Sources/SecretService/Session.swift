@@ -33,11 +33,11 @@ package final class Session {
         case "plain":
             return .success((Session(owner: owner, algorithm: .plain), .variant(.string(""))))
         case "dh-ietf1024-sha256-aes128-cbc-pkcs7":
-            guard let peer = input.bytes else { return .failure(.invalidArgs("the DH input must be a byte array")) }
+            guard let peer = input.bytes?.array else { return .failure(.invalidArgs("the DH input must be a byte array")) }
             let pair = Gcrypt.DiffieHellman()
             do {
                 let key = try pair.sessionKey(peerPublicKey: peer)
-                return .success((Session(owner: owner, algorithm: .diffieHellman(key: key)), .variant(.bytes(pair.publicKey))))
+                return .success((Session(owner: owner, algorithm: .diffieHellman(key: key)), .variant(.bytes(DBusBytes(pair.publicKey)))))
             } catch {
                 return .failure(.invalidArgs(error.description))
             }
@@ -50,12 +50,13 @@ package final class Session {
     package func encode(_ secret: SecureBytes, contentType: String, sessionPath: String) -> Result<DBusValue, SecretServiceError> {
         switch algorithm {
         case .plain:
-            return .success(.tuple([.objectPath(sessionPath), .bytes([]), .bytes(secret.withBytes { Array($0) }), .string(contentType)]))
+            let value = secret.withBytes { DBusBytes(copying: $0) }
+            return .success(.tuple([.objectPath(sessionPath), .bytes(DBusBytes([])), .bytes(value), .string(contentType)]))
         case .diffieHellman(let key):
             let iv = Gcrypt.randomBytes(count: 16)
             do {
                 let encrypted = try Gcrypt.encryptAES128CBC(secret, key: key, iv: iv)
-                return .success(.tuple([.objectPath(sessionPath), .bytes(iv), .bytes(encrypted), .string(contentType)]))
+                return .success(.tuple([.objectPath(sessionPath), .bytes(DBusBytes(iv)), .bytes(DBusBytes(encrypted)), .string(contentType)]))
             } catch {
                 return .failure(.failed("cannot encrypt the secret for the session"))
             }
@@ -63,7 +64,7 @@ package final class Session {
     }
 
     /// Decodes the value of a `(oayays)` struct sent in this session.
-    package func decode(parameters: [UInt8], value: [UInt8]) -> Result<SecureBytes, SecretServiceError> {
+    package func decode(parameters: DBusBytes, value: DBusBytes) -> Result<SecureBytes, SecretServiceError> {
         switch algorithm {
         case .plain:
             guard parameters.isEmpty else { return .failure(.invalidArgs("a plain session takes no secret parameters")) }
@@ -71,7 +72,7 @@ package final class Session {
         case .diffieHellman(let key):
             guard parameters.count == 16 else { return .failure(.invalidArgs("the secret's IV must be 16 bytes")) }
             do {
-                return .success(try Gcrypt.decryptAES128CBC(value, key: key, iv: parameters))
+                return .success(try Gcrypt.decryptAES128CBC(value.array, key: key, iv: parameters.array))
             } catch {
                 return .failure(.invalidArgs("the secret cannot be decrypted with this session"))
             }

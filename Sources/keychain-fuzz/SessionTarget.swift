@@ -33,7 +33,7 @@ enum SessionTarget {
                 SecureBytes(Array(secret.utf8)), contentType: "text/plain", sessionPath: "/s"),
                 case .bytes(let iv) = fields[1], case .bytes(let value) = fields[2]
             else { continue }
-            seeds.append(("dh-secret-\(name)", Data([1, UInt8(iv.count)] + iv + value)))
+            seeds.append(("dh-secret-\(name)", Data([1, UInt8(iv.count)] + iv.array + value.array)))
         }
         return seeds
     }
@@ -52,7 +52,7 @@ enum SessionTarget {
         case 2:
             let peer = input.rest()
             guard case .success(let (session, output)) = Session.open(
-                algorithm: "dh-ietf1024-sha256-aes128-cbc-pkcs7", input: .bytes(peer), owner: ":1.1")
+                algorithm: "dh-ietf1024-sha256-aes128-cbc-pkcs7", input: .bytes(DBusBytes(peer)), owner: ":1.1")
             else { return }
             guard case .variant(.bytes(let publicKey)) = output else { fatalError("OpenSession answered \(output)") }
             require((1...128).contains(publicKey.count), "our public key has \(publicKey.count) bytes")
@@ -68,7 +68,7 @@ enum SessionTarget {
 
     /// A secret that decodes encodes and decodes to the same bytes again.
     private static func checkDecoding(_ session: Session, parameters: [UInt8], value: [UInt8]) {
-        guard case .success(let secret) = session.decode(parameters: parameters, value: value) else { return }
+        guard case .success(let secret) = session.decode(parameters: DBusBytes(parameters), value: DBusBytes(value)) else { return }
         checkRoundTrip(session, secret: secret.withBytes { Array($0) })
     }
 

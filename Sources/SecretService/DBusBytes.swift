@@ -1,0 +1,55 @@
+import Glibc
+
+/// The bytes of a D-Bus `ay`, in memory of their own that is overwritten with zeros when the
+/// last reference goes. Secrets of plain sessions and passwords travel as `ay`, so no copy the
+/// daemon makes of a call's arguments or a reply outlives its use (GDBus's own buffers are
+/// beyond its reach). Immutable; `array` makes an ordinary copy, for bytes that are no secret.
+package final class DBusBytes: Equatable, CustomStringConvertible {
+    private let storage: UnsafeMutableRawBufferPointer
+
+    /// A copy of `bytes`.
+    package init(copying bytes: UnsafeRawBufferPointer) {
+        storage = .allocate(byteCount: max(bytes.count, 1), alignment: 1)
+        if let base = bytes.baseAddress { storage.baseAddress!.copyMemory(from: base, byteCount: bytes.count) }
+        count = bytes.count
+    }
+
+    /// A copy of `bytes`.
+    package convenience init(_ bytes: [UInt8]) {
+        self.init(copying: bytes.withUnsafeBytes { $0 })
+    }
+
+    deinit {
+        explicit_bzero(storage.baseAddress!, storage.count)
+        #if DEBUG
+        Self.afterWipe?(UnsafeRawBufferPointer(storage))
+        #endif
+        storage.deallocate()
+    }
+
+    #if DEBUG
+    /// Tests only: shown each instance's memory after the wipe, before it is freed.
+    nonisolated(unsafe) package static var afterWipe: ((UnsafeRawBufferPointer) -> Void)?
+    #endif
+
+    /// How many bytes.
+    package let count: Int
+
+    /// Whether there are none.
+    package var isEmpty: Bool { count == 0 }
+
+    /// Calls `body` with the bytes, valid only for the call.
+    package func withUnsafeBytes<T, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> T) throws(E) -> T {
+        try body(UnsafeRawBufferPointer(rebasing: storage[0..<count]))
+    }
+
+    /// An ordinary (never wiped) copy, for bytes that are no secret: IVs, ciphertext, public keys.
+    package var array: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    package static func == (left: DBusBytes, right: DBusBytes) -> Bool {
+        left.count == right.count && left.withUnsafeBytes { a in right.withUnsafeBytes { b in memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
+    }
+
+    /// The length only: the bytes may be a secret.
+    package var description: String { "\(count) bytes" }
+}
