@@ -75,7 +75,7 @@ let package = Package(
             name: "secretctl", dependencies: ["SecretCtl"],
             swiftSettings: strictSettings),
         .executableTarget(
-            name: "keychain-bench", dependencies: ["CGio", "Keychain"], path: "Sources/keychain-bench",
+            name: "keychain-bench", dependencies: ["CGio", "Keychain", "ProcessSpawning"], path: "Sources/keychain-bench",
             swiftSettings: strictSettings),
         .executableTarget(
             name: "keychain-demo", dependencies: ["Keychain"],

@@ -146,16 +146,17 @@ struct Workload {
         var result: [String: Any] = [:]
         for clients in [1, 8] {
             progress("concurrency: \(clients) clients")
+            // Every client starts, connects and stores once before the clock starts; then all
+            // are told to go at once, and the clock stops when the last one has exited.
+            let workers = try (0..<clients).map { id in
+                try Child([CommandLine.arguments[0], "--store-worker", "\(clients)-\(id)", "\(perClient)"], input: true)
+            }
+            for worker in workers where worker.readLine() != "ready" { throw BenchError("a storing client did not start") }
             let machineBefore = Self.machineCPU()
             let providerBefore = providerCPUSeconds()
             let start = DispatchTime.now().uptimeNanoseconds
-            let workers = try (0..<clients).map { id in
-                try spawn([CommandLine.arguments[0], "--store-worker", "\(clients)-\(id)", "\(perClient)"])
-            }
-            for worker in workers {
-                worker.waitUntilExit()
-                guard worker.terminationStatus == 0 else { throw BenchError("a storing client failed") }
-            }
+            for worker in workers { worker.go() }
+            for worker in workers where worker.waitForExit() != 0 { throw BenchError("a storing client failed") }
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             let stores = Double(clients * perClient)
             result["stores_per_second_\(clients)"] = round3(stores / seconds)
@@ -196,9 +197,16 @@ struct Workload {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// One concurrent storing client: stores `count` new items. Exit status.
+    /// One concurrent storing client: connects and stores a first item, says `ready` on
+    /// standard output, waits for a byte on standard input, then stores `count` new items.
+    /// Exit status.
     static func storeWorker(id: String, count: Int) -> Int32 {
         do {
+            try KeychainAttributes.libsecretStore(
+                ["service": "bench.worker.\(id)", "account": "warm-up"], label: "warm-up", secret: Data("warm-up".utf8))
+            _ = "ready\n".withCString { write(1, $0, 6) }
+            var go: UInt8 = 0
+            guard read(0, &go, 1) == 1 else { return 1 }
             for index in 0..<count {
                 try KeychainAttributes.libsecretStore(
                     ["service": "bench.worker.\(id)", "account": "w\(index)"], label: "w\(index)",
@@ -216,27 +224,14 @@ struct Workload {
     private func processTimes(_ command: [String], expect: String) throws -> Samples {
         var samples = Samples()
         for _ in 0..<30 {
-            let output = Pipe()
-            let process = try samples.time { () throws -> Process in
-                let process = try spawn(command, output: output)
-                process.waitUntilExit()
-                return process
+            let (child, status) = try samples.time { () throws -> (Child, Int32) in
+                let child = try Child(command)
+                return (child, child.waitForExit())
             }
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            guard process.terminationStatus == 0, text.trimmingCharacters(in: .newlines) == expect else {
-                throw BenchError("\(command[0]) failed (status \(process.terminationStatus))")
-            }
+            let text = child.readLine()
+            guard status == 0, text == expect else { throw BenchError("\(command[0]) failed (status \(status))") }
         }
         return samples
-    }
-
-    private func spawn(_ command: [String], output: Pipe? = nil) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        if let output { process.standardOutput = output }
-        try process.run()
-        return process
     }
 
     /// The provider's resident memory in KiB, when its pid was given.
