@@ -39,12 +39,17 @@ let package = Package(
 
         // MARK: Client library
         .target(
-            name: "Keychain", dependencies: ["CLibSecret", "Pinentry"],
+            name: "Keychain", dependencies: ["CLibSecret", "KeychainCore", "Pinentry"],
             swiftSettings: strictSettings),
 
         // MARK: Starting child processes with a clean signal state
         .target(
             name: "ProcessSpawning",
+            swiftSettings: strictSettings),
+
+        // MARK: Pure-Swift helpers shared by the library, secretd and secretctl (threads, text)
+        .target(
+            name: "KeychainCore", dependencies: ["CProcess"],
             swiftSettings: strictSettings),
 
         // MARK: Asking a person through pinentry (libassuan), for secretd and the library's login flow
@@ -59,12 +64,12 @@ let package = Package(
 
         // MARK: secretd's D-Bus object layer
         .target(
-            name: "SecretService", dependencies: ["CGio", "CProcess", "Pinentry", "SecretStore"],
+            name: "SecretService", dependencies: ["CGio", "CProcess", "KeychainCore", "Pinentry", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: The command line
         .target(
-            name: "SecretCtl", dependencies: ["Keychain", "ProcessSpawning", "SecretStore"],
+            name: "SecretCtl", dependencies: ["KeychainCore", "Keychain", "ProcessSpawning", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: Executables

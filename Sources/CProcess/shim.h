@@ -1,4 +1,5 @@
-// Process-level calls for secretd: hardening (prctl is variadic, so it is wrapped here) and memory.
+// Process-level calls for secretd (hardening, memory) and for naming threads; prctl is variadic,
+// so it is wrapped here.
 #include <sys/prctl.h>
 #include <sys/resource.h>
 

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Internet passwords of one server, in the attribute schema GNOME applications use for network
 /// passwords (`org.gnome.keyring.NetworkPassword`), so both see the same items.

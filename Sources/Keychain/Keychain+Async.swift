@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 // Async variants: each runs its synchronous twin on a dedicated thread (never on the
 // cooperative pool), so a prompt that stays open for minutes blocks nobody else. Cancelling

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Generic passwords of one service, stored in the user's Secret Service keyring.
 ///

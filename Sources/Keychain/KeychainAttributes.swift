@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 
 /// Items addressed by arbitrary attributes, as `secret-tool` does, for this package's command
 /// line (`secretctl store/lookup/clear/search`): not part of the library's public API yet.

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// What the keychain knows about a stored item, without its secret.
 public struct KeychainItem: Equatable, Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Pinentry
 
 /// Asks through pinentry (the dialog GnuPG uses), for sessions without a terminal.

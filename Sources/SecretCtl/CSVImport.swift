@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import KeychainCore
 
 /// Password lists exported by browsers and password managers as CSV with (at least) the
 /// columns `url`, `username` and `password`, and optionally `name`. Each row becomes an internet
@@ -8,7 +9,7 @@ package enum CSVImport {
     /// are counted as skipped.
     package static func items(_ text: String) throws(CommandLineError) -> (items: [ExportFile.Item], skipped: Int) {
         var rows = parse(text)
-        guard let header = rows.first?.map({ $0.lowercased().trimmingCharacters(in: .whitespaces) }) else {
+        guard let header = rows.first?.map({ $0.lowercased().trimmingWhitespace }) else {
             throw .failure("the CSV file is empty", status: .usage)
         }
         rows.removeFirst()

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import KeychainCore
 import Glibc
 import Keychain
 
@@ -154,7 +155,7 @@ enum Commands {
             let owner = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.owner() }
             let collections = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.collections() }
             let command = owner.pid.flatMap { try? String(contentsOfFile: "/proc/\($0)/comm", encoding: .utf8) }?
-                .trimmingCharacters(in: .whitespacesAndNewlines)
+                .trimmingWhitespace
             if json {
                 try printJSON([
                     "provider": ["name": owner.name, "pid": owner.pid.map { Int($0) }, "command": command] as [String: Any?],
@@ -335,21 +336,19 @@ enum Commands {
 
     /// The JSON fields of an item (see secretctl(1)); dates in ISO 8601, absent values null.
     private static func describe(_ item: KeychainItem) -> [String: Any?] {
-        let dates = ISO8601DateFormatter()
-        return [
+        [
             "service": item.service, "account": item.account, "label": item.label, "comment": item.comment,
-            "group": item.accessGroup, "created": dates.string(from: item.created),
-            "modified": dates.string(from: item.modified),
+            "group": item.accessGroup, "created": item.created.formatted(.iso8601),
+            "modified": item.modified.formatted(.iso8601),
         ]
     }
 
     /// The JSON fields of an item found by attributes: path, label, attributes, dates and, when
     /// asked and readable, the secret.
     private static func describe(_ match: KeychainAttributes.Match, includingSecret: Bool = false) -> [String: Any?] {
-        let dates = ISO8601DateFormatter()
         var fields: [String: Any?] = [
             "path": match.path, "label": match.label, "attributes": match.attributes,
-            "created": dates.string(from: match.created), "modified": dates.string(from: match.modified),
+            "created": match.created.formatted(.iso8601), "modified": match.modified.formatted(.iso8601),
         ]
         if includingSecret { fields["secret"] = match.secret.map(jsonSecret) }
         return fields
@@ -361,18 +360,11 @@ enum Commands {
         return ["base64": secret.base64EncodedString()]
     }
 
+    /// Writes `value` (dictionaries, arrays, strings, numbers, booleans, nil) as one line of JSON.
     static func printJSON(_ value: Any) throws(CommandLineError) {
-        func clean(_ value: Any) -> Any {
-            if let dictionary = value as? [String: Any?] {
-                return dictionary.mapValues { $0.map(clean) ?? NSNull() }
-            }
-            if let array = value as? [Any] { return array.map(clean) }
-            return value
-        }
-        guard let data = try? JSONSerialization.data(withJSONObject: clean(value), options: [.sortedKeys, .withoutEscapingSlashes]) else {
+        guard let text = JSONText.encode(value) else {
             throw .failure("cannot encode the output as JSON", status: .notFound)
         }
-        Terminal.writeOutput(data)
-        Terminal.writeOutput("\n")
+        Terminal.writeOutput(text + "\n")
     }
 }

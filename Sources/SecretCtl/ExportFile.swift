@@ -1,4 +1,5 @@
-package import Foundation
+package import FoundationEssentials
+import Glibc
 package import SecretStore
 
 /// The encrypted export format (version 1), documented in secretctl(1):

@@ -1,4 +1,5 @@
-package import Foundation
+package import FoundationEssentials
+import Glibc
 import Keychain
 
 /// `secretctl git-credential get|store|erase`: git's credential helper protocol over items in
@@ -12,7 +13,9 @@ package enum GitCredential {
 
     /// Runs one helper action with git's `key=value` request on standard input.
     static func run(_ action: String) throws(CommandLineError) {
-        let request = parse(String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self))
+        var input = try Terminal.readStandardInput(limit: 1 << 20, what: "the credential request")
+        defer { input.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        let request = parse(String(decoding: input, as: UTF8.self))
         guard !isQuit(request), let attributes = attributes(for: request) else { return }
 
         switch action {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `--help` text, rendered from the command declarations.
 enum Help {
@@ -14,7 +14,7 @@ enum Help {
 
             """
         for command in commands {
-            text += "  " + command.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + command.abstract + "\n"
+            text += "  " + command.name.padded(to: width + 2) + command.abstract + "\n"
         }
         text += """
 
@@ -38,16 +38,23 @@ enum Help {
         if !spec.arguments.isEmpty {
             text += "\nARGUMENTS:\n"
             for argument in spec.arguments {
-                text += "  \(argument.name.padding(toLength: width, withPad: " ", startingAt: 0))\(argument.help)\n"
+                text += "  \(argument.name.padded(to: width))\(argument.help)\n"
             }
         }
         text += "\nOPTIONS:\n"
         for (name, option) in zip(optionNames, options) {
-            text += "  \(name.padding(toLength: width, withPad: " ", startingAt: 0))\(option.help)\n"
+            text += "  \(name.padded(to: width))\(option.help)\n"
         }
         if !spec.examples.isEmpty {
             text += "\nEXAMPLES:\n" + spec.examples.map { "  \($0)\n" }.joined()
         }
         return text
+    }
+}
+
+extension String {
+    /// The text with spaces after it up to `width` characters (as it is when longer).
+    fileprivate func padded(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
     }
 }

@@ -6,7 +6,9 @@
 // Exit status 0 means the password worked, one of --reject-exit's statuses (default 1) that it
 // was wrong, anything else another failure. secretctl exits with COMMAND's last status.
 
-import Foundation
+import FoundationEssentials
+import Dispatch
+import KeychainCore
 import Glibc
 import Keychain
 import ProcessSpawning
@@ -66,7 +68,7 @@ enum LoginCommand {
     static func rejectionStatuses(_ text: String) throws(CommandLineError) -> Set<Int32> {
         var statuses = Set<Int32>()
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
-            guard let status = Int32(part.trimmingCharacters(in: .whitespaces)), (1...255).contains(status) else {
+            guard let status = Int32(part.trimmingWhitespace), (1...255).contains(status) else {
                 throw .usage("--reject-exit takes exit statuses from 1 to 255, separated by commas", command: "login")
             }
             statuses.insert(status)
@@ -96,11 +98,8 @@ private enum Child {
     /// was killed; 127 when it cannot be found, 126 when it cannot be started).
     static func run(_ command: [String], service: String, credential: LoginCredential) async -> Int32 {
         await withCheckedContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(returning: spawnAndWait(command, service: service, credential: credential))
-            }
-            thread.name = "secretctl-login"
-            thread.start()
+            let run = { continuation.resume(returning: spawnAndWait(command, service: service, credential: credential)) }
+            if !DetachedThread.start(named: "secretctl-login", run) { run() }
         }
     }
 
@@ -141,12 +140,14 @@ private enum Child {
 
         // Written from a thread of its own, so a COMMAND that never reads a long password
         // cannot block the wait below.
-        let writer = Thread {
+        let writer = {
             credential.withPasswordBytes { writeAll(writeEnd, $0) }
             withUnsafeBytes(of: UInt8(ascii: "\n")) { writeAll(writeEnd, $0) }
             close(writeEnd)
         }
-        writer.start()
+        if !DetachedThread.start(named: "secretctl-write", writer) {
+            close(writeEnd)  // no password rather than a wait that may never end
+        }
 
         return ProcessSpawning.waitForExit(pid)
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Keychain
 
 /// `secretctl`: the command line over the Keychain library.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Everything `secretctl` does with its standard streams and the terminal.
@@ -10,6 +10,12 @@ enum Terminal {
     /// standard input, byte for byte. The library refuses values over its limit.
     static func readSecret(limit: Int, prompt: String = "Secret: ") throws(CommandLineError) -> Data {
         if isTerminal(STDIN_FILENO) { return try readHidden(prompt: prompt) }
+        return try readStandardInput(limit: limit, what: "the secret")
+    }
+
+    /// All of standard input; `what` names it in the error when it is over `limit` bytes. The
+    /// read buffer is wiped; the caller wipes what it gets.
+    static func readStandardInput(limit: Int, what: String) throws(CommandLineError) -> Data {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         defer { buffer.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
@@ -18,7 +24,7 @@ enum Terminal {
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
             data.append(contentsOf: buffer[0..<count])
-            if data.count > limit { throw .failure("the secret on standard input is larger than \(limit) bytes", status: .usage) }
+            if data.count > limit { throw .failure("\(what) on standard input is larger than \(limit) bytes", status: .usage) }
         }
         return data
     }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import KeychainCore
 import Glibc
 import SecretStore
 

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import KeychainCore
 import Glibc
 
 /// Changes to `access-groups.conf` made by secretd itself (`secretctl groups add-member`, an

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import KeychainCore
 import Glibc
 
 /// Who a client process is, for access groups: the strongest name the kernel vouches for.

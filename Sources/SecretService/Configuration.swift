@@ -1,4 +1,5 @@
 public import FoundationEssentials
+import KeychainCore
 
 /// The settings read from `secretd.conf` (see secretd.conf(5)).
 ///

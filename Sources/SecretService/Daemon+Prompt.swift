@@ -1,5 +1,6 @@
 // org.freedesktop.Secret.Prompt: asking the person through pinentry, off the main loop.
 
+import KeychainCore
 import FoundationEssentials
 import Pinentry
 import SecretStore
@@ -23,7 +24,7 @@ extension Daemon {
                 return .success(.tuple([]))
             }
             let box = DaemonBox(self)
-            guard PromptThread.start(named: "secretd-prompt", { box.daemon.converse(promptID: id, program: program) }) else {
+            guard DetachedThread.start(named: "secretd-prompt", { box.daemon.converse(promptID: id, program: program) }) else {
                 Log.warning("cannot start a thread for prompt \(id); it completes as dismissed")
                 BusServer.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
                 return .success(.tuple([]))
@@ -151,7 +152,7 @@ extension Daemon {
                 guard let login = try? self.store.collection(named: Self.loginName) else { return 0 }
                 return self.unlockDelay(login)
             }
-            if wait > 0 { PromptThread.sleep(seconds: wait) }
+            if wait > 0 { DetachedThread.sleep(seconds: wait) }
             let verified = BusServer.onMainLoop { self.verifyLoginPassword(password).flatMap { self.apply(change) } }
             switch verified {
             case .success:
@@ -214,7 +215,7 @@ extension Daemon {
             case .password(let password):
                 // Honour the wait after wrong passwords here, on the prompt's thread.
                 let wait = BusServer.onMainLoop { self.unlockDelay(collection) }
-                if wait > 0 { PromptThread.sleep(seconds: wait) }
+                if wait > 0 { DetachedThread.sleep(seconds: wait) }
                 let result = BusServer.onMainLoop { self.unlock(collection, password: password) }
                 switch result {
                 case .success: return true

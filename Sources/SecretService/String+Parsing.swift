@@ -1,5 +1,7 @@
 // Text helpers for the configuration and policy parsers, on the standard library alone
-// (secretd links FoundationEssentials, which has no CharacterSet).
+// (secretd links FoundationEssentials, which has no CharacterSet; trimming is in KeychainCore).
+
+
 
 extension String {
     /// The lines of a configuration file, split at each `\n` Unicode scalar, so that a
@@ -8,18 +10,6 @@ extension String {
     /// the parsers trim it away.
     var lines: [String] {
         unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { String(String.UnicodeScalarView($0)) }
-    }
-}
-
-extension StringProtocol {
-    /// The text without the white space (Unicode's White_Space: spaces, tabs, line breaks)
-    /// at either end.
-    var trimmingWhitespace: String {
-        let scalars = unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
-        else { return "" }
-        return String(String.UnicodeScalarView(scalars[first...last]))
     }
 }
 

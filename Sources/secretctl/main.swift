@@ -1,6 +1,6 @@
 // secretctl: everything is in the SecretCtl library target.
 
-import Foundation
+import Glibc
 import SecretCtl
 
 exit(SecretCtl.run(CommandLine.arguments))

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Runs a blocking libsecret call on a thread of its own, so `async` callers never block the
 /// cooperative thread pool (an unlock prompt can stay open for as long as the user takes).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The rules one kind of item follows: which attributes place it, which identify it, and how
@@ -35,6 +35,11 @@ struct ItemScope: Sendable {
     func read<T>(
         account: String, decode: (UnsafeRawBufferPointer, String) throws(KeychainError) -> T
     ) throws(KeychainError) -> T? {
+        // The usual case, one unlocked item, in two calls; ranking, unlocking and the mirror
+        // attribute need the general path below.
+        if let value = try LibSecret.soleSecret(base.merging([accountName: account]) { $1 }, in: collection, decode) {
+            return value
+        }
         let found = try matches(for: account, options: .init(unlock: true, loadSecrets: true))
         guard let best = found.first else { return nil }
         if best.isLocked { throw .locked }

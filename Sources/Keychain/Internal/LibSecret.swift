@@ -2,7 +2,9 @@
 // Ownership of every returned C object is noted next to the call ("transfer full" = ours to free).
 
 internal import CLibSecret
-import Foundation
+import KeychainCore
+import FoundationEssentials
+import Glibc
 
 /// Thin, typed wrappers over libsecret's synchronous item API.
 ///
@@ -50,6 +52,65 @@ enum LibSecret {
             }
             return items
         }
+    }
+
+    /// When exactly one item matches `attributes` (in `collection`, or in any) and it is
+    /// unlocked, hands its secret and content type to `body`, with no item proxy: one
+    /// `SearchItems` and one `GetSecrets`, as `secret-tool lookup` makes them. `nil` in every
+    /// other case (none, several, locked, or the item went meanwhile): the caller then takes
+    /// the general path, which ranks, unlocks and prompts.
+    ///
+    /// The corresponding libsecret functions are `secret_service_search_for_dbus_paths_sync`
+    /// and `secret_service_get_secret_for_dbus_path_sync`.
+    static func soleSecret<T>(
+        _ attributes: [String: String], in collection: KeychainCollection?,
+        _ body: (UnsafeRawBufferPointer, String) throws(KeychainError) -> T
+    ) throws(KeychainError) -> T? {
+        try withService { service throws(KeychainError) -> T? in
+            let table = HashTable(attributes)
+            var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_service_search_for_dbus_paths_sync(
+                service, nil, table.pointer, Cancellation.current, &unlocked, &locked, &error)  // transfer full
+            defer {
+                g_strfreev(unlocked)
+                g_strfreev(locked)
+            }
+            if let error { throw takeError(error) }
+            var paths = strings(unlocked)
+            var lockedPaths = strings(locked)
+            if let collection {
+                guard let path = try readAlias(service, collection.alias) else { return nil }
+                paths = paths.filter { $0.hasPrefix(path + "/") }
+                lockedPaths = lockedPaths.filter { $0.hasPrefix(path + "/") }
+            }
+            guard paths.count == 1, lockedPaths.isEmpty else { return nil }
+            let value = secret_service_get_secret_for_dbus_path_sync(service, paths[0], Cancellation.current, &error)  // transfer full
+            if let error {
+                let failure = takeError(error)
+                if failure == .locked { return nil }
+                throw failure
+            }
+            guard let value else { return nil }
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }  // wipes: libsecret keeps secrets in egg-secure memory
+            var length = 0
+            let bytes = secret_value_get(value, &length)
+            let contentType = secret_value_get_content_type(value).map { String(cString: $0) } ?? ""
+            return try body(UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length), contentType)
+        }
+    }
+
+    /// The strings of a NULL-terminated `gchar**` (not consumed).
+    private static func strings(_ vector: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
+        guard let vector else { return [] }
+        var result: [String] = []
+        var index = 0
+        while let string = vector[index] {
+            result.append(String(cString: string))
+            index += 1
+        }
+        return result
     }
 
     /// Creates an item in `collection` (the default collection when `nil`).
@@ -537,20 +598,26 @@ enum LibSecret {
         /// The cancellable of the operation running on this thread, if it was started by
         /// ``run(on:)``; nil for synchronous callers.
         fileprivate static var current: UnsafeMutablePointer<GCancellable>? {
-            (Thread.current.threadDictionary[threadKey] as? Cancellation)?.pointer
+            pthread_getspecific(threadKey).map { Unmanaged<Cancellation>.fromOpaque($0).takeUnretainedValue().pointer }
         }
 
-        private static let threadKey = "org.keychain.cancellation"
+        /// The thread-specific slot that holds the running operation's cancellation.
+        private static let threadKey: pthread_key_t = {
+            var key = pthread_key_t()
+            precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key left")
+            return key
+        }()
 
-        /// Runs `body` on a new thread whose libsecret calls use this cancellation.
+        /// Runs `body` on a new thread named `name` whose libsecret calls use this
+        /// cancellation (here, if no thread can be had). The thread keeps it alive until
+        /// `body` returns.
         func run(on name: String, _ body: @escaping @Sendable () -> Void) {
-            let thread = Thread { [self] in
-                Thread.current.threadDictionary[Self.threadKey] = self
+            let work = { [self] in
+                pthread_setspecific(Self.threadKey, Unmanaged.passUnretained(self).toOpaque())
                 body()
-                Thread.current.threadDictionary[Self.threadKey] = nil
+                pthread_setspecific(Self.threadKey, nil)
             }
-            thread.name = name
-            thread.start()
+            if !DetachedThread.start(named: name, work) { work() }
         }
     }
 

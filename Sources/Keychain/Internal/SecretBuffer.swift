@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A private copy of a secret's bytes that is wiped before its memory is freed.
 ///

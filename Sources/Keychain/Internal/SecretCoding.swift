@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Conversions between the caller's values and the bytes stored as secrets.
 enum SecretCoding {
