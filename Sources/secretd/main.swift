@@ -12,9 +12,13 @@ import SecretStore
 // loads, before this line, so secretd starts itself once more (same pid, arguments and open
 // files, so a password on standard input is still unread) with plain malloc. If that cannot
 // be done, it goes on as it is.
+// It starts its own file by its real path, so that ps, top and systemd show "secretd", not "exe".
 if getenv("G_SLICE") == nil {
     setenv("G_SLICE", "always-malloc", 1)
-    execv("/proc/self/exe", CommandLine.unsafeArgv)
+    var path = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let length = readlink("/proc/self/exe", &path, path.count - 1)
+    let real = length > 0 ? String(decoding: path[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+    execv(real.hasPrefix("/") && !real.hasSuffix(" (deleted)") ? real : "/proc/self/exe", CommandLine.unsafeArgv)
 }
 
 let version = "0.1.0"

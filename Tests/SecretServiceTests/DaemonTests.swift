@@ -189,6 +189,19 @@ import Testing
         }
     }
 
+    @Test("started without G_SLICE, secretd starts itself again with it, and is still called secretd")
+    func nameAfterRestart() throws {
+        let fixture = try SecretdFixture()
+        fixture.environment["G_SLICE"] = nil
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let pid = try #require(daemon.helperPID)
+        let command = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+        let environment = try #require(try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/environ")).readToEnd())
+        #expect(command == "secretd\n")
+        #expect(String(decoding: environment, as: UTF8.self).split(separator: "\0").contains("G_SLICE=always-malloc"))
+    }
+
     @Test("signals: item and collection created, changed, deleted; PropertiesChanged")
     func signals() throws {
         let fixture = try SecretdFixture()
