@@ -74,7 +74,7 @@ let package = Package(
 
         // MARK: Executables
         .executableTarget(
-            name: "secretd", dependencies: ["SecretService", "SecretStore", "CProcess"],
+            name: "secretd", dependencies: ["CProcess", "KeychainCore", "SecretService", "SecretStore"],
             swiftSettings: strictSettings),
         .executableTarget(
             name: "secretctl", dependencies: ["SecretCtl"],

@@ -22,7 +22,7 @@ enum Help {
             or read from standard input. Exit status: 0 ok, 1 not found, 2 usage, 3 locked or
             cancelled, 4 access denied, 5 no provider.
 
-            See 'secretctl <command> --help' for a command's options.
+            See 'secretctl <command> --help' for a command's options; 'secretctl --version' prints the version.
 
             """
         return text

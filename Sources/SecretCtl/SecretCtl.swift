@@ -1,4 +1,5 @@
 import FoundationEssentials
+import KeychainCore
 import Keychain
 
 /// `secretctl`: the command line over the Keychain library.
@@ -188,6 +189,10 @@ public enum SecretCtl {
     private static func dispatch(_ words: [String]) throws(CommandLineError) {
         guard let verb = words.first, verb != "--help", verb != "-h", verb != "help" else {
             Terminal.writeOutput(Help.overview(commands))
+            return
+        }
+        if verb == "--version" {
+            Terminal.writeOutput("secretctl \(KeychainVersion.current)\n")
             return
         }
         guard let spec = commands.first(where: { $0.name == verb }) else {

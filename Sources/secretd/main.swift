@@ -4,6 +4,7 @@
 import CProcess
 import FoundationEssentials
 import Glibc
+import KeychainCore
 import SecretService
 import SecretStore
 
@@ -21,7 +22,6 @@ if getenv("G_SLICE") == nil {
     execv(real.hasPrefix("/") && !real.hasSuffix(" (deleted)") ? real : "/proc/self/exe", CommandLine.unsafeArgv)
 }
 
-let version = "0.1.0"
 let usage = """
     usage: secretd [--foreground] [--data-dir DIR] [--config-dir DIR] [--unlock] [--replace]
            secretd --version | --help
@@ -69,7 +69,7 @@ while let argument = arguments.popFirst() {
     case "--unlock": unlock = true
     case "--replace": replace = true
     case "--version":
-        print("secretd \(version)")
+        print("secretd \(KeychainVersion.current)")
         exit(0)
     case "-h", "--help":
         print(usage)

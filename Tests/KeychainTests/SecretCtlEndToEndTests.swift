@@ -67,6 +67,8 @@ extension ProviderTests {
             #expect(noBus.status == 5)
             #expect(try run(["status"], environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"]).status == 5)
             #expect(noBus.errorOutput.hasPrefix("secretctl: no Secret Service provider"))
+            let version = try run(["--version"], environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+            #expect(version.status == 0 && version.text.wholeMatch(of: /secretctl \d+\.\d+\.\d+\n/) != nil, "\(version.text)")
         }
     }
 }
