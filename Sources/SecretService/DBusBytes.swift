@@ -7,16 +7,21 @@ import Glibc
 package final class DBusBytes: Equatable, CustomStringConvertible {
     private let storage: UnsafeMutableRawBufferPointer
 
+    /// `count` bytes, which `fill` writes.
+    private init(count: Int, fill: (UnsafeMutableRawBufferPointer) -> Void) {
+        storage = .allocate(byteCount: max(count, 1), alignment: 1)
+        self.count = count
+        fill(UnsafeMutableRawBufferPointer(rebasing: storage[0..<count]))
+    }
+
     /// A copy of `bytes`.
-    package init(copying bytes: UnsafeRawBufferPointer) {
-        storage = .allocate(byteCount: max(bytes.count, 1), alignment: 1)
-        if let base = bytes.baseAddress { storage.baseAddress!.copyMemory(from: base, byteCount: bytes.count) }
-        count = bytes.count
+    package convenience init(copying bytes: UnsafeRawBufferPointer) {
+        self.init(count: bytes.count) { $0.copyMemory(from: bytes) }
     }
 
     /// A copy of `bytes`.
     package convenience init(_ bytes: [UInt8]) {
-        self.init(copying: bytes.withUnsafeBytes { $0 })
+        self.init(count: bytes.count) { target in bytes.withUnsafeBytes { target.copyMemory(from: $0) } }
     }
 
     deinit {
