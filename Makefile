@@ -117,8 +117,8 @@ leaks: deps
 install: deps
 	$(SWIFT) build $(RELEASE) --product secretd
 	$(SWIFT) build $(RELEASE) --product secretctl
-	install -Dm755 "$$($(SWIFT) build $(RELEASE) --show-bin-path)/secretd" "$(DESTDIR)$(BINDIR)/secretd"
-	install -Dm755 "$$($(SWIFT) build $(RELEASE) --show-bin-path)/secretctl" "$(DESTDIR)$(BINDIR)/secretctl"
+	install -s -Dm755 "$$($(SWIFT) build $(RELEASE) --show-bin-path)/secretd" "$(DESTDIR)$(BINDIR)/secretd"
+	install -s -Dm755 "$$($(SWIFT) build $(RELEASE) --show-bin-path)/secretctl" "$(DESTDIR)$(BINDIR)/secretctl"
 	install -Dm644 man/secretd.1 "$(DESTDIR)$(MANDIR)/man1/secretd.1"
 	install -Dm644 man/secretctl.1 "$(DESTDIR)$(MANDIR)/man1/secretctl.1"
 	install -Dm644 man/secretd.conf.5 "$(DESTDIR)$(MANDIR)/man5/secretd.conf.5"
