@@ -1,6 +1,7 @@
 # make run      install what is missing, build, start secretd in the foreground (unlocked with a
 #               password it asks for or reads on stdin; on a private session bus when none exists)
-# make test     install what is missing, build, run every test, then make leaks (1,000) and make fuzz
+# make test     install what is missing, build, run every test, check the static release build,
+#               then make leaks (1,000) and make fuzz
 # make fuzz     build keychain-fuzz with libFuzzer (in .build/fuzz) and fuzz every parser of
 #               outside input for FUZZ_SECONDS (30) each; fails on a crash (see README.md)
 # make demo     run the library's example program against a throw-away secretd
@@ -34,7 +35,7 @@ MANDIR := $(PREFIX)/share/man
 USERUNITDIR := $(PREFIX)/lib/systemd/user
 DBUSSERVICEDIR := $(PREFIX)/share/dbus-1/services
 
-.PHONY: all deps toolchain build test check-files fuzz run demo bench leaks install clean
+.PHONY: check-release all deps toolchain build test check-files fuzz run demo bench leaks install clean
 
 all: build
 
@@ -58,8 +59,21 @@ test: deps
 		KEYCHAIN_TEST_PROVIDER="$$provider" $(SWIFT) test --skip-build $$filter; \
 		first=no; \
 	done
+	@$(MAKE) --no-print-directory check-release
 	@$(MAKE) --no-print-directory leaks LEAK_OPERATIONS=1000
 	@$(MAKE) --no-print-directory fuzz
+
+# The release programs make install ships: they build with the Swift runtime linked statically,
+# run, and map no library of the toolchain.
+check-release:
+	@echo "== release build (static Swift runtime)"
+	$(SWIFT) build $(RELEASE) --product secretd
+	$(SWIFT) build $(RELEASE) --product secretctl
+	@bin=$$($(SWIFT) build $(RELEASE) --show-bin-path); for program in secretd secretctl; do \
+		"$$bin/$$program" --version | grep -q "^$$program [0-9]" || { echo "$$program --version failed" >&2; exit 1; }; \
+		if ldd "$$bin/$$program" | grep -q "libswiftCore\|libFoundation"; then \
+			echo "$$program links the Swift runtime dynamically" >&2; exit 1; fi; \
+	done; echo "check-release: secretd and secretctl run and carry their Swift runtime"
 
 # libFuzzer without its main (keychain-fuzz keeps its own and calls LLVMFuzzerRunDriver), from
 # the toolchain's clang resource directory; swiftc's -sanitize=fuzzer would link libFuzzer's
