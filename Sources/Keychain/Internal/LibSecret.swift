@@ -93,11 +93,7 @@ enum LibSecret {
                 throw failure
             }
             guard let value else { return nil }
-            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }  // wipes: libsecret keeps secrets in egg-secure memory
-            var length = 0
-            let bytes = secret_value_get(value, &length)
-            let contentType = secret_value_get_content_type(value).map { String(cString: $0) } ?? ""
-            return try body(UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length), contentType)
+            return try consume(value, body)
         }
     }
 
@@ -672,11 +668,7 @@ enum LibSecret {
             _ body: (UnsafeRawBufferPointer, String) throws(KeychainError) -> T
         ) throws(KeychainError) -> T? {
             guard let value = secret_item_get_secret(pointer) else { return nil }  // transfer full
-            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }  // wipes: libsecret keeps secrets in egg-secure memory
-            var length = 0
-            let bytes = secret_value_get(value, &length)
-            let contentType = secret_value_get_content_type(value).map { String(cString: $0) } ?? ""
-            return try body(UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length), contentType)
+            return try LibSecret.consume(value, body)
         }
 
         /// Replaces the secret (`secret_item_set_secret_sync`).
@@ -831,6 +823,18 @@ enum LibSecret {
     // MARK: - Conversions
 
     /// A `SecretValue` holding a copy of `secret` in libsecret's secure memory (transfer full).
+    /// Hands a `SecretValue`'s bytes and content type to `body`, then releases the value (its
+    /// reference was the caller's), which wipes it: libsecret keeps secrets in egg-secure memory.
+    fileprivate static func consume<T>(
+        _ value: OpaquePointer, _ body: (UnsafeRawBufferPointer, String) throws(KeychainError) -> T
+    ) throws(KeychainError) -> T {
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var length = 0
+        let bytes = secret_value_get(value, &length)
+        let contentType = secret_value_get_content_type(value).map { String(cString: $0) } ?? ""
+        return try body(UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length), contentType)
+    }
+
     private static func secretValue(_ secret: SecretBuffer, contentType: String) -> OpaquePointer {
         let bytes = secret.view
         let base = bytes.baseAddress?.assumingMemoryBound(to: CChar.self)
