@@ -113,7 +113,7 @@ public final class Daemon: BusHandler {
         server = try BusServer(introspection: Introspection.xml, handler: self, quota: Limits.callQuota)
         server.reconnectHandler = { [weak self] in self?.forgetVanishedClients() }
         store.groupsCommits = true  // from here on, replies wait for the commit of their writes
-        try server.registerObject(ObjectPaths.service)
+        try server.registerSubtree(ObjectPaths.service)
         try server.registerSubtree(ObjectPaths.collectionPrefix)
         for collection in (try? store.collections()) ?? [] {
             try exportCollection(ObjectPaths.collection(collection.name))

@@ -83,12 +83,9 @@ extension BusServer {
         connection = fresh
         quota.reset()  // the calls waiting on the old connection are lost with it
         adopt(fresh)
-        let exportedObjects = Array(objects.keys)
         let exportedSubtrees = Array(subtrees.keys)
-        objects = [:]
         subtrees = [:]
         do {
-            for path in exportedObjects { try registerObject(path) }
             for path in exportedSubtrees { try registerSubtree(path) }
         } catch {
             Log.error("cannot export the objects again: \(error.message); exiting")

@@ -53,7 +53,6 @@ final class BusServer {
     private let nodeInfo: UnsafeMutablePointer<GDBusNodeInfo>
     private weak var handler: (any BusHandler)?
     var subtrees: [String: UInt32] = [:]
-    var objects: [String: [UInt32]] = [:]
     /// The name asked for with ``ownName(_:replace:acquired:lost:)``, to ask again after reconnecting.
     var ownedName: (name: String, replace: Bool)?
     var ownerID: UInt32 = 0
@@ -85,31 +84,14 @@ final class BusServer {
 
     // MARK: - Exporting objects
 
-    /// Exports the object at `path` with the interfaces its handler reports.
-    func registerObject(_ path: String) throws(SecretServiceError) {
-        guard let handler else { return }
-        var ids: [UInt32] = []
-        for name in handler.interfaces(at: path) {
-            guard let interface = g_dbus_node_info_lookup_interface(nodeInfo, name) else {
-                throw .failed("no introspection data for \(name)")
-            }
-            var error: UnsafeMutablePointer<GError>?
-            let id = g_dbus_connection_register_object(
-                connection, path, interface, Self.interfaceVTable, Unmanaged.passUnretained(self).toOpaque(), nil, &error)
-            if id == 0 { throw .failed("cannot export \(path): \(Self.take(error))") }
-            ids.append(id)
-        }
-        objects[path] = ids
-    }
-
-    /// Stops exporting the object at `path`.
-    func unregisterObject(_ path: String) {
-        for id in objects.removeValue(forKey: path) ?? [] { g_dbus_connection_unregister_object(connection, id) }
-    }
-
-    /// Exports a dynamic subtree: the direct children of `path`, as the handler reports them at
-    /// call time. (GDBus serves a subtree's children only; export the object at `path` itself
-    /// with ``registerObject(_:)``.)
+    /// Exports a dynamic subtree: the object at `path` and its direct children, as the handler
+    /// reports them at call time.
+    ///
+    /// Every object secretd serves is a subtree's, the service's own included: GDBus takes a
+    /// call to a subtree's object through two main-loop hops and a call to an object registered
+    /// on its own through one, so with both kinds a client's call could overtake the one it sent
+    /// before (a `SearchItems` on the service answered before the `CreateItem` on a collection
+    /// sent ahead of it). With one kind, calls are handled in the order they came.
     func registerSubtree(_ path: String) throws(SecretServiceError) {
         guard subtrees[path] == nil else { return }
         var error: UnsafeMutablePointer<GError>?
