@@ -5,8 +5,9 @@ public import SecretStore
 
 /// The Secret Service provider: the D-Bus objects over the encrypted store.
 ///
-/// Runs entirely on the main loop's thread. Method handlers live in the `Daemon+*.swift`
-/// files, one per interface.
+/// Runs on the main loop's thread, and for quick reads (GIO+QuickReads.swift) on GDBus's
+/// worker thread while the main loop waits: never on both at once (``MainLoopLock``). Method
+/// handlers live in the `Daemon+*.swift` files, one per interface.
 public final class Daemon: BusHandler {
     /// Daemon settings from the command line.
     public struct Options {
@@ -392,6 +393,36 @@ public final class Daemon: BusHandler {
         }
     }
 
+    /// A lookup's calls: a search, then its secrets, as libsecret (secret-tool), secretstorage
+    /// (Python keyring) and most clients make them.
+    var quickReads: [QuickRead] {
+        [
+            QuickRead(interface: Introspection.service, method: "SearchItems"),
+            QuickRead(interface: Introspection.service, method: "GetSecrets"),
+            QuickRead(interface: Introspection.collection, method: "SearchItems"),
+            QuickRead(interface: Introspection.item, method: "GetSecret"),
+        ]
+    }
+
+    /// Small lookups of identified clients, on objects of the right kind: identifying a new
+    /// client asks the bus, and only the main loop may wait for that. A search needs
+    /// attributes (all items could be a long reply), and ``Limits/quickSecrets`` secrets at
+    /// most are read at once.
+    func answersAtOnce(_ call: MethodCall) -> Bool {
+        guard callers[call.sender] != nil else { return false }
+        switch (ObjectPaths.parse(call.path), call.interface, call.method) {
+        case (.service, Introspection.service, "SearchItems"), (.collection, Introspection.collection, "SearchItems"),
+            (.alias, Introspection.collection, "SearchItems"):
+            return call.arguments.first?.stringMap?.isEmpty == false
+        case (.service, Introspection.service, "GetSecrets"):
+            return (call.arguments.first?.objectPaths?.count ?? .max) <= Limits.quickSecrets
+        case (.item, Introspection.item, "GetSecret"):
+            return true
+        default:
+            return false
+        }
+    }
+
     var hasPendingCommit: Bool { store.hasPendingCommit }
 
     func commitPending() -> Bool {
@@ -428,6 +459,9 @@ enum Limits {
     /// `LimitsExceeded`. Each waiting call takes about 4 KiB; libsecret sends one call per item
     /// when it loads a keyring's items, so the call limit is well above what clients pipeline.
     static let callQuota = CallQuota.Limits(calls: 4096, silentCalls: 256, bytes: 64 << 20)
+    /// The most secrets one `GetSecrets` may ask for and still be answered in GDBus's thread
+    /// (GIO+QuickReads.swift); larger ones go to the main loop.
+    static let quickSecrets = 16
     /// The largest secret stored (8 MiB, the library's limit too).
     static let secretSize = 8 * 1024 * 1024
     /// The most attributes an item may have.

@@ -39,10 +39,13 @@ extension BusServer {
         }, nil)
     }
 
-    /// Makes `connection` the server's: the call quota filters it, and its closing is watched.
+    /// Makes `connection` the server's: the call quota filters it, GDBus's thread answers quick
+    /// reads, and its closing is watched.
     func adopt(_ connection: OpaquePointer) {
         g_dbus_connection_set_exit_on_close(connection, 0)
         g_dbus_connection_add_filter(connection, Self.quotaFilter, Unmanaged.passUnretained(quota).toOpaque(), nil)
+        // After the quota's filter (GDBus runs them in order): it counts the calls this one answers.
+        g_dbus_connection_add_filter(connection, Self.quickReadFilter, Unmanaged.passUnretained(self).toOpaque(), nil)
         let closed: @convention(c) (OpaquePointer?, gboolean, UnsafeMutablePointer<GError>?, gpointer?) -> Void = {
             _, _, error, userData in
             let reason = error.flatMap { $0.pointee.message.map { String(cString: $0) } } ?? "closed"

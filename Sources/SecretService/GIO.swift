@@ -1,7 +1,9 @@
-// With GIO+Connection.swift and GIO+CallQuota.swift, the only files of the daemon that call
-// GIO/GLib: the bus connection, object and subtree registration, GVariant conversion, signals,
-// bus-name ownership and the main loop. Everything here runs on the thread that runs the main
-// loop (the call quota filter excepted: GDBus runs it on its worker thread).
+// With GIO+Connection.swift, GIO+CallQuota.swift and GIO+QuickReads.swift, the only files of
+// the daemon that call GIO/GLib: the bus connection, object and subtree registration, GVariant
+// conversion, signals, bus-name ownership and the main loop. Everything here runs on the thread
+// that runs the main loop, except the two connection filters, which GDBus runs on its worker
+// thread: the call quota's, and the quick reads' (which holds ``MainLoopLock`` while it uses
+// the daemon, so the main loop and it never run at the same time).
 
 internal import CGio
 internal import CProcess
@@ -40,6 +42,12 @@ protocol BusHandler: AnyObject {
     /// that does not exist, still the interfaces of its kind, so the call reaches ``handle(_:)``
     /// and the client gets `NoSuchObject` or `NoSession` rather than a generic D-Bus error.
     func interfaces(at path: String) -> [String]
+    /// The reads that GDBus's thread may answer itself, without the main loop (see
+    /// GIO+QuickReads.swift); asked once, when the server is created.
+    var quickReads: [QuickRead] { get }
+    /// Whether GDBus's thread may answer `call` (one of ``quickReads``, its arguments of the
+    /// right types) at once: only when that needs nothing from the main loop and no wait.
+    func answersAtOnce(_ call: MethodCall) -> Bool
     /// Whether writes are waiting for ``commitPending()``; replies and signals wait with them.
     var hasPendingCommit: Bool { get }
     /// Makes the waiting writes durable; false when that failed (they are rolled back).
@@ -51,7 +59,7 @@ final class BusServer {
     /// The connection to the bus; replaced when the bus closes it (see GIO+Connection.swift).
     var connection: OpaquePointer
     private let nodeInfo: UnsafeMutablePointer<GDBusNodeInfo>
-    private weak var handler: (any BusHandler)?
+    private(set) weak var handler: (any BusHandler)?
     var subtrees: [String: UInt32] = [:]
     /// The name asked for with ``ownName(_:replace:acquired:lost:)``, to ask again after reconnecting.
     var ownedName: (name: String, replace: Bool)?
@@ -65,6 +73,9 @@ final class BusServer {
     var reconnectHandler: (() -> Void)?
     /// What each client may have waiting (checked by the connection's filter).
     let quota: CallQuota
+    /// The in-signature of each call the handler may answer in GDBus's thread, keyed by
+    /// ``QuickRead/key`` (see GIO+QuickReads.swift).
+    let quickReads: [String: String]
 
     /// Connects to the session bus; `introspection` is the XML of every interface served.
     init(introspection: String, handler: any BusHandler, quota: CallQuota.Limits) throws(SecretServiceError) {
@@ -78,6 +89,8 @@ final class BusServer {
         self.nodeInfo = info
         self.handler = handler
         self.quota = CallQuota(limits: quota)
+        self.quickReads = Self.signatures(of: handler.quickReads, in: info)
+        Self.takeMainLoopLock()  // before the filters run: from here on the daemon is under it
         Self.active = self
         adopt(connection)
     }
@@ -278,11 +291,33 @@ final class BusServer {
         }
         g_unix_signal_add(SIGTERM, quit, UnsafeMutableRawPointer(loop))
         g_unix_signal_add(SIGINT, quit, UnsafeMutableRawPointer(loop))
+        takeMainLoopLock()
+        g_main_context_set_poll_func(nil, pollLettingGoOfLock)
         g_main_loop_run(loop)
         active?.flush()  // commit what the last calls wrote before the process ends
     }
 
     nonisolated(unsafe) private static var mainLoop: OpaquePointer?
+
+    /// Held by the main loop's thread except while it waits in poll (see ``MainLoopLock``).
+    static let mainLoopLock = MainLoopLock()
+    nonisolated(unsafe) private static var holdsMainLoopLock = false
+
+    /// Takes ``mainLoopLock`` for the main loop's thread, once.
+    private static func takeMainLoopLock() {
+        guard !holdsMainLoopLock else { return }
+        mainLoopLock.lock()
+        holdsMainLoopLock = true
+    }
+
+    /// The main context's poll: lets go of ``mainLoopLock`` while it waits, so GDBus's thread
+    /// can answer quick reads then, and takes it again before anything is dispatched.
+    private static let pollLettingGoOfLock: GPollFunc = { descriptors, count, timeout in
+        mainLoopLock.unlock()
+        let ready = g_poll(descriptors, count, timeout)
+        mainLoopLock.lock()
+        return ready
+    }
 
     /// Runs `body` on the main loop each time the process receives `signal` (such as SIGHUP).
     static func onSignal(_ signal: Int32, _ body: @escaping () -> Void) {
@@ -396,7 +431,7 @@ final class BusServer {
     // MARK: - Memory
 
     /// Replies larger than this (1 MiB: thousands of secrets or paths) leave memory behind.
-    private static let largeReply = 1 << 20
+    static let largeReply = 1 << 20
     /// While calls keep coming, freed memory goes back to the system at most this often (s).
     static let trimInterval = 1.0
     private var trimScheduled = false
@@ -435,6 +470,8 @@ final class BusServer {
     }
 
     private var held: [Held] = []
+    /// Whether replies or signals are waiting for a commit.
+    var isHoldingReplies: Bool { !held.isEmpty }
     private var flushScheduled = false
     /// How many replies and signals may wait for one commit before it is forced.
     private static let maximumHeld = 256

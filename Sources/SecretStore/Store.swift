@@ -5,7 +5,7 @@ import Glibc
 /// with AES-256-GCM, and a hash index of attributes so locked collections stay searchable.
 ///
 /// One SQLite file per user (WAL, `synchronous=FULL`, foreign keys on). Every write touches
-/// only its own rows. Not thread-safe: the daemon uses it from its main loop only.
+/// only its own rows. Not thread-safe: the daemon uses it from one thread at a time.
 public final class Store {
     /// The database file.
     public let databaseURL: URL

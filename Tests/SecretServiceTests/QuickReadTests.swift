@@ -1,0 +1,94 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// Lookups answered in GDBus's worker thread (GIO+QuickReads.swift): real clients get them
+/// there, and they never overtake the calls before them nor show a write before it is done.
+/// A debug secretd started with `SECRETD_TRACE_QUICK_READS` logs each such answer.
+@Suite struct QuickReadTests: SecretServiceCalls {
+    /// A fixture whose secretd logs its quick reads.
+    static func tracingFixture() throws -> SecretdFixture {
+        let fixture = try SecretdFixture()
+        fixture.environment["SECRETD_TRACE_QUICK_READS"] = "1"
+        return fixture
+    }
+
+    /// How many quick answers to `method` the daemon logged.
+    static func quickAnswers(_ method: String, in daemon: SupervisedProcess) -> Int {
+        daemon.log.components(separatedBy: "answered \(method) in GDBus's thread").count - 1
+    }
+
+    @Test("secret-tool and Python secretstorage lookups are answered in GDBus's thread, with the right secrets")
+    func realClients() throws {
+        let fixture = try Self.tracingFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        #expect(try fixture.run(["secret-tool", "store", "--label=Mail", "service", "mail", "account", "alice"], input: "s3cr3t").status == 0)
+        #expect(try fixture.run(["secret-tool", "store", "--label=Mail", "service", "mail", "account", "bob"], input: "hunter2").status == 0)
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "alice"]).text == "s3cr3t")
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "bob"]).text == "hunter2")
+        #expect(Self.quickAnswers("SearchItems", in: daemon) >= 2, "\(daemon.log)")
+        #expect(Self.quickAnswers("GetSecrets", in: daemon) >= 2, "\(daemon.log)")
+
+        let script = fixture.root.appendingPathComponent("lookup.py")
+        try #"""
+            import secretstorage
+            conn = secretstorage.dbus_init()
+            coll = secretstorage.get_default_collection(conn)
+            for account in ("alice", "bob", "carol"):
+                items = list(coll.search_items({"service": "mail", "account": account}))
+                print(account, items[0].get_secret().decode() if items else "-")
+            """#.write(to: script, atomically: true, encoding: .utf8)
+        let python = try fixture.run(["/usr/bin/python3", script.path])
+        #expect(python.text == "alice s3cr3t\nbob hunter2\ncarol -\n", "\(python.errorOutput)")
+        #expect(Self.quickAnswers("GetSecret", in: daemon) >= 2, "\(daemon.log)")
+
+        // Locked: the same calls, still answered at once, give nothing away.
+        _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '/org/freedesktop/secrets/collection/login'],)")
+        let locked = try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "alice"])
+        #expect(locked.status != 0 && locked.text.isEmpty)
+        #expect(daemon.isRunning)
+    }
+
+    @Test("a client's first call, bad arguments and large calls go to the main loop and are answered as before")
+    func notQuick() throws {
+        let fixture = try Self.tracingFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        #expect(try fixture.run(["secret-tool", "store", "--label=Mail", "service", "mail", "account", "alice"], input: "s3cr3t").status == 0)
+
+        // First call of a new connection: it must be identified first (the main loop asks the bus).
+        let first = fixture.root.appendingPathComponent("first.py")
+        try #"""
+            from jeepney import DBusAddress, new_method_call
+            from jeepney.io.blocking import open_dbus_connection
+            SERVICE = DBusAddress("/org/freedesktop/secrets", bus_name="org.freedesktop.secrets",
+                                  interface="org.freedesktop.Secret.Service")
+            conn = open_dbus_connection(bus="SESSION")
+            reply = conn.send_and_get_reply(new_method_call(SERVICE, "SearchItems", "a{ss}", ({"account": "alice"},)))
+            print(len(reply.body[0]), len(reply.body[1]))
+            """#.write(to: first, atomically: true, encoding: .utf8)
+        let before = Self.quickAnswers("SearchItems", in: daemon)
+        let found = try fixture.run(["/usr/bin/python3", first.path])
+        #expect(found.text == "1 0\n", "\(found.errorOutput)")
+        #expect(Self.quickAnswers("SearchItems", in: daemon) == before)
+
+        // Wrong argument types: GDBus's own refusal, from the main loop's dispatch.
+        #expect(throws: (any Error).self) {
+            try fixture.call(Self.service, Self.serviceInterface, "SearchItems", "(@a{sv} {},)")
+        }
+        #expect(throws: (any Error).self) {
+            try fixture.call(Self.service, Self.serviceInterface, "GetSecrets", "(@ao [], 'not a path')")
+        }
+        // Searching everything, and more secrets than a quick read takes, still work.
+        let all = try fixture.call(Self.service, Self.serviceInterface, "SearchItems", "(@a{ss} {},)")
+        #expect(all.contains("/org/freedesktop/secrets/collection/login/"))
+        let session = try openPlainSession(fixture)
+        let path = try #require(all.split(separator: "'").first { $0.hasPrefix("/org/freedesktop/secrets/collection/login/") })
+        let many = Array(repeating: "objectpath '\(path)'", count: 40).joined(separator: ", ")
+        let secrets = try fixture.call(Self.service, Self.serviceInterface, "GetSecrets", "([\(many)], objectpath '\(session)')")
+        #expect(secrets.contains("s3cr3t") || secrets.contains("[byte 0x73, 0x33"), "\(secrets)")
+        #expect(Self.quickAnswers("GetSecrets", in: daemon) == 0)
+        #expect(daemon.isRunning)
+    }
+}
