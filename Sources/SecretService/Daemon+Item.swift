@@ -74,15 +74,23 @@ extension Daemon {
             guard let key else {
                 return .success(name == "Attributes" ? .stringMap([:]) : .string(""))
             }
-            do {
-                let contents = try store.readItem(item, in: collection, key: key)
-                switch name {
-                case "Label": return .success(.string(contents.label))
-                case "Attributes": return .success(.stringMap(contents.attributes))
-                default: return .success(.string(contents.attributes["xdg:schema"] ?? ""))
+            let described: ItemDescription
+            if let recent = recentItem, recent.itemID == item.id, recent.changeCount == store.changeCount {
+                described = recent
+            } else {
+                do {
+                    let contents = try store.readItem(item, in: collection, key: key)
+                    described = ItemDescription(
+                        itemID: item.id, changeCount: store.changeCount, label: contents.label, attributes: contents.attributes)
+                } catch {
+                    return .failure(storeFailure(error))
                 }
-            } catch {
-                return .failure(storeFailure(error))
+                recentItem = described
+            }
+            switch name {
+            case "Label": return .success(.string(described.label))
+            case "Attributes": return .success(.stringMap(described.attributes))
+            default: return .success(.string(described.attributes["xdg:schema"] ?? ""))
             }
         default:
             return .failure(.invalidArgs("no property \(name)"))

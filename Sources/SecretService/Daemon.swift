@@ -64,6 +64,22 @@ public final class Daemon: BusHandler {
     var identifying: [String: [(SecretServiceError?) -> Void]] = [:]
     /// The access group policy in force.
     var policy = AccessPolicy()
+    /// The label and attributes of the item whose properties were read last, while the store
+    /// has not changed since: GDBus reads an item's properties one at a time (`GetAll` asks for
+    /// six, three of which need the item opened), and a client reads them item after item.
+    var recentItem: ItemDescription?
+
+    /// What ``recentItem`` keeps: no secret, only what an unlocked item's properties show.
+    struct ItemDescription {
+        /// The item.
+        var itemID: Int64
+        /// ``Store/changeCount`` when it was read.
+        var changeCount: Int64
+        /// Its label.
+        var label: String
+        /// Its attributes.
+        var attributes: [String: String]
+    }
 
     /// Opens the store (refusing a damaged or newer one) and prepares the session collection.
     public init(options: Options) throws(StoreError) {

@@ -81,6 +81,10 @@ package final class Database {
     /// Whether a grouped transaction is open and holds writes not yet committed.
     private(set) var hasPendingCommit = false
 
+    /// Rows inserted, updated or deleted through this connection since it opened (rolled back
+    /// ones included): it only grows, so it changes whenever the data may have.
+    var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+
     /// Commits the open grouped transaction; rolls it back (and throws) when that fails.
     func commitPending() throws(StoreError) {
         guard hasPendingCommit else { return }

@@ -57,6 +57,10 @@ public final class Store {
     /// Whether grouped writes wait for ``commitPending()``.
     public var hasPendingCommit: Bool { database.hasPendingCommit }
 
+    /// A number that changes whenever this store writes (or rolls back) anything, for caches
+    /// of what it read.
+    public var changeCount: Int64 { database.totalChanges }
+
     /// Commits the grouped writes; on failure they are rolled back and the error thrown.
     public func commitPending() throws(StoreError) {
         do {

@@ -265,6 +265,32 @@ import Testing
         #expect(String(decoding: environment, as: UTF8.self).split(separator: "\0").contains("G_SLICE=always-malloc"))
     }
 
+    @Test("an item's properties read right after a change show the change (secretd keeps the last item read)")
+    func propertiesAfterChange() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let session = try openPlainSession(fixture)
+        let item = try createItem(fixture, session, attributes: "{'k': 'v'}", value: "x")
+        let other = try createItem(fixture, session, attributes: "{'k': 'w'}", value: "y")
+        func all(_ path: String) throws -> String {
+            try fixture.call(path, Self.properties, "GetAll", "('\(Self.itemInterface)',)")
+        }
+        #expect(try all(item).contains("'Label': <'test'>"))
+        _ = try fixture.call(item, Self.properties, "Set", "('\(Self.itemInterface)', 'Label', <'renamed'>)")
+        #expect(try all(item).contains("'Label': <'renamed'>"))
+        _ = try fixture.call(item, Self.properties, "Set", "('\(Self.itemInterface)', 'Attributes', <{'k': 'changed'}>)")
+        #expect(try fixture.call(item, Self.properties, "Get", "('\(Self.itemInterface)', 'Attributes')")
+                == "(<{'k': 'changed'}>,)")
+        // Another item in between, then the first again.
+        #expect(try all(other).contains("{'k': 'w'}"))
+        #expect(try all(item).contains("{'k': 'changed'}") && all(item).contains("'Label': <'renamed'>"))
+        // Locked: nothing of what was read before shows.
+        _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '\(Self.login)'],)")
+        let locked = try all(item)
+        #expect(locked.contains("'Label': <''>") && locked.contains("'Attributes': <@a{ss} {}>"), "\(locked)")
+    }
+
     @Test("signals: item and collection created, changed, deleted; PropertiesChanged")
     func signals() throws {
         let fixture = try SecretdFixture()

@@ -94,6 +94,26 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(try store.readItem(empty, in: login, key: key).secret.count == 0)
     }
 
+    @Test("changeCount moves on every write and never on a read")
+    func changeCount() throws {
+        let (store, _) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        var last = store.changeCount
+        func moved() -> Bool {
+            defer { last = store.changeCount }
+            return store.changeCount != last
+        }
+        let item = try store.createItem(in: login, key: key, contents: contents("l", ["a": "1"], "s"))
+        #expect(moved())
+        _ = try store.readItem(item, in: login, key: key)
+        _ = try store.search(["a": "1"], in: login)
+        #expect(!moved())
+        try store.updateItem(item, in: login, key: key, contents: contents("l2", ["a": "1"], "s"))
+        #expect(moved())
+        try store.deleteItem(item)
+        #expect(moved())
+    }
+
     @Test("search uses the hash index and works without the key")
     func search() throws {
         let (store, _) = try makeStore()
