@@ -80,7 +80,8 @@ import Testing
     @Test("16 clients x 500 operations while the keyring is locked and unlocked: model kept, no other failures")
     func manyClients() throws {
         let fixture = try SecretdFixture()
-        fixture.environment["SECRETD_TRACE_QUICK_READS"] = "1"  // the lookups race the writes and locks in GDBus's thread
+        // Lookups answered in GDBus's thread race the writes, locks and unlocks (counted below).
+        fixture.environment["SECRETD_TRACE_QUICK_READS"] = "1"
         try Self.client.write(to: fixture.root.appendingPathComponent("client.py"), atomically: true, encoding: .utf8)
         try Self.locker.write(to: fixture.root.appendingPathComponent("locker.py"), atomically: true, encoding: .utf8)
         let daemon = try fixture.start()
@@ -118,7 +119,7 @@ import Testing
         #expect(Double(after) <= Double(before) * 1.10, "resident memory went from \(before) KiB to \(after) KiB")
         print("load: \(lockedRefusals) refusals while locked; secretd resident memory \(before) KiB before, \(after) KiB after")
         #expect(daemon.isRunning)
-        #expect(QuickReadTests.quickAnswers("GetSecret", in: daemon) > 100)
+        #expect(QuickReadTests.quickAnswers("GetSecret", in: daemon) >= 10, "lookups answered in GDBus's thread")
         // Nothing secret reaches the log: not the password, not a stored value.
         let log = daemon.log
         #expect(!log.contains("login-password"))

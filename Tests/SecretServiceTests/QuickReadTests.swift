@@ -25,23 +25,28 @@ import Testing
         defer { daemon.stop() }
         #expect(try fixture.run(["secret-tool", "store", "--label=Mail", "service", "mail", "account", "alice"], input: "s3cr3t").status == 0)
         #expect(try fixture.run(["secret-tool", "store", "--label=Mail", "service", "mail", "account", "bob"], input: "hunter2").status == 0)
-        #expect(try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "alice"]).text == "s3cr3t")
-        #expect(try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "bob"]).text == "hunter2")
-        #expect(Self.quickAnswers("SearchItems", in: daemon) >= 2, "\(daemon.log)")
-        #expect(Self.quickAnswers("GetSecrets", in: daemon) >= 2, "\(daemon.log)")
+        // A call goes to the main loop instead when the main loop is busy at that moment (other
+        // tests run alongside): several lookups, and at least one answered at once of each kind.
+        for _ in 0..<5 {
+            #expect(try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "alice"]).text == "s3cr3t")
+            #expect(try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "bob"]).text == "hunter2")
+        }
+        #expect(Self.quickAnswers("SearchItems", in: daemon) >= 1, "\(daemon.log)")
+        #expect(Self.quickAnswers("GetSecrets", in: daemon) >= 1, "\(daemon.log)")
 
         let script = fixture.root.appendingPathComponent("lookup.py")
         try #"""
             import secretstorage
             conn = secretstorage.dbus_init()
             coll = secretstorage.get_default_collection(conn)
-            for account in ("alice", "bob", "carol"):
-                items = list(coll.search_items({"service": "mail", "account": account}))
-                print(account, items[0].get_secret().decode() if items else "-")
+            for _ in range(5):
+                for account in ("alice", "bob", "carol"):
+                    items = list(coll.search_items({"service": "mail", "account": account}))
+                    print(account, items[0].get_secret().decode() if items else "-")
             """#.write(to: script, atomically: true, encoding: .utf8)
         let python = try fixture.run(["/usr/bin/python3", script.path])
-        #expect(python.text == "alice s3cr3t\nbob hunter2\ncarol -\n", "\(python.errorOutput)")
-        #expect(Self.quickAnswers("GetSecret", in: daemon) >= 2, "\(daemon.log)")
+        #expect(python.text == String(repeating: "alice s3cr3t\nbob hunter2\ncarol -\n", count: 5), "\(python.errorOutput)")
+        #expect(Self.quickAnswers("GetSecret", in: daemon) >= 1, "\(daemon.log)")
 
         // Locked: the same calls, still answered at once, give nothing away.
         _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '/org/freedesktop/secrets/collection/login'],)")
