@@ -8,6 +8,10 @@ import Glibc
 /// function that lets go of it around `poll`). So everything the daemon does on its main loop
 /// is under it without saying so. Other threads only ever try it (``tryLock()``) and never wait
 /// for it: GDBus's thread must stay free to deliver the replies the main loop waits for.
+///
+/// So nothing the main loop runs may iterate the default main context itself: a nested loop
+/// would poll, and let go of the lock, in the middle of a call. (Synchronous bus calls are
+/// fine: GDBus waits for them on a context of its own, with the lock held.)
 final class MainLoopLock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
