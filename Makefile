@@ -24,9 +24,11 @@ PROVIDERS ?= gnome-keyring secretd
 
 # Release builds link the Swift runtime and FoundationEssentials statically: the programs start
 # faster (no symbol lookups across the toolchain's libraries), secretd's RSS is 4 MiB lower, and
-# installed copies need no Swift toolchain. Every release build here uses the same flags, so
-# .build/release is built one way only.
-RELEASE := -c release --static-swift-stdlib
+# installed copies need no Swift toolchain. They get no $ORIGIN run path either: nothing is
+# loaded from the directory they are installed in (SwiftPM adds it by default, for libraries
+# built next to the program). Every release build here uses the same flags, so .build/release
+# is built one way only.
+RELEASE := -c release --static-swift-stdlib --disable-local-rpath
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -64,7 +66,7 @@ test: deps
 	@$(MAKE) --no-print-directory fuzz
 
 # The release programs make install ships: they build with the Swift runtime linked statically,
-# run, and map no library of the toolchain.
+# run, map no library of the toolchain, and have no run path.
 check-release:
 	@echo "== release build (static Swift runtime)"
 	$(SWIFT) build $(RELEASE) --product secretd
@@ -73,7 +75,9 @@ check-release:
 		"$$bin/$$program" --version | grep -q "^$$program [0-9]" || { echo "$$program --version failed" >&2; exit 1; }; \
 		if ldd "$$bin/$$program" | grep -q "libswiftCore\|libFoundation"; then \
 			echo "$$program links the Swift runtime dynamically" >&2; exit 1; fi; \
-	done; echo "check-release: secretd and secretctl run and carry their Swift runtime"
+		if readelf -d "$$bin/$$program" | grep -q "RPATH\|RUNPATH"; then \
+			echo "$$program has a run path (libraries would be looked for there first)" >&2; exit 1; fi; \
+	done; echo "check-release: secretd and secretctl run, carry their Swift runtime and have no run path"
 
 # libFuzzer without its main (keychain-fuzz keeps its own and calls LLVMFuzzerRunDriver), from
 # the toolchain's clang resource directory; swiftc's -sanitize=fuzzer would link libFuzzer's

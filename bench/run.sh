@@ -5,7 +5,7 @@
 #   gnome-keyring runs only the sizes up to 3000 (it rewrites its whole file on every change).
 #   PROVIDERS="secretd" bench/run.sh 100 1000     only some providers
 #   BENCH_JSON=path                               where the JSON report goes (default bench/results.json)
-# Build first, as make bench does (release is what users run): swift build -c release --static-swift-stdlib
+# Build first, as make bench does (release is what users run): swift build -c release --static-swift-stdlib --disable-local-rpath
 set -eu
 cd "$(dirname "$0")/.."
 bin=${BIN:-$(swift build -c release --show-bin-path)}
