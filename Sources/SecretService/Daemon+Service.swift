@@ -290,7 +290,7 @@ extension Daemon {
             return .failed("the item's stored data is damaged and cannot be opened; see secretd's log")
         default:
             Log.error("storage error: \(error)")
-            return .failed("secretd could not complete the operation; see its log")
+            return .incomplete
         }
     }
 }

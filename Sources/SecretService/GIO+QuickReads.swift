@@ -88,7 +88,7 @@ extension BusServer {
         var result: Result<DBusValue, SecretServiceError> = handler.handle(call)
         // A read writes nothing; if one ever did, its reply must still wait for the commit.
         if handler.hasPendingCommit, !handler.commitPending() {
-            result = .failure(.failed("secretd could not complete the operation; see its log"))
+            result = .failure(.incomplete)
         }
         let reply: OpaquePointer?
         switch result {

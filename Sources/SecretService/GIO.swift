@@ -419,8 +419,8 @@ final class BusServer {
                 g_variant_unref(variant)
             }, fail: {
                 g_variant_unref(variant)
-                g_dbus_method_invocation_return_dbus_error(
-                    invocation, "org.freedesktop.DBus.Error.Failed", "secretd could not complete the operation; see its log")
+                let failure = SecretServiceError.incomplete
+                g_dbus_method_invocation_return_dbus_error(invocation, failure.dbusName, failure.message)
             })
         case .failure(let error):
             reply = Held(send: { g_dbus_method_invocation_return_dbus_error(invocation, error.dbusName, error.message) })
@@ -555,8 +555,7 @@ final class BusServer {
                 if server.handler?.hasPendingCommit == true {
                     server.flush()
                     if server.handler?.hasPendingCommit == true {
-                        error?.pointee = BusServer.propertyError(
-                            .failed("secretd could not complete the operation; see its log"))
+                        error?.pointee = BusServer.propertyError(.incomplete)
                         return 0
                     }
                 }

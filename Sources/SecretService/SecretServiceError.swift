@@ -34,6 +34,10 @@ public enum SecretServiceError: Error, Equatable {
         }
     }
 
+    /// What a caller is told when secretd could not do what it asked (a failed commit or an
+    /// unreadable store); the details go to the log only.
+    static let incomplete = SecretServiceError.failed("secretd could not complete the operation; see its log")
+
     /// Every D-Bus error name these errors go out under.
     static let dbusNames = [
         isLocked(""), noSession(""), noSuchObject(""), invalidArgs(""), notSupported(""), accessDenied(""),
