@@ -75,6 +75,14 @@ public final class SecretdFixture: @unchecked Sendable {
         try CommandResult.run(arguments, input: input.map { Data($0.utf8) }, environment: environment, scratch: root)
     }
 
+    /// Writes `source` as `name` in the fixture's tree and runs it with `/usr/bin/python3` (the
+    /// Debian Python, with jeepney and secretstorage) on this bus, with `arguments`.
+    public func runPython(_ source: String, named name: String, _ arguments: [String] = []) throws -> CommandResult {
+        let script = root.appendingPathComponent(name)
+        try source.write(to: script, atomically: true, encoding: .utf8)
+        return try run(["/usr/bin/python3", script.path] + arguments)
+    }
+
     /// Calls the Secret Service with GVariant-text arguments (see ``BusConnection/call(_:_:_:_:destination:)``).
     public func call(_ path: String, _ interface: String, _ method: String, _ arguments: String = "()") throws -> String {
         try control.call(path, interface, method, arguments)

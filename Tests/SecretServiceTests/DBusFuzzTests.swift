@@ -74,9 +74,7 @@ import Testing
 
     func raw(_ fixture: SecretdFixture, _ path: String, _ interface: String, _ method: String, _ signature: String,
              _ body: String) throws -> String {
-        let script = fixture.root.appendingPathComponent("raw.py")
-        try Self.rawCall.write(to: script, atomically: true, encoding: .utf8)
-        return try fixture.run(["/usr/bin/python3", script.path, path, interface, method, signature, body]).text
+        try fixture.runPython(Self.rawCall, named: "raw.py", [path, interface, method, signature, body]).text
     }
 
     @Test("values of every D-Bus type inside variants are taken or refused, never a crash (a double used to abort secretd)")

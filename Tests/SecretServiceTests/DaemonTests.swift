@@ -163,9 +163,7 @@ import Testing
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        let script = fixture.root.appendingPathComponent("pipelined.py")
-        try Self.pipelined.write(to: script, atomically: true, encoding: .utf8)
-        let result = try fixture.run(["/usr/bin/python3", script.path])
+        let result = try fixture.runPython(Self.pipelined, named: "pipelined.py")
         #expect(result.status == 0, "\(result.errorOutput)")
         #expect(result.text == "failures: [] 0\n", "\(result.errorOutput)")
         #expect(daemon.isRunning)

@@ -34,8 +34,7 @@ import Testing
         #expect(Self.quickAnswers("SearchItems", in: daemon) >= 1, "\(daemon.log)")
         #expect(Self.quickAnswers("GetSecrets", in: daemon) >= 1, "\(daemon.log)")
 
-        let script = fixture.root.appendingPathComponent("lookup.py")
-        try #"""
+        let python = try fixture.runPython(#"""
             import secretstorage
             conn = secretstorage.dbus_init()
             coll = secretstorage.get_default_collection(conn)
@@ -43,8 +42,7 @@ import Testing
                 for account in ("alice", "bob", "carol"):
                     items = list(coll.search_items({"service": "mail", "account": account}))
                     print(account, items[0].get_secret().decode() if items else "-")
-            """#.write(to: script, atomically: true, encoding: .utf8)
-        let python = try fixture.run(["/usr/bin/python3", script.path])
+            """#, named: "lookup.py")
         #expect(python.text == String(repeating: "alice s3cr3t\nbob hunter2\ncarol -\n", count: 5), "\(python.errorOutput)")
         #expect(Self.quickAnswers("GetSecret", in: daemon) >= 1, "\(daemon.log)")
 
@@ -63,8 +61,8 @@ import Testing
         #expect(try fixture.run(["secret-tool", "store", "--label=Mail", "service", "mail", "account", "alice"], input: "s3cr3t").status == 0)
 
         // First call of a new connection: it must be identified first (the main loop asks the bus).
-        let first = fixture.root.appendingPathComponent("first.py")
-        try #"""
+        let before = Self.quickAnswers("SearchItems", in: daemon)
+        let found = try fixture.runPython(#"""
             from jeepney import DBusAddress, new_method_call
             from jeepney.io.blocking import open_dbus_connection
             SERVICE = DBusAddress("/org/freedesktop/secrets", bus_name="org.freedesktop.secrets",
@@ -72,9 +70,7 @@ import Testing
             conn = open_dbus_connection(bus="SESSION")
             reply = conn.send_and_get_reply(new_method_call(SERVICE, "SearchItems", "a{ss}", ({"account": "alice"},)))
             print(len(reply.body[0]), len(reply.body[1]))
-            """#.write(to: first, atomically: true, encoding: .utf8)
-        let before = Self.quickAnswers("SearchItems", in: daemon)
-        let found = try fixture.run(["/usr/bin/python3", first.path])
+            """#, named: "first.py")
         #expect(found.text == "1 0\n", "\(found.errorOutput)")
         #expect(Self.quickAnswers("SearchItems", in: daemon) == before)
 
