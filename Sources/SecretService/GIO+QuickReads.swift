@@ -25,11 +25,6 @@ struct QuickRead: Hashable {
     var interface: String
     /// The method name.
     var method: String
-
-    /// The key of ``BusServer/quickReads``.
-    var key: String { Self.key(interface, method) }
-
-    static func key(_ interface: String, _ method: String) -> String { "\(interface).\(method)" }
 }
 
 extension BusServer {
@@ -45,8 +40,8 @@ extension BusServer {
 
     /// The in-signature of each of `reads`, from the introspection data; reads it does not
     /// describe are left out.
-    static func signatures(of reads: [QuickRead], in node: UnsafeMutablePointer<GDBusNodeInfo>) -> [String: String] {
-        var signatures: [String: String] = [:]
+    static func signatures(of reads: [QuickRead], in node: UnsafeMutablePointer<GDBusNodeInfo>) -> [QuickRead: String] {
+        var signatures: [QuickRead: String] = [:]
         for read in reads {
             guard let interface = g_dbus_node_info_lookup_interface(node, read.interface),
                 let method = g_dbus_interface_info_lookup_method(interface, read.method)
@@ -57,7 +52,7 @@ extension BusServer {
                 signature += String(cString: info.pointee.signature)
                 argument = argument?.advanced(by: 1)
             }
-            signatures[read.key] = signature
+            signatures[read] = signature
         }
         return signatures
     }
@@ -71,7 +66,7 @@ extension BusServer {
         let path = String(cString: pathName)
         let interface = String(cString: interfaceName)
         let method = String(cString: memberName)
-        guard let signature = quickReads[QuickRead.key(interface, method)],
+        guard let signature = quickReads[QuickRead(interface: interface, method: method)],
             String(cString: g_dbus_message_get_signature(message)) == signature
         else { return false }
         let sender = String(cString: senderName)

@@ -73,9 +73,9 @@ final class BusServer {
     var reconnectHandler: (() -> Void)?
     /// What each client may have waiting (checked by the connection's filter).
     let quota: CallQuota
-    /// The in-signature of each call the handler may answer in GDBus's thread, keyed by
-    /// ``QuickRead/key`` (see GIO+QuickReads.swift).
-    let quickReads: [String: String]
+    /// The in-signature of each call the handler may answer in GDBus's thread (see
+    /// GIO+QuickReads.swift).
+    let quickReads: [QuickRead: String]
 
     /// Connects to the session bus; `introspection` is the XML of every interface served.
     init(introspection: String, handler: any BusHandler, quota: CallQuota.Limits) throws(SecretServiceError) {
