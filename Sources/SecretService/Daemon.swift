@@ -177,6 +177,14 @@ public final class Daemon: BusHandler {
     /// Stops the main loop.
     public static func stop() { BusServer.quit() }
 
+    /// Ends the daemon's use of its data once ``run()`` has returned: forgets the master keys
+    /// and closes the database, which leaves every item in `secretd.sqlite3` itself (no
+    /// `-wal` file beside it). Nothing may call the daemon after this.
+    public func close() {
+        keys.removeAll()
+        store.close()
+    }
+
     // MARK: - Locking on idle
 
     /// Checks once a second whether the daemon has been idle for `lock-after-idle` seconds.

@@ -25,13 +25,26 @@ package final class Database {
         sqlite3_busy_timeout(db, 5_000)
     }
 
-    deinit {
+    deinit { close() }
+
+    /// Whether ``close()`` ran; every call after it throws.
+    private(set) var isClosed = false
+
+    /// Closes the connection. Being the file's only connection, it folds the write-ahead log
+    /// into the database file and removes the `-wal` and `-shm` files. Closing twice does nothing.
+    func close() {
+        guard !isClosed else { return }
         statements.removeAll()  // finalized before the connection closes
         sqlite3_close_v2(handle)
+        isClosed = true
     }
+
+    /// The error every call makes once the connection is closed.
+    private static let closedError = StoreError.io("the database is closed")
 
     /// Runs one or more statements that take no parameters.
     func execute(_ sql: String) throws(StoreError) {
+        guard !isClosed else { throw Self.closedError }
         let status = sqlite3_exec(handle, sql, nil, nil, nil)
         guard status == SQLITE_OK else { throw error(status) }
     }
@@ -44,6 +57,7 @@ package final class Database {
     /// `sql`, prepared once and kept, with its parameters bound in order. Used by one caller
     /// at a time: ``run(_:_:)`` and ``rows(_:_:)`` finish with it before they return.
     private func prepare(_ sql: String, _ values: [Value]) throws(StoreError) -> Statement {
+        guard !isClosed else { throw Self.closedError }
         let prepared: Statement
         if let cached = statements[sql] {
             prepared = cached
@@ -83,7 +97,7 @@ package final class Database {
 
     /// Rows inserted, updated or deleted through this connection since it opened (rolled back
     /// ones included): it only grows, so it changes whenever the data may have.
-    var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+    var totalChanges: Int64 { isClosed ? -1 : sqlite3_total_changes64(handle) }
 
     /// Commits the open grouped transaction; rolls it back (and throws) when that fails.
     func commitPending() throws(StoreError) {

@@ -33,6 +33,13 @@ public final class Store {
         try Migrations.migrate(database)
     }
 
+    /// Closes the database file. SQLite then folds its write-ahead log into the file, so
+    /// after a clean stop `secretd.sqlite3` alone holds every item. Every later call throws.
+    public func close() {
+        forgetCollections()
+        database.close()
+    }
+
     /// Creates `path` and any missing parents (0700), then makes `path` itself 0700.
     private static func makePrivateDirectory(_ path: String) throws(StoreError) {
         func failure() -> StoreError { .io("cannot create data directory \(path): \(String(cString: strerror(errno)))") }

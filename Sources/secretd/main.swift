@@ -170,3 +170,4 @@ do {
     fail(error.message)
 }
 Daemon.run()
+daemon.close()

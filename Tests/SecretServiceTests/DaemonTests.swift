@@ -49,6 +49,25 @@ import Testing
         daemon.stop()
     }
 
+    @Test("a clean stop leaves every item in the database file itself: no -wal or -shm file beside it")
+    func cleanStop() throws {
+        let fixture = try SecretdFixture()
+        var daemon = try fixture.start()
+        let session = try openPlainSession(fixture)
+        let path = try createItem(fixture, session, attributes: "{'service': 'mail'}", value: "folded")
+        daemon.stop()
+        try fixture.waitUntilNameIsFree()
+        // A user who copies only secretd.sqlite3 (a backup, a move) must get every item.
+        let files = try FileManager.default.contentsOfDirectory(atPath: fixture.dataDirectory.path)
+        #expect(files == [Store.fileName], "\(files)")
+
+        daemon = try fixture.start()
+        let fresh = try openPlainSession(fixture)
+        let reply = try fixture.call(path, Self.itemInterface, "GetSecret", "(objectpath '\(fresh)',)")
+        #expect(reply.contains("[byte 0x66, 0x6f, 0x6c, 0x64, 0x65, 0x64]"), "\(reply)")
+        daemon.stop()
+    }
+
     @Test("an item acknowledged over D-Bus survives kill -9 right after the reply")
     func durability() throws {
         let fixture = try SecretdFixture()

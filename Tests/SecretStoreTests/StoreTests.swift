@@ -114,6 +114,23 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(moved())
     }
 
+    @Test("close folds the write-ahead log into the file; later calls fail with a clear error")
+    func close() throws {
+        let (store, directory) = try makeStore()
+        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let item = try store.createItem(in: login, key: key, contents: contents("l", ["a": "1"], "kept"))
+        #expect(FileManager.default.fileExists(atPath: store.databaseURL.path + "-wal"))
+        store.close()
+        store.close()  // twice is harmless
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [Store.fileName])
+        #expect(throws: StoreError.io("the database is closed")) { try store.search(["a": "1"], in: login) }
+
+        let reopened = try Store(directory: directory)
+        let found = try #require(try reopened.search(["a": "1"]).first)
+        #expect(found.id == item.id)
+        #expect(text(try reopened.readItem(found, in: login, key: key).secret) == "kept")
+    }
+
     @Test("search uses the hash index and works without the key")
     func search() throws {
         let (store, _) = try makeStore()
