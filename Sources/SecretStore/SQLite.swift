@@ -104,7 +104,7 @@ package final class Database {
         guard hasPendingCommit else { return }
         hasPendingCommit = false
         do {
-            try execute("COMMIT")
+            try run("COMMIT")
         } catch {
             try? execute("ROLLBACK")
             throw error
@@ -112,17 +112,18 @@ package final class Database {
     }
 
     /// Runs `body` in an IMMEDIATE transaction (or, when commits are grouped, a savepoint of
-    /// the open one), rolling back what it did when it throws.
+    /// the open one), rolling back what it did when it throws. The statements that open and
+    /// close it are prepared once, like any other (parsing them each time was 7% of a store).
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         if groupsCommits {
             if !hasPendingCommit {
-                try execute("BEGIN IMMEDIATE")
+                try run("BEGIN IMMEDIATE")
                 hasPendingCommit = true
             }
-            try execute("SAVEPOINT write")
+            try run("SAVEPOINT write")
             do {
                 let result = try body()
-                try execute("RELEASE write")
+                try run("RELEASE write")
                 return result
             } catch {
                 try? execute("ROLLBACK TO write")
@@ -130,10 +131,10 @@ package final class Database {
                 throw error
             }
         }
-        try execute("BEGIN IMMEDIATE")
+        try run("BEGIN IMMEDIATE")
         do {
             let result = try body()
-            try execute("COMMIT")
+            try run("COMMIT")
             return result
         } catch {
             try? execute("ROLLBACK")
