@@ -122,11 +122,15 @@ final class BusServer {
 
     // MARK: - Signals
 
-    /// Broadcasts a signal, or sends it to `destination` (a unique name) only.
-    func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue], destination: String? = nil) {
+    /// Broadcasts a signal, or sends it to `destination` (a unique name) only. Returns whether
+    /// it waits for a commit (see ``deliver(_:)``).
+    @discardableResult
+    func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue], destination: String? = nil)
+        -> Bool
+    {
         let parameters = g_variant_ref_sink(Self.makeVariant(.tuple(arguments)))
         let connection = self.connection
-        deliver(Held(send: {
+        return deliver(Held(send: {
             g_dbus_connection_emit_signal(connection, destination, path, interface, name, parameters, nil)
             g_variant_unref(parameters)
         }, fail: { g_variant_unref(parameters) }))
@@ -135,19 +139,32 @@ final class BusServer {
     /// Broadcasts `org.freedesktop.DBus.Properties.PropertiesChanged` with the new values of
     /// `changed` and the names of `invalidated` properties (for values too large to send each
     /// time, such as a collection's Items).
+    ///
+    /// A broadcast that only invalidates is not repeated while the same one is the last
+    /// invalidation waiting for the commit: every store invalidates its collection's Items,
+    /// and writes that arrive together share a commit. A change with values in between is not
+    /// skipped over: the invalidation after it is sent again.
     func emitPropertiesChanged(
         path: String, interface: String, changed: [String: DBusValue], invalidated: [String] = [],
         destination: String? = nil
     ) {
+        let invalidates = changed.isEmpty && destination == nil
+        if invalidates, let last = lastHeldInvalidation,
+            last.path == path, last.interface == interface, last.names == invalidated
+        {
+            return
+        }
+        if !changed.isEmpty { lastHeldInvalidation = nil }
         let entries = changed.sorted { $0.key < $1.key }.map {
             DBusValue.Entry(key: .string($0.key), value: .variant($0.value))
         }
-        emitSignal(
+        let waits = emitSignal(
             path: path, interface: "org.freedesktop.DBus.Properties", name: "PropertiesChanged",
             arguments: [
                 .string(interface), .dictionary(key: "s", value: "v", entries),
                 .array(element: "s", invalidated.map { .string($0) }),
             ], destination: destination)
+        if invalidates && waits { lastHeldInvalidation = (path, interface, invalidated) }
     }
 
     /// Calls `handler` with the unique name of every client that disconnects from the bus.
@@ -470,6 +487,9 @@ final class BusServer {
     }
 
     private var held: [Held] = []
+    /// The last invalidation-only PropertiesChanged broadcast among ``held``, which
+    /// ``emitPropertiesChanged`` does not repeat.
+    private var lastHeldInvalidation: (path: String, interface: String, names: [String])?
     /// Whether replies or signals are waiting for a commit.
     var isHoldingReplies: Bool { !held.isEmpty }
     private var flushScheduled = false
@@ -478,13 +498,20 @@ final class BusServer {
 
     /// Sends `item` now, or after the commit of the writes before it: nothing is acknowledged
     /// (nor announced) before it is durable, and writes that arrive together share one commit.
-    private func deliver(_ item: Held) {
+    /// Returns whether `item` is waiting.
+    @discardableResult
+    private func deliver(_ item: Held) -> Bool {
         guard handler?.hasPendingCommit == true || !held.isEmpty else {
             item.send()
-            return
+            return false
         }
         held.append(item)
-        if held.count >= Self.maximumHeld { flush() } else { scheduleFlush() }
+        if held.count >= Self.maximumHeld {
+            flush()
+            return false
+        }
+        scheduleFlush()
+        return true
     }
 
     /// Commits after the calls already queued on the main loop have been handled.
@@ -506,6 +533,7 @@ final class BusServer {
         let committed = handler?.commitPending() ?? true
         let waiting = held
         held = []
+        lastHeldInvalidation = nil
         for item in waiting {
             if committed { item.send() } else { item.fail?() }
         }

@@ -188,6 +188,74 @@ import Testing
         #expect(daemon.isRunning)
     }
 
+    /// Sends pipelined writes to the login collection and prints, in arrival order, `I` for each
+    /// PropertiesChanged that invalidates its Items, `L` for one that carries its Label, and `R`
+    /// for each reply: first for 100 CreateItem calls, then for CreateItem, Set(Label), CreateItem.
+    static let invalidations = #"""
+        from jeepney import DBusAddress, new_method_call, MessageType, MatchRule, message_bus
+        from jeepney.io.blocking import open_dbus_connection
+        from jeepney.low_level import HeaderFields
+        B = "org.freedesktop.secrets"
+        SERVICE = DBusAddress("/org/freedesktop/secrets", bus_name=B, interface="org.freedesktop.Secret.Service")
+        PATH = "/org/freedesktop/secrets/collection/login"
+        LOGIN = DBusAddress(PATH, bus_name=B, interface="org.freedesktop.Secret.Collection")
+        PROPERTIES = DBusAddress(PATH, bus_name=B, interface="org.freedesktop.DBus.Properties")
+        conn = open_dbus_connection(bus="SESSION")
+        rule = MatchRule(type="signal", interface="org.freedesktop.DBus.Properties", member="PropertiesChanged", path=PATH)
+        conn.send_and_get_reply(message_bus.AddMatch(rule))
+        session = conn.send_and_get_reply(new_method_call(SERVICE, "OpenSession", "sv", ("plain", ("s", "")))).body[1]
+
+        def create(n):
+            properties = {"org.freedesktop.Secret.Item.Label": ("s", "item %d" % n),
+                          "org.freedesktop.Secret.Item.Attributes": ("a{ss}", {"n": str(n)})}
+            return new_method_call(LOGIN, "CreateItem", "a{sv}(oayays)b",
+                                   (properties, (session, b"", b"s", "text/plain"), False))
+
+        def events(calls):
+            """Sends all calls before reading any reply; the events up to the last reply."""
+            serials = set()
+            for call in calls:
+                serial = next(conn.outgoing_serial)
+                serials.add(serial)
+                conn.send(call, serial=serial)
+            seen = ""
+            while serials:
+                message = conn.receive(timeout=30)
+                kind = message.header.message_type
+                if kind == MessageType.signal and message.header.fields.get(HeaderFields.member) == "PropertiesChanged":
+                    interface, changed, invalidated = message.body
+                    seen += ("I" if "Items" in invalidated else "") + ("L" if "Label" in changed else "")
+                elif message.header.fields.get(HeaderFields.reply_serial) in serials:
+                    if kind == MessageType.error:
+                        raise RuntimeError(message.header.fields.get(HeaderFields.error_name))
+                    serials.discard(message.header.fields.get(HeaderFields.reply_serial))
+                    seen += "R"
+            return seen
+
+        print(events([create(n) for n in range(100)]))
+        label = new_method_call(PROPERTIES, "Set", "ssv", ("org.freedesktop.Secret.Collection", "Label", ("s", "Renamed")))
+        print(events([create(100), label, create(101)]))
+        """#
+
+    @Test("writes that share a commit share one Items invalidation; one after a Label change is sent again")
+    func invalidationsPerCommit() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let result = try fixture.runPython(Self.invalidations, named: "invalidations.py")
+        #expect(result.status == 0, "\(result.errorOutput)")
+        let lines = result.text.split(separator: "\n").map(String.init)
+        try #require(lines.count == 2, "\(result.text)")
+        // Every reply comes after an invalidation of the Items it changed.
+        #expect(lines[0].hasPrefix("I"), "\(lines[0])")
+        #expect(lines[0].filter { $0 == "R" }.count == 100)
+        let invalidations = lines[0].filter { $0 == "I" }.count
+        #expect(invalidations >= 1 && invalidations < 100, "\(lines[0])")
+        // Create, rename, create: the second invalidation follows a change with a value, so it
+        // is sent whether or not the three calls shared a commit.
+        #expect(lines[1] == "IRLRIR", "\(lines[1])")
+    }
+
     @Test("aliases: default is login, served under /aliases/default; CreateCollection by alias is idempotent")
     func aliases() throws {
         let fixture = try SecretdFixture()
