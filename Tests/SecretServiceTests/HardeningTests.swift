@@ -51,7 +51,18 @@ import Testing
         let sampler = ProcessSampler(looking: Secrets.all + [canary])
         sampler.start()
         defer { sampler.stop() }
-        _ = try fixture.run(["/bin/sh", "-c", "sleep 0.3", canary])
+        // It lives until the sampler has seen it or 30 s went by: on a loaded machine one round
+        // over every process can take longer than a short-lived canary lives.
+        // (Not Foundation's Process: its children start with most signals blocked, so they
+        // would not end on SIGTERM.)
+        let canaryProcess = try SupervisedProcess(
+            ["/bin/sh", "-c", "trap 'kill $!; exit 0' TERM; sleep 60 & wait", canary], environment: fixture.environment,
+            logURL: fixture.root.appendingPathComponent("canary.log"))
+        let canaryDeadline = Date().addingTimeInterval(30)
+        while !sampler.findings.contains(where: { $0.hasSuffix("cmdline: \(canary)") }) && Date() < canaryDeadline {
+            usleep(10_000)
+        }
+        canaryProcess.stop()
 
         // secretd under umask 000: it must not rely on the umask for its modes.
         let daemon = try SupervisedProcess(
