@@ -312,6 +312,23 @@ final class BusServer {
         g_main_context_set_poll_func(nil, pollLettingGoOfLock)
         g_main_loop_run(loop)
         active?.flush()  // commit what the last calls wrote before the process ends
+        active?.flushConnection()
+    }
+
+    /// Waits until GDBus has written every reply and signal handed to it, so that the replies
+    /// to the last calls committed before a stop reach their callers: the process ends right
+    /// after, and a reply still queued would be lost (the caller would get `NoReply` for a
+    /// write that was made). Gives up after `timeout` seconds, for a bus that no longer reads.
+    func flushConnection(timeout: Double = 2) {
+        guard let cancellable = g_cancellable_new() else { return }
+        let timer = UInt(bitPattern: g_object_ref(cancellable))  // the timer's own reference
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+            let cancellable = UnsafeMutablePointer<GCancellable>(bitPattern: timer)
+            g_cancellable_cancel(cancellable)
+            g_object_unref(UnsafeMutableRawPointer(cancellable))
+        }
+        g_dbus_connection_flush_sync(connection, cancellable, nil)
+        g_object_unref(cancellable)
     }
 
     nonisolated(unsafe) private static var mainLoop: OpaquePointer?
