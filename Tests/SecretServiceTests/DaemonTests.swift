@@ -127,19 +127,27 @@ import Testing
         daemon.stop()
     }
 
-    /// One connection sends a write and, without waiting, a read of what it writes; the
-    /// read's reply must show the write. Run for a new item (CreateItem, then SearchItems) and
-    /// for a replaced one (CreateItem with replace, then GetSecrets of its path).
-    static let pipelined = #"""
-        from jeepney import DBusAddress, new_method_call, MessageType
+    /// The start of the Python clients below: jeepney, the service and the login collection,
+    /// a connection (`conn`) to the session bus and a plain session (`session`).
+    static let jeepneyClient = #"""
+        import os, signal, sys
+        from jeepney import DBusAddress, new_method_call, MessageType, MatchRule, message_bus
         from jeepney.io.blocking import open_dbus_connection
         from jeepney.low_level import HeaderFields
         B = "org.freedesktop.secrets"
         SERVICE = DBusAddress("/org/freedesktop/secrets", bus_name=B, interface="org.freedesktop.Secret.Service")
-        LOGIN = DBusAddress("/org/freedesktop/secrets/collection/login", bus_name=B, interface="org.freedesktop.Secret.Collection")
+        PATH = "/org/freedesktop/secrets/collection/login"
+        LOGIN = DBusAddress(PATH, bus_name=B, interface="org.freedesktop.Secret.Collection")
+        PROPERTIES = DBusAddress(PATH, bus_name=B, interface="org.freedesktop.DBus.Properties")
         conn = open_dbus_connection(bus="SESSION")
         session = conn.send_and_get_reply(new_method_call(SERVICE, "OpenSession", "sv", ("plain", ("s", "")))).body[1]
 
+        """#
+
+    /// One connection sends a write and, without waiting, a read of what it writes; the
+    /// read's reply must show the write. Run for a new item (CreateItem, then SearchItems) and
+    /// for a replaced one (CreateItem with replace, then GetSecrets of its path).
+    static let pipelined = jeepneyClient + #"""
         def both(first, second):
             """Sends both calls before reading either reply; returns their replies."""
             serials = [next(conn.outgoing_serial), next(conn.outgoing_serial)]
@@ -191,19 +199,9 @@ import Testing
     /// Sends pipelined writes to the login collection and prints, in arrival order, `I` for each
     /// PropertiesChanged that invalidates its Items, `L` for one that carries its Label, and `R`
     /// for each reply: first for 100 CreateItem calls, then for CreateItem, Set(Label), CreateItem.
-    static let invalidations = #"""
-        from jeepney import DBusAddress, new_method_call, MessageType, MatchRule, message_bus
-        from jeepney.io.blocking import open_dbus_connection
-        from jeepney.low_level import HeaderFields
-        B = "org.freedesktop.secrets"
-        SERVICE = DBusAddress("/org/freedesktop/secrets", bus_name=B, interface="org.freedesktop.Secret.Service")
-        PATH = "/org/freedesktop/secrets/collection/login"
-        LOGIN = DBusAddress(PATH, bus_name=B, interface="org.freedesktop.Secret.Collection")
-        PROPERTIES = DBusAddress(PATH, bus_name=B, interface="org.freedesktop.DBus.Properties")
-        conn = open_dbus_connection(bus="SESSION")
+    static let invalidations = jeepneyClient + #"""
         rule = MatchRule(type="signal", interface="org.freedesktop.DBus.Properties", member="PropertiesChanged", path=PATH)
         conn.send_and_get_reply(message_bus.AddMatch(rule))
-        session = conn.send_and_get_reply(new_method_call(SERVICE, "OpenSession", "sv", ("plain", ("s", "")))).body[1]
 
         def create(n):
             properties = {"org.freedesktop.Secret.Item.Label": ("s", "item %d" % n),
@@ -258,16 +256,7 @@ import Testing
 
     /// Pipelines 400 CreateItem calls (attribute `stop=ROUND`), sends secretd (pid `argv[1]`)
     /// SIGTERM after the 200th, and prints how many calls got a reply and how many an error.
-    static let stopUnderWrites = #"""
-        import os, signal, sys
-        from jeepney import DBusAddress, new_method_call, MessageType
-        from jeepney.io.blocking import open_dbus_connection
-        from jeepney.low_level import HeaderFields
-        B = "org.freedesktop.secrets"
-        SERVICE = DBusAddress("/org/freedesktop/secrets", bus_name=B, interface="org.freedesktop.Secret.Service")
-        LOGIN = DBusAddress("/org/freedesktop/secrets/collection/login", bus_name=B, interface="org.freedesktop.Secret.Collection")
-        conn = open_dbus_connection(bus="SESSION")
-        session = conn.send_and_get_reply(new_method_call(SERVICE, "OpenSession", "sv", ("plain", ("s", "")))).body[1]
+    static let stopUnderWrites = jeepneyClient + #"""
         serials = set()
         for n in range(400):
             properties = {"org.freedesktop.Secret.Item.Label": ("s", "item %d" % n),
