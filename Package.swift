@@ -57,24 +57,30 @@ let package = Package(
             name: "Pinentry", dependencies: ["CAssuan"],
             swiftSettings: strictSettings),
 
-        // MARK: secretd's storage (SQLite + libgcrypt, no D-Bus)
+        // MARK: Cryptography (libgcrypt): secure memory, Argon2id, AES-GCM, the session's DH and AES-CBC
         .target(
-            name: "SecretStore", dependencies: ["CGcrypt", "CSQLite"],
+            name: "SecretCrypto", dependencies: ["CGcrypt"],
+            swiftSettings: strictSettings),
+
+        // MARK: secretd's storage (SQLite, sealed with SecretCrypto; no D-Bus)
+        .target(
+            name: "SecretStore", dependencies: ["CSQLite", "SecretCrypto"],
             swiftSettings: strictSettings),
 
         // MARK: secretd's D-Bus object layer
         .target(
-            name: "SecretService", dependencies: ["CGio", "CProcess", "KeychainCore", "Pinentry", "SecretStore"],
+            name: "SecretService", dependencies: ["CGio", "CProcess", "KeychainCore", "Pinentry", "SecretCrypto", "SecretStore"],
             swiftSettings: strictSettings),
 
-        // MARK: The command line
+        // MARK: The command line (SecretCrypto for export files; not SecretStore, so secretctl
+        // does not load SQLite)
         .target(
-            name: "SecretCtl", dependencies: ["KeychainCore", "Keychain", "ProcessSpawning", "SecretStore"],
+            name: "SecretCtl", dependencies: ["KeychainCore", "Keychain", "ProcessSpawning", "SecretCrypto"],
             swiftSettings: strictSettings),
 
         // MARK: Executables
         .executableTarget(
-            name: "secretd", dependencies: ["CProcess", "KeychainCore", "SecretService", "SecretStore"],
+            name: "secretd", dependencies: ["CProcess", "KeychainCore", "SecretCrypto", "SecretService", "SecretStore"],
             swiftSettings: strictSettings),
         .executableTarget(
             name: "secretctl", dependencies: ["SecretCtl"],
@@ -88,7 +94,7 @@ let package = Package(
         // Replays fuzz inputs through the parsers of outside input; drives libFuzzer in the
         // fuzz build (`make fuzz`; see "Fuzzing" in README.md).
         .executableTarget(
-            name: "keychain-fuzz", dependencies: ["CFuzzer", "SecretCtl", "SecretService", "SecretStore"],
+            name: "keychain-fuzz", dependencies: ["CFuzzer", "SecretCrypto", "SecretCtl", "SecretService", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: Test support and tests
@@ -96,13 +102,16 @@ let package = Package(
             name: "KeychainTestSupport", dependencies: ["CGio", "Keychain", "ProcessSpawning"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "SecretStoreTests", dependencies: ["SecretStore"],
+            name: "SecretCryptoTests", dependencies: ["SecretCrypto"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "SecretCtlTests", dependencies: ["SecretCtl", "Keychain"],
+            name: "SecretStoreTests", dependencies: ["SecretCrypto", "SecretStore"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "SecretServiceTests", dependencies: ["KeychainTestSupport", "SecretStore", "SecretService"],
+            name: "SecretCtlTests", dependencies: ["SecretCtl", "SecretCrypto", "Keychain"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "SecretServiceTests", dependencies: ["KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "KeychainTestSupport"],

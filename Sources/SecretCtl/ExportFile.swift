@@ -1,6 +1,6 @@
 package import FoundationEssentials
 import Glibc
-package import SecretStore
+package import SecretCrypto
 
 /// The encrypted export format (version 1), documented in secretctl(1):
 ///
@@ -54,10 +54,10 @@ package enum ExportFile {
         for value in [parameters.iterations, parameters.memoryKiB, parameters.lanes] { header += bigEndian(UInt32(value)) }
         header += salt
         do {
-            let key = try passphrase.withUnsafeBytes { bytes throws(StoreError) in
+            let key = try passphrase.withUnsafeBytes { bytes throws(CryptoError) in
                 try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
             }
-            let sealed = try json.withUnsafeBytes { bytes throws(StoreError) in
+            let sealed = try json.withUnsafeBytes { bytes throws(CryptoError) in
                 try Gcrypt.seal(bytes, key: key, associatedData: header)
             }
             return Data(header + sealed)
@@ -87,7 +87,7 @@ package enum ExportFile {
         let header = Array(bytes[0..<headerLength])
         let plaintext: SecureBytes
         do {
-            let key = try passphrase.withUnsafeBytes { raw throws(StoreError) in
+            let key = try passphrase.withUnsafeBytes { raw throws(CryptoError) in
                 try Gcrypt.argon2id(password: raw, salt: salt, parameters: parameters)
             }
             plaintext = try Gcrypt.open(Array(bytes[headerLength...]), key: key, associatedData: header)

@@ -2,6 +2,7 @@
 
 import FoundationEssentials
 import Glibc
+import SecretCrypto
 import SecretStore
 
 /// What a caller may do with an item, given the item's group.

@@ -1,5 +1,6 @@
 // org.freedesktop.Secret.Collection
 
+import SecretCrypto
 import SecretStore
 
 extension Daemon {

@@ -1,5 +1,6 @@
 // org.freedesktop.Secret.Item
 
+import SecretCrypto
 import SecretStore
 
 extension Daemon {

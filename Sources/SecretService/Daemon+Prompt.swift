@@ -3,6 +3,7 @@
 import KeychainCore
 import FoundationEssentials
 import Pinentry
+import SecretCrypto
 import SecretStore
 
 extension Daemon {

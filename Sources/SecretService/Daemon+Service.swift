@@ -2,6 +2,7 @@
 
 import FoundationEssentials
 import Glibc
+import SecretCrypto
 import SecretStore
 
 extension Daemon {

@@ -1,6 +1,7 @@
 public import FoundationEssentials
 import Glibc
 import Pinentry
+public import SecretCrypto
 public import SecretStore
 
 /// The Secret Service provider: the D-Bus objects over the encrypted store.

@@ -1,6 +1,6 @@
 // org.freedesktop.Secret.Session
 
-package import SecretStore
+package import SecretCrypto
 
 /// A client's transfer session: how secrets are encoded between it and the daemon.
 package final class Session {

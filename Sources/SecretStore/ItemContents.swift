@@ -1,3 +1,5 @@
+public import SecretCrypto
+
 /// The sealed part of an item: everything but its identity and timestamps.
 public struct ItemContents: Sendable {
     /// The label (sealed, so it is unreadable while the collection is locked).

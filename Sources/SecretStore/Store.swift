@@ -1,3 +1,4 @@
+public import SecretCrypto
 public import FoundationEssentials
 import Glibc
 
@@ -160,8 +161,10 @@ public final class Store {
             checkingIterations: Int(iterations), memoryKiB: Int(memory), lanes: Int(lanes))
         else { throw .corrupted("the collection's key derivation parameters are out of range") }
         guard password.count > 0 else { throw .wrongPassword }
-        let kek = try password.withBytes { (bytes) throws(StoreError) in
-            try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
+        let kek = try StoreError.fromCrypto { () throws(CryptoError) in
+            try password.withBytes { (bytes) throws(CryptoError) in
+                try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
+            }
         }
         let key: SecureBytes
         do {
@@ -169,7 +172,7 @@ public final class Store {
         } catch {
             // A wrong password and a tampered wrapped key look the same to GCM.
             if error == .corrupted("authentication failed") { throw .wrongPassword }
-            throw error
+            throw StoreError(error)
         }
         guard key.count == Gcrypt.keyLength else { throw .corrupted("wrapped key has the wrong size") }
         try assignAccessGroups(in: collection, key: key)
@@ -372,7 +375,9 @@ public final class Store {
         let rows = try database.rows("SELECT sealed FROM items WHERE id = ? AND collection_id = ?",
                                      [.integer(item.id), .integer(collection.id)])
         guard let sealed = rows.first?.first?.blob else { throw .notFound }
-        let plaintext = try Gcrypt.open(sealed, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
+        let plaintext = try StoreError.fromCrypto { () throws(CryptoError) in
+            try Gcrypt.open(sealed, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
+        }
         return try ItemContents.decode(plaintext)
     }
 
@@ -412,8 +417,10 @@ public final class Store {
         replacing: Bool = true
     ) throws(StoreError) {
         let plaintext = contents.encoded()
-        let sealed = try plaintext.withBytes { (bytes) throws(StoreError) in
-            try Gcrypt.seal(bytes, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
+        let sealed = try StoreError.fromCrypto { () throws(CryptoError) in
+            try plaintext.withBytes { (bytes) throws(CryptoError) in
+                try Gcrypt.seal(bytes, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
+            }
         }
         if replacing { try removeIndexEntries(of: item.id) }
         let keys = contents.attributes.map { Self.attributeKey(name: $0.key, value: $0.value) }
@@ -439,11 +446,13 @@ public final class Store {
         _ masterKey: SecureBytes, password: SecureBytes, salt: [UInt8], parameters: KDFParameters, uuid: [UInt8]
     ) throws(StoreError) -> [UInt8] {
         guard password.count > 0 else { throw .invalidInput("the password is empty") }
-        let kek = try password.withBytes { (bytes) throws(StoreError) in
-            try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
-        }
-        return try masterKey.withBytes { (bytes) throws(StoreError) in
-            try Gcrypt.seal(bytes, key: kek, associatedData: Self.keyAssociatedData(uuid))
+        return try StoreError.fromCrypto { () throws(CryptoError) in
+            let kek = try password.withBytes { (bytes) throws(CryptoError) in
+                try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
+            }
+            return try masterKey.withBytes { (bytes) throws(CryptoError) in
+                try Gcrypt.seal(bytes, key: kek, associatedData: Self.keyAssociatedData(uuid))
+            }
         }
     }
 

@@ -1,3 +1,5 @@
+public import SecretCrypto
+
 /// What can go wrong in the encrypted store. Messages never contain secrets or bound values.
 public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The password does not open the collection's key.
@@ -30,5 +32,19 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .crypto(let message): return "crypto error: \(message)"
         case .io(let message): return message
         }
+    }
+
+    /// The store's account of a failed cryptographic operation, with the same message.
+    public init(_ error: CryptoError) {
+        switch error {
+        case .invalidInput(let what): self = .invalidInput(what)
+        case .corrupted(let what): self = .corrupted(what)
+        case .library(let message): self = .crypto(message)
+        }
+    }
+
+    /// Runs `body`, reporting a cryptographic failure as a store error.
+    static func fromCrypto<T>(_ body: () throws(CryptoError) -> T) throws(StoreError) -> T {
+        do { return try body() } catch { throw StoreError(error) }
     }
 }

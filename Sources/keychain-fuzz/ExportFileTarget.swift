@@ -1,5 +1,6 @@
 import Foundation
 import SecretCtl
+import SecretCrypto
 import SecretStore
 
 /// `secretctl import` of our sealed export format: the header with its key derivation

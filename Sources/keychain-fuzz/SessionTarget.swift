@@ -1,5 +1,6 @@
 import Foundation
 import SecretService
+import SecretCrypto
 import SecretStore
 
 /// The Secret parameters and values of each session algorithm (`plain` and

@@ -1,4 +1,5 @@
 import Foundation
+import SecretCrypto
 import SecretStore
 
 /// Decoding of what secretd reads back from its database: an item's sealed contents once

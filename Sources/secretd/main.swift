@@ -6,6 +6,7 @@ import FoundationEssentials
 import Glibc
 import KeychainCore
 import SecretService
+import SecretCrypto
 import SecretStore
 
 // GLib 2.74 keeps freed blocks in its slice allocator, where malloc_trim cannot return them:

@@ -1,5 +1,5 @@
 import Foundation
-import SecretStore
+import SecretCrypto
 import Testing
 
 @testable import SecretCtl

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainTestSupport
+@testable import SecretCrypto
 @testable import SecretStore
 import Testing
 

@@ -2,6 +2,7 @@ import Synchronization
 import Testing
 
 @testable import SecretService
+import SecretCrypto
 import SecretStore
 
 @Suite struct DBusBytesTests {

@@ -2,6 +2,7 @@ import Foundation
 import KeychainTestSupport
 import Testing
 
+@testable import SecretCrypto
 @testable import SecretStore
 
 /// secretd's hardening, checked from outside: no secret in any argv, environment, log or

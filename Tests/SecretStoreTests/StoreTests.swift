@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import SecretCrypto
 @testable import SecretStore
 
 /// A store in a fresh temporary directory.
@@ -224,7 +225,7 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
             CREATE INDEX attribute_hashes_by_hash ON attribute_hashes(hash);
             """)
         for (item, contents) in items {
-            let sealed = try contents.encoded(format: .fixedLengths).withBytes { (bytes) throws(StoreError) in
+            let sealed = try contents.encoded(format: .fixedLengths).withBytes { (bytes) throws(CryptoError) in
                 try Gcrypt.seal(bytes, key: key, associatedData: Store.itemAssociatedData(collection.uuid, item.id))
             }
             try database.run("UPDATE items SET sealed = ? WHERE id = ?", [.blob(sealed), .integer(item.id)])

@@ -4,7 +4,7 @@ import Glibc
 /// Key material or plaintext held in libgcrypt's secure (mlocked) memory, wiped when released.
 public final class SecureBytes: @unchecked Sendable {
     /// The memory; valid until the object is released.
-    let pointer: UnsafeMutableRawPointer
+    package let pointer: UnsafeMutableRawPointer
     /// The number of bytes.
     public let count: Int
 
@@ -41,7 +41,7 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// Mutable access to the bytes.
-    func withMutableBytes<T>(_ body: (UnsafeMutableRawBufferPointer) -> T) -> T {
+    package func withMutableBytes<T>(_ body: (UnsafeMutableRawBufferPointer) -> T) -> T {
         body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
     }
 

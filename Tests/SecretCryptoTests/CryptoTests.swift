@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import SecretStore
+@testable import SecretCrypto
 
 @Suite struct Crypto {
     func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
@@ -29,7 +29,7 @@ import Testing
         ] {
             #expect(!parameters.isWithinLimits, "\(parameters)")
             #expect(KDFParameters(checkingIterations: parameters.iterations, memoryKiB: parameters.memoryKiB, lanes: parameters.lanes) == nil)
-            #expect(throws: StoreError.invalidInput("Argon2id parameters are out of range")) {
+            #expect(throws: CryptoError.invalidInput("Argon2id parameters are out of range")) {
                 try [UInt8(1)].withUnsafeBytes { try Gcrypt.argon2id(password: $0, salt: [UInt8](repeating: 2, count: 16), parameters: parameters) }
             }
         }
@@ -48,13 +48,13 @@ import Testing
 
         var flipped = sealed
         flipped[20] ^= 1
-        #expect(throws: StoreError.corrupted("authentication failed")) {
+        #expect(throws: CryptoError.corrupted("authentication failed")) {
             try Gcrypt.open(flipped, key: key, associatedData: [])
         }
-        #expect(throws: StoreError.corrupted("authentication failed")) {
+        #expect(throws: CryptoError.corrupted("authentication failed")) {
             try Gcrypt.open(sealed, key: key, associatedData: [1])
         }
-        #expect(throws: StoreError.corrupted("sealed value is truncated")) {
+        #expect(throws: CryptoError.corrupted("sealed value is truncated")) {
             try Gcrypt.open(Array(sealed[0..<20]), key: key, associatedData: [])
         }
     }

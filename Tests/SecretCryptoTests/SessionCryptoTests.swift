@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import SecretStore
+@testable import SecretCrypto
 
 /// The primitives of the `dh-ietf1024-sha256-aes128-cbc-pkcs7` session algorithm.
 @Suite struct SessionCrypto {
@@ -40,10 +40,10 @@ import Testing
             let sealed = try Gcrypt.encryptAES128CBC(plaintext, key: key, iv: iv)
             #expect(try Gcrypt.decryptAES128CBC(sealed, key: key, iv: iv).constantTimeEquals(plaintext))
         }
-        #expect(throws: StoreError.self) { try Gcrypt.decryptAES128CBC([1, 2, 3], key: key, iv: iv) }
+        #expect(throws: CryptoError.self) { try Gcrypt.decryptAES128CBC([1, 2, 3], key: key, iv: iv) }
         var tampered = encrypted
         tampered[31] ^= 0xff
-        #expect(throws: StoreError.invalidInput("encrypted secret has invalid padding")) {
+        #expect(throws: CryptoError.invalidInput("encrypted secret has invalid padding")) {
             try Gcrypt.decryptAES128CBC(tampered, key: key, iv: iv)
         }
     }
@@ -57,11 +57,11 @@ import Testing
         let two = try bob.sessionKey(peerPublicKey: alice.publicKey)
         #expect(one.count == 16)
         #expect(one.constantTimeEquals(two))
-        #expect(throws: StoreError.invalidInput("DH public key is out of range")) { try alice.sessionKey(peerPublicKey: [1]) }
-        #expect(throws: StoreError.invalidInput("DH public key has an invalid length")) { try alice.sessionKey(peerPublicKey: []) }
+        #expect(throws: CryptoError.invalidInput("DH public key is out of range")) { try alice.sessionKey(peerPublicKey: [1]) }
+        #expect(throws: CryptoError.invalidInput("DH public key has an invalid length")) { try alice.sessionKey(peerPublicKey: []) }
         let primeMinusOne = bytes(Gcrypt.DiffieHellman.primeHex.replacingOccurrences(of: "\n", with: "").lowercased())
             .enumerated().map { $0.offset == 127 ? $0.element - 1 : $0.element }
-        #expect(throws: StoreError.invalidInput("DH public key is out of range")) {
+        #expect(throws: CryptoError.invalidInput("DH public key is out of range")) {
             try alice.sessionKey(peerPublicKey: primeMinusOne)
         }
     }

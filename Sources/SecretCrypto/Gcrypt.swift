@@ -7,9 +7,9 @@ import FoundationEssentials
 /// libgcrypt: initialisation, randomness, Argon2id, AES-256-GCM and SHA-256.
 public enum Gcrypt {
     /// Length of an AES-GCM nonce.
-    static let nonceLength = 12
+    package static let nonceLength = 12
     /// Length of an AES-GCM tag.
-    static let tagLength = 16
+    package static let tagLength = 16
     /// Length of AES-256 keys.
     public static let keyLength = 32
 
@@ -48,16 +48,16 @@ public enum Gcrypt {
     /// parameters that are not ``KDFParameters/isWithinLimits``.
     public static func argon2id(
         password: UnsafeRawBufferPointer, salt: [UInt8], parameters: KDFParameters
-    ) throws(StoreError) -> SecureBytes {
+    ) throws(CryptoError) -> SecureBytes {
         try argon2id(password: password, salt: salt, parameters: parameters, secret: [], associatedData: [])
     }
 
     /// Argon2id with the optional secret (K) and associated data (X) inputs; known-answer
     /// tests use them (RFC 9106 §5.3).
-    static func argon2id(
+    package static func argon2id(
         password: UnsafeRawBufferPointer, salt: [UInt8], parameters: KDFParameters, secret: [UInt8],
         associatedData: [UInt8]
-    ) throws(StoreError) -> SecureBytes {
+    ) throws(CryptoError) -> SecureBytes {
         guard parameters.isWithinLimits else { throw .invalidInput("Argon2id parameters are out of range") }
         initialize()
         var handle: gcry_kdf_hd_t?
@@ -80,13 +80,13 @@ public enum Gcrypt {
                 }
             }
         }
-        guard error == 0, let handle else { throw .crypto("argon2id: \(describe(error))") }
+        guard error == 0, let handle else { throw .library("argon2id: \(describe(error))") }
         defer { gcry_kdf_close(handle) }
         error = gcry_kdf_compute(handle, nil)
-        guard error == 0 else { throw .crypto("argon2id: \(describe(error))") }
+        guard error == 0 else { throw .library("argon2id: \(describe(error))") }
         let key = SecureBytes(count: keyLength)
         error = key.withMutableBytes { gcry_kdf_final(handle, keyLength, $0.baseAddress) }
-        guard error == 0 else { throw .crypto("argon2id: \(describe(error))") }
+        guard error == 0 else { throw .library("argon2id: \(describe(error))") }
         return key
     }
 
@@ -96,14 +96,14 @@ public enum Gcrypt {
     /// nonce ‖ ciphertext ‖ tag with a fresh random nonce.
     public static func seal(
         _ plaintext: UnsafeRawBufferPointer, key: SecureBytes, associatedData: [UInt8]
-    ) throws(StoreError) -> [UInt8] {
+    ) throws(CryptoError) -> [UInt8] {
         try seal(plaintext, key: key, associatedData: associatedData, nonce: randomBytes(count: nonceLength))
     }
 
     /// Sealing with a given nonce, for known-answer tests only: a nonce must never repeat.
-    static func seal(
+    package static func seal(
         _ plaintext: UnsafeRawBufferPointer, key: SecureBytes, associatedData: [UInt8], nonce: [UInt8]
-    ) throws(StoreError) -> [UInt8] {
+    ) throws(CryptoError) -> [UInt8] {
         let cipher = try openCipher(key: key, nonce: nonce, associatedData: associatedData)
         defer { gcry_cipher_close(cipher) }
         var output = [UInt8](repeating: 0, count: nonceLength + plaintext.count + tagLength)
@@ -119,7 +119,7 @@ public enum Gcrypt {
             }
             return gcry_cipher_gettag(cipher, body + plaintext.count, tagLength)
         }
-        guard error == 0 else { throw .crypto("aes-gcm seal: \(describe(error))") }
+        guard error == 0 else { throw .library("aes-gcm seal: \(describe(error))") }
         return output
     }
 
@@ -127,7 +127,7 @@ public enum Gcrypt {
     /// key or the associated data do not match.
     public static func open(
         _ sealed: [UInt8], key: SecureBytes, associatedData: [UInt8]
-    ) throws(StoreError) -> SecureBytes {
+    ) throws(CryptoError) -> SecureBytes {
         guard sealed.count >= nonceLength + tagLength else { throw .corrupted("sealed value is truncated") }
         let length = sealed.count - nonceLength - tagLength
         let cipher = try openCipher(key: key, nonce: Array(sealed[0..<nonceLength]), associatedData: associatedData)
@@ -148,21 +148,21 @@ public enum Gcrypt {
         }
         if error != 0 {
             if gcry_err_code(error) == GPG_ERR_CHECKSUM { throw .corrupted("authentication failed") }
-            throw .crypto("aes-gcm open: \(describe(error))")
+            throw .library("aes-gcm open: \(describe(error))")
         }
         return plaintext
     }
 
     private static func openCipher(
         key: SecureBytes, nonce: [UInt8], associatedData: [UInt8]
-    ) throws(StoreError) -> gcry_cipher_hd_t {
+    ) throws(CryptoError) -> gcry_cipher_hd_t {
         initialize()
-        guard key.count == keyLength else { throw .crypto("AES-256 needs a 32-byte key") }
+        guard key.count == keyLength else { throw .library("AES-256 needs a 32-byte key") }
         var handle: gcry_cipher_hd_t?
         var error = gcry_cipher_open(
             &handle, Int32(GCRY_CIPHER_AES256.rawValue), Int32(GCRY_CIPHER_MODE_GCM.rawValue),
             UInt32(GCRY_CIPHER_SECURE.rawValue))
-        guard error == 0, let handle else { throw .crypto("aes-gcm: \(describe(error))") }
+        guard error == 0, let handle else { throw .library("aes-gcm: \(describe(error))") }
         error = key.withBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
         if error == 0 { error = nonce.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
         if error == 0 {
@@ -170,7 +170,7 @@ public enum Gcrypt {
         }
         guard error == 0 else {
             gcry_cipher_close(handle)
-            throw .crypto("aes-gcm: \(describe(error))")
+            throw .library("aes-gcm: \(describe(error))")
         }
         return handle
     }
@@ -194,8 +194,8 @@ public enum Gcrypt {
     /// HKDF-SHA256 (RFC 5869) of `inputKey`; an empty `salt` means HashLen zero bytes.
     public static func hkdfSHA256(
         _ inputKey: SecureBytes, salt: [UInt8] = [], info: [UInt8] = [], length: Int
-    ) throws(StoreError) -> SecureBytes {
-        let pseudoRandomKey = try inputKey.withBytes { (bytes) throws(StoreError) in
+    ) throws(CryptoError) -> SecureBytes {
+        let pseudoRandomKey = try inputKey.withBytes { (bytes) throws(CryptoError) in
             try hmacSHA256(key: SecureBytes(salt.isEmpty ? [UInt8](repeating: 0, count: 32) : salt), message: [bytes])
         }
         let output = SecureBytes(count: length)
@@ -210,7 +210,7 @@ public enum Gcrypt {
                 for (index, byte) in info.enumerated() { out[previous.count + index] = byte }
                 out[out.count - 1] = counter
             }
-            let block = try message.withBytes { (bytes) throws(StoreError) in
+            let block = try message.withBytes { (bytes) throws(CryptoError) in
                 try hmacSHA256(key: pseudoRandomKey, message: [bytes])
             }
             let take = min(32, length - offset)
@@ -225,11 +225,11 @@ public enum Gcrypt {
     }
 
     /// HMAC-SHA256 of the concatenated `message` parts.
-    static func hmacSHA256(key: SecureBytes, message: [UnsafeRawBufferPointer]) throws(StoreError) -> SecureBytes {
+    package static func hmacSHA256(key: SecureBytes, message: [UnsafeRawBufferPointer]) throws(CryptoError) -> SecureBytes {
         initialize()
         var handle: gcry_mac_hd_t?
         var error = gcry_mac_open(&handle, Int32(GCRY_MAC_HMAC_SHA256.rawValue), UInt32(GCRY_MAC_FLAG_SECURE.rawValue), nil)
-        guard error == 0, let handle else { throw .crypto("hmac: \(describe(error))") }
+        guard error == 0, let handle else { throw .library("hmac: \(describe(error))") }
         defer { gcry_mac_close(handle) }
         error = key.withBytes { gcry_mac_setkey(handle, $0.baseAddress, $0.count) }
         for part in message where error == 0 && part.count > 0 {
@@ -238,14 +238,14 @@ public enum Gcrypt {
         let digest = SecureBytes(count: 32)
         var length = 32
         if error == 0 { error = digest.withMutableBytes { gcry_mac_read(handle, $0.baseAddress, &length) } }
-        guard error == 0 else { throw .crypto("hmac: \(describe(error))") }
+        guard error == 0 else { throw .library("hmac: \(describe(error))") }
         return digest
     }
 
     /// AES-128-CBC with PKCS#7 padding: encrypts `plaintext` under a 16-byte `key` and `iv`.
     public static func encryptAES128CBC(
         _ plaintext: SecureBytes, key: SecureBytes, iv: [UInt8]
-    ) throws(StoreError) -> [UInt8] {
+    ) throws(CryptoError) -> [UInt8] {
         let padding = 16 - plaintext.count % 16
         let padded = SecureBytes(count: plaintext.count + padding)
         padded.withMutableBytes { out in
@@ -258,14 +258,14 @@ public enum Gcrypt {
         let error = output.withUnsafeMutableBytes { out in
             padded.withBytes { gcry_cipher_encrypt(cipher, out.baseAddress, out.count, $0.baseAddress, $0.count) }
         }
-        guard error == 0 else { throw .crypto("aes-cbc: \(describe(error))") }
+        guard error == 0 else { throw .library("aes-cbc: \(describe(error))") }
         return output
     }
 
     /// Reverses ``encryptAES128CBC(_:key:iv:)``; `.invalidInput` for a bad length or padding.
     public static func decryptAES128CBC(
         _ ciphertext: [UInt8], key: SecureBytes, iv: [UInt8]
-    ) throws(StoreError) -> SecureBytes {
+    ) throws(CryptoError) -> SecureBytes {
         guard !ciphertext.isEmpty, ciphertext.count % 16 == 0 else {
             throw .invalidInput("encrypted secret is not a whole number of AES blocks")
         }
@@ -275,7 +275,7 @@ public enum Gcrypt {
         let error = padded.withMutableBytes { out in
             ciphertext.withUnsafeBytes { gcry_cipher_decrypt(cipher, out.baseAddress, out.count, $0.baseAddress, $0.count) }
         }
-        guard error == 0 else { throw .crypto("aes-cbc: \(describe(error))") }
+        guard error == 0 else { throw .library("aes-cbc: \(describe(error))") }
         let padding = padded.withBytes { Int($0[$0.count - 1]) }
         let valid = padded.withBytes { bytes in
             (1...16).contains(padding) && bytes[(bytes.count - padding)...].allSatisfy { Int($0) == padding }
@@ -284,19 +284,19 @@ public enum Gcrypt {
         return padded.withBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<($0.count - padding)])) }
     }
 
-    private static func cbcCipher(key: SecureBytes, iv: [UInt8]) throws(StoreError) -> gcry_cipher_hd_t {
+    private static func cbcCipher(key: SecureBytes, iv: [UInt8]) throws(CryptoError) -> gcry_cipher_hd_t {
         initialize()
         guard key.count == 16, iv.count == 16 else { throw .invalidInput("AES-128-CBC needs a 16-byte key and IV") }
         var handle: gcry_cipher_hd_t?
         var error = gcry_cipher_open(
             &handle, Int32(GCRY_CIPHER_AES.rawValue), Int32(GCRY_CIPHER_MODE_CBC.rawValue),
             UInt32(GCRY_CIPHER_SECURE.rawValue))
-        guard error == 0, let handle else { throw .crypto("aes-cbc: \(describe(error))") }
+        guard error == 0, let handle else { throw .library("aes-cbc: \(describe(error))") }
         error = key.withBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
         if error == 0 { error = iv.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
         guard error == 0 else {
             gcry_cipher_close(handle)
-            throw .crypto("aes-cbc: \(describe(error))")
+            throw .library("aes-cbc: \(describe(error))")
         }
         return handle
     }
@@ -309,7 +309,7 @@ public enum Gcrypt {
         public let publicKey: [UInt8]
 
         /// The group's prime, from RFC 2409 §6.2.
-        static let primeHex = """
+        package static let primeHex = """
             FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DD\
             EF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED\
             EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF
@@ -320,7 +320,7 @@ public enum Gcrypt {
         /// bits for this group) keeps it, and 256 bits makes opening a session four times
         /// cheaper than a full-size exponent. Clients that open a session per call (Python
         /// `secretstorage`, and so `keyring`) pay this on every lookup.
-        static let privateExponentBits: UInt32 = 256
+        package static let privateExponentBits: UInt32 = 256
 
         /// A fresh random key pair.
         public init() {
@@ -342,7 +342,7 @@ public enum Gcrypt {
 
         /// The 16-byte AES key both sides derive: HKDF-SHA256 (no salt, no info) of the shared
         /// secret left-padded with zeros to 128 bytes, as libsecret does.
-        public func sessionKey(peerPublicKey: [UInt8]) throws(StoreError) -> SecureBytes {
+        public func sessionKey(peerPublicKey: [UInt8]) throws(CryptoError) -> SecureBytes {
             guard !peerPublicKey.isEmpty, peerPublicKey.count <= 256 else {
                 throw .invalidInput("DH public key has an invalid length")
             }
