@@ -12,9 +12,10 @@
 #               under $(DESTDIR)$(PREFIX)
 # make deps     only install the Debian packages the build and the tests need
 
-# Build: libsecret, GLib, libgcrypt and SQLite headers. Tests: a private bus, the reference
-# provider and the clients checked against (secret-tool, Python keyring), unit and man checks.
-DEB_BUILD := pkg-config libsecret-1-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev libassuan-dev
+# Build: libsecret, GLib, libgcrypt and SQLite headers, and g++ for libstdc++.a. Tests: a
+# private bus, the reference provider and the clients checked against (secret-tool, Python
+# keyring), unit and man checks.
+DEB_BUILD := pkg-config libsecret-1-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev libassuan-dev g++
 DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-keyring \
 	python3-secretstorage groff-base man-db systemd git gcc
 SWIFT ?= swift
@@ -28,7 +29,13 @@ PROVIDERS ?= gnome-keyring secretd
 # loaded from the directory they are installed in (SwiftPM adds it by default, for libraries
 # built next to the program). Every release build here uses the same flags, so .build/release
 # is built one way only.
-RELEASE := -c release --static-swift-stdlib --disable-local-rpath
+#
+# libstdc++, which the Swift runtime needs, is linked statically too: loading the shared one
+# took a quarter of secretctl's start-up instructions. The toolchain passes -lstdc++ itself, so
+# a linker script named libstdc++.so, in a directory searched before GCC's, points it at
+# libstdc++.a (from libstdc++-dev, which the Swift toolchain requires).
+STATIC_CXX_DIR := $(CURDIR)/.build/static-libstdc++
+RELEASE := -c release --static-swift-stdlib --disable-local-rpath -Xswiftc -L$(STATIC_CXX_DIR)
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -37,7 +44,7 @@ MANDIR := $(PREFIX)/share/man
 USERUNITDIR := $(PREFIX)/lib/systemd/user
 DBUSSERVICEDIR := $(PREFIX)/share/dbus-1/services
 
-.PHONY: check-release all deps toolchain build test check-files fuzz run demo bench leaks install clean
+.PHONY: check-release all deps toolchain build test check-files fuzz run demo bench leaks install clean static-cxx
 
 all: build
 
@@ -65,19 +72,28 @@ test: deps
 	@$(MAKE) --no-print-directory leaks LEAK_OPERATIONS=1000
 	@$(MAKE) --no-print-directory fuzz
 
-# The release programs make install ships: they build with the Swift runtime linked statically,
-# run, map no library of the toolchain, and have no run path.
-check-release:
-	@echo "== release build (static Swift runtime)"
+# The linker script behind RELEASE's static libstdc++ (see RELEASE), made on every release build.
+static-cxx:
+	@archive=$$($(CC) -print-file-name=libstdc++.a); \
+	test -f "$$archive" || { echo "make: no libstdc++.a (install libstdc++-dev, which g++ brings)" >&2; exit 1; }; \
+	mkdir -p "$(STATIC_CXX_DIR)"; echo "INPUT($$archive)" >"$(STATIC_CXX_DIR)/libstdc++.so"
+
+# The release programs make install ships: they build with the Swift runtime and libstdc++
+# linked statically, run, map no library of the toolchain, have no run path, and secretctl does
+# not load SQLite.
+check-release: static-cxx
+	@echo "== release build (static Swift runtime and libstdc++)"
 	$(SWIFT) build $(RELEASE) --product secretd
 	$(SWIFT) build $(RELEASE) --product secretctl
 	@bin=$$($(SWIFT) build $(RELEASE) --show-bin-path); for program in secretd secretctl; do \
 		"$$bin/$$program" --version | grep -q "^$$program [0-9]" || { echo "$$program --version failed" >&2; exit 1; }; \
-		if ldd "$$bin/$$program" | grep -q "libswiftCore\|libFoundation"; then \
-			echo "$$program links the Swift runtime dynamically" >&2; exit 1; fi; \
+		if ldd "$$bin/$$program" | grep -q "libswiftCore\|libFoundation\|libstdc++"; then \
+			echo "$$program links the Swift runtime or libstdc++ dynamically" >&2; exit 1; fi; \
 		if readelf -d "$$bin/$$program" | grep -q "RPATH\|RUNPATH"; then \
 			echo "$$program has a run path (libraries would be looked for there first)" >&2; exit 1; fi; \
-	done; echo "check-release: secretd and secretctl run, carry their Swift runtime and have no run path"
+	done; \
+	if readelf -d "$$bin/secretctl" | grep -q "libsqlite3"; then echo "secretctl links SQLite" >&2; exit 1; fi; \
+	echo "check-release: secretd and secretctl run, carry their Swift runtime and libstdc++, and have no run path"
 
 # libFuzzer without its main (keychain-fuzz keeps its own and calls LLVMFuzzerRunDriver), from
 # the toolchain's clang resource directory; swiftc's -sanitize=fuzzer would link libFuzzer's
@@ -119,7 +135,7 @@ demo: build
 
 # Release build; gnome-keyring runs the sizes up to 3000 only. See bench/README.md.
 SIZES ?= 100 1000 3000 10000 100000
-bench: deps
+bench: deps static-cxx
 	$(SWIFT) build $(RELEASE) --product secretd
 	$(SWIFT) build $(RELEASE) --product secretctl
 	$(SWIFT) build $(RELEASE) --product keychain-bench
@@ -132,7 +148,7 @@ leaks: deps
 	$(SWIFT) build --sanitize address --build-path .build/asan --product secretd
 	scripts/leak-check.sh .build/asan/debug/secretd $(LEAK_OPERATIONS)
 
-install: deps
+install: deps static-cxx
 	$(SWIFT) build $(RELEASE) --product secretd
 	$(SWIFT) build $(RELEASE) --product secretctl
 	install -s -Dm755 "$$($(SWIFT) build $(RELEASE) --show-bin-path)/secretd" "$(DESTDIR)$(BINDIR)/secretd"
