@@ -73,7 +73,7 @@ test: deps
 	@$(MAKE) --no-print-directory fuzz
 
 # The linker script behind RELEASE's static libstdc++ (see RELEASE), made on every release build.
-static-cxx:
+static-cxx: deps
 	@archive=$$($(CC) -print-file-name=libstdc++.a); \
 	test -f "$$archive" || { echo "make: no libstdc++.a (install libstdc++-dev, which g++ brings)" >&2; exit 1; }; \
 	mkdir -p "$(STATIC_CXX_DIR)"; echo "INPUT($$archive)" >"$(STATIC_CXX_DIR)/libstdc++.so"
@@ -135,7 +135,7 @@ demo: build
 
 # Release build; gnome-keyring runs the sizes up to 3000 only. See bench/README.md.
 SIZES ?= 100 1000 3000 10000 100000
-bench: deps static-cxx
+bench: static-cxx
 	$(SWIFT) build $(RELEASE) --product secretd
 	$(SWIFT) build $(RELEASE) --product secretctl
 	$(SWIFT) build $(RELEASE) --product keychain-bench
@@ -148,7 +148,7 @@ leaks: deps
 	$(SWIFT) build --sanitize address --build-path .build/asan --product secretd
 	scripts/leak-check.sh .build/asan/debug/secretd $(LEAK_OPERATIONS)
 
-install: deps static-cxx
+install: static-cxx
 	$(SWIFT) build $(RELEASE) --product secretd
 	$(SWIFT) build $(RELEASE) --product secretctl
 	install -s -Dm755 "$$($(SWIFT) build $(RELEASE) --show-bin-path)/secretd" "$(DESTDIR)$(BINDIR)/secretd"
