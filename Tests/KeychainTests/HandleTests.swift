@@ -34,6 +34,30 @@ extension ProviderTests {
             #expect(try keychain.value(Token.self, for: "missing") == nil)
         }
 
+        @Test("a listing reads each item's properties without a proxy, and leaves out an item that went meanwhile")
+        func listingReadsProperties() throws {
+            let service = uniqueService()
+            let keychain = try Keychain(service: service)
+            try keychain.set("s1", for: "alice", label: "Alice's", comment: "first")
+            try keychain.set("s2", for: "bob")
+            let listed = try keychain.allAccounts()
+            #expect(listed.map(\.account) == ["alice", "bob"])
+            let alice = try #require(listed.first)
+            #expect(alice.label == "Alice's" && alice.comment == "first")
+            #expect(alice.created.timeIntervalSince1970 > 1_700_000_000 && alice.modified >= alice.created)
+            #expect(try keychain.attributes(for: "alice") == alice)
+
+            let summaries = try LibSecret.summaries(["service": service], in: nil)
+            #expect(summaries.count == 2 && summaries.allSatisfy { !$0.isLocked })
+            let path = try #require(summaries.first { $0.attributes["account"] == "bob" }?.objectPath)
+            #expect(try LibSecret.summary(at: path)?.attributes["account"] == "bob")
+            #expect(try keychain.removeValue(for: "bob"))
+            // Deleted between a search and the read of its properties: left out, not an error.
+            #expect(try LibSecret.summary(at: path) == nil)
+            #expect(try LibSecret.summary(at: path + "0") == nil)
+            #expect(try keychain.allAccounts().map(\.account) == ["alice"])
+        }
+
         @Test("binary data with NUL bytes is stored exactly, and read as text it is a typed error")
         func binaryWithNUL() throws {
             let keychain = try Keychain(service: uniqueService())

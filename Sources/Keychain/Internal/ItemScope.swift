@@ -133,7 +133,7 @@ struct ItemScope: Sendable {
     /// Every item of the scope, sorted by service then account; never prompts. Throws `.locked`
     /// when some are locked with sealed attributes, rather than return a list without them.
     func items() throws(KeychainError) -> [KeychainItem] {
-        let found = try LibSecret.search(base, in: collection, options: .init())
+        let found = try LibSecret.summaries(base, in: collection)
         if found.contains(where: Self.isSealed) { throw .locked }
         return found
             .compactMap(describe)
@@ -141,7 +141,7 @@ struct ItemScope: Sendable {
     }
 
     /// A locked item whose provider shows no attributes until it is unlocked.
-    private static func isSealed(_ item: LibSecret.Item) -> Bool { item.isLocked && item.attributes.isEmpty }
+    private static func isSealed(_ item: some LibSecret.ItemProperties) -> Bool { item.isLocked && item.attributes.isEmpty }
 
     // MARK: - Matching
 
@@ -190,7 +190,7 @@ struct ItemScope: Sendable {
     }
 
     /// The public description of a found item; `nil` when it lacks the scope's attributes.
-    private func describe(_ item: LibSecret.Item) -> KeychainItem? {
+    private func describe(_ item: some LibSecret.ItemProperties) -> KeychainItem? {
         let attributes = item.attributes
         guard let service = attributes[serviceName],
             let account = attributes[accountName] ?? mirrorAccountName.flatMap({ attributes[$0] })

@@ -54,6 +54,116 @@ enum LibSecret {
         }
     }
 
+    /// The items whose attributes include all of `attributes` (in `collection`, or in all),
+    /// with their properties but not their secrets, and with no item proxy; never unlocks or
+    /// prompts. An item deleted between the search and the reading of its properties is left out.
+    ///
+    /// One `SearchItems`, then one `Properties.GetAll` per item, one after the other.
+    /// `secret_service_search_sync` builds an item proxy per match instead, all of them at
+    /// once, and with thousands of items the client spends its time in GLib's main loop walking
+    /// them (`secretctl list` over 3,000 items: 4.6 s against 2.3 s for the same calls made one
+    /// after the other by a Python client).
+    ///
+    /// The corresponding libsecret function is `secret_service_search_for_dbus_paths_sync`.
+    static func summaries(_ attributes: [String: String], in collection: KeychainCollection?) throws(KeychainError)
+        -> [ItemSummary]
+    {
+        try withService { service throws(KeychainError) -> [ItemSummary] in
+            let table = HashTable(attributes)
+            var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_service_search_for_dbus_paths_sync(
+                service, nil, table.pointer, Cancellation.current, &unlocked, &locked, &error)  // transfer full
+            defer {
+                g_strfreev(unlocked)
+                g_strfreev(locked)
+            }
+            if let error { throw takeError(error) }
+            var paths = strings(unlocked) + strings(locked)
+            if let collection {
+                guard let path = try readAlias(service, collection.alias) else { return [] }
+                paths = paths.filter { $0.hasPrefix(path + "/") }
+            }
+            let connection = g_dbus_proxy_get_connection(UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self))
+            var summaries: [ItemSummary] = []
+            summaries.reserveCapacity(paths.count)
+            for path in paths {
+                if let summary = try itemSummary(connection, path: path) { summaries.append(summary) }
+            }
+            return summaries
+        }
+    }
+
+    /// The properties of the item at `path`, as ``summaries(_:in:)`` reads each; nil when there
+    /// is none.
+    static func summary(at path: String) throws(KeychainError) -> ItemSummary? {
+        try withService { service throws(KeychainError) in
+            try itemSummary(g_dbus_proxy_get_connection(UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)), path: path)
+        }
+    }
+
+    /// One item's properties (`Properties.GetAll`); nil when the item no longer exists (an
+    /// error saying so, or no `Locked` property).
+    private static func itemSummary(_ connection: OpaquePointer?, path: String) throws(KeychainError) -> ItemSummary? {
+        var interface = g_variant_new_string("org.freedesktop.Secret.Item")  // floating, taken by the tuple
+        let parameters = g_variant_new_tuple(&interface, 1)  // floating, taken by the call
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(
+            connection, "org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties", "GetAll", parameters,
+            nil, G_DBUS_CALL_FLAGS_NONE, -1, Cancellation.current, &error)  // transfer full
+        if let error {
+            let name = g_dbus_error_get_remote_error(error).map { remote in
+                defer { g_free(remote) }
+                return String(cString: remote)
+            }
+            if let name, ItemSummary.vanishedErrors.contains(name) {
+                g_error_free(error)
+                return nil
+            }
+            throw takeError(error)
+        }
+        guard let reply else { return nil }
+        defer { g_variant_unref(reply) }
+        guard String(cString: g_variant_get_type_string(reply)) == "(a{sv})",
+            let properties = g_variant_get_child_value(reply, 0)
+        else { throw .unexpectedData(reason: "the provider answered GetAll for \(path) with the wrong type") }
+        defer { g_variant_unref(properties) }
+        func value(_ name: String, _ type: String) -> OpaquePointer? {
+            guard let value = g_variant_lookup_value(properties, name, nil) else { return nil }  // transfer full
+            if String(cString: g_variant_get_type_string(value)) == type { return value }
+            g_variant_unref(value)
+            return nil
+        }
+        // Every item has `Locked`. secretd answers `GetAll` on a path with no item with no
+        // properties rather than an error (GDBus skips each property that fails).
+        guard let isLocked = value("Locked", "b") else { return nil }
+        var summary = ItemSummary(objectPath: path)
+        summary.isLocked = g_variant_get_boolean(isLocked) != 0
+        g_variant_unref(isLocked)
+        if let label = value("Label", "s") {
+            summary.label = String(cString: g_variant_get_string(label, nil))
+            g_variant_unref(label)
+        }
+        if let entries = value("Attributes", "a{ss}") {
+            for index in 0..<g_variant_n_children(entries) {
+                let entry = g_variant_get_child_value(entries, index)!
+                summary.attributes[string(entry, 0)] = string(entry, 1)
+                g_variant_unref(entry)
+            }
+            g_variant_unref(entries)
+        }
+        if let created = value("Created", "t") {
+            summary.created = Date(timeIntervalSince1970: TimeInterval(g_variant_get_uint64(created)))
+            g_variant_unref(created)
+        }
+        if let modified = value("Modified", "t") {
+            summary.modified = Date(timeIntervalSince1970: TimeInterval(g_variant_get_uint64(modified)))
+            g_variant_unref(modified)
+        }
+        return summary
+    }
+
     /// When exactly one item matches `attributes` (in `collection`, or in any) and it is
     /// unlocked, hands its secret and content type to `body`, with no item proxy: one
     /// `SearchItems` and one `GetSecrets`, as `secret-tool lookup` makes them. `nil` in every
@@ -619,8 +729,42 @@ enum LibSecret {
 
     // MARK: - Items
 
+    /// What a listing shows of an item, whichever way it was read.
+    protocol ItemProperties {
+        /// The item's D-Bus object path.
+        var objectPath: String { get }
+        /// The item's attributes (none while a provider that seals them keeps it locked).
+        var attributes: [String: String] { get }
+        /// The item's label.
+        var label: String { get }
+        /// When the provider created the item.
+        var created: Date { get }
+        /// When the provider last modified the item.
+        var modified: Date { get }
+        /// Whether the item is locked.
+        var isLocked: Bool { get }
+    }
+
+    /// An item's properties, read by ``summaries(_:in:)`` without an item proxy.
+    struct ItemSummary: ItemProperties {
+        /// Errors that mean the item went between the search and the read of its properties.
+        static let vanishedErrors: Set<String> = [
+            "org.freedesktop.Secret.Error.NoSuchObject", "org.freedesktop.DBus.Error.UnknownObject",
+            "org.freedesktop.DBus.Error.UnknownMethod",
+        ]
+
+        let objectPath: String
+        var attributes: [String: String] = [:]
+        var label = ""
+        var created = Date(timeIntervalSince1970: 0)
+        var modified = Date(timeIntervalSince1970: 0)
+        var isLocked = false
+
+        init(objectPath: String) { self.objectPath = objectPath }
+    }
+
     /// One item found by a search; owns its `SecretItem` reference.
-    final class Item {
+    final class Item: ItemProperties {
         private let pointer: UnsafeMutablePointer<SecretItem>
 
         /// Takes over a reference the caller owned.
