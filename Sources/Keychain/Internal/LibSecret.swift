@@ -69,22 +69,8 @@ enum LibSecret {
         -> [ItemSummary]
     {
         try withService { service throws(KeychainError) -> [ItemSummary] in
-            let table = HashTable(attributes)
-            var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-            var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-            var error: UnsafeMutablePointer<GError>?
-            _ = secret_service_search_for_dbus_paths_sync(
-                service, nil, table.pointer, Cancellation.current, &unlocked, &locked, &error)  // transfer full
-            defer {
-                g_strfreev(unlocked)
-                g_strfreev(locked)
-            }
-            if let error { throw takeError(error) }
-            var paths = strings(unlocked) + strings(locked)
-            if let collection {
-                guard let path = try readAlias(service, collection.alias) else { return [] }
-                paths = paths.filter { $0.hasPrefix(path + "/") }
-            }
+            guard let found = try searchPaths(service, attributes, in: collection) else { return [] }
+            let paths = found.unlocked + found.locked
             let connection = g_dbus_proxy_get_connection(UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self))
             var summaries: [ItemSummary] = []
             summaries.reserveCapacity(paths.count)
@@ -177,26 +163,11 @@ enum LibSecret {
         _ body: (UnsafeRawBufferPointer, String) throws(KeychainError) -> T
     ) throws(KeychainError) -> T? {
         try withService { service throws(KeychainError) -> T? in
-            let table = HashTable(attributes)
-            var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-            var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            guard let found = try searchPaths(service, attributes, in: collection),
+                found.unlocked.count == 1, found.locked.isEmpty
+            else { return nil }
             var error: UnsafeMutablePointer<GError>?
-            _ = secret_service_search_for_dbus_paths_sync(
-                service, nil, table.pointer, Cancellation.current, &unlocked, &locked, &error)  // transfer full
-            defer {
-                g_strfreev(unlocked)
-                g_strfreev(locked)
-            }
-            if let error { throw takeError(error) }
-            var paths = strings(unlocked)
-            var lockedPaths = strings(locked)
-            if let collection {
-                guard let path = try readAlias(service, collection.alias) else { return nil }
-                paths = paths.filter { $0.hasPrefix(path + "/") }
-                lockedPaths = lockedPaths.filter { $0.hasPrefix(path + "/") }
-            }
-            guard paths.count == 1, lockedPaths.isEmpty else { return nil }
-            let value = secret_service_get_secret_for_dbus_path_sync(service, paths[0], Cancellation.current, &error)  // transfer full
+            let value = secret_service_get_secret_for_dbus_path_sync(service, found.unlocked[0], Cancellation.current, &error)  // transfer full
             if let error {
                 let failure = takeError(error)
                 if failure == .locked { return nil }
@@ -205,6 +176,29 @@ enum LibSecret {
             guard let value else { return nil }
             return try consume(value, body)
         }
+    }
+
+    /// The object paths of the unlocked and of the locked items whose attributes include all of
+    /// `attributes`, in `collection` or in all; nil when the collection's alias is not set.
+    /// One `SearchItems` (`secret_service_search_for_dbus_paths_sync`).
+    private static func searchPaths(
+        _ service: UnsafeMutablePointer<SecretService>, _ attributes: [String: String], in collection: KeychainCollection?
+    ) throws(KeychainError) -> (unlocked: [String], locked: [String])? {
+        let table = HashTable(attributes)
+        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        var error: UnsafeMutablePointer<GError>?
+        _ = secret_service_search_for_dbus_paths_sync(
+            service, nil, table.pointer, Cancellation.current, &unlocked, &locked, &error)  // transfer full
+        defer {
+            g_strfreev(unlocked)
+            g_strfreev(locked)
+        }
+        if let error { throw takeError(error) }
+        guard let collection else { return (strings(unlocked), strings(locked)) }
+        guard let path = try readAlias(service, collection.alias) else { return nil }
+        let inCollection = { (item: String) in item.hasPrefix(path + "/") }
+        return (strings(unlocked).filter(inCollection), strings(locked).filter(inCollection))
     }
 
     /// The strings of a NULL-terminated `gchar**` (not consumed).
