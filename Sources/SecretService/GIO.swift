@@ -444,7 +444,8 @@ final class BusServer {
         }
         let call = MethodCall(sender: sender, path: path, interface: interface, method: method, arguments: arguments)
         let reply: Held
-        switch handler.handle(call) {
+        let result = interface == Self.propertiesInterface ? properties(call, handler) : handler.handle(call)
+        switch result {
         case .success(let value):
             let variant = g_variant_ref_sink(Self.makeVariant(value))
             if g_variant_get_size(variant) > Self.largeReply { returnMemoryLater() }
@@ -460,6 +461,61 @@ final class BusServer {
             reply = Held(send: { g_dbus_method_invocation_return_dbus_error(invocation, error.dbusName, error.message) })
         }
         deliver(reply)
+    }
+
+    // MARK: - Properties
+
+    /// The standard interface GDBus hands to ``methodCall`` for `Get`, `Set` and `GetAll`,
+    /// because the interface vtable has no `get_property` or `set_property`. GDBus still refuses
+    /// unknown properties, writes to read-only ones and values of the wrong type itself.
+    static let propertiesInterface = "org.freedesktop.DBus.Properties"
+
+    /// `Get`, `Set` and `GetAll` on an object, as the handler reads and writes them. Their
+    /// replies wait for pending writes like every other reply, so nothing not yet durable is
+    /// shown or acknowledged. `GetAll` on an object that does not exist is the handler's
+    /// `NoSuchObject`, where GDBus answered an empty dictionary.
+    private func properties(_ call: MethodCall, _ handler: any BusHandler) -> Result<DBusValue, SecretServiceError> {
+        let arguments = call.arguments
+        switch (call.method, arguments.first) {
+        case ("Get", .string(let interface)?):
+            guard arguments.count == 2, case .string(let name) = arguments[1] else { break }
+            return handler.property(name, interface: interface, path: call.path, sender: call.sender)
+                .map { .tuple([.variant($0)]) }
+        case ("Set", .string(let interface)?):
+            guard arguments.count == 3, case .string(let name) = arguments[1], case .variant(let value) = arguments[2]
+            else { break }
+            if let failure = handler.setProperty(name, interface: interface, path: call.path, value: value, sender: call.sender) {
+                return .failure(failure)
+            }
+            return .success(.tuple([]))
+        case ("GetAll", .string(let interface)?):
+            guard arguments.count == 1 else { break }
+            var entries: [DBusValue.Entry] = []
+            for name in readableProperties(of: interface) {
+                switch handler.property(name, interface: interface, path: call.path, sender: call.sender) {
+                case .success(let value): entries.append(DBusValue.Entry(key: .string(name), value: .variant(value)))
+                case .failure(.noSuchObject(let message)): return .failure(.noSuchObject(message))
+                case .failure: continue  // as GDBus did: a property that cannot be read is left out
+                }
+            }
+            return .success(.tuple([.dictionary(key: "s", value: "v", entries)]))
+        default: break
+        }
+        return .failure(.invalidArgs("\(call.method) takes arguments of other types"))
+    }
+
+    /// The readable properties of `interface`, from the introspection data.
+    private func readableProperties(of interface: String) -> [String] {
+        guard let info = g_dbus_node_info_lookup_interface(nodeInfo, interface), var property = info.pointee.properties
+        else { return [] }
+        var names: [String] = []
+        while let current = property.pointee {
+            if current.pointee.flags.rawValue & G_DBUS_PROPERTY_INFO_FLAGS_READABLE.rawValue != 0 {
+                names.append(String(cString: current.pointee.name))
+            }
+            property = property.advanced(by: 1)
+        }
+        return names
     }
 
     // MARK: - Memory
@@ -568,44 +624,10 @@ final class BusServer {
                     interface: String(cString: interface!), method: String(cString: method!), parameters: parameters!,
                     invocation: invocation!)
             },
-            get_property: { _, sender, path, interface, name, error, userData in
-                let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
-                server.returnMemoryLater(after: BusServer.trimInterval)
-                // Never answer with data that is not yet durable.
-                if server.handler?.hasPendingCommit == true { server.flush() }
-                let result = server.handler?.property(
-                    String(cString: name!), interface: String(cString: interface!), path: String(cString: path!),
-                    sender: sender.map { String(cString: $0) } ?? "") ?? .failure(.failed("shutting down"))
-                switch result {
-                case .success(let value): return BusServer.makeVariant(value)
-                case .failure(let failure):
-                    error?.pointee = BusServer.propertyError(failure)
-                    return nil
-                }
-            },
-            set_property: { _, sender, path, interface, name, value, error, userData in
-                let server = Unmanaged<BusServer>.fromOpaque(userData!).takeUnretainedValue()
-                guard let converted = BusServer.makeValue(value!) else {
-                    error?.pointee = BusServer.propertyError(.invalidArgs("a value of a type D-Bus does not carry"))
-                    return 0  // GDBus asserts that a refusal comes with an error
-                }
-                if let failure = server.handler?.setProperty(
-                    String(cString: name!), interface: String(cString: interface!), path: String(cString: path!),
-                    value: converted, sender: sender.map { String(cString: $0) } ?? "")
-                {
-                    error?.pointee = BusServer.propertyError(failure)
-                    return 0
-                }
-                // GDBus acknowledges the change when this returns: make it durable first.
-                if server.handler?.hasPendingCommit == true {
-                    server.flush()
-                    if server.handler?.hasPendingCommit == true {
-                        error?.pointee = BusServer.propertyError(.incomplete)
-                        return 0
-                    }
-                }
-                return 1
-            },
+            // No get_property or set_property: GDBus then sends Get, Set and GetAll to
+            // method_call (see ``properties(_:_:)``).
+            get_property: nil,
+            set_property: nil,
             padding: (nil, nil, nil, nil, nil, nil, nil, nil)))
         return table
     }()
@@ -665,13 +687,6 @@ final class BusServer {
         for (code, name) in SecretServiceError.dbusNames.enumerated() where !name.hasPrefix("org.freedesktop.DBus.Error.") {
             _ = g_dbus_error_register_error(domain, gint(code + 1), name)
         }
-    }
-
-    /// The GError for a failed property read or write; GDBus sends it as `failure`'s D-Bus error.
-    static func propertyError(_ failure: SecretServiceError) -> UnsafeMutablePointer<GError>? {
-        let error = g_dbus_error_new_for_dbus_error(failure.dbusName, failure.message)
-        if let error { g_dbus_error_strip_remote_error(error) }  // the name travels separately
-        return error
     }
 
     // MARK: - GVariant conversion

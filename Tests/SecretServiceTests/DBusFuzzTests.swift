@@ -141,6 +141,34 @@ import Testing
             try fixture.call(Self.login + "/99999", Self.properties, "Get", "('org.freedesktop.Secret.Item', 'Label')")
         }
         #expect(missing.hasPrefix("org.freedesktop.Secret.Error.NoSuchObject"), "\(missing)")
+        // GetAll too: GDBus, which ran it, answered an empty dictionary for an item that is not there.
+        let missingAll = error {
+            try fixture.call(Self.login + "/99999", Self.properties, "GetAll", "('org.freedesktop.Secret.Item',)")
+        }
+        #expect(missingAll.hasPrefix("org.freedesktop.Secret.Error.NoSuchObject"), "\(missingAll)")
+        let missingCollection = error {
+            try fixture.call("/org/freedesktop/secrets/collection/nothing", Self.properties, "GetAll",
+                             "('org.freedesktop.Secret.Collection',)")
+        }
+        #expect(missingCollection.hasPrefix("org.freedesktop.Secret.Error.NoSuchObject"), "\(missingCollection)")
+        // GDBus still checks names and types before secretd sees the call.
+        let unknown = error {
+            try fixture.call(Self.login, Self.properties, "Get", "('org.freedesktop.Secret.Collection', 'Colour')")
+        }
+        #expect(unknown.hasPrefix("org.freedesktop.DBus.Error.InvalidArgs"), "\(unknown)")
+        let wrongType = error {
+            try fixture.call(Self.login, Self.properties, "Set", "('org.freedesktop.Secret.Collection', 'Label', <42>)")
+        }
+        #expect(wrongType.hasPrefix("org.freedesktop.DBus.Error.InvalidArgs"), "\(wrongType)")
+        let readOnly = error {
+            try fixture.call(Self.login, Self.properties, "Set", "('org.freedesktop.Secret.Collection', 'Locked', <true>)")
+        }
+        #expect(readOnly.hasPrefix("org.freedesktop.DBus.Error"), "\(readOnly)")
+        let all = try fixture.call(Self.login, Self.properties, "GetAll", "('org.freedesktop.Secret.Collection',)")
+        for name in ["Items", "Label", "Locked", "Created", "Modified"] { #expect(all.contains("'\(name)'"), "\(all)") }
+        _ = try fixture.call(Self.login, Self.properties, "Set", "('org.freedesktop.Secret.Collection', 'Label', <'Renamed'>)")
+        #expect(try fixture.call(Self.login, Self.properties, "Get", "('org.freedesktop.Secret.Collection', 'Label')")
+                == "(<'Renamed'>,)")
         let long = String(repeating: "x", count: 70_000)
         let tooLong = error {
             try fixture.call(Self.login, Self.properties, "Set", "('org.freedesktop.Secret.Collection', 'Label', <'\(long)'>)")
