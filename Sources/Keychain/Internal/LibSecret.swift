@@ -121,8 +121,9 @@ enum LibSecret {
             g_variant_unref(value)
             return nil
         }
-        // Every item has `Locked`. secretd answers `GetAll` on a path with no item with no
-        // properties rather than an error (GDBus skips each property that fails).
+        // Every item has `Locked`. A provider that leaves `GetAll` to GDBus answers it on a path
+        // with no item with no properties rather than an error (GDBus skips each property that
+        // fails to read); secretd did until it answered `GetAll` itself.
         guard let isLocked = value("Locked", "b") else { return nil }
         var summary = ItemSummary(objectPath: path)
         summary.isLocked = g_variant_get_boolean(isLocked) != 0
