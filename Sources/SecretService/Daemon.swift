@@ -66,8 +66,9 @@ public final class Daemon: BusHandler {
     /// The access group policy in force.
     var policy = AccessPolicy()
     /// The label and attributes of the item whose properties were read last, while the store
-    /// has not changed since: GDBus reads an item's properties one at a time (`GetAll` asks for
-    /// six, three of which need the item opened), and a client reads them item after item.
+    /// has not changed since: `GetAll` reads an item's properties one at a time
+    /// (`BusServer.properties`: six, three of which need the item opened), and a client reads
+    /// them item after item.
     var recentItem: ItemDescription?
 
     /// What ``recentItem`` keeps: no secret, only what an unlocked item's properties show.
