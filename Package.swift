@@ -31,6 +31,8 @@ let package = Package(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CProcess"),
+        // The login control protocol, one header shared with the PAM module (pam/pam_secretd.c).
+        .systemLibrary(name: "CLoginControl"),
         .systemLibrary(
             name: "CAssuan", pkgConfig: "libassuan",
             providers: [.apt(["libassuan-dev"])]),
@@ -69,7 +71,7 @@ let package = Package(
 
         // MARK: secretd's D-Bus object layer
         .target(
-            name: "SecretService", dependencies: ["CGio", "CProcess", "KeychainCore", "Pinentry", "SecretCrypto", "SecretStore"],
+            name: "SecretService", dependencies: ["CGio", "CLoginControl", "CProcess", "KeychainCore", "Pinentry", "SecretCrypto", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: The command line (SecretCrypto for export files; not SecretStore, so secretctl

@@ -22,13 +22,17 @@ public final class Daemon: BusHandler {
         public var configuration: Configuration
         /// Where `secretd.conf` and `access-groups.conf` live; nil: no access group policy.
         public var configDirectory: URL?
+        /// `$XDG_RUNTIME_DIR`, where secretd listens for the login password when systemd did not
+        /// pass it `secretd.socket`; nil: only systemd's socket.
+        public var runtimeDirectory: String?
 
         /// Creates options.
         public init(
             dataDirectory: URL, kdf: KDFParameters = .standard, replace: Bool = false,
-            configuration: Configuration = Configuration(), configDirectory: URL? = nil
+            configuration: Configuration = Configuration(), configDirectory: URL? = nil, runtimeDirectory: String? = nil
         ) {
             self.dataDirectory = dataDirectory
+            self.runtimeDirectory = runtimeDirectory
             self.configDirectory = configDirectory
             self.kdf = kdf
             self.replace = replace
@@ -70,6 +74,8 @@ public final class Daemon: BusHandler {
     /// (`BusServer.properties`: six, three of which need the item opened), and a client reads
     /// them item after item.
     var recentItem: ItemDescription?
+    /// The socket pam_secretd.so hands the login password to, once started.
+    private var loginControl: LoginControlSocket?
 
     /// What ``recentItem`` keeps: no secret, only what an unlocked item's properties show.
     struct ItemDescription {
@@ -104,25 +110,21 @@ public final class Daemon: BusHandler {
     // MARK: - Starting
 
     /// Unlocks the login collection with `password`, creating it (and the `default` alias) when
-    /// there is none. Returns false after logging when the password is wrong.
+    /// there is none; for `--unlock` and the `login-password` credential, before ``start``.
+    /// Returns false after logging when the password is wrong.
     @discardableResult
     public func unlockLogin(password: SecureBytes) throws(StoreError) -> Bool {
-        if let login = try store.collection(named: Self.loginName) {
-            do {
-                keys[login.id] = try store.unlock(login, password: password)
-            } catch .wrongPassword {
-                Log.warning("the password given at start does not unlock the login keyring; it stays locked")
-                return false
-            }
-        } else {
-            let (login, key) = try store.createCollection(
-                name: Self.loginName, label: "Login", password: password, parameters: options.kdf)
-            keys[login.id] = key
-            Log.info("created the login keyring")
+        guard let login = try store.collection(named: Self.loginName) else {
+            try createLoginKeyring(password: password)
+            return true
         }
-        if try store.aliases()["default"] == nil, let login = try store.collection(named: Self.loginName) {
-            try store.setAlias("default", to: login)
+        do {
+            keys[login.id] = try store.unlock(login, password: password)
+        } catch .wrongPassword {
+            Log.warning("the password given at start does not unlock the login keyring; it stays locked")
+            return false
         }
+        if try store.aliases()["default"] == nil { try store.setAlias("default", to: login) }
         return true
     }
 
@@ -141,6 +143,9 @@ public final class Daemon: BusHandler {
         try server.registerSubtree(ObjectPaths.sessionPrefix)
         try server.registerSubtree(ObjectPaths.promptPrefix)
         server.watchDisconnects { [weak self] name in self?.clientDisconnected(name) }
+        loginControl = LoginControlSocket(runtimeDirectory: options.runtimeDirectory) { [weak self] request in
+            self?.handleLoginControl(request) ?? .failed
+        }
         BusServer.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
         var acquired = false
@@ -183,6 +188,8 @@ public final class Daemon: BusHandler {
     /// and closes the database, which leaves every item in `secretd.sqlite3` itself (no
     /// `-wal` file beside it). Nothing may call the daemon after this.
     public func close() {
+        loginControl?.close()
+        loginControl = nil
         keys.removeAll()
         store.close()
     }

@@ -381,6 +381,27 @@ final class BusServer {
             }, box, { data in Unmanaged<ClosureBox<() -> Void>>.fromOpaque(data!).release() })
     }
 
+    /// Calls `body` on the main loop whenever `fd` is readable, hung up or in error, until
+    /// `body` returns false or ``removeWatch(_:)`` is called with the id returned here.
+    @discardableResult
+    static func watch(fd: Int32, _ body: @escaping () -> Bool) -> UInt32 {
+        let box = Unmanaged.passRetained(ClosureBox<() -> Bool>(value: {
+            let keep = body()
+            BusServer.active?.scheduleFlush()
+            return keep
+        })).toOpaque()
+        let condition = GIOCondition(rawValue: G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)
+        return g_unix_fd_add_full(
+            G_PRIORITY_DEFAULT, fd, condition,
+            { _, _, data in Unmanaged<ClosureBox<() -> Bool>>.fromOpaque(data!).takeUnretainedValue().value() ? 1 : 0 },
+            box, { data in Unmanaged<ClosureBox<() -> Bool>>.fromOpaque(data!).release() })
+    }
+
+    /// Stops a watch of ``watch(fd:_:)``.
+    static func removeWatch(_ id: UInt32) {
+        g_source_remove(id)
+    }
+
     /// Runs `body` on the main loop and waits for its result; for threads other than the
     /// main loop's (prompt conversations). Never call it from the main loop itself.
     @discardableResult

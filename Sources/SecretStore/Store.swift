@@ -185,6 +185,16 @@ public final class Store {
         parameters: KDFParameters = .standard
     ) throws(StoreError) {
         let masterKey = try unlock(collection, password: oldPassword)
+        try rewrap(collection, masterKey: masterKey, to: newPassword, parameters: parameters)
+    }
+
+    /// Wraps `masterKey`, the collection's key already unwrapped, under `newPassword` (new
+    /// salt): a password change without the old password, while the collection is unlocked.
+    public func rewrap(
+        _ collection: CollectionRecord, masterKey: SecureBytes, to newPassword: SecureBytes,
+        parameters: KDFParameters = .standard
+    ) throws(StoreError) {
+        guard newPassword.count > 0 else { throw .invalidInput("the new password is empty") }
         let salt = Gcrypt.randomBytes(count: 16)
         let wrapped = try wrap(masterKey, password: newPassword, salt: salt, parameters: parameters, uuid: collection.uuid)
         forgetCollections()

@@ -100,7 +100,8 @@ do {
 }
 let options = Daemon.Options(
     dataDirectory: dataDirectory ?? URL(fileURLWithPath: dataHome).appendingPathComponent("secretd"), replace: replace,
-    configuration: configuration, configDirectory: configurationDirectory)
+    configuration: configuration, configDirectory: configurationDirectory,
+    runtimeDirectory: environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 })
 
 // MARK: - Hardening and secrets
 

@@ -1,0 +1,198 @@
+internal import CLoginControl
+internal import CProcess
+import FoundationEssentials
+import Glibc
+import SecretCrypto
+
+/// The Unix socket pam_secretd.so hands the login password to (protocol and path:
+/// Sources/CLoginControl/login-control.h). systemd's `secretd.socket` listens on it and passes it
+/// to secretd (`LISTEN_FDS`); without it, secretd listens on `$XDG_RUNTIME_DIR/secretd/control`
+/// itself. Only connections from secretd's own uid are answered; each carries one request,
+/// gets one reply and is closed, and one that has not sent its request within the protocol's
+/// timeout is closed without a reply. Runs on the main loop. The only file with socket calls.
+final class LoginControlSocket {
+    /// What the socket does with a request; returns the reply.
+    typealias Handler = (LoginControlRequest) -> LoginControlResult
+
+    /// Connections served at once; more wait in the listen queue.
+    private static let maximumConnections = 8
+
+    private let listener: Int32
+    /// The path secretd bound itself, removed on ``close()``; nil for systemd's socket.
+    private let boundPath: String?
+    private let handler: Handler
+    private var listenerWatch: UInt32 = 0
+    private var connections: [Int32: Connection] = [:]
+
+    /// One client's request as it arrives: the length first, then the frame in secure memory.
+    private final class Connection {
+        let fd: Int32
+        var watch: UInt32 = 0
+        var header: [UInt8] = []
+        var frame: SecureBytes?
+        var filled = 0
+        init(fd: Int32) { self.fd = fd }
+    }
+
+    /// Takes the socket systemd passed, or else listens at the path under `runtimeDirectory`;
+    /// nil (after logging why) when neither can be had.
+    init?(runtimeDirectory: String?, handler: @escaping Handler) {
+        self.handler = handler
+        if let passed = Self.socketFromSystemd() {
+            listener = passed
+            boundPath = nil
+        } else {
+            guard let runtimeDirectory, runtimeDirectory.hasPrefix("/") else { return nil }  // no runtime directory: no login hand-off
+            let directory = runtimeDirectory + "/" + SECRETD_CONTROL_DIRECTORY
+            guard Self.makePrivateDirectory(directory) else { return nil }
+            let path = directory + "/" + SECRETD_CONTROL_SOCKET
+            var status = stat()
+            if lstat(path, &status) == 0 {
+                guard (status.st_mode & S_IFMT) == S_IFSOCK, status.st_uid == getuid() else {
+                    Log.warning("\(path) is not a socket of this user; the login password cannot be handed over")
+                    return nil
+                }
+                if keychain_unix_socket_answers(path) != 0 {
+                    Log.info("another process listens on \(path); it receives the login password, not this secretd")
+                    return nil
+                }
+                unlink(path)  // left behind by a secretd that did not stop cleanly
+            }
+            let fd = keychain_listen_unix(path)
+            guard fd >= 0 else {
+                Log.warning("cannot listen on \(path): \(String(cString: strerror(errno)))")
+                return nil
+            }
+            listener = fd
+            boundPath = path
+        }
+        listenerWatch = BusServer.watch(fd: listener) { [weak self] in
+            self?.acceptWaiting()
+            return true
+        }
+    }
+
+    /// Stops listening and closes every connection; removes the path secretd bound itself.
+    func close() {
+        BusServer.removeWatch(listenerWatch)
+        for connection in connections.values { finish(connection, reply: nil) }
+        Glibc.close(listener)
+        if let boundPath { unlink(boundPath) }
+    }
+
+    /// The listening socket of `secretd.socket` if systemd started secretd with it
+    /// (sd_listen_fds(3): `LISTEN_PID` is this process, descriptors from 3 on). The variables
+    /// are removed so that pinentry and other children do not see them.
+    private static func socketFromSystemd() -> Int32? {
+        defer {
+            unsetenv("LISTEN_PID")
+            unsetenv("LISTEN_FDS")
+            unsetenv("LISTEN_FDNAMES")
+        }
+        guard let pid = getenv("LISTEN_PID").flatMap({ Int32(String(cString: $0)) }), pid == getpid(),
+            let count = getenv("LISTEN_FDS").flatMap({ Int32(String(cString: $0)) }), count > 0
+        else { return nil }
+        for fd in 3..<(3 + count) where keychain_is_listening_unix_socket(fd) != 0 {
+            _ = keychain_set_close_on_exec(fd)
+            _ = keychain_set_non_blocking(fd)
+            return fd
+        }
+        Log.warning("systemd passed \(count) file descriptors but no listening Unix socket; no login hand-off")
+        return nil
+    }
+
+    /// Creates `path` as a 0700 directory of this user, or checks that it is one (not a link).
+    private static func makePrivateDirectory(_ path: String) -> Bool {
+        if mkdir(path, 0o700) == 0 { return true }
+        var status = stat()
+        guard errno == EEXIST, lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR,
+            status.st_uid == getuid()
+        else {
+            Log.warning("\(path) is not a directory of this user; the login password cannot be handed over")
+            return false
+        }
+        if status.st_mode & 0o077 != 0 { chmod(path, 0o700) }
+        return true
+    }
+
+    // MARK: - Connections
+
+    private func acceptWaiting() {
+        while connections.count < Self.maximumConnections {
+            let fd = keychain_accept(listener)
+            guard fd >= 0 else { return }
+            guard keychain_peer_uid(fd) == Int64(getuid()) else {
+                Log.warning("refused a login control connection from another user")
+                Glibc.close(fd)
+                continue
+            }
+            let connection = Connection(fd: fd)
+            connections[fd] = connection
+            connection.watch = BusServer.watch(fd: fd) { [weak self, weak connection] in
+                guard let self, let connection else { return false }
+                return self.read(connection)
+            }
+            BusServer.after(seconds: Double(SECRETD_CONTROL_TIMEOUT_SECONDS)) { [weak self, weak connection] in
+                guard let self, let connection, self.connections[connection.fd] === connection else { return }
+                Log.warning("a login control client sent no complete request in \(SECRETD_CONTROL_TIMEOUT_SECONDS) s; closed")
+                self.finish(connection, reply: nil)
+            }
+        }
+    }
+
+    /// Reads what has arrived; answers once the frame is whole. Returns whether to keep watching.
+    private func read(_ connection: Connection) -> Bool {
+        while true {
+            if connection.frame == nil {
+                var bytes = [UInt8](repeating: 0, count: 4 - connection.header.count)
+                let got = Glibc.read(connection.fd, &bytes, bytes.count)
+                guard got > 0 else { return readFailed(connection, got) }
+                connection.header += bytes[0..<got]
+                guard let length = connection.header.withUnsafeBytes({ LoginControlRequest.announcedLength($0) }) else { continue }
+                guard length >= 8, length <= LoginControlRequest.maximumFrameLength else {
+                    Log.warning("a login control request announced \(length) bytes; refused")
+                    finish(connection, reply: .failed)
+                    return false
+                }
+                let frame = SecureBytes(count: length)
+                frame.withMutableBytes { $0.copyBytes(from: connection.header) }
+                connection.frame = frame
+                connection.filled = 4
+            }
+            guard let frame = connection.frame else { return false }
+            let got = frame.withMutableBytes { Glibc.read(connection.fd, $0.baseAddress! + connection.filled, $0.count - connection.filled) }
+            guard got > 0 else { return readFailed(connection, got) }
+            connection.filled += got
+            guard connection.filled == frame.count else { continue }
+            let reply: LoginControlResult
+            do {
+                reply = handler(try frame.withBytes { (bytes) throws(LoginControlRequest.ParseError) in try LoginControlRequest.parse(bytes) })
+            } catch {
+                Log.warning("a login control request was refused: \(error)")
+                reply = .failed
+            }
+            finish(connection, reply: reply)
+            return false
+        }
+    }
+
+    /// After a read of `got` bytes that gave none: waits on EAGAIN, else closes.
+    private func readFailed(_ connection: Connection, _ got: Int) -> Bool {
+        if got < 0 && (errno == EAGAIN || errno == EINTR) { return true }
+        finish(connection, reply: nil)
+        return false
+    }
+
+    /// Sends `reply` (if any) and closes the connection; the frame's secure memory is wiped as
+    /// it is released.
+    private func finish(_ connection: Connection, reply: LoginControlResult?) {
+        guard connections.removeValue(forKey: connection.fd) != nil else { return }
+        if let reply {
+            let frame = reply.frame
+            _ = frame.withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        BusServer.removeWatch(connection.watch)
+        connection.frame = nil
+        Glibc.close(connection.fd)
+    }
+}
