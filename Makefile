@@ -8,16 +8,23 @@
 # make bench    secretd against gnome-keyring, side by side (SIZES="100 1000" for a quick run)
 # make leaks    secretd under AddressSanitizer/LeakSanitizer through 10,000 operations
 #               (make test runs 1,000)
-# make install  release build, then secretd, secretctl, man pages, systemd unit and D-Bus activation file
-#               under $(DESTDIR)$(PREFIX)
+# make install  release build, then secretd, secretctl, man pages, systemd units and D-Bus activation file
+#               under $(DESTDIR)$(PREFIX); pam_secretd.so and its pam-auth-update profile where PAM
+#               looks for them (PAMDIR, PAMCONFIGDIR)
+# make pam      build the PAM module pam_secretd.so (C, libc and libpam only) into .build/pam
+# make e2e      the installed product on a booted Debian 12 (mmdebstrap + systemd-nspawn -b), driven
+#               through real logins (scripts/e2e.sh; the image is cached in .build/e2e)
 # make deps     only install the Debian packages the build and the tests need
 
 # Build: libsecret, GLib, libgcrypt and SQLite headers, and g++ for libstdc++.a. Tests: a
 # private bus, the reference provider and the clients checked against (secret-tool, Python
 # keyring), unit and man checks.
-DEB_BUILD := pkg-config libsecret-1-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev libassuan-dev g++
+DEB_BUILD := pkg-config libsecret-1-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev libassuan-dev g++ \
+	libpam0g-dev
 DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-keyring \
-	python3-secretstorage groff-base man-db systemd git gcc
+	python3-secretstorage groff-base man-db systemd git gcc libpam-wrapper pamtester
+# make e2e: a Debian 12 system built from Debian packages, booted in a container, logged into over ssh.
+DEB_E2E := mmdebstrap systemd-container sshpass
 SWIFT ?= swift
 # The providers the provider tests run against, one full run each
 # (see Sources/KeychainTestSupport/ProviderCommand.swift).
@@ -43,8 +50,14 @@ BINDIR := $(PREFIX)/bin
 MANDIR := $(PREFIX)/share/man
 USERUNITDIR := $(PREFIX)/lib/systemd/user
 DBUSSERVICEDIR := $(PREFIX)/share/dbus-1/services
+# PAM loads modules from the multiarch security directory only, and pam-auth-update reads
+# profiles from /usr/share/pam-configs only, whatever PREFIX is.
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+PAMDIR ?= /usr/lib/$(MULTIARCH)/security
+PAMCONFIGDIR ?= /usr/share/pam-configs
+PAM_BUILD := .build/pam
 
-.PHONY: check-release all deps toolchain build test check-files fuzz run demo bench leaks install clean static-cxx
+.PHONY: check-release all deps toolchain build test check-files fuzz run demo bench leaks install clean static-cxx pam e2e
 
 all: build
 
@@ -59,7 +72,7 @@ build: deps
 
 # Every suite runs once against the first provider; the provider suite (the whole library
 # API through libsecret) runs again against each further one.
-test: deps
+test: deps pam
 	$(SWIFT) build --build-tests
 	@$(MAKE) --no-print-directory check-files
 	@set -e; first=yes; for provider in $(PROVIDERS); do \
@@ -113,7 +126,8 @@ fuzz: deps
 	$(SWIFT) build --product keychain-fuzz $(FUZZ_FLAGS)
 	scripts/fuzz.sh "$$($(SWIFT) build $(FUZZ_FLAGS) --show-bin-path)/keychain-fuzz" $(FUZZ_SECONDS) $(FUZZ_BUILD)/work $(FUZZ_TARGETS)
 
-# The man pages lint clean and render; the user unit passes systemd-analyze.
+# The man pages lint clean and render; the user units pass systemd-analyze (a static check only:
+# make e2e runs them on a booted system).
 check-files:
 	@echo "== man pages and systemd unit"
 	@for page in man/*.[1-8]; do \
@@ -123,9 +137,10 @@ check-files:
 	done
 	@tmp=$$(mktemp -d); mkdir -m 700 "$$tmp/run"; \
 	sed "s|/usr/local/bin/secretd|$$($(SWIFT) build --show-bin-path)/secretd|" systemd/secretd.service >"$$tmp/secretd.service"; \
-	XDG_RUNTIME_DIR="$$tmp/run" systemd-analyze verify --user --man=no "$$tmp/secretd.service" >"$$tmp/out" 2>&1; \
-	status=$$?; if grep -q "secretd.service" "$$tmp/out" || [ $$status -ne 0 ]; then cat "$$tmp/out" >&2; rm -rf "$$tmp"; exit 1; fi; \
-	rm -rf "$$tmp"; echo "check-files: man pages lint clean, unit verifies"
+	cp systemd/secretd.socket "$$tmp/secretd.socket"; \
+	XDG_RUNTIME_DIR="$$tmp/run" systemd-analyze verify --user --man=no "$$tmp/secretd.service" "$$tmp/secretd.socket" >"$$tmp/out" 2>&1; \
+	status=$$?; if grep -q "secretd\.s" "$$tmp/out" || [ $$status -ne 0 ]; then cat "$$tmp/out" >&2; rm -rf "$$tmp"; exit 1; fi; \
+	rm -rf "$$tmp"; echo "check-files: man pages lint clean, units verify"
 
 run: build
 	scripts/run-secretd.sh "$$($(SWIFT) build --show-bin-path)/secretd"
@@ -148,17 +163,37 @@ leaks: deps
 	$(SWIFT) build --sanitize address --build-path .build/asan --product secretd
 	scripts/leak-check.sh .build/asan/debug/secretd $(LEAK_OPERATIONS)
 
-install: static-cxx
+# pam_secretd.so: C with libc and libpam only, loaded into sshd, login, su and display managers
+# (see pam/pam_secretd.c for why it is not Swift). It exports only pam_sm_* (version script), stays
+# mapped once loaded (-z nodelete: pam_end dlcloses modules) and resolves every symbol at load.
+pam: deps
+	@mkdir -p $(PAM_BUILD)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -ISources/CLoginControl \
+		-shared -Wl,--version-script=pam/pam_secretd.map -Wl,--no-undefined -Wl,-z,nodelete -Wl,-z,relro -Wl,-z,now \
+		-o $(PAM_BUILD)/pam_secretd.so pam/pam_secretd.c -lpam
+
+# See scripts/e2e.sh: what it builds, boots and checks.
+e2e: deps
+	@scripts/install-deps.sh $(DEB_E2E)
+	scripts/e2e.sh
+
+install: static-cxx pam
 	$(SWIFT) build $(RELEASE) --product secretd
 	$(SWIFT) build $(RELEASE) --product secretctl
-	install -s -Dm755 "$$($(SWIFT) build $(RELEASE) --show-bin-path)/secretd" "$(DESTDIR)$(BINDIR)/secretd"
-	install -s -Dm755 "$$($(SWIFT) build $(RELEASE) --show-bin-path)/secretctl" "$(DESTDIR)$(BINDIR)/secretctl"
-	install -Dm644 man/secretd.1 "$(DESTDIR)$(MANDIR)/man1/secretd.1"
-	install -Dm644 man/secretctl.1 "$(DESTDIR)$(MANDIR)/man1/secretctl.1"
-	install -Dm644 man/secretd.conf.5 "$(DESTDIR)$(MANDIR)/man5/secretd.conf.5"
-	install -d "$(DESTDIR)$(USERUNITDIR)" "$(DESTDIR)$(DBUSSERVICEDIR)"
-	sed "s|/usr/local/bin/secretd|$(BINDIR)/secretd|" systemd/secretd.service >"$(DESTDIR)$(USERUNITDIR)/secretd.service"
-	install -m644 systemd/org.freedesktop.secrets.service "$(DESTDIR)$(DBUSSERVICEDIR)/org.freedesktop.secrets.service"
+	@bin=$$($(SWIFT) build $(RELEASE) --show-bin-path); tmp=$$(mktemp -d); set -e; \
+	strip -o "$$tmp/secretd" "$$bin/secretd"; strip -o "$$tmp/secretctl" "$$bin/secretctl"; \
+	sed "s|/usr/local/bin/secretd|$(BINDIR)/secretd|" systemd/secretd.service >"$$tmp/secretd.service"; \
+	put() { scripts/install-unowned.sh "$(DESTDIR)" "$$@"; }; \
+	put 755 "$$tmp/secretd" $(BINDIR)/secretd; \
+	put 755 "$$tmp/secretctl" $(BINDIR)/secretctl; \
+	for page in secretd.1 secretctl.1 secretd.conf.5 pam_secretd.8; do \
+		put 644 man/$$page $(MANDIR)/man$${page##*.}/$$page; done; \
+	put 644 "$$tmp/secretd.service" $(USERUNITDIR)/secretd.service; \
+	put 644 systemd/secretd.socket $(USERUNITDIR)/secretd.socket; \
+	put 644 systemd/org.freedesktop.secrets.service $(DBUSSERVICEDIR)/org.freedesktop.secrets.service; \
+	put 644 $(PAM_BUILD)/pam_secretd.so $(PAMDIR)/pam_secretd.so; \
+	put 644 pam/secretd.pam-config $(PAMCONFIGDIR)/secretd; \
+	rm -rf "$$tmp"; echo "make install: done (DESTDIR='$(DESTDIR)', PREFIX=$(PREFIX))"
 
 clean:
 	$(SWIFT) package clean
