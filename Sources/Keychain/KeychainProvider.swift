@@ -43,6 +43,18 @@ package enum KeychainProvider {
         try LibSecret.unlock(alias: alias, password: buffer)
     }
 
+    /// Whether a keyring has `alias` (the default keyring when not given).
+    package static func hasKeyring(alias: String = KeychainCollection.default.alias) throws(KeychainError) -> Bool {
+        try LibSecret.hasCollection(alias: alias)
+    }
+
+    /// Creates the login keyring ("Login", with the `default` alias) under `password`, or
+    /// through the provider's prompt when `password` is nil; it is unlocked afterwards.
+    package static func createLoginKeyring(password: [UInt8]?) throws(KeychainError) {
+        let buffer = password.map { bytes in bytes.withUnsafeBytes { SecretBuffer(copying: $0) } }
+        try LibSecret.createCollection(alias: KeychainCollection.default.alias, label: "Login", password: buffer)
+    }
+
     /// Changes the password of the keyring behind `alias`: from `current` to `new`, or through
     /// the provider's prompt when both are nil. A wrong current password is `.accessDenied`.
     package static func changePassword(

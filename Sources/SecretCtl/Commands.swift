@@ -175,14 +175,30 @@ enum Commands {
             let alias = parsed.values["collection"] ?? KeychainCollection.default.alias
             try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.lock(alias: alias) }
         case "unlock":
+            // No login keyring yet (a first run without PAM): create it with this password.
+            let exists = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.hasKeyring() }
             if parsed.flags.contains("password-stdin") {
-                var password = [UInt8](try Terminal.readSecret(limit: 64 * 1024))
+                var password = [UInt8](try Terminal.readSecret(limit: 64 * 1024, prompt: exists ? "Password: " : "New login keyring password: "))
                 defer { password.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
                 if password.last == UInt8(ascii: "\n") { password.removeLast() }
                 let secret = password
-                try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(password: secret) }
-            } else {
+                if exists {
+                    try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(password: secret) }
+                    return
+                }
+                guard !secret.isEmpty else { throw .usage("the password is empty; the login keyring was not created", command: verb) }
+                if Terminal.isTerminal(STDIN_FILENO) {
+                    var repeated = [UInt8](try Terminal.readHidden(prompt: "Repeat the password: "))
+                    defer { repeated.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+                    guard repeated == secret else { throw .failure("the passwords differ; nothing was created", status: .usage) }
+                }
+                try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.createLoginKeyring(password: secret) }
+                Terminal.writeError("secretctl: created the login keyring; it is unlocked\n")
+            } else if exists {
                 try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(password: nil) }
+            } else {
+                try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.createLoginKeyring(password: nil) }
+                Terminal.writeError("secretctl: created the login keyring; it is unlocked\n")
             }
         case "passwd":
             guard parsed.flags.contains("password-stdin") else {
@@ -221,6 +237,8 @@ enum Commands {
             try GitCredential.run(parsed.arguments["ACTION"]!)
         case "login":
             try LoginCommand.run(parsed)
+        case "setup":
+            try SetupCommand.run(parsed)
         case "whoami", "groups":
             try AccessGroupsCommand.run(verb, parsed)
         case "completions":

@@ -164,6 +164,7 @@ public enum SecretCtl {
                 "secretctl groups add-member com.example.deploy exe:/usr/local/bin/deploy",
                 "secretctl groups remove-member --password-stdin com.example.deploy unit:backup.service < pw",
             ]),
+        SetupCommand.spec,
         CommandSpec(
             name: "completions", abstract: "Print the completion script for bash, zsh or fish.",
             arguments: [.init(name: "SHELL", help: "bash, zsh or fish.")], options: [],
@@ -218,7 +219,7 @@ public enum SecretCtl {
     /// The exit status and message for a library error.
     static func failure(_ error: KeychainError) -> CommandLineError {
         switch error {
-        case .locked: return .failure("the keyring is locked; unlock it (for example: secretd --unlock) and retry", status: .locked)
+        case .locked: return .failure("the keyring is locked; unlock it (secretctl unlock) and retry", status: .locked)
         case .cancelled: return .failure("the prompt was dismissed", status: .locked)
         case .noPrompter(let reason): return .failure("cannot ask for the password: \(reason)", status: .locked)
         case .accessDenied(let message): return .failure("access denied: \(message)", status: .accessDenied)

@@ -285,14 +285,15 @@ enum LibSecret {
         .backend(domain: "keychain", code: 0, message: "no collection has the alias '\(alias)'")
     }
 
-    /// Creates the default collection (the provider may prompt for its password).
-    private static func createDefaultCollection(_ service: UnsafeMutablePointer<SecretService>) throws(KeychainError)
-        -> String
-    {
-        let properties = PropertyTable(collectionLabel: "Login")
+    /// Creates the default collection, or the one with `alias` (the provider may prompt for its
+    /// password).
+    private static func createDefaultCollection(
+        _ service: UnsafeMutablePointer<SecretService>, alias: String = KeychainCollection.default.alias, label: String = "Login"
+    ) throws(KeychainError) -> String {
+        let properties = PropertyTable(collectionLabel: label)
         var error: UnsafeMutablePointer<GError>?
         let path = secret_service_create_collection_dbus_path_sync(
-            service, properties.pointer, KeychainCollection.default.alias, SECRET_COLLECTION_CREATE_NONE, Cancellation.current, &error)
+            service, properties.pointer, alias, SECRET_COLLECTION_CREATE_NONE, Cancellation.current, &error)
         defer { g_free(path) }
         if let error { throw takeError(error) }
         guard let path else { throw .cancelled }  // the prompt was dismissed
@@ -503,6 +504,50 @@ enum LibSecret {
                 G_DBUS_CALL_FLAGS_NONE, -1, Cancellation.current, &error)
             if let reply { g_variant_unref(reply) }
             if let error { throw takeError(error) }
+        }
+    }
+
+    /// Whether a collection has `alias`.
+    static func hasCollection(alias: String) throws(KeychainError) -> Bool {
+        try withService { service throws(KeychainError) in try readAlias(service, alias) != nil }
+    }
+
+    /// Creates a collection labelled `label` under `password` and points `alias` at it: with
+    /// gnome-keyring's `CreateWithMasterPassword` (served by secretd and gnome-keyring), the
+    /// password sent encrypted in the session; without a password, through the provider's own
+    /// prompt (which asks for the new password).
+    static func createCollection(alias: String, label: String, password: SecretBuffer?) throws(KeychainError) {
+        try withService { service throws(KeychainError) in
+            guard let password else {
+                _ = try createDefaultCollection(service, alias: alias, label: label)
+                return
+            }
+            let value = secretValue(password, contentType: "text/plain")
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            guard let encoded = secret_service_encode_dbus_secret(service, value) else {  // floating
+                throw .backend(domain: "keychain", code: 0, message: "no session to send the password in")
+            }
+            var entries: [OpaquePointer?] = [
+                g_variant_new_dict_entry(
+                    g_variant_new_string("org.freedesktop.Secret.Collection.Label"), g_variant_new_variant(g_variant_new_string(label)))
+            ]
+            let properties = entries.withUnsafeMutableBufferPointer { g_variant_new_array(nil, $0.baseAddress, 1) }
+            let arguments: [OpaquePointer?] = [properties, encoded]
+            let parameters = arguments.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, 2) }
+            var error: UnsafeMutablePointer<GError>?
+            let reply = g_dbus_connection_call_sync(
+                connection(of: service), "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface", "CreateWithMasterPassword", parameters, nil,
+                G_DBUS_CALL_FLAGS_NONE, -1, Cancellation.current, &error)
+            if let error { throw takeError(error) }
+            guard let reply else { throw .backend(domain: "keychain", code: 0, message: "no reply") }
+            defer { g_variant_unref(reply) }
+            let child = g_variant_get_child_value(reply, 0)!
+            defer { g_variant_unref(child) }
+            let path = String(cString: g_variant_get_string(child, nil))
+            var aliasError: UnsafeMutablePointer<GError>?
+            secret_service_set_alias_to_dbus_path_sync(service, alias, path, Cancellation.current, &aliasError)
+            if let aliasError { throw takeError(aliasError) }
         }
     }
 

@@ -1,0 +1,120 @@
+import FoundationEssentials
+import Glibc
+import ProcessSpawning
+
+/// `secretctl setup`: makes secretd the login keyring, for every user (`--system`, as root, after
+/// `make install PREFIX=/usr`) or for the user running it; `--undo` reverts either. Each step is
+/// an ordinary tool (pam-auth-update, systemctl), and what changed is printed.
+enum SetupCommand {
+    /// The verb's declaration.
+    static let spec = CommandSpec(
+        name: "setup", abstract: "Make secretd your login keyring (--system: every user's, as root); --undo reverts it.",
+        arguments: [],
+        options: [
+            .init(name: "system", value: nil,
+                  help: "For every user: enable pam_secretd.so (pam-auth-update) and the user units globally; needs root."),
+            .init(name: "undo", value: nil, help: "Revert what setup (or setup --system) enabled."),
+        ],
+        examples: ["sudo secretctl setup --system", "secretctl setup", "sudo secretctl setup --system --undo"])
+
+    /// The pam-auth-update profile `make install` puts in place.
+    static let pamProfile = "/usr/share/pam-configs/secretd"
+    /// The PAM file whose session stack shows whether the profile is in force.
+    static let pamSessionFile = "/etc/pam.d/common-session"
+    /// The user units: the login socket pam_secretd.so connects to, and the daemon.
+    static let units = ["secretd.socket", "secretd.service"]
+
+    static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
+        let undo = parsed.flags.contains("undo")
+        if parsed.flags.contains("system") {
+            guard geteuid() == 0 else {
+                throw .failure("setup --system changes /etc/pam.d and /etc/systemd; run it as root (sudo secretctl setup --system)",
+                               status: .accessDenied)
+            }
+            try undo ? disableForEveryone() : enableForEveryone()
+        } else {
+            try undo ? disableForMe() : enableForMe()
+        }
+    }
+
+    // MARK: - Every user
+
+    private static func enableForEveryone() throws(CommandLineError) {
+        guard FileManager.default.fileExists(atPath: pamProfile) else {
+            throw .failure("\(pamProfile) is missing: install secretd first (make install PREFIX=/usr)", status: .notFound)
+        }
+        let wasEnabled = pamProfileInForce()
+        try runTool(["pam-auth-update", "--enable", "secretd"])
+        guard pamProfileInForce() else {
+            throw .failure("pam-auth-update did not add pam_secretd.so to \(pamSessionFile) (were the common-* files edited "
+                           + "by hand? see pam-auth-update(8)); nothing else was changed", status: .notFound)
+        }
+        Terminal.writeOutput(wasEnabled
+            ? "PAM: the secretd profile was already enabled\n"
+            : "PAM: enabled the secretd profile (pam-auth-update): pam_secretd.so now runs in /etc/pam.d/common-auth, "
+                + "common-session and common-password\n")
+        try runTool(["systemctl", "--global", "enable"] + units)
+        Terminal.writeOutput(
+            "systemd: enabled \(units.joined(separator: " and ")) for every user (/etc/systemd/user)\n"
+                + "Each user's login keyring is created from their password at their next password login, and unlocked at "
+                + "every login after; logins without a password leave it locked (secretctl unlock). Undo: secretctl setup --system --undo\n")
+    }
+
+    private static func disableForEveryone() throws(CommandLineError) {
+        if pamProfileInForce() || FileManager.default.fileExists(atPath: pamProfile) {
+            try runTool(["pam-auth-update", "--disable", "secretd"])
+        }
+        guard !pamProfileInForce() else {
+            throw .failure("pam-auth-update left pam_secretd.so in \(pamSessionFile); see pam-auth-update(8)", status: .notFound)
+        }
+        Terminal.writeOutput("PAM: disabled the secretd profile (pam-auth-update): pam_secretd.so no longer runs at login\n")
+        try runTool(["systemctl", "--global", "disable"] + units)
+        Terminal.writeOutput(
+            "systemd: disabled \(units.joined(separator: " and ")) for every user; keyrings in ~/.local/share/secretd are kept\n")
+    }
+
+    // MARK: - This user
+
+    private static func enableForMe() throws(CommandLineError) {
+        try runTool(["systemctl", "--user", "enable", "--now"] + units)
+        Terminal.writeOutput(
+            "systemd: enabled and started \(units.joined(separator: " and ")) for you: secretd starts at each login and "
+                + "on the first client call\n")
+        if !pamProfileInForce() {
+            Terminal.writeOutput(
+                "PAM: pam_secretd.so is not enabled on this system, so your login keyring is not unlocked at login; "
+                    + "unlock it with: secretctl unlock (an administrator can run: secretctl setup --system)\n")
+        }
+    }
+
+    private static func disableForMe() throws(CommandLineError) {
+        try runTool(["systemctl", "--user", "disable", "--now"] + units)
+        Terminal.writeOutput("systemd: stopped and disabled \(units.joined(separator: " and ")) for you; your keyrings are kept\n")
+    }
+
+    // MARK: - Helpers
+
+    /// Whether pam_secretd.so is in the session stack that every login includes.
+    private static func pamProfileInForce() -> Bool {
+        guard let text = try? String(contentsOfFile: pamSessionFile, encoding: .utf8) else { return false }
+        return text.split(separator: "\n").contains { line in
+            !line.hasPrefix("#") && line.split(whereSeparator: { $0 == " " || $0 == "\t" }).contains("pam_secretd.so")
+        }
+    }
+
+    /// Runs a tool with this environment, its output on standard error (standard output is
+    /// for what setup says); a failure stops setup with the tool's name and status.
+    private static func runTool(_ arguments: [String]) throws(CommandLineError) {
+        var environment = ProcessInfo.processInfo.environment
+        environment["DEBIAN_FRONTEND"] = "noninteractive"
+        switch ProcessSpawning.spawn(arguments, environment: environment, descriptors: [(0, 0), (1, 2), (2, 2)]) {
+        case .failure(let error):
+            throw .failure("cannot run \(arguments[0]): \(error)", status: .notFound)
+        case .success(let pid):
+            let status = ProcessSpawning.waitForExit(pid)
+            guard status == 0 else {
+                throw .failure("\(arguments.joined(separator: " ")) failed (exit status \(status))", status: .notFound)
+            }
+        }
+    }
+}
