@@ -60,6 +60,21 @@ public enum LoginControlRequest {
         }
     }
 
+    /// The frame of this request, as pam_secretd.so writes it; for tests and fuzzing only (the
+    /// passwords land in ordinary memory).
+    package var frame: [UInt8] {
+        let (operation, strings): (UInt32, [SecureBytes])
+        switch self {
+        case .unlock(let password): (operation, strings) = (SECRETD_CONTROL_UNLOCK.rawValue, [password])
+        case .change(let old, let new): (operation, strings) = (SECRETD_CONTROL_CHANGE.rawValue, [old, new])
+        case .ping: (operation, strings) = (SECRETD_CONTROL_PING.rawValue, [])
+        }
+        func bigEndian(_ value: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8((value >> $0) & 0xff) } }
+        var body = bigEndian(operation)
+        for string in strings { body += bigEndian(UInt32(string.count)) + string.withBytes { Array($0) } }
+        return bigEndian(UInt32(4 + body.count)) + body
+    }
+
     private static func readUInt32(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
         (UInt32(bytes[offset]) << 24) | (UInt32(bytes[offset + 1]) << 16) | (UInt32(bytes[offset + 2]) << 8)
             | UInt32(bytes[offset + 3])

@@ -19,7 +19,7 @@ struct FuzzTarget: Sendable {
     /// Every target, in the order `make fuzz` runs them.
     static let all: [FuzzTarget] = [
         GitCredentialTarget.target, AccessPolicyTarget.target, ExportFileTarget.target, CSVImportTarget.target,
-        ConfigurationTarget.target, SessionTarget.target, StoredItemTarget.target,
+        ConfigurationTarget.target, SessionTarget.target, StoredItemTarget.target, LoginControlTarget.target,
     ]
 
     /// The target called `name`, if any.
