@@ -1,3 +1,4 @@
+import FoundationEssentials
 import SecretCrypto
 import SecretStore
 
@@ -8,6 +9,7 @@ extension Daemon {
     /// Answers one request; its writes are committed before the reply goes out, so a login
     /// keyring re-wrapped under a new password is on disk when `passwd` finishes.
     func handleLoginControl(_ request: LoginControlRequest) -> LoginControlResult {
+        lastActivity = Date()  // a login is use: lock-after-idle counts from here
         let result: LoginControlResult
         switch request {
         case .ping: return .ok
@@ -30,10 +32,10 @@ extension Daemon {
                 try createLoginKeyring(password: password)
                 return .ok
             }
-            switch unlock(login, password: password) {
+            switch unlock(login, password: password, fromLogin: true) {
             case .success: return .ok
             case .failure(.accessDenied):
-                Log.warning("the login password does not open the login keyring; it stays locked (secretctl unlock opens it with its own password)")
+                Log.warning("the login password does not open the login keyring; it stays locked (secretctl unlock opens it with its own password, secretctl passwd then sets the login password)")
                 return .denied
             case .failure: return .failed
             }
@@ -88,7 +90,7 @@ extension Daemon {
             }
             masterKey = key
         } else {
-            switch checkPassword(old, of: login, purpose: " (at a login password change)") {
+            switch checkPassword(old, of: login, purpose: " (at a login password change)", fromLogin: true) {
             case .success(let key): masterKey = key
             case .failure(.accessDenied):
                 Log.warning("the old login password does not open the login keyring; its password is unchanged")

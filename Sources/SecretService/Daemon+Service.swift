@@ -207,10 +207,11 @@ extension Daemon {
     }
 
     /// Unlocks `collection` with `password`; wrong passwords make the next attempt wait longer
-    /// (1 s, 2 s, 4 s … up to 60 s) and change nothing.
-    func unlock(_ collection: Store.CollectionRecord, password: SecureBytes) -> Result<Void, SecretServiceError> {
+    /// (1 s, 2 s, 4 s … up to 60 s) and change nothing. `fromLogin`: the password came from
+    /// pam_secretd.so, whose attempts wait apart from the clients' (``PasswordSource``).
+    func unlock(_ collection: Store.CollectionRecord, password: SecureBytes, fromLogin: Bool = false) -> Result<Void, SecretServiceError> {
         if !isLocked(collection) { return .success(()) }
-        return checkPassword(password, of: collection).map { key in
+        return checkPassword(password, of: collection, fromLogin: fromLogin).map { key in
             keys[collection.id] = key
             server.emitPropertiesChanged(
                 path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
@@ -220,23 +221,24 @@ extension Daemon {
     }
 
     /// Unwraps `collection`'s master key with `password`, refusing while the wait after earlier
-    /// wrong passwords runs; a wrong password makes the next wait longer (1 s, 2 s, 4 s … up to
-    /// 60 s). `purpose` ends the log line of a wrong password.
+    /// wrong passwords from the same source runs; a wrong password makes the next wait longer
+    /// (1 s, 2 s, 4 s … up to 60 s). `purpose` ends the log line of a wrong password.
     func checkPassword(
-        _ password: SecureBytes, of collection: Store.CollectionRecord, purpose: String = ""
+        _ password: SecureBytes, of collection: Store.CollectionRecord, purpose: String = "", fromLogin: Bool = false
     ) -> Result<SecureBytes, SecretServiceError> {
-        if let failure = failedUnlocks[collection.id], failure.notBefore > Date() {
+        let source = PasswordSource(collectionID: collection.id, fromLogin: fromLogin)
+        if let failure = failedUnlocks[source], failure.notBefore > Date() {
             let wait = Int(failure.notBefore.timeIntervalSinceNow.rounded(.up))
             return .failure(.accessDenied("too many wrong passwords; try again in \(wait) s"))
         }
         do {
             let key = try store.unlock(collection, password: password)
-            failedUnlocks[collection.id] = nil
+            for fromLogin in [false, true] { failedUnlocks[PasswordSource(collectionID: collection.id, fromLogin: fromLogin)] = nil }
             return .success(key)
         } catch .wrongPassword {
-            let count = (failedUnlocks[collection.id]?.count ?? 0) + 1
+            let count = (failedUnlocks[source]?.count ?? 0) + 1
             let delay = min(60.0, pow(2.0, Double(count - 1)))
-            failedUnlocks[collection.id] = (count, Date().addingTimeInterval(delay))
+            failedUnlocks[source] = (count, Date().addingTimeInterval(delay))
             Log.warning("wrong password for the \(collection.name) keyring (attempt \(count))\(purpose)")
             return .failure(.accessDenied("the password is wrong"))
         } catch {
@@ -244,9 +246,9 @@ extension Daemon {
         }
     }
 
-    /// Seconds until the next password attempt on `collection` is accepted.
+    /// Seconds until the next password attempt of a client on `collection` is accepted.
     func unlockDelay(_ collection: Store.CollectionRecord) -> TimeInterval {
-        max(0, failedUnlocks[collection.id]?.notBefore.timeIntervalSinceNow ?? 0)
+        max(0, failedUnlocks[PasswordSource(collectionID: collection.id, fromLogin: false)]?.notBefore.timeIntervalSinceNow ?? 0)
     }
 
     /// Creates an unlocked collection with a name made from `label`; returns its path.

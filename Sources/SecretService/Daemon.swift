@@ -59,10 +59,20 @@ public final class Daemon: BusHandler {
     var prompts: [Int: Prompt] = [:]
     private var nextSessionID = 1
     private var nextPromptID = 1
-    /// Failed password attempts per collection id, and when the next one is allowed.
-    var failedUnlocks: [Int64: (count: Int, notBefore: Date)] = [:]
+    /// Failed password attempts per collection and source, and when the next one is allowed.
+    var failedUnlocks: [PasswordSource: (count: Int, notBefore: Date)] = [:]
+
+    /// Where a password attempt came from, so that each source waits after its own wrong
+    /// passwords: a login whose password does not open the keyring (it was changed without
+    /// the old one) must not make the user's own unlock right after it wait.
+    struct PasswordSource: Hashable {
+        /// The collection tried.
+        var collectionID: Int64
+        /// From pam_secretd.so's socket (true) or from a client on the bus.
+        var fromLogin: Bool
+    }
     /// When a client last called the daemon (for `lock-after-idle`).
-    private var lastActivity = Date()
+    var lastActivity = Date()
     /// Clients identified so far, by unique bus name (forgotten when they disconnect).
     var callers: [String: Caller] = [:]
     /// Method calls of clients being identified, run once the bus has said who they are.

@@ -108,6 +108,14 @@ import Testing
         try Self.lock(fixture)
         #expect(try Self.send(fixture, [Self.unlock("wrong"), Self.unlock("")]) == ["1", "2"])
         #expect(try Self.isLocked(fixture))
+        // The login's wrong password makes the next login attempt wait (the right one is refused
+        // for now), but not the user's own unlock right after it.
+        #expect(try Self.send(fixture, [Self.unlock("login-password")]) == ["1"])
+        #expect(try Self.isLocked(fixture))
+        let secretctl = SecretdFixture.secretdPath.replacingOccurrences(of: "/secretd", with: "/secretctl")
+        let unlocked = try fixture.run([secretctl, "unlock", "--password-stdin"], input: "login-password")
+        #expect(unlocked.status == 0, "\(unlocked.errorOutput)")
+        #expect(try !Self.isLocked(fixture))
         daemon.stop()
     }
 
@@ -127,6 +135,24 @@ import Testing
         #expect(try Self.send(fixture, requests) == ["2", "2", "2", "2", "2", "2", "none"])
         #expect(try fixture.run(["secret-tool", "store", "--label=t", "k", "v"], input: "s3").status == 0)
         #expect(try Self.send(fixture, ["3"]) == ["0"])
+        daemon.stop()
+    }
+
+    @Test("a login counts as activity: lock-after-idle does not lock the keyring it just unlocked")
+    func loginIsActivity() throws {
+        let fixture = try SecretdFixture()
+        try fixture.writeConfiguration("lock-after-idle = 3\n")
+        let daemon = try fixture.start()
+        // Idle past the limit: locked (the check runs once a second).
+        var waited = 0.0
+        while try !Self.isLocked(fixture), waited < 10 {
+            Thread.sleep(forTimeInterval: 0.5)
+            waited += 0.5
+        }
+        #expect(try Self.isLocked(fixture))
+        #expect(try Self.send(fixture, [Self.unlock("login-password")]) == ["0"])
+        Thread.sleep(forTimeInterval: 1.5)  // two idle checks, well inside the 3 s since the login
+        #expect(try !Self.isLocked(fixture))
         daemon.stop()
     }
 }
