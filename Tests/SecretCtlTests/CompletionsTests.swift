@@ -32,6 +32,6 @@ import Testing
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
-        #expect(text == "set search\n--json\n")
+        #expect(text == "set search setup\n--json\n")
     }
 }

@@ -593,9 +593,12 @@ extension PAMModuleTests {
             process = try SupervisedProcess(
                 run + ["/usr/bin/python3", script.path, socket, answers ? "answer" : "never"], environment: ["PATH": "/usr/bin:/bin"],
                 logURL: root.appendingPathComponent("listener.log"), removeWhenOrphaned: root)
-            let deadline = Date().addingTimeInterval(10)
+            // A wait for the listener to say it listens, bounded generously: under make test's load
+            // a Python start took over 10 s.
+            let deadline = Date().addingTimeInterval(90)
             while !process.log.hasPrefix("listening\n") {
-                guard Date() < deadline, process.isRunning else { throw HarnessError("the listener did not start: \(process.log)") }
+                guard process.isRunning else { throw HarnessError("the listener exited before listening: \(process.log)") }
+                guard Date() < deadline else { throw HarnessError("the listener did not listen within 90 s: \(process.log)") }
                 usleep(20_000)
             }
         }
