@@ -1,0 +1,303 @@
+#!/bin/bash
+# The make e2e scenario, run as root inside the booted container by scripts/e2e.sh:
+#     bash /usr/local/lib/e2e/scenario.sh first-boot     (then the machine reboots)
+#     bash /usr/local/lib/e2e/scenario.sh second-boot
+# What people do on a Debian 12 machine after `make install PREFIX=/usr`: the administrator
+# makes secretd everyone's login keyring, users log in over ssh with passwords and keys, use
+# su and passwd, root resets a password, and at the end the administrator undoes the setup.
+# Users log in through the machine's own sshd on 127.0.0.1, exactly as from another machine.
+
+# shellcheck source=lib.sh
+. /usr/local/lib/e2e/lib.sh
+
+# ---- the administrator: secretctl setup --system
+
+pam_line() { grep -q '^[^#]*pam_secretd\.so' "/etc/pam.d/common-$1" && return 0; cat "/etc/pam.d/common-$1"; echo "no pam_secretd.so line in /etc/pam.d/common-$1"; return 1; }
+session_order() {
+    local systemd secretd
+    systemd=$(grep -n '^[^#]*pam_systemd\.so' /etc/pam.d/common-session | head -n 1 | cut -d: -f1)
+    secretd=$(grep -n '^[^#]*pam_secretd\.so' /etc/pam.d/common-session | head -n 1 | cut -d: -f1)
+    [ -n "$systemd" ] && [ -n "$secretd" ] && [ "$secretd" -gt "$systemd" ] && return 0
+    cat /etc/pam.d/common-session
+    echo "pam_secretd.so (line ${secretd:-none}) is not after pam_systemd.so (line ${systemd:-none})"
+    return 1
+}
+enabled_globally() {
+    local found
+    found=$(find /etc/systemd/user -path "*.wants/$1" 2>/dev/null)
+    [ -n "$found" ] && { echo "$found"; return 0; }
+    find /etc/systemd/user 2>/dev/null
+    echo "no /etc/systemd/user/*.wants/$1"
+    return 1
+}
+system_state() { sha256sum /etc/pam.d/common-*; find /etc/systemd/user -printf '%p %l\n' 2>/dev/null | sort; }
+setup_again() {
+    local before after out rc
+    before=$(system_state)
+    out=$(secretctl setup --system 2>&1)
+    rc=$?
+    after=$(system_state)
+    printf '%s\n' "$out"
+    [ $rc -eq 0 ] || { echo "the second secretctl setup --system exited $rc"; return 1; }
+    [ "$before" = "$after" ] && return 0
+    diff <(printf '%s\n' "$before") <(printf '%s\n' "$after")
+    echo "the second run changed the files above"
+    return 1
+}
+system_setup() {
+    local out rc name="setup --system exits 0 and says what it changed"
+    out=$(secretctl setup --system 2>&1)
+    rc=$?
+    if [ $rc -ne 0 ]; then fail "$name" "exit status $rc" "$out"
+    elif [ -z "$out" ]; then fail "$name" "it printed nothing"
+    else pass "$name"; fi
+    note "secretctl setup --system printed:" "$out"
+    check "setup --system: /etc/pam.d/common-auth calls pam_secretd.so" pam_line auth
+    check "setup --system: /etc/pam.d/common-password calls pam_secretd.so" pam_line password
+    check "setup --system: /etc/pam.d/common-session calls pam_secretd.so after pam_systemd.so" session_order
+    check "setup --system: secretd.socket enabled for every user" enabled_globally secretd.socket
+    check "setup --system: secretd.service enabled for every user" enabled_globally secretd.service
+    check "setup --system run a second time: exits 0, changes nothing" setup_again
+}
+
+no_pam_lines() {
+    ! grep -n 'pam_secretd' /etc/pam.d/common-* && return 0
+    echo "pam_secretd is still in /etc/pam.d (above)"
+    return 1
+}
+no_units() {
+    local left
+    left=$(find /etc/systemd/user -name '*secret*' 2>/dev/null)
+    [ -z "$left" ] && return 0
+    printf '%s\n' "$left"
+    echo "unit links are left in /etc/systemd/user"
+    return 1
+}
+system_undo() {
+    check "setup --system --undo exits 0" expect_status 0 secretctl setup --system --undo
+    check "setup --system --undo: no pam_secretd in /etc/pam.d/common-*" no_pam_lines
+    check "setup --system --undo: no secretd unit enabled in /etc/systemd/user" no_units
+    check "setup --system --undo: password logins still work" ssh_password alice "$PASSWORD_4" true
+}
+
+# ---- users, as an administrator creates them
+
+create_users() {
+    useradd -m -s /bin/bash alice && useradd -m -s /bin/bash bob &&
+        printf 'alice:%s\nbob:%s\n' "$PASSWORD_1" "$PASSWORD_BOB" | chpasswd &&
+        install -d -m 700 /root/.ssh && ssh-keygen -q -t ed25519 -N '' -f /root/.ssh/e2e_key &&
+        install -d -m 700 -o alice -g alice ~alice/.ssh &&
+        install -m 600 -o alice -g alice /root/.ssh/e2e_key.pub ~alice/.ssh/authorized_keys
+}
+
+# ---- logins
+
+logout_check() { check "$1: ${2:-alice}'s user manager and secretd stop at logout" logged_out "${2:-alice}"; }
+
+# A wrong password: the login fails and the keyring's files do not change.
+wrong_password() {
+    local before after rc
+    before=$(database_digest alice)
+    [ -n "$before" ] || { echo "no files under ~alice/.local/share/secretd"; return 1; }
+    ssh_password alice "$WRONG_PASSWORD" true
+    rc=$?
+    after=$(database_digest alice)
+    [ $rc -ne 0 ] || { echo "the login with a wrong password succeeded"; return 1; }
+    echo "note: ssh with a wrong password exited $rc"
+    [ "$before" = "$after" ] && return 0
+    diff <(printf '%s\n' "$before") <(printf '%s\n' "$after")
+    echo "the keyring's files changed"
+    return 1
+}
+
+# su - alice as root asks no password, so nothing unlocks the keyring.
+su_as_root() {
+    local out rc state
+    out=$(timeout 60 su - alice -c 'secretctl status --json' 2>&1)
+    rc=$?
+    state=$(printf '%s\n' "$out" | state_from_json 2>&1)
+    printf '%s\n' "$out"
+    [ "$state" = locked ] && return 0
+    echo "su - alice exited $rc; login keyring: $state, expected locked"
+    return 1
+}
+
+# alice is logged in with a key (her keyring locked); bob runs su - alice and types her password.
+wait_session() {
+    local i
+    for i in $(seq 100); do
+        [ -S "/run/user/$(id -u alice)/bus" ] && return 0
+        sleep 0.3
+    done
+    echo "alice's session bus did not appear"
+    return 1
+}
+su_while_logged_in() {
+    local holder
+    ssh_key alice bash "$E2E_DIR/session.sh" hold_locked 90 >/tmp/hold.log 2>&1 &
+    holder=$!
+    check "su while alice is logged in: her key login's session runs" wait_session
+    check "su while alice is logged in: her login keyring is locked before su" \
+        expect_status 0 as_user alice bash -c ". $E2E_DIR/lib.sh; keyring_is locked"
+    check "wrong password while alice is logged in (secretd running): the ssh login fails, the files are unchanged" \
+        wrong_password
+    check "wrong password while alice is logged in: her login keyring is still locked" \
+        expect_status 0 as_user alice bash -c ". $E2E_DIR/lib.sh; keyring_is locked"
+    session "su from bob while alice is logged in" password bob "$PASSWORD_BOB" su_from_bob_running
+    check "su - alice from bob's session while alice is logged in: her login keyring is unlocked" \
+        expect_status 0 as_user alice bash -c ". $E2E_DIR/lib.sh; keyring_is unlocked"
+    logout_check "su while alice is logged in" bob
+    logout_check "su while alice is logged in"
+    wait "$holder" 2>/dev/null
+}
+
+# alice logs in on a terminal with login(1), as on the console, and looks at her keyring.
+console_login() {
+    local out rc
+    out=$(E2E_ANSWERS=$PASSWORD_1 E2E_TYPE=$'secretctl status\nexit' timeout 60 \
+        python3 "$E2E_DIR/pty-drive.py" 50 login alice 2>&1)
+    rc=$?
+    printf '%s\n' "$out"
+    printf '%s\n' "$out" | grep -q '/collection/login[[:space:]]*unlocked' && return 0
+    echo "login exited $rc; secretctl status in its shell did not show the login keyring unlocked"
+    return 1
+}
+
+old_password_refused() {
+    ssh_password alice "$PASSWORD_1" true && { echo "the old password still logs in"; return 1; }
+    return 0
+}
+
+# alice stays logged in (her session holds the keyring unlocked) while root sets her password.
+wait_unlocked() {
+    local i state
+    for i in $(seq 100); do
+        state=$(as_user alice secretctl status --json 2>/dev/null | state_from_json 2>/dev/null)
+        [ "$state" = unlocked ] && return 0
+        sleep 0.3
+    done
+    echo "alice's login keyring is ${state:-unreachable} in her open session"
+    return 1
+}
+root_sets_password() { printf 'alice:%s\n' "$1" | chpasswd; }
+reset_while_logged_in() {
+    local holder
+    ssh_password alice "$PASSWORD_2" bash "$E2E_DIR/session.sh" hold 90 >/tmp/hold.log 2>&1 &
+    holder=$!
+    check "chpasswd while logged in: alice's open session has the keyring unlocked" wait_unlocked
+    check "chpasswd while logged in: root sets alice's password (chpasswd)" root_sets_password "$PASSWORD_3"
+    logout_check "chpasswd while logged in"
+    wait "$holder" 2>/dev/null
+    session "after chpasswd while logged in" password alice "$PASSWORD_3" password_login "after chpasswd while logged in"
+    logout_check "after chpasswd while logged in"
+}
+
+# ---- what is left behind
+
+insecure_memory() {
+    ! journalctl --no-pager -o cat | grep -i 'insecure memory' && return 0
+    echo "the journal has libgcrypt's insecure-memory warning"
+    return 1
+}
+no_secrets_logged() {
+    local journal name found=""
+    journal=$(journalctl --no-pager -o verbose)
+    for name in PASSWORD_1 PASSWORD_2 PASSWORD_3 PASSWORD_4 PASSWORD_BOB WRONG_PASSWORD \
+        SECRET_TOOL SECRET_PYTHON SECRET_GIT; do
+        printf '%s' "$journal" | grep -F -- "${!name}" && found="$found $name"
+    done
+    [ -z "$found" ] && return 0
+    echo "the journal contains:$found"
+    return 1
+}
+journal_of_user() {
+    [ -n "$(journalctl --no-pager -o cat _UID="$(id -u alice)" | head -n 1)" ] && return 0
+    echo "no journal line from alice's processes (is the journal persistent?)"
+    return 1
+}
+not_packaged() {
+    local path owned=""
+    while read -r path; do
+        dpkg -S "$path" >/dev/null 2>&1 && owned="$owned $path ($(dpkg -S "$path" 2>/dev/null | cut -d: -f1))"
+    done <"$E2E_DIR/manifest"
+    [ -z "$owned" ] && { echo "$(wc -l <"$E2E_DIR/manifest") files, none owned by a package"; return 0; }
+    echo "make install wrote files that Debian packages own:$owned"
+    return 1
+}
+
+man_pages() {
+    local page missing=""
+    for page in 1:secretd 1:secretctl 5:secretd.conf 8:pam_secretd; do
+        MANWIDTH=80 man "${page%%:*}" "${page#*:}" >/dev/null 2>&1 || missing="$missing ${page#*:}(${page%%:*})"
+    done
+    [ -z "$missing" ] && return 0
+    echo "man does not show:$missing"
+    return 1
+}
+
+# ---- the two boots
+
+first_boot() {
+    check "make install wrote no file a Debian package owns (dpkg -S)" not_packaged
+    check "man shows secretd(1), secretctl(1), secretd.conf(5) and pam_secretd(8)" man_pages
+    system_setup
+    check "users alice and bob created with passwords (useradd, chpasswd), root's ssh key for alice" create_users
+    session "first login" password alice "$PASSWORD_1" first_login
+    logout_check "first login"
+    check "wrong password: the ssh login fails and the keyring's files are unchanged" wrong_password
+    session "second login" password alice "$PASSWORD_1" password_login "second login (after a wrong password)"
+    logout_check "second login"
+}
+
+# For one login, secretd.service runs probe.py after it started (see session.sh, sandbox).
+# In /run: gone at the next boot.
+probe_on() {
+    mkdir -p /run/systemd/user/secretd.service.d &&
+        printf '[Service]\nExecStartPost=-/usr/bin/python3 %s/probe.py %%t/e2e-probe.txt\n' \
+            "$E2E_DIR" >/run/systemd/user/secretd.service.d/e2e-probe.conf
+}
+probe_off() { rm -rf /run/systemd/user/secretd.service.d; }
+
+second_boot() {
+    probe_on
+    session "after reboot" password alice "$PASSWORD_1" after_reboot
+    logout_check "after reboot"
+    probe_off
+    session "key login" key alice key_login PASSWORD_1
+    logout_check "key login"
+    session "activation" key alice activation
+    logout_check "activation"
+    check "console login (login(1) on a terminal): secretctl status shows the login keyring unlocked" console_login
+    logout_check "console login"
+
+    session "su from bob" password bob "$PASSWORD_BOB" su_from_bob
+    logout_check "su from bob" bob
+    logout_check "su from bob"
+    su_while_logged_in
+    check "su - alice as root (no password): the login keyring stays locked" su_as_root
+    logout_check "su as root"
+
+    session "passwd" password alice "$PASSWORD_1" run_passwd
+    logout_check "passwd"
+    session "new password" password alice "$PASSWORD_2" password_login "after passwd, new password"
+    logout_check "new password"
+    check "after passwd: the old password no longer logs in" old_password_refused
+
+    reset_while_logged_in
+    check "chpasswd while logged out: root sets alice's password" root_sets_password "$PASSWORD_4"
+    session "after chpasswd while logged out" password alice "$PASSWORD_4" after_root_reset
+    logout_check "after chpasswd while logged out"
+    session "the login after that" password alice "$PASSWORD_4" show_state
+    logout_check "the login after that"
+
+    check "journal: no 'insecure memory' warning" insecure_memory
+    check "journal: none of the test passwords or secrets" no_secrets_logged
+    check "journal: alice's user journal is there (so the two checks above searched it)" journal_of_user
+    system_undo
+}
+
+case $1 in
+first-boot) first_boot ;;
+second-boot) second_boot ;;
+*) echo "usage: scenario.sh first-boot|second-boot" >&2; exit 2 ;;
+esac

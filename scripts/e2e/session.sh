@@ -1,0 +1,309 @@
+#!/bin/bash
+# What a user does in a login session of make e2e: run over ssh by scenario.sh as
+#     bash /usr/local/lib/e2e/session.sh FUNCTION [ARGUMENT...]
+# in the session that the login opened (its environment is what sshd and PAM gave it).
+# Prints one "ok"/"not ok" line per check and always exits 0 (a failed check is not a failed
+# login).
+
+# shellcheck source=lib.sh
+. /usr/local/lib/e2e/lib.sh
+
+# ---- the clients people use, each storing or reading the items of the scenario
+
+store_secret_tool() { printf '%s' "$SECRET_TOOL" | secret-tool store --label=e2e service svc account acc; }
+lookup_secret_tool() { expect_output "$SECRET_TOOL" secret-tool lookup service svc account acc; }
+store_python() {
+    python3 -c 'import keyring, sys; keyring.set_password("py", "alice", sys.argv[1])' "$SECRET_PYTHON"
+}
+lookup_python() { expect_output "$SECRET_PYTHON" python3 -c 'import keyring; print(keyring.get_password("py", "alice"))'; }
+store_git() {
+    printf 'protocol=https\nhost=example.com\nusername=alice\npassword=%s\n\n' "$SECRET_GIT" |
+        git credential-libsecret store
+}
+lookup_git() {
+    local out
+    out=$(printf 'protocol=https\nhost=example.com\nusername=alice\n\n' | git credential-libsecret get 2>&1)
+    printf '%s\n' "$out" | grep -qxF "password=$SECRET_GIT" && return 0
+    printf '%s\n' "$out"
+    echo "git credential-libsecret get printed no password=<the stored one>"
+    return 1
+}
+lookup_secretctl() { expect_output "$SECRET_TOOL" secretctl get svc acc; }
+
+no_user_units() {
+    [ ! -e "$HOME/.config/systemd" ] && return 0
+    find "$HOME/.config/systemd"
+    echo "~/.config/systemd exists: the units were enabled per user"
+}
+
+# items_there WHAT: every item the first login stored reads back.
+items_there() {
+    check "$1: secret-tool lookup finds the item" lookup_secret_tool
+    check "$1: Python keyring finds its password" lookup_python
+    check "$1: git's libsecret helper finds the credential" lookup_git
+    check "$1: secretctl get svc acc prints it" lookup_secretctl
+}
+
+# ---- the sessions of the scenario
+
+# The first password login of a new user: the login keyring is created from the password.
+first_login() {
+    check "first login: the login keyring exists and is unlocked" keyring_is unlocked
+    check "first login: secret-tool store" store_secret_tool
+    check "first login: Python keyring set_password" store_python
+    check "first login: git credential-libsecret store" store_git
+    items_there "first login"
+    check "first login: nothing enabled per user (~/.config/systemd absent)" no_user_units
+    note "secretctl status: $(secretctl status 2>&1)"
+}
+
+# A later password login: unlocked again, items there. WHAT names the login.
+password_login() {
+    check "$1: the login keyring is unlocked" keyring_is unlocked
+    items_there "$1"
+}
+
+# The first login after the machine rebooted; secretd is running, so look at it too.
+after_reboot() {
+    password_login "after reboot"
+    hardening
+    sandbox
+}
+
+# secretd runs under its unit with its memory locked and its sandbox in force.
+secretd_pid() { pgrep -u "$(id -u)" -x secretd | head -n 1; }
+status_field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
+under_unit() {
+    local pid
+    pid=$(systemctl --user show -p MainPID --value secretd.service)
+    [ -n "$pid" ] && [ "$pid" != 0 ] && [ "$pid" = "$(secretd_pid)" ] && return 0
+    systemctl --user status secretd.service --no-pager 2>&1 | head -n 5
+    echo "secretd (pid $(secretd_pid)) is not the main process of secretd.service (MainPID $pid)"
+    return 1
+}
+vmlck() {
+    local pid kb
+    pid=$(secretd_pid)
+    kb=$(status_field "$pid" VmLck)
+    [ -n "$kb" ] && [ "$kb" -gt 0 ] && { echo "note: VmLck: $kb kB"; return 0; }
+    echo "secretd (pid $pid) VmLck: ${kb:-?} kB"
+    return 1
+}
+status_is() {
+    local pid value
+    pid=$(secretd_pid)
+    value=$(status_field "$pid" "$1")
+    [ "$value" = "$2" ] && return 0
+    echo "secretd (pid $pid) $1: ${value:-?}, expected $2"
+    return 1
+}
+more_filters() {
+    local pid mine theirs
+    pid=$(secretd_pid)
+    mine=$(status_field $$ Seccomp_filters)
+    theirs=$(status_field "$pid" Seccomp_filters)
+    [ "$theirs" -gt "$mine" ] 2>/dev/null && { echo "note: seccomp filters: secretd $theirs, the shell $mine"; return 0; }
+    echo "secretd (pid $pid) Seccomp_filters: ${theirs:-?}; this shell's: ${mine:-?}"
+    return 1
+}
+hardening() {
+    check "secretd runs as secretd.service" under_unit
+    check "secretd's memory is locked (VmLck > 0 kB)" vmlck
+    check "secretd runs with NoNewPrivs: 1" status_is NoNewPrivs 1
+    check "secretd runs under a seccomp filter (Seccomp: 2)" status_is Seccomp 2
+    check "secretd runs under more seccomp filters than its user's shell (the unit's)" more_filters
+    note "secretd $(grep -E '^(VmLck|VmRSS|NoNewPrivs|Seccomp|CapEff):' "/proc/$(secretd_pid)/status" | tr -s '\t\n' '  ')"
+}
+
+# Each sandboxing directive of the unit is in force: probe.py ran as the unit's ExecStartPost
+# (a drop-in scenario.sh adds for this login) and tried what each forbids; the same probe run
+# by the same user manager in a unit without the directives (systemd-run) is the control.
+sandbox() {
+    local file=$XDG_RUNTIME_DIR/e2e-probe.txt i unit control line directive value outside want
+    for i in $(seq 50); do
+        [ -s "$file" ] && break
+        sleep 0.2
+    done
+    if [ ! -s "$file" ]; then
+        fail "sandbox: the probe ran under secretd.service (ExecStartPost)" "no $file"
+        return
+    fi
+    unit=$(cat "$file")
+    control=$(systemd-run --user --quiet --pipe --wait python3 "$E2E_DIR/probe.py" - 2>&1)
+    while IFS= read -r line; do
+        directive=${line%%: *}
+        value=${line#*: }
+        outside=$(printf '%s\n' "$control" | grep -F "$directive: " | head -n 1)
+        outside=${outside#*: }
+        case $directive in
+        *"(not a directive)") continue ;;
+        NoNewPrivileges*) want="NoNewPrivs 1" ;;
+        UMask*) want="Umask 0077" ;;
+        LimitCORE*) want="0 0" ;;
+        *) want="" ;;
+        esac
+        if [ "$directive" = "SystemCallFilter (seccomp filters)" ]; then
+            # systemd-nspawn puts every process of the container under a filter of its own:
+            # the unit's filters come on top of it.
+            if [ "$value" -gt "$outside" ] 2>/dev/null; then pass "sandbox: $directive in force ($value filters; outside the unit: $outside)"
+            else fail "sandbox: $directive in force" "under the unit: $value filters, outside: $outside"; fi
+        elif [ -n "$want" ]; then
+            if [ "$value" = "$want" ]; then pass "sandbox: $directive in force ($value; outside the unit: $outside)"
+            else fail "sandbox: $directive in force" "under the unit: $value, expected $want"; fi
+        elif [ "${value%% *}" != blocked ]; then
+            fail "sandbox: $directive in force" "under the unit: $value (outside: $outside)"
+        elif [ "$outside" = allowed ]; then
+            pass "sandbox: $directive in force (under the unit: $value; outside: allowed)"
+        else
+            # RestrictRealtime=: RLIMIT_RTPRIO is 0 0 everywhere in the container (nspawn keeps no
+            # CAP_SYS_RESOURCE, so no limit can be raised), and the kernel refuses SCHED_FIFO anyway.
+            note "sandbox: $directive: under the unit $value, but outside it too ($outside): not provable here$(
+                [ "${directive%%=*}" = RestrictRealtime ] && printf ' (RLIMIT_RTPRIO: %s)' "$(grep -F RLIMIT_RTPRIO <<<"$unit" | sed 's/.*: //')")"
+        fi
+    done <<<"$unit"
+}
+
+# A login with an ssh key: no password, so the keyring stays locked until secretctl unlock.
+lookup_fails_fast() {
+    local start out rc took
+    start=$(now)
+    out=$(timeout 20 secret-tool lookup service svc account acc 2>&1)
+    rc=$?
+    took=$(elapsed_since "$start")
+    echo "note: secret-tool lookup exited $rc after $took s${out:+: $out}"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && awk -v t="$took" 'BEGIN { exit !(t < 5) }' && return 0
+    echo "expected a failure within 5 s (exit 124 is the 20 s timeout)"
+    return 1
+}
+unlock_with_password() { printf '%s' "$1" | secretctl unlock --password-stdin; }
+key_login() {
+    local password=${!1} # the name of the variable, so that no password is in a command line
+    check "key login: the login keyring is locked" keyring_is locked
+    check "key login: secret-tool lookup fails at once" lookup_fails_fast
+    check "key login: secretctl get exits 3 (locked)" expect_status 3 timeout 20 secretctl get svc acc
+    check "key login: secretctl unlock --password-stdin with the login password" unlock_with_password "$password"
+    check "key login: unlocked after secretctl unlock" keyring_is unlocked
+    check "key login: secret-tool lookup after the unlock" lookup_secret_tool
+}
+
+# D-Bus activation: the first client call starts secretd, with nothing enabled per user.
+secretd_inactive() {
+    ! systemctl --user is-active -q secretd.service && ! pgrep -u "$(id -u)" -x secretd >/dev/null && return 0
+    systemctl --user status secretd.service --no-pager 2>&1 | head -n 5
+    echo "secretd is still running"
+    return 1
+}
+secretd_active() {
+    systemctl --user is-active -q secretd.service && return 0
+    systemctl --user status secretd.service --no-pager 2>&1 | head -n 5
+    echo "secretd.service is $(systemctl --user is-active secretd.service)"
+    return 1
+}
+client_call() {
+    timeout 20 busctl --user call org.freedesktop.secrets /org/freedesktop/secrets org.freedesktop.DBus.Peer Ping &&
+        timeout 20 secret-tool search --all service svc >/dev/null
+}
+activation() {
+    systemctl --user stop secretd.service 2>/dev/null # (it warns that secretd.socket can start it again)
+    check "activation: secretd stopped" secretd_inactive
+    check "activation: a client's call (busctl Ping, secret-tool search) is answered" client_call
+    check "activation: secretd.service is active after the call" secretd_active
+    check "activation: nothing enabled per user (~/.config/systemd absent)" no_user_units
+}
+
+# su - alice from this (bob's) session, typing alice's password at su's prompt, while alice has
+# no session of her own: pam_systemd creates no session inside bob's, so alice gets no user
+# manager, no /run/user/UID and no bus, and pam_secretd has nobody to hand the password to
+# (pam_secretd(8), CAVEATS). What must hold: su works, and a client says at once that there is
+# no provider (secretctl exit 5) instead of hanging.
+su_to_alice() {
+    local out rc started elapsed
+    started=$(date +%s)
+    out=$(E2E_ANSWERS=$PASSWORD_1 python3 "$E2E_DIR/pty-drive.py" 60 su - alice -c 'secretctl status; echo "status=$?"' 2>&1)
+    rc=$?
+    elapsed=$(($(date +%s) - started))
+    printf '%s\n' "$out"
+    if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q '^status=5' \
+        && printf '%s\n' "$out" | grep -q 'no Secret Service provider' && [ "$elapsed" -lt 30 ]; then
+        return 0
+    fi
+    echo "su - alice exited $rc after $elapsed s; expected secretctl to exit 5 (no provider) at once"
+    return 1
+}
+su_from_bob() {
+    check "su - alice from bob's session (alice not logged in): su works, clients report no provider at once (exit 5)" su_to_alice
+}
+
+# The same while alice is logged in elsewhere (her user manager and bus run, her keyring is
+# locked): su - alice, with her password, from bob's session.
+su_to_alice_running() {
+    local out rc
+    out=$(E2E_ANSWERS=$PASSWORD_1 python3 "$E2E_DIR/pty-drive.py" 60 su - alice -c \
+        'export XDG_RUNTIME_DIR=/run/user/$(id -u) DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/$(id -u)/bus; secretctl status' 2>&1)
+    rc=$?
+    printf '%s\n' "$out"
+    [ $rc -eq 0 ] && return 0
+    echo "su - alice exited $rc"
+    return 1
+}
+su_from_bob_running() {
+    check "su - alice from bob's session while alice is logged in elsewhere: su succeeds" su_to_alice_running
+}
+
+# A key login that stays open for SECONDS with the keyring locked (alice is logged in).
+hold_locked() {
+    check "hold: the login keyring is locked" keyring_is locked
+    sleep "$1"
+}
+
+# passwd, typed at a terminal: old, new, new.
+change_password() {
+    local out rc
+    out=$(E2E_ANSWERS=$(printf '%s\n%s\n%s' "$PASSWORD_1" "$PASSWORD_2" "$PASSWORD_2") \
+        python3 "$E2E_DIR/pty-drive.py" 60 passwd 2>&1)
+    rc=$?
+    printf '%s\n' "$out"
+    [ $rc -eq 0 ] && return 0
+    echo "passwd exited $rc"
+    return 1
+}
+run_passwd() {
+    check "passwd: alice changes her password (old, new, new at the terminal)" change_password
+    check "passwd: the login keyring is still unlocked" keyring_is unlocked
+}
+
+# After root set the password while alice was away: the keyring stays locked at the login, and
+# the previous password unlocks it.
+after_root_reset() {
+    local out rc wait name="chpasswd while logged out: secretctl unlock --password-stdin with the previous password, right after the login"
+    note "secretctl status after the login: $(secretctl status 2>&1)"
+    check "chpasswd while logged out: the new password's login leaves the keyring locked" keyring_is locked
+    out=$(printf '%s' "$PASSWORD_3" | secretctl unlock --password-stdin 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ]; then pass "$name"; else fail "$name" "exit status $rc" "$out"; fi
+    note "secretctl unlock printed: ${out:-nothing}"
+    # secretd counts the login's attempt as a wrong password; when it asks to wait, wait as a
+    # person would have, and try again (so that the checks after this one still say something).
+    wait=$(printf '%s\n' "$out" | sed -n 's/.*try again in \([0-9]*\) s.*/\1/p')
+    if [ $rc -ne 0 ] && [ -n "$wait" ]; then
+        sleep "$wait.5"
+        name="chpasswd while logged out: secretctl unlock with the previous password after the $wait s secretctl asked to wait"
+        out=$(printf '%s' "$PASSWORD_3" | secretctl unlock --password-stdin 2>&1)
+        rc=$?
+        if [ $rc -eq 0 ]; then pass "$name"; else fail "$name" "exit status $rc" "$out"; fi
+    fi
+    check "chpasswd while logged out: unlocked after secretctl unlock" keyring_is unlocked
+    items_there "chpasswd while logged out"
+}
+
+# Prints the session's keyring state (no check).
+show_state() { note "login keyring: $(login_state 2>&1)"; }
+
+# Keeps the session open for SECONDS (so that root can act while alice is logged in).
+hold() {
+    check "hold: the login keyring is unlocked" keyring_is unlocked
+    sleep "$1"
+}
+
+"$@"
+exit 0
