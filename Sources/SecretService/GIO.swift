@@ -8,6 +8,7 @@
 internal import CGio
 internal import CProcess
 import Dispatch
+import KeychainCore
 import FoundationEssentials
 
 /// A method call as the daemon's logic sees it.
@@ -322,10 +323,18 @@ final class BusServer {
     func flushConnection(timeout: Double = 2) {
         guard let cancellable = g_cancellable_new() else { return }
         let timer = UInt(bitPattern: g_object_ref(cancellable))  // the timer's own reference
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+        // A thread of its own, not libdispatch's pool: a pool thread started while systemd stops
+        // the unit logged "Failed to set thread priority for worker thread" at every logout.
+        let started = DetachedThread.start(named: "secretd-flush") {
+            DetachedThread.sleep(seconds: timeout)
             let cancellable = UnsafeMutablePointer<GCancellable>(bitPattern: timer)
             g_cancellable_cancel(cancellable)
             g_object_unref(UnsafeMutableRawPointer(cancellable))
+        }
+        guard started else {
+            g_object_unref(UnsafeMutableRawPointer(UnsafeMutablePointer<GCancellable>(bitPattern: timer)))
+            g_object_unref(cancellable)
+            return  // no thread for the timer: no waiting without a bound
         }
         g_dbus_connection_flush_sync(connection, cancellable, nil)
         g_object_unref(cancellable)
