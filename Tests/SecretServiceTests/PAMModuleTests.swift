@@ -589,6 +589,12 @@ extension PAMModuleTests {
             }
             let script = root.appendingPathComponent("listener.py")
             try Self.script.write(to: script, atomically: true, encoding: .utf8)
+            // Modes set outright: the umask is the process's, and Store (opened by other suites
+            // running at the same time) sets it to 077 while it opens a database, which made the
+            // script unreadable for the listener's user (python3 exited 2) now and then.
+            guard chmod(root.path, 0o711) == 0, chmod(script.path, 0o644) == 0 else {
+                throw HarnessError("cannot open \(root.path) to the listener's user")
+            }
             let run = user.map { ["setpriv", "--reuid=\($0)", "--regid=\($0)", "--clear-groups"] } ?? []
             process = try SupervisedProcess(
                 run + ["/usr/bin/python3", script.path, socket, answers ? "answer" : "never"], environment: ["PATH": "/usr/bin:/bin"],
@@ -597,7 +603,10 @@ extension PAMModuleTests {
             // a Python start took over 10 s.
             let deadline = Date().addingTimeInterval(90)
             while !process.log.hasPrefix("listening\n") {
-                guard process.isRunning else { throw HarnessError("the listener exited before listening: \(process.log)") }
+                guard process.isRunning else {
+                    let status = process.waitForExit(timeout: 1).map(String.init) ?? "?"
+                    throw HarnessError("the listener exited (status \(status)) before listening: \(process.log)")
+                }
                 guard Date() < deadline else { throw HarnessError("the listener did not listen within 90 s: \(process.log)") }
                 usleep(20_000)
             }
