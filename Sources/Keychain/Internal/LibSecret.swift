@@ -490,21 +490,41 @@ enum LibSecret {
                 try unlock(service, paths: [path])
                 return
             }
-            let value = secretValue(password, contentType: "text/plain")
-            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-            guard let encoded = secret_service_encode_dbus_secret(service, value) else {  // floating
-                throw .backend(domain: "keychain", code: 0, message: "no session to send the password in")
-            }
-            let arguments: [OpaquePointer?] = [g_variant_new_object_path(path), encoded]
-            let parameters = arguments.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, 2) }
-            var error: UnsafeMutablePointer<GError>?
-            let reply = g_dbus_connection_call_sync(
-                connection(of: service), "org.freedesktop.secrets", "/org/freedesktop/secrets",
-                "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface", "UnlockWithMasterPassword", parameters, nil,
-                G_DBUS_CALL_FLAGS_NONE, -1, Cancellation.current, &error)
-            if let reply { g_variant_unref(reply) }
-            if let error { throw takeError(error) }
+            let encoded = try encodedPassword(service, password)
+            g_variant_unref(try callGnomeExtension(service, "UnlockWithMasterPassword", [g_variant_new_object_path(path), encoded]))
         }
+    }
+
+    /// `password` as a Secret Service secret (`(oayays)`, floating) in the session, as
+    /// gnome-keyring's `*WithMasterPassword` methods and secretd's access groups take it.
+    private static func encodedPassword(
+        _ service: UnsafeMutablePointer<SecretService>, _ password: SecretBuffer
+    ) throws(KeychainError) -> OpaquePointer {
+        let value = secretValue(password, contentType: "text/plain")
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        guard let encoded = secret_service_encode_dbus_secret(service, value) else {  // floating
+            throw .backend(domain: "keychain", code: 0, message: "no session to send the password in")
+        }
+        return encoded
+    }
+
+    /// Calls `method` of gnome-keyring's extension interface (served by secretd and
+    /// gnome-keyring) with `arguments` (floating values, consumed); returns the reply (unref it).
+    private static func callGnomeExtension(
+        _ service: UnsafeMutablePointer<SecretService>, _ method: String, _ arguments: [OpaquePointer?]
+    ) throws(KeychainError) -> OpaquePointer {
+        let parameters = arguments.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(
+            connection(of: service), "org.freedesktop.secrets", "/org/freedesktop/secrets",
+            "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface", method, parameters, nil,
+            G_DBUS_CALL_FLAGS_NONE, -1, Cancellation.current, &error)
+        if let error {
+            if let reply { g_variant_unref(reply) }
+            throw takeError(error)
+        }
+        guard let reply else { throw .backend(domain: "keychain", code: 0, message: "no reply") }
+        return reply
     }
 
     /// Whether a collection has `alias`.
@@ -522,25 +542,13 @@ enum LibSecret {
                 _ = try createDefaultCollection(service, alias: alias, label: label)
                 return
             }
-            let value = secretValue(password, contentType: "text/plain")
-            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-            guard let encoded = secret_service_encode_dbus_secret(service, value) else {  // floating
-                throw .backend(domain: "keychain", code: 0, message: "no session to send the password in")
-            }
+            let encoded = try encodedPassword(service, password)
             var entries: [OpaquePointer?] = [
                 g_variant_new_dict_entry(
                     g_variant_new_string("org.freedesktop.Secret.Collection.Label"), g_variant_new_variant(g_variant_new_string(label)))
             ]
             let properties = entries.withUnsafeMutableBufferPointer { g_variant_new_array(nil, $0.baseAddress, 1) }
-            let arguments: [OpaquePointer?] = [properties, encoded]
-            let parameters = arguments.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, 2) }
-            var error: UnsafeMutablePointer<GError>?
-            let reply = g_dbus_connection_call_sync(
-                connection(of: service), "org.freedesktop.secrets", "/org/freedesktop/secrets",
-                "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface", "CreateWithMasterPassword", parameters, nil,
-                G_DBUS_CALL_FLAGS_NONE, -1, Cancellation.current, &error)
-            if let error { throw takeError(error) }
-            guard let reply else { throw .backend(domain: "keychain", code: 0, message: "no reply") }
+            let reply = try callGnomeExtension(service, "CreateWithMasterPassword", [properties, encoded])
             defer { g_variant_unref(reply) }
             let child = g_variant_get_child_value(reply, 0)!
             defer { g_variant_unref(child) }
@@ -561,24 +569,13 @@ enum LibSecret {
             let method: String
             if let passwords {
                 for password in [passwords.current, passwords.new] {
-                    let value = secretValue(password, contentType: "text/plain")
-                    defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-                    guard let encoded = secret_service_encode_dbus_secret(service, value) else {
-                        throw .backend(domain: "keychain", code: 0, message: "no session to send the password in")
-                    }
-                    arguments.append(encoded)
+                    arguments.append(try encodedPassword(service, password))
                 }
                 method = "ChangeWithMasterPassword"
             } else {
                 method = "ChangeWithPrompt"
             }
-            let parameters = arguments.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
-            var error: UnsafeMutablePointer<GError>?
-            let reply = g_dbus_connection_call_sync(
-                connection(of: service), "org.freedesktop.secrets", "/org/freedesktop/secrets",
-                "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface", method, parameters, nil,
-                G_DBUS_CALL_FLAGS_NONE, -1, Cancellation.current, &error)
-            if let error { throw takeError(error) }
+            let reply = try callGnomeExtension(service, method, arguments)
             defer { g_variant_unref(reply) }
             guard passwords == nil else { return }
             // ChangeWithPrompt returns a prompt path: run it (libsecret waits for Completed).
@@ -679,12 +676,7 @@ enum LibSecret {
         let prompt = try callAccessGroups(add ? "AddMember" : "RemoveMember", { service throws(KeychainError) in
             var arguments: [OpaquePointer?] = [g_variant_new_string(group), g_variant_new_string(identity)]
             if let password {
-                let value = secretValue(password, contentType: "text/plain")
-                defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-                guard let encoded = secret_service_encode_dbus_secret(service, value) else {
-                    throw .backend(domain: "keychain", code: 0, message: "no session to send the password in")
-                }
-                arguments.append(encoded)
+                arguments.append(try encodedPassword(service, password))
             } else {
                 // No password: a secret in no session ("/"), which asks secretd for its prompt.
                 let byte = g_variant_type_new("y")
