@@ -66,7 +66,7 @@ let package = Package(
 
         // MARK: secretd's storage (SQLite, sealed with SecretCrypto; no D-Bus)
         .target(
-            name: "SecretStore", dependencies: ["CSQLite", "SecretCrypto"],
+            name: "SecretStore", dependencies: ["CSQLite", "KeychainCore", "SecretCrypto"],
             swiftSettings: strictSettings),
 
         // MARK: secretd's D-Bus object layer
@@ -96,7 +96,7 @@ let package = Package(
         // Replays fuzz inputs through the parsers of outside input; drives libFuzzer in the
         // fuzz build (`make fuzz`; see "Fuzzing" in README.md).
         .executableTarget(
-            name: "keychain-fuzz", dependencies: ["CFuzzer", "SecretCrypto", "SecretCtl", "SecretService", "SecretStore"],
+            name: "keychain-fuzz", dependencies: ["CFuzzer", "KeychainCore", "SecretCrypto", "SecretCtl", "SecretService", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: Test support and tests
@@ -110,10 +110,10 @@ let package = Package(
             name: "SecretStoreTests", dependencies: ["SecretCrypto", "SecretStore"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "SecretCtlTests", dependencies: ["SecretCtl", "SecretCrypto", "Keychain"],
+            name: "SecretCtlTests", dependencies: ["KeychainCore", "SecretCtl", "SecretCrypto", "Keychain"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "SecretServiceTests", dependencies: ["KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService"],
+            name: "SecretServiceTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "KeychainTestSupport"],

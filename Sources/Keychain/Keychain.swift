@@ -1,3 +1,4 @@
+import KeychainCore
 public import FoundationEssentials
 
 /// Generic passwords of one service, stored in the user's Secret Service keyring.
@@ -29,7 +30,7 @@ public struct Keychain: Sendable {
 
     /// The largest value the library stores, in bytes (8 MiB); larger values are rejected
     /// with ``KeychainError/InvalidInput/tooLarge(field:limit:)``.
-    public static let maximumValueSize = Validation.maximumSecretSize
+    public static let maximumValueSize = KeychainLimits.secretSize
 
     let scope: ItemScope
 

@@ -1,3 +1,5 @@
+import KeychainCore
+
 /// The Secret Service attribute names the library reads and writes.
 ///
 /// Attributes are stored unencrypted by every provider and are what `secret-tool` and other
@@ -25,7 +27,7 @@ public enum KeychainAttributeName {
     /// `comment`: the optional comment given on write.
     public static let comment = "comment"
     /// `keychain:access-group`: the access group an item belongs to, when one was given.
-    public static let accessGroup = "keychain:access-group"
+    public static let accessGroup = AccessGroupNames.attribute
 
     /// `user`: the account of an internet password (GNOME's network-password schema).
     public static let user = "user"

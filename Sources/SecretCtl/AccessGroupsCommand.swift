@@ -1,3 +1,4 @@
+import KeychainCore
 import FoundationEssentials
 import Glibc
 import Keychain
@@ -68,16 +69,16 @@ enum AccessGroupsCommand {
             guard let group, let identity else {
                 throw .usage("groups \(action) takes GROUP and IDENTITY", command: "groups")
             }
-            guard isGroupName(group) else {
+            guard AccessGroupNames.isGroupName(group) else {
                 throw .usage("'\(group)' is not a group name (letters, digits, '.', '-', '_'; not 'default')", command: "groups")
             }
-            guard isIdentity(identity) else {
+            guard CallerIdentity(parsing: identity) != nil else {
                 throw .usage("'\(identity)' is not an identity: flatpak:APP-ID, snap:NAME, unit:NAME.service or exe:/PATH "
                              + "(secretctl whoami prints a program's own)", command: "groups")
             }
             var password: [UInt8]?
             if parsed.flags.contains("password-stdin") {
-                var typed = [UInt8](try Terminal.readSecret(limit: 64 * 1024))
+                var typed = [UInt8](try Terminal.readSecret(limit: KeychainLimits.passwordSize))
                 if typed.last == UInt8(ascii: "\n") { typed.removeLast() }
                 password = typed
                 typed.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
@@ -89,24 +90,6 @@ enum AccessGroupsCommand {
             }
         default:
             throw .usage("unknown groups action '\(action)' (list, show, add-member, remove-member)", command: "groups")
-        }
-    }
-
-    /// The group names secretd accepts (see secretd.conf(5)).
-    static func isGroupName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 255 && name != "default"
-            && name.utf8.allSatisfy { isalnum(Int32($0)) != 0 || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
-    }
-
-    /// Whether `text` has the form of an identity: `flatpak:`, `snap:` or `unit:` and a name,
-    /// or `exe:` and an absolute path.
-    static func isIdentity(_ text: String) -> Bool {
-        guard let colon = text.firstIndex(of: ":") else { return false }
-        let name = text[text.index(after: colon)...]
-        switch text[..<colon] {
-        case "flatpak", "snap", "unit": return !name.isEmpty && !name.contains(where: \.isWhitespace)
-        case "exe": return name.hasPrefix("/")
-        default: return false
         }
     }
 

@@ -178,7 +178,7 @@ enum Commands {
             // No login keyring yet (a first run without PAM): create it with this password.
             let exists = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.hasKeyring() }
             if parsed.flags.contains("password-stdin") {
-                var password = [UInt8](try Terminal.readSecret(limit: 64 * 1024, prompt: exists ? "Password: " : "New login keyring password: "))
+                var password = [UInt8](try Terminal.readSecret(limit: KeychainLimits.passwordSize, prompt: exists ? "Password: " : "New login keyring password: "))
                 defer { password.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
                 if password.last == UInt8(ascii: "\n") { password.removeLast() }
                 let secret = password
@@ -266,7 +266,7 @@ enum Commands {
                 throw .failure("the passphrases differ", status: .usage)
             }
         } else {
-            let input = try Terminal.readSecret(limit: 64 * 1024)
+            let input = try Terminal.readSecret(limit: KeychainLimits.passwordSize)
             passphrase = input.split(separator: UInt8(ascii: "\n"), maxSplits: 1, omittingEmptySubsequences: false).first
                 .map { Data($0) } ?? Data()
         }

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import KeychainCore
+package import KeychainCore
 import Glibc
 import SecretStore
 
@@ -60,7 +60,7 @@ package struct AccessPolicy: Equatable, Sendable {
             return Membership(groups: confinedTo, defaultGroup: first, confined: true)
         }
         let named = groups.filter { $0.members.contains(name) }.map(\.name)
-        return Membership(groups: [ItemContents.defaultAccessGroup] + named, defaultGroup: ItemContents.defaultAccessGroup,
+        return Membership(groups: [AccessGroupNames.defaultGroup] + named, defaultGroup: AccessGroupNames.defaultGroup,
                           confined: false)
     }
 
@@ -125,7 +125,7 @@ package struct AccessPolicy: Equatable, Sendable {
                     policy.groups[policy.groups.firstIndex { $0.name == name }!].ask = ask
                 case (.app(let identity)?, "groups"):
                     let names = value.split(separator: ",").map { $0.trimmingWhitespace }
-                    guard !names.isEmpty, names.allSatisfy({ PolicyLine.isGroupName($0) || $0 == ItemContents.defaultAccessGroup })
+                    guard !names.isEmpty, names.allSatisfy({ AccessGroupNames.isGroupName($0) || $0 == AccessGroupNames.defaultGroup })
                     else { throw fail("groups takes a comma-separated list of group names") }
                     policy.apps[identity] = names
                 case (.group?, _), (.app?, _):
@@ -170,7 +170,7 @@ package enum PolicyLine: Equatable {
             let name = String(trimmed[trimmed.index(after: open)..<close])
             switch kind {
             case "group":
-                guard Self.isGroupName(name) else {
+                guard AccessGroupNames.isGroupName(name) else {
                     throw fail("'\(name)' is not a group name (letters, digits, '.', '-', '_'; not 'default')")
                 }
                 self = .header(.group(name))
@@ -187,12 +187,5 @@ package enum PolicyLine: Equatable {
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw fail("expected 'key = value'") }
             self = .setting(key: parts[0], value: parts[1])
         }
-    }
-
-    /// Whether `name` may name a group: 1 to 255 letters, digits, '.', '-' or '_', and not
-    /// `default` (which every unconfined client shares and needs no section).
-    package static func isGroupName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 255 && name != ItemContents.defaultAccessGroup
-            && name.unicodeScalars.allSatisfy { $0.isASCIIAlphanumeric || "._-".unicodeScalars.contains($0) }
     }
 }

@@ -1,5 +1,7 @@
 // A client of secretd, as access groups see it.
 
+import KeychainCore
+
 /// A client connection as access groups see it: its identity (looked up once, on its first
 /// call) and the answers the person gave it in ask prompts, which last as long as it.
 final class Caller {

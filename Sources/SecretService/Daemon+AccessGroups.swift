@@ -1,5 +1,6 @@
 // Access groups: who each client is, what it may see, and secretd's own AccessGroups interface.
 
+import KeychainCore
 import FoundationEssentials
 import Glibc
 import SecretCrypto
@@ -95,7 +96,7 @@ extension Daemon {
 
     /// ``access(_:to:)`` with the caller's membership worked out once, for long item lists.
     private func access(_ caller: Caller, _ membership: AccessPolicy.Membership, to group: String?) -> ItemAccess {
-        let group = group ?? ItemContents.defaultAccessGroup
+        let group = group ?? AccessGroupNames.defaultGroup
         if membership.groups.contains(group) || caller.allowedOnce.contains(group) { return .full }
         if policy.group(group)?.ask == true { return .askable }
         return .hidden
@@ -128,11 +129,11 @@ extension Daemon {
         caller(sender).flatMap { caller in
             let membership = membership(caller)
             var placed = attributes
-            let group = attributes[ItemContents.accessGroupAttribute] ?? unnamed ?? membership.defaultGroup
+            let group = attributes[AccessGroupNames.attribute] ?? unnamed ?? membership.defaultGroup
             guard membership.groups.contains(group) || caller.allowedOnce.contains(group) else {
                 return .failure(.forbidden("\(caller.identity) is not a member of the access group “\(group)”"))
             }
-            if group != ItemContents.defaultAccessGroup { placed[ItemContents.accessGroupAttribute] = group }
+            if group != AccessGroupNames.defaultGroup { placed[AccessGroupNames.attribute] = group }
             return .success(placed)
         }
     }
@@ -143,8 +144,8 @@ extension Daemon {
     /// clients that only listen expect; otherwise only the connected clients that may see the
     /// item (`full` access for signals that carry its label and attributes).
     func audience(forGroup group: String?, needsFullAccess: Bool) -> [String]? {
-        let group = group ?? ItemContents.defaultAccessGroup
-        if group == ItemContents.defaultAccessGroup { return nil }
+        let group = group ?? AccessGroupNames.defaultGroup
+        if group == AccessGroupNames.defaultGroup { return nil }
         return callers.filter { _, caller in
             let access = access(caller, to: group)
             return needsFullAccess ? access == .full : access != .hidden
@@ -241,7 +242,7 @@ extension Daemon {
             guard let group = args[0].string, let identity = args[1].string else {
                 return .failure(.invalidArgs("(ss(oayays)) expected"))
             }
-            guard PolicyLine.isGroupName(group) else { return .failure(.invalidArgs("“\(group)” is not a group name")) }
+            guard AccessGroupNames.isGroupName(group) else { return .failure(.invalidArgs("“\(group)” is not a group name")) }
             guard CallerIdentity(parsing: identity) != nil else {
                 return .failure(.invalidArgs("“\(identity)” is not an identity (flatpak:ID, snap:NAME, unit:NAME or exe:/PATH)"))
             }

@@ -1,5 +1,6 @@
 // org.freedesktop.Secret.Collection
 
+import KeychainCore
 import SecretCrypto
 import SecretStore
 
@@ -95,12 +96,12 @@ extension Daemon {
 
     /// Refuses labels and attribute sets beyond the daemon's limits.
     static func checkItemText(label: String, attributes: [String: String]) -> SecretServiceError? {
-        if label.utf8.count > Limits.textSize { return .invalidArgs("the label is longer than \(Limits.textSize) bytes") }
-        if attributes.count > Limits.attributeCount {
-            return .invalidArgs("an item may have at most \(Limits.attributeCount) attributes")
+        if label.utf8.count > KeychainLimits.textSize { return .invalidArgs("the label is longer than \(KeychainLimits.textSize) bytes") }
+        if attributes.count > KeychainLimits.attributeCount {
+            return .invalidArgs("an item may have at most \(KeychainLimits.attributeCount) attributes")
         }
-        if attributes.contains(where: { $0.key.utf8.count > Limits.textSize || $0.value.utf8.count > Limits.textSize }) {
-            return .invalidArgs("attribute names and values must be at most \(Limits.textSize) bytes")
+        if attributes.contains(where: { $0.key.utf8.count > KeychainLimits.textSize || $0.value.utf8.count > KeychainLimits.textSize }) {
+            return .invalidArgs("attribute names and values must be at most \(KeychainLimits.textSize) bytes")
         }
         return nil
     }
@@ -126,7 +127,7 @@ extension Daemon {
 
     func setCollectionProperty(_ name: String, _ value: DBusValue, _ collection: Store.CollectionRecord) -> SecretServiceError? {
         guard name == "Label", let label = value.string else { return .invalidArgs("only Label can be set") }
-        guard label.utf8.count <= Limits.textSize else { return .invalidArgs("the label is too long") }
+        guard label.utf8.count <= KeychainLimits.textSize else { return .invalidArgs("the label is too long") }
         do {
             try store.setLabel(label, of: collection)
             let path = ObjectPaths.collection(collection.name)

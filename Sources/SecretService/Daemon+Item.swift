@@ -1,5 +1,6 @@
 // org.freedesktop.Secret.Item
 
+import KeychainCore
 import SecretCrypto
 import SecretStore
 
@@ -111,7 +112,7 @@ extension Daemon {
             guard let requested = value.stringMap else { return .invalidArgs("Attributes is a{ss}") }
             // Moving an item is creating it in its new group: the caller must belong there.
             // Attributes without a group keep the item where it is.
-            switch placeInGroup(requested, for: sender, unnamed: item.accessGroup ?? ItemContents.defaultAccessGroup) {
+            switch placeInGroup(requested, for: sender, unnamed: item.accessGroup ?? AccessGroupNames.defaultGroup) {
             case .success(let placed): result = update(item, collection, key) { $0.attributes = placed }
             case .failure(let refusal): return refusal
             }

@@ -1,5 +1,6 @@
 // org.freedesktop.Secret.Service and gnome-keyring's InternalUnsupportedGuiltRiddenInterface
 
+import KeychainCore
 import FoundationEssentials
 import Glibc
 import SecretCrypto
@@ -45,7 +46,7 @@ extension Daemon {
             guard let label = properties["org.freedesktop.Secret.Collection.Label"].map(\.string) ?? "Keyring" else {
                 return .failure(.invalidArgs("org.freedesktop.Secret.Collection.Label must be a string (s)"))
             }
-            guard label.utf8.count <= Limits.textSize, alias != Self.sessionName else {
+            guard label.utf8.count <= KeychainLimits.textSize, alias != Self.sessionName else {
                 return .failure(.invalidArgs("that label or alias cannot be used"))
             }
             // A new collection needs a password, which needs a prompt.
@@ -253,7 +254,7 @@ extension Daemon {
 
     /// Creates an unlocked collection with a name made from `label`; returns its path.
     func createCollection(label: String, password: SecureBytes) -> Result<String, SecretServiceError> {
-        guard label.utf8.count <= Limits.textSize else { return .failure(.invalidArgs("the label is too long")) }
+        guard label.utf8.count <= KeychainLimits.textSize else { return .failure(.invalidArgs("the label is too long")) }
         do {
             var name = ObjectPaths.name(fromLabel: label)
             var suffix = 2

@@ -1,3 +1,4 @@
+import KeychainCore
 public import FoundationEssentials
 import Glibc
 import Pinentry
@@ -308,14 +309,14 @@ public final class Daemon: BusHandler {
         guard let fields = value.tuple, fields.count == 4, let path = fields[0].objectPath, let parameters = fields[1].bytes,
             let bytes = fields[2].bytes, let contentType = fields[3].string
         else { return .failure(.invalidArgs("a secret must be (oayays)")) }
-        guard bytes.count <= Limits.secretSize + 32 else {
-            return .failure(.invalidArgs("the secret is larger than \(Limits.secretSize) bytes"))
+        guard bytes.count <= KeychainLimits.secretSize + 32 else {
+            return .failure(.invalidArgs("the secret is larger than \(KeychainLimits.secretSize) bytes"))
         }
         return session(at: path, for: sender).flatMap { $0.decode(parameters: parameters, value: bytes) }
             .flatMap { secret in
-                secret.count <= Limits.secretSize
+                secret.count <= KeychainLimits.secretSize
                     ? .success((secret, contentType.isEmpty ? "text/plain" : contentType))
-                    : .failure(.invalidArgs("the secret is larger than \(Limits.secretSize) bytes"))
+                    : .failure(.invalidArgs("the secret is larger than \(KeychainLimits.secretSize) bytes"))
             }
     }
 
@@ -354,7 +355,7 @@ public final class Daemon: BusHandler {
     func searchItems(
         _ attributes: [String: String], in collection: Store.CollectionRecord? = nil
     ) throws(StoreError) -> [Store.ItemRecord] {
-        guard attributes.count <= Limits.attributeCount + 1 else { return [] }  // + the access group
+        guard attributes.count <= KeychainLimits.attributeCount + 1 else { return [] }  // + the access group
         return try store.search(attributes, in: collection)
     }
 
@@ -505,10 +506,6 @@ enum Limits {
     /// The most secrets one `GetSecrets` may ask for and still be answered in GDBus's thread
     /// (GIO+QuickReads.swift); larger ones go to the main loop.
     static let quickSecrets = 16
-    /// The largest secret stored (8 MiB, the library's limit too).
-    static let secretSize = 8 * 1024 * 1024
-    /// The most attributes an item may have.
-    static let attributeCount = 256
-    /// The longest attribute name, value or label in bytes.
-    static let textSize = 64 * 1024
+    // The sizes of secrets, texts and attribute lists are KeychainLimits' (KeychainCore), which
+    // the library checks too.
 }

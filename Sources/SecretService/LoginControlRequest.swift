@@ -22,6 +22,8 @@ public enum LoginControlRequest {
         case malformed(String)
     }
 
+    /// The longest password a frame may carry (KeychainLimits.passwordSize, checked by LoginControlTests).
+    public static let maximumPasswordLength = Int(SECRETD_CONTROL_MAX_PASSWORD)
     /// The longest frame a peer may send.
     public static let maximumFrameLength = Int(SECRETD_CONTROL_MAX_FRAME)
 

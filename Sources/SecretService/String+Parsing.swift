@@ -1,5 +1,6 @@
 // Text helpers for the configuration and policy parsers, on the standard library alone
-// (secretd links FoundationEssentials, which has no CharacterSet; trimming is in KeychainCore).
+// (secretd links FoundationEssentials, which has no CharacterSet; trimming and the scalar classes
+// are in KeychainCore).
 
 
 
@@ -10,21 +11,5 @@ extension String {
     /// the parsers trim it away.
     var lines: [String] {
         unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { String(String.UnicodeScalarView($0)) }
-    }
-}
-
-extension Unicode.Scalar {
-    /// Whether the scalar is a control or format character (Unicode categories Cc and Cf) or
-    /// a line break: nothing that should appear inside a one-line name.
-    var isUnprintable: Bool {
-        switch properties.generalCategory {
-        case .control, .format, .lineSeparator, .paragraphSeparator: true
-        default: false
-        }
-    }
-
-    /// Whether the scalar is an ASCII letter or digit.
-    var isASCIIAlphanumeric: Bool {
-        ("a"..."z").contains(self) || ("A"..."Z").contains(self) || ("0"..."9").contains(self)
     }
 }

@@ -1,3 +1,4 @@
+import KeychainCore
 public import SecretCrypto
 
 /// The sealed part of an item: everything but its identity and timestamps.
@@ -11,13 +12,8 @@ public struct ItemContents: Sendable {
     /// The secret's content type, such as `text/plain`.
     public var contentType: String
 
-    /// The attribute that names an item's access group (documented in secretd(1)).
-    public static let accessGroupAttribute = "keychain:access-group"
-    /// The group of items that carry no access group attribute, shared by every unconfined client.
-    public static let defaultAccessGroup = "default"
-
-    /// The access group the item belongs to.
-    public var accessGroup: String { attributes[Self.accessGroupAttribute] ?? Self.defaultAccessGroup }
+    /// The access group the item belongs to (AccessGroupNames: the attribute, or `default`).
+    public var accessGroup: String { attributes[AccessGroupNames.attribute] ?? AccessGroupNames.defaultGroup }
 
     /// Creates item contents.
     public init(label: String, attributes: [String: String], secret: SecureBytes, contentType: String) {

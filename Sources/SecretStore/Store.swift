@@ -1,3 +1,4 @@
+import KeychainCore
 public import SecretCrypto
 public import FoundationEssentials
 import Glibc
@@ -282,7 +283,7 @@ public final class Store {
         -> [ItemRecord]
     {
         var attributes = attributes
-        let group = attributes.removeValue(forKey: ItemContents.accessGroupAttribute)
+        let group = attributes.removeValue(forKey: AccessGroupNames.attribute)
         let keys = attributes.map { Self.attributeKey(name: $0.key, value: $0.value) }
         var values: [Database.Value] = []
         var sql: String

@@ -1,3 +1,4 @@
+import KeychainCore
 import Foundation
 import SecretService
 
@@ -24,7 +25,7 @@ enum AccessPolicyTarget {
             return  // secretd never edits a file it cannot parse
         }
         for group in policy.groups {
-            require(PolicyLine.isGroupName(group.name), "a group has an invalid name: \(group.name.debugDescription)")
+            require(AccessGroupNames.isGroupName(group.name), "a group has an invalid name: \(group.name.debugDescription)")
             require(policy.groups.filter { $0.name == group.name }.count == 1, "group \(group.name) appears twice")
             for member in group.members {
                 require(CallerIdentity(parsing: member) != nil, "a member is not an identity: \(member.debugDescription)")
@@ -46,7 +47,7 @@ enum AccessPolicyTarget {
             }
         }
         // secretd checks both before it edits (Daemon+AccessGroups.swift).
-        for edit in edits where PolicyLine.isGroupName(edit.group) {
+        for edit in edits where AccessGroupNames.isGroupName(edit.group) {
             guard let identity = CallerIdentity(parsing: edit.identity) else { continue }
             checkEdits(text, policy: policy, group: edit.group, identity: identity)
         }

@@ -110,7 +110,7 @@ Gcrypt.initialize()
 
 /// Reads the login password from standard input (no echo on a terminal), or nil.
 func readPassword() -> SecureBytes? {
-    let limit = 64 * 1024
+    let limit = KeychainLimits.passwordSize
     var buffer = [UInt8](repeating: 0, count: limit + 1)
     defer { buffer.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
     var saved = termios()

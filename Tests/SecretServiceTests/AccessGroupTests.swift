@@ -1,3 +1,4 @@
+import KeychainCore
 import Foundation
 import KeychainTestSupport
 @testable import SecretService
@@ -467,11 +468,54 @@ import Testing
         #expect(try AccessPolicy.parse(added, file: "f").group("g")?.members == ["exe:/opt/My Tool/bin/tool"])
     }
 
+    /// Identities and group names, and whether each is acceptable: one table for secretd and
+    /// secretctl, which both use KeychainCore's rule (secretctl once copied it and accepted
+    /// control characters and trailing spaces that secretd refused).
+    static let identityTable: [(String, Bool)] = [
+        ("flatpak:org.example.App", true), ("snap:tool", true), ("unit:backup.service", true),
+        ("exe:/usr/local/bin/deploy", true), ("exe:/opt/My Tool/bin/tool", true),
+        ("exe:/usr/bin/tool ", false), ("exe: /usr/bin/tool", false), ("exe:relative/tool", false),
+        ("flatpak:", false), ("unit:a b.service", false), ("flatpak:org.example.App\u{7}", false),
+        ("exe:/bin/a\u{200B}b", false), ("exe:/bin/a\nmember = exe:/bin/sh", false), ("bogus:x", false), ("", false),
+    ]
+    static let groupTable: [(String, Bool)] = [
+        ("com.example.deploy", true), ("a", true), (String(repeating: "z", count: 255), true),
+        ("", false), ("default", false), ("com example", false), ("gr\u{00F6}up", false), ("a/b", false),
+        (String(repeating: "z", count: 256), false), ("group\u{7}", false),
+    ]
+
+    @Test("secretctl and secretd accept the same identities and group names (one rule, one table)")
+    func oneRuleForBothSides() throws {
+        let secretctl = SecretdFixture.secretdPath.replacingOccurrences(of: "/secretd", with: "/secretctl")
+        // No bus: a name secretctl accepts goes on to the provider and fails there (exit 5);
+        // one it refuses is a usage error (exit 2) before any call.
+        let environment = ["PATH": "/usr/bin:/bin", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"]
+        for (identity, valid) in Self.identityTable {
+            #expect((CallerIdentity(parsing: identity) != nil) == valid, "secretd: \(identity.debugDescription)")
+            let result = try CommandResult.run(
+                [secretctl, "groups", "add-member", "com.example.g", identity], environment: environment,
+                scratch: FileManager.default.temporaryDirectory)
+            #expect(result.status == (valid ? 5 : 2), "secretctl: \(identity.debugDescription): \(result.errorOutput)")
+            // And as a member line of access-groups.conf, where a value is trimmed and ends at the line.
+            if !identity.contains("\n"), identity == identity.trimmingWhitespace {
+                let parsed = try? AccessPolicy.parse("[group \"com.example.g\"]\nmember = \(identity)\n", file: "f")
+                #expect((parsed != nil) == valid, "access-groups.conf: \(identity.debugDescription)")
+            }
+        }
+        for (group, valid) in Self.groupTable {
+            #expect(AccessGroupNames.isGroupName(group) == valid, "secretd: \(group.debugDescription)")
+            let result = try CommandResult.run(
+                [secretctl, "groups", "add-member", group, "exe:/usr/bin/true"], environment: environment,
+                scratch: FileManager.default.temporaryDirectory)
+            #expect(result.status == (valid ? 5 : 2), "secretctl: \(group.debugDescription): \(result.errorOutput)")
+        }
+    }
+
     @Test("group names are ASCII letters, digits, '.', '-' and '_'; Unicode white space around a setting is trimmed")
     func groupNamesAndWhitespace() throws {
-        for name in ["a", "Team.build-2_x", String(repeating: "z", count: 255)] { #expect(PolicyLine.isGroupName(name), "\(name)") }
+        for name in ["a", "Team.build-2_x", String(repeating: "z", count: 255)] { #expect(AccessGroupNames.isGroupName(name), "\(name)") }
         for name in ["", "default", "gr\u{00F6}up", "a b", "a/b", "\u{FF41}", "\u{0661}", String(repeating: "z", count: 256)] {
-            #expect(!PolicyLine.isGroupName(name), "\(name.debugDescription)")
+            #expect(!AccessGroupNames.isGroupName(name), "\(name.debugDescription)")
         }
         let text = "\u{00A0}[group \"g\"]\u{3000}\n\tmember\u{2003}=\u{00A0}exe:/bin/a \n[app \"unit:b.service\"]\ngroups = g ,\u{00A0}h\n[group \"h\"]\n"
         let policy = try AccessPolicy.parse(text, file: "f")

@@ -1,9 +1,11 @@
+import KeychainCore
+
 /// Checks on caller input, made before anything reaches the provider.
 enum Validation {
-    /// The largest secret the library stores, in bytes (8 MiB).
-    static let maximumSecretSize = 8 * 1024 * 1024
-    /// The largest text field (service, account, label, comment, …) in bytes (64 KiB).
-    static let maximumTextSize = 64 * 1024
+    /// The largest secret the library stores, in bytes (8 MiB, as secretd).
+    static let maximumSecretSize = KeychainLimits.secretSize
+    /// The largest text field (service, account, label, comment, …) in bytes (64 KiB, as secretd).
+    static let maximumTextSize = KeychainLimits.textSize
 
     /// Rejects empty (unless allowed), oversized or NUL-containing text for `field`.
     static func text(_ value: String, field: String, allowEmpty: Bool = false) throws(KeychainError) {

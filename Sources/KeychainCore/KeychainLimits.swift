@@ -1,0 +1,14 @@
+/// Sizes that the library, secretd and secretctl agree on (documented in secretd(1), LIMITS,
+/// and in the README's Limits).
+package enum KeychainLimits {
+    /// The largest secret stored, in bytes (8 MiB).
+    package static let secretSize = 8 * 1024 * 1024
+    /// The longest text field (attribute name or value, label, service, account), in bytes.
+    package static let textSize = 64 * 1024
+    /// The most attributes an item may have.
+    package static let attributeCount = 256
+    /// The longest keyring password read from a terminal or standard input, in bytes; the
+    /// login control protocol's SECRETD_CONTROL_MAX_PASSWORD is the same (LoginControlTests
+    /// checks it).
+    package static let passwordSize = 64 * 1024
+}
