@@ -1,5 +1,7 @@
 import Foundation
+import KeychainCore
 import KeychainTestSupport
+import SecretService
 import Testing
 
 /// secretd's side of the login control protocol (Sources/CLoginControl/login-control.h), spoken
@@ -154,5 +156,10 @@ import Testing
         Thread.sleep(forTimeInterval: 1.5)  // two idle checks, well inside the 3 s since the login
         #expect(try !Self.isLocked(fixture))
         daemon.stop()
+    }
+
+    @Test("the protocol's password limit is the one secretd and secretctl read passwords with")
+    func passwordLimit() {
+        #expect(LoginControlRequest.maximumPasswordLength == KeychainLimits.passwordSize)
     }
 }
