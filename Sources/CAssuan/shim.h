@@ -1,4 +1,4 @@
-// libassuan, for Sources/SecretService/Pinentry.swift (the only Swift file that includes it).
+// libassuan, for Sources/Pinentry/Pinentry.swift (the only Swift file that includes it).
 #include <assuan.h>
 
 /// ASSUAN_INVALID_FD is a cast macro.

@@ -1,4 +1,4 @@
-// libgcrypt for Sources/SecretStore/Gcrypt.swift (the only Swift file that includes it).
+// libgcrypt for Sources/SecretCrypto/Gcrypt.swift and SecureBytes.swift (the only Swift files that include it).
 // gcry_control is variadic and some helpers are macros, so they are wrapped here.
 #include <gcrypt.h>
 

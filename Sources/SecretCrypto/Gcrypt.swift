@@ -1,5 +1,6 @@
-// The only file that calls libgcrypt. Every function here works on secure memory for keys and
-// plaintext; ciphertext, salts and nonces are ordinary arrays.
+// With SecureBytes.swift (its secure memory), the only file that calls libgcrypt. Every function
+// here works on secure memory for keys and plaintext; ciphertext, salts and nonces are ordinary
+// arrays.
 
 internal import CGcrypt
 import FoundationEssentials
