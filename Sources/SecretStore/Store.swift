@@ -22,10 +22,16 @@ public final class Store {
         Gcrypt.initialize()
         try Self.makePrivateDirectory(directory.path)
         databaseURL = directory.appendingPathComponent(Self.fileName)
-        let previousMask = umask(0o077)
-        defer { umask(previousMask) }
+        // The file is 0600 before SQLite opens it, and SQLite gives its -wal and -shm files the
+        // database's mode. The umask is left alone: it is the whole process's, and changing it
+        // here made files that other threads created at the same time private too.
+        let file = open(databaseURL.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard file >= 0 else {
+            throw .io("cannot create \(databaseURL.path): \(String(cString: strerror(errno)))")
+        }
+        fchmod(file, 0o600)
+        Glibc.close(file)
         database = try Database(path: databaseURL.path)
-        chmod(databaseURL.path, 0o600)
         try database.execute("PRAGMA foreign_keys = ON")
         let check = try database.rows("PRAGMA quick_check")
         guard check.first?.first?.text == "ok" else { throw .corrupted("database file fails its integrity check") }

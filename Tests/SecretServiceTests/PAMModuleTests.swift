@@ -589,9 +589,9 @@ extension PAMModuleTests {
             }
             let script = root.appendingPathComponent("listener.py")
             try Self.script.write(to: script, atomically: true, encoding: .utf8)
-            // Modes set outright: the umask is the process's, and Store (opened by other suites
-            // running at the same time) sets it to 077 while it opens a database, which made the
-            // script unreadable for the listener's user (python3 exited 2) now and then.
+            // Modes set outright, not left to the umask, which is the whole test process's (Store
+            // once set it to 077 while it opened a database in another suite, and the script was
+            // unreadable for the listener's user now and then).
             guard chmod(root.path, 0o711) == 0, chmod(script.path, 0o644) == 0 else {
                 throw HarnessError("cannot open \(root.path) to the listener's user")
             }
