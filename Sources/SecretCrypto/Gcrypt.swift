@@ -148,7 +148,7 @@ public enum Gcrypt {
             }
         }
         if error != 0 {
-            if gcry_err_code(error) == GPG_ERR_CHECKSUM { throw .corrupted("authentication failed") }
+            if gcry_err_code(error) == GPG_ERR_CHECKSUM { throw .authenticationFailed }
             throw .library("aes-gcm open: \(describe(error))")
         }
         return plaintext

@@ -178,7 +178,7 @@ public final class Store {
             key = try Gcrypt.open(wrapped, key: kek, associatedData: Self.keyAssociatedData(collection.uuid))
         } catch {
             // A wrong password and a tampered wrapped key look the same to GCM.
-            if error == .corrupted("authentication failed") { throw .wrongPassword }
+            if error == .authenticationFailed { throw .wrongPassword }
             throw StoreError(error)
         }
         guard key.count == Gcrypt.keyLength else { throw .corrupted("wrapped key has the wrong size") }

@@ -39,6 +39,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         switch error {
         case .invalidInput(let what): self = .invalidInput(what)
         case .corrupted(let what): self = .corrupted(what)
+        case .authenticationFailed: self = .corrupted("authentication failed")
         case .library(let message): self = .crypto(message)
         }
     }
