@@ -14,7 +14,8 @@ final class LoginControlSocket {
     /// What the socket does with a request; returns the reply.
     typealias Handler = (LoginControlRequest) -> LoginControlResult
 
-    /// Connections served at once; more wait in the listen queue.
+    /// Connections served at once; more are closed at once (left in the listen queue, they would
+    /// keep the listener readable and the main loop spinning).
     private static let maximumConnections = 8
 
     private let listener: Int32
@@ -118,9 +119,13 @@ final class LoginControlSocket {
     // MARK: - Connections
 
     private func acceptWaiting() {
-        while connections.count < Self.maximumConnections {
+        while true {
             let fd = keychain_accept(listener)
             guard fd >= 0 else { return }
+            guard connections.count < Self.maximumConnections else {
+                Glibc.close(fd)
+                continue
+            }
             guard keychain_peer_uid(fd) == Int64(getuid()) else {
                 Log.warning("refused a login control connection from another user")
                 Glibc.close(fd)
