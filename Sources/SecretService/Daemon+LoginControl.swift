@@ -54,15 +54,11 @@ extension Daemon {
         if try store.aliases()["default"] == nil { try store.setAlias("default", to: login) }
         Log.info("created the login keyring")
         guard server != nil else { return }
-        let path = ObjectPaths.collection(login.name)
         do {
-            try exportCollection(path)
+            try exportNewCollection(ObjectPaths.collection(login.name))
         } catch {
             Log.error("cannot export the new login keyring: \(error.message)")
         }
-        server.emitSignal(
-            path: ObjectPaths.service, interface: Introspection.service, name: "CollectionCreated",
-            arguments: [.objectPath(path)])
     }
 
     /// The login password changed from `old` to `new`: re-wraps the login keyring under `new`

@@ -265,9 +265,7 @@ extension Daemon {
             let (collection, key) = try store.createCollection(name: name, label: label, password: password, parameters: options.kdf)
             keys[collection.id] = key
             let path = ObjectPaths.collection(name)
-            try exportCollection(path)
-            server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionCreated",
-                              arguments: [.objectPath(path)])
+            try exportNewCollection(path)
             return .success(path)
         } catch let error as StoreError {
             return .failure(storeFailure(error))

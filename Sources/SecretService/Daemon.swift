@@ -182,6 +182,15 @@ public final class Daemon: BusHandler {
         try server.registerSubtree(path)
     }
 
+    /// Exports a collection created while the daemon serves the bus, and announces it
+    /// (`CollectionCreated`).
+    func exportNewCollection(_ path: String) throws(SecretServiceError) {
+        try exportCollection(path)
+        server.emitSignal(
+            path: ObjectPaths.service, interface: Introspection.service, name: "CollectionCreated",
+            arguments: [.objectPath(path)])
+    }
+
     /// Stops exporting a collection's items.
     func unexportCollection(_ path: String) {
         server.unregisterSubtree(path)
