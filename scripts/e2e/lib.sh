@@ -99,6 +99,18 @@ keyring_is() {
 }
 
 # elapsed_since START: seconds (one decimal) since START, a value of $(now).
+# typed ANSWERS COMMAND...: runs COMMAND on a terminal (pty-drive.py, 60 s at most), typing the
+# newline-separated ANSWERS at its prompts; prints what it showed; fails, saying so, unless it exits 0.
+typed() {
+    local answers=$1 out rc
+    shift
+    out=$(E2E_ANSWERS=$answers python3 "$E2E_DIR/pty-drive.py" 60 "$@" 2>&1)
+    rc=$?
+    printf '%s\n' "$out"
+    [ $rc -eq 0 ] && return 0
+    echo "$1 exited $rc"
+    return 1
+}
 now() { date +%s.%N; }
 elapsed_since() { awk -v s="$1" -v e="$(now)" 'BEGIN { printf "%.1f", e - s }'; }
 

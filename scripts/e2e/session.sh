@@ -237,14 +237,8 @@ su_from_bob() {
 # The same while alice is logged in elsewhere (her user manager and bus run, her keyring is
 # locked): su - alice, with her password, from bob's session.
 su_to_alice_running() {
-    local out rc
-    out=$(E2E_ANSWERS=$PASSWORD_1 python3 "$E2E_DIR/pty-drive.py" 60 su - alice -c \
-        'export XDG_RUNTIME_DIR=/run/user/$(id -u) DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/$(id -u)/bus; secretctl status' 2>&1)
-    rc=$?
-    printf '%s\n' "$out"
-    [ $rc -eq 0 ] && return 0
-    echo "su - alice exited $rc"
-    return 1
+    typed "$PASSWORD_1" su - alice -c \
+        'export XDG_RUNTIME_DIR=/run/user/$(id -u) DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/$(id -u)/bus; secretctl status'
 }
 su_from_bob_running() {
     check "su - alice from bob's session while alice is logged in elsewhere: su succeeds" su_to_alice_running
@@ -258,14 +252,7 @@ hold_locked() {
 
 # passwd, typed at a terminal: old, new, new.
 change_password() {
-    local out rc
-    out=$(E2E_ANSWERS=$(printf '%s\n%s\n%s' "$PASSWORD_1" "$PASSWORD_2" "$PASSWORD_2") \
-        python3 "$E2E_DIR/pty-drive.py" 60 passwd 2>&1)
-    rc=$?
-    printf '%s\n' "$out"
-    [ $rc -eq 0 ] && return 0
-    echo "passwd exited $rc"
-    return 1
+    typed "$(printf '%s\n%s\n%s' "$PASSWORD_1" "$PASSWORD_2" "$PASSWORD_2")" passwd
 }
 run_passwd() {
     check "passwd: alice changes her password (old, new, new at the terminal)" change_password
