@@ -1,0 +1,78 @@
+// The Secret Service's names on D-Bus, for every part that spells them: the library (what it
+// calls beside libsecret), secretd (what it serves), the test support and the benchmark (what
+// they call and stand in for). The specification fixes them; one definition keeps a typo out.
+
+/// The bus name, object paths, interfaces, properties and errors of the Secret Service
+/// (freedesktop Secret Service API 0.2), with gnome-keyring's extension and secretd's own.
+package enum SecretServiceNames {
+    /// The well-known bus name a provider owns on the session bus.
+    package static let busName = "org.freedesktop.secrets"
+
+    /// The object paths of the specification.
+    package enum Path {
+        /// The service object.
+        package static let service = "/org/freedesktop/secrets"
+        /// The parent of collection paths (`…/collection/login`) and of their items.
+        package static let collectionPrefix = service + "/collection"
+        /// The parent of alias paths (`…/aliases/default`).
+        package static let aliasPrefix = service + "/aliases"
+        /// The parent of session paths.
+        package static let sessionPrefix = service + "/session"
+        /// The parent of prompt paths.
+        package static let promptPrefix = service + "/prompt"
+        /// "No object": no prompt needed, no collection, or a secret sent in no session.
+        package static let none = "/"
+
+        /// The path of the collection called `name`.
+        package static func collection(_ name: String) -> String { "\(collectionPrefix)/\(name)" }
+        /// The path of the alias `name` (`default`, `session`, …).
+        package static func alias(_ name: String) -> String { "\(aliasPrefix)/\(name)" }
+    }
+
+    /// The interfaces.
+    package enum Interface {
+        /// The service (`OpenSession`, `SearchItems`, `GetSecrets`, `ReadAlias`, …).
+        package static let service = "org.freedesktop.Secret.Service"
+        /// A collection (keyring).
+        package static let collection = "org.freedesktop.Secret.Collection"
+        /// An item.
+        package static let item = "org.freedesktop.Secret.Item"
+        /// A session that carries secrets between client and provider.
+        package static let session = "org.freedesktop.Secret.Session"
+        /// A prompt the provider shows for a call.
+        package static let prompt = "org.freedesktop.Secret.Prompt"
+        /// gnome-keyring's extension for password-based unlock, creation and change, which
+        /// secretd serves too.
+        package static let gnomeExtension = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
+        /// secretd's own interface for access groups (see secretd(1)).
+        package static let accessGroups = "io.github.secretd.AccessGroups1"
+        /// The standard properties interface.
+        package static let properties = "org.freedesktop.DBus.Properties"
+        /// The standard peer interface (`Ping`).
+        package static let peer = "org.freedesktop.DBus.Peer"
+    }
+
+    /// The properties set when an item or a collection is created.
+    package enum Property {
+        /// An item's label (`s`).
+        package static let itemLabel = "org.freedesktop.Secret.Item.Label"
+        /// An item's attributes (`a{ss}`).
+        package static let itemAttributes = "org.freedesktop.Secret.Item.Attributes"
+        /// A collection's label (`s`).
+        package static let collectionLabel = "org.freedesktop.Secret.Collection.Label"
+    }
+
+    /// The error names of the specification and of gnome-keyring.
+    package enum ErrorName {
+        /// The object must be unlocked first.
+        package static let isLocked = "org.freedesktop.Secret.Error.IsLocked"
+        /// The session does not exist.
+        package static let noSession = "org.freedesktop.Secret.Error.NoSession"
+        /// No such item, collection, session or prompt.
+        package static let noSuchObject = "org.freedesktop.Secret.Error.NoSuchObject"
+        /// gnome-keyring's refusal, also for a wrong password.
+        package static let denied = "org.gnome.keyring.Error.Denied"
+        /// A refusal some providers send under the specification's namespace.
+        package static let accessDenied = "org.freedesktop.Secret.Error.AccessDenied"
+    }
+}
