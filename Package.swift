@@ -39,9 +39,15 @@ let package = Package(
         // libFuzzer's driver entry point; only the fuzz build (`make fuzz`) links libFuzzer.
         .systemLibrary(name: "CFuzzer"),
 
+        // MARK: D-Bus values as Swift data, and their one bridge to GVariant (secretd, the
+        // library beside libsecret, the test support and the benchmark build messages with it)
+        .target(
+            name: "DBusValues", dependencies: ["CGio"],
+            swiftSettings: strictSettings),
+
         // MARK: Client library
         .target(
-            name: "Keychain", dependencies: ["CLibSecret", "KeychainCore", "Pinentry"],
+            name: "Keychain", dependencies: ["CLibSecret", "DBusValues", "KeychainCore", "Pinentry"],
             swiftSettings: strictSettings),
 
         // MARK: Starting child processes with a clean signal state
@@ -71,7 +77,7 @@ let package = Package(
 
         // MARK: secretd's D-Bus object layer
         .target(
-            name: "SecretService", dependencies: ["CGio", "CLoginControl", "CProcess", "KeychainCore", "Pinentry", "SecretCrypto", "SecretStore"],
+            name: "SecretService", dependencies: ["CGio", "CLoginControl", "CProcess", "DBusValues", "KeychainCore", "Pinentry", "SecretCrypto", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: The command line (SecretCrypto for export files; not SecretStore, so secretctl
@@ -88,7 +94,7 @@ let package = Package(
             name: "secretctl", dependencies: ["SecretCtl"],
             swiftSettings: strictSettings),
         .executableTarget(
-            name: "keychain-bench", dependencies: ["CGio", "Keychain", "ProcessSpawning"], path: "Sources/keychain-bench",
+            name: "keychain-bench", dependencies: ["CGio", "DBusValues", "Keychain", "KeychainCore", "ProcessSpawning"], path: "Sources/keychain-bench",
             swiftSettings: strictSettings),
         .executableTarget(
             name: "keychain-demo", dependencies: ["Keychain"],
@@ -96,12 +102,12 @@ let package = Package(
         // Replays fuzz inputs through the parsers of outside input; drives libFuzzer in the
         // fuzz build (`make fuzz`; see "Fuzzing" in README.md).
         .executableTarget(
-            name: "keychain-fuzz", dependencies: ["CFuzzer", "KeychainCore", "SecretCrypto", "SecretCtl", "SecretService", "SecretStore"],
+            name: "keychain-fuzz", dependencies: ["CFuzzer", "DBusValues", "KeychainCore", "SecretCrypto", "SecretCtl", "SecretService", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: Test support and tests
         .target(
-            name: "KeychainTestSupport", dependencies: ["CGio", "Keychain", "ProcessSpawning"],
+            name: "KeychainTestSupport", dependencies: ["CGio", "DBusValues", "Keychain", "KeychainCore", "ProcessSpawning"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "SecretCryptoTests", dependencies: ["SecretCrypto"],
@@ -113,7 +119,7 @@ let package = Package(
             name: "SecretCtlTests", dependencies: ["KeychainCore", "SecretCtl", "SecretCrypto", "Keychain"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "SecretServiceTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService"],
+            name: "SecretServiceTests", dependencies: ["DBusValues", "KeychainCore", "KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "KeychainTestSupport"],

@@ -22,6 +22,13 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The stored value is not of the requested type (for example not UTF-8 text, or JSON that
     /// does not decode to the requested `Decodable` type).
     case unexpectedData(reason: String)
+    /// No keyring has this alias (`default`, `session`, or a name given to `secretctl`).
+    case noSuchKeyring(alias: String)
+    /// The provider does not offer this (for example access groups, which only secretd has).
+    case notSupported(feature: String)
+    /// The provider's reply did not follow the Secret Service protocol (a missing reply, or one
+    /// of the wrong type); `reason` says what was wrong.
+    case protocolError(reason: String)
     /// Any other error from libsecret or the provider, with its GLib domain, code and message.
     case backend(domain: String, code: Int, message: String)
 
@@ -58,7 +65,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .noPrompter(let reason): return "cannot ask for a credential: \(reason)"
         case .invalidInput(let reason): return "invalid input: \(reason)"
         case .unexpectedData(let reason): return "unexpected data: \(reason)"
-        case .backend("keychain", _, let message): return message  // the library's own, already a sentence
+        case .noSuchKeyring(let alias): return "no keyring has the alias '\(alias)'"
+        case .notSupported(let feature): return "the provider does not support \(feature)"
+        case .protocolError(let reason): return "the provider broke the Secret Service protocol: \(reason)"
         case .backend(let domain, let code, let message): return "\(domain) error \(code): \(message)"
         }
     }

@@ -2,7 +2,9 @@
 // library's back (checking the bus name, locking and unlocking collections).
 
 internal import CGio
+import DBusValues
 import Foundation
+import KeychainCore
 
 /// An error from a D-Bus call made by the test harness.
 public struct BusError: Error, CustomStringConvertible {
@@ -34,12 +36,9 @@ public final class BusConnection: @unchecked Sendable {
     /// Whether some connection owns `name`.
     public func nameHasOwner(_ name: String) throws(BusError) -> Bool {
         let reply = try call(
-            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner",
-            tuple([g_variant_new_string(name)]), replyType: "(b)")
-        defer { g_variant_unref(reply) }
-        let value = g_variant_get_child_value(reply, 0)
-        defer { g_variant_unref(value) }
-        return g_variant_get_boolean(value) != 0
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner", [.string(name)],
+            replyType: "(b)")
+        return reply[0].boolean!
     }
 
     /// Waits (up to `timeout` seconds) until `name` is owned; stops `process` and throws with its
@@ -66,46 +65,27 @@ public final class BusConnection: @unchecked Sendable {
 
     /// The object path the provider's alias (`default`) points at, or `nil` when unset.
     public func readAlias(_ alias: String) throws(BusError) -> String? {
-        let reply = try call(
-            Self.secrets, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "ReadAlias",
-            tuple([g_variant_new_string(alias)]), replyType: "(o)")
-        defer { g_variant_unref(reply) }
-        let value = g_variant_get_child_value(reply, 0)
-        defer { g_variant_unref(value) }
-        let path = String(cString: g_variant_get_string(value, nil))
-        return path == "/" ? nil : path
+        let reply = try callService(SecretServiceNames.Interface.service, "ReadAlias", [.string(alias)], replyType: "(o)")
+        let path = reply[0].objectPath!
+        return path == SecretServiceNames.Path.none ? nil : path
     }
 
     /// Locks the given collections or items (`org.freedesktop.Secret.Service.Lock`).
     public func lock(_ paths: [String]) throws(BusError) {
-        let array = Self.objectPaths(paths)
-        let reply = try call(
-            Self.secrets, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Lock",
-            tuple([array]), replyType: "(aoo)")
-        g_variant_unref(reply)
+        _ = try callService(SecretServiceNames.Interface.service, "Lock", [.objectPaths(paths)], replyType: "(aoo)")
     }
 
     /// Unlocks `collection` with its password through gnome-keyring's extension interface
     /// (`UnlockWithMasterPassword` on `/org/freedesktop/secrets`, where gnome-keyring 42 serves
     /// it), over a `plain` session opened for the call.
     public func unlock(_ collection: String, password: String) throws(BusError) {
-        let opened = try call(
-            Self.secrets, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
-            tuple([g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))]),
-            replyType: "(vo)")
-        defer { g_variant_unref(opened) }
-        let sessionValue = g_variant_get_child_value(opened, 1)
-        defer { g_variant_unref(sessionValue) }
-        let session = String(cString: g_variant_get_string(sessionValue, nil))
-        let secret = tuple([
-            g_variant_new_object_path(session), Self.bytes([]), Self.bytes(Array(password.utf8)),
-            g_variant_new_string("text/plain"),
+        let session = try openPlainSession()
+        let secret = DBusValue.tuple([
+            .objectPath(session), .bytes(DBusBytes([])), .bytes(DBusBytes(Array(password.utf8))), .string("text/plain"),
         ])
-        let reply = try call(
-            Self.secrets, "/org/freedesktop/secrets",
-            "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface", "UnlockWithMasterPassword",
-            tuple([g_variant_new_object_path(collection), secret]), replyType: "()")
-        g_variant_unref(reply)
+        _ = try callService(
+            SecretServiceNames.Interface.gnomeExtension, "UnlockWithMasterPassword", [.objectPath(collection), secret],
+            replyType: "()")
     }
 
     /// Calls `method` with arguments written in GVariant text format (as `gdbus call` takes
@@ -114,19 +94,21 @@ public final class BusConnection: @unchecked Sendable {
     /// - Throws: ``BusError`` whose description starts with the D-Bus error name.
     public func call(
         _ path: String, _ interface: String, _ method: String, _ arguments: String = "()",
-        destination: String = "org.freedesktop.secrets"
+        destination: String = TestEnvironment.busName
     ) throws(BusError) -> String {
-        var error: UnsafeMutablePointer<GError>?
-        guard let parameters = g_variant_parse(nil, arguments, nil, nil, &error) else { throw Self.take(error) }
+        let parameters: OpaquePointer
+        do throws(DBusValue.TextFormatError) {
+            parameters = try DBusValue.parseText(arguments)
+        } catch {
+            throw BusError(description: error.message)
+        }
         var callError: UnsafeMutablePointer<GError>?
         let reply = g_dbus_connection_call_sync(
             connection, destination, path, interface, method, parameters, nil, G_DBUS_CALL_FLAGS_NONE, 30_000, nil,
             &callError)
         guard let reply else { throw Self.takeRemote(callError) }
         defer { g_variant_unref(reply) }
-        let text = g_variant_print(reply, 1)!
-        defer { g_free(text) }
-        return String(cString: text)
+        return DBusValue.text(of: reply)
     }
 
     /// Calls `CreateItem` on `collection` with a plain-session secret of raw bytes (for sizes
@@ -134,31 +116,16 @@ public final class BusConnection: @unchecked Sendable {
     public func createItem(
         in collection: String, session: String, attributes: [String: String], secret: [UInt8]
     ) throws(BusError) -> String {
-        let dictionaryType = g_variant_type_new("{ss}")
-        defer { g_variant_type_free(dictionaryType) }
-        let entries: [OpaquePointer?] = attributes.map {
-            g_variant_new_dict_entry(g_variant_new_string($0.key), g_variant_new_string($0.value))
-        }
-        let attributeArray = entries.withUnsafeBufferPointer {
-            g_variant_new_array(dictionaryType, $0.baseAddress, gsize($0.count))
-        }
-        let propertyType = g_variant_type_new("{sv}")
-        defer { g_variant_type_free(propertyType) }
-        let property: [OpaquePointer?] = [
-            g_variant_new_dict_entry(
-                g_variant_new_string("org.freedesktop.Secret.Item.Attributes"), g_variant_new_variant(attributeArray))
-        ]
-        let properties = property.withUnsafeBufferPointer { g_variant_new_array(propertyType, $0.baseAddress, 1) }
-        let value = tuple([g_variant_new_object_path(session), Self.bytes([]), Self.bytes(secret), g_variant_new_string("text/plain")])
+        let properties = DBusValue.properties([SecretServiceNames.Property.itemAttributes: .stringMap(attributes)])
+        let value = DBusValue.tuple([.objectPath(session), .bytes(DBusBytes([])), .bytes(DBusBytes(secret)), .string("text/plain")])
+        let parameters = DBusValue.makeTuple([properties, value, .boolean(false)])
         var error: UnsafeMutablePointer<GError>?
         let reply = g_dbus_connection_call_sync(
-            connection, Self.secrets, collection, "org.freedesktop.Secret.Collection", "CreateItem",
-            tuple([properties, value, g_variant_new_boolean(0)]), nil, G_DBUS_CALL_FLAGS_NONE, 60_000, nil, &error)
+            connection, SecretServiceNames.busName, collection, SecretServiceNames.Interface.collection, "CreateItem",
+            parameters, nil, G_DBUS_CALL_FLAGS_NONE, 60_000, nil, &error)
         guard let reply else { throw Self.takeRemote(error) }
         defer { g_variant_unref(reply) }
-        let text = g_variant_print(reply, 1)!
-        defer { g_free(text) }
-        return String(cString: text)
+        return DBusValue.text(of: reply)
     }
 
     /// This connection's unique bus name.
@@ -179,38 +146,38 @@ public final class BusConnection: @unchecked Sendable {
         return BusError(description: "\(name ?? "local"): \(message)")
     }
 
-    private static let secrets = "org.freedesktop.secrets"
+    /// Opens a `plain` session with the provider; returns its path.
+    private func openPlainSession() throws(BusError) -> String {
+        let opened = try callService(
+            SecretServiceNames.Interface.service, "OpenSession", [.string("plain"), .variant(.string(""))], replyType: "(vo)")
+        return opened[1].objectPath!
+    }
 
-    /// Calls a method synchronously (10 s timeout); returns the reply (transfer full).
+    /// Calls `method` of `interface` on the provider's service object.
+    private func callService(
+        _ interface: String, _ method: String, _ arguments: [DBusValue], replyType: String
+    ) throws(BusError) -> [DBusValue] {
+        try call(SecretServiceNames.busName, SecretServiceNames.Path.service, interface, method, arguments, replyType: replyType)
+    }
+
+    /// Calls a method synchronously (10 s timeout); GDBus checks the reply against `replyType`,
+    /// so the caller may read it by position.
     private func call(
         _ destination: String, _ path: String, _ interface: String, _ method: String,
-        _ parameters: OpaquePointer, replyType: String
-    ) throws(BusError) -> OpaquePointer {
+        _ arguments: [DBusValue], replyType: String
+    ) throws(BusError) -> [DBusValue] {
         var error: UnsafeMutablePointer<GError>?
         let type = g_variant_type_new(replyType)
         defer { g_variant_type_free(type) }
         let reply = g_dbus_connection_call_sync(
-            connection, destination, path, interface, method, parameters, type,
+            connection, destination, path, interface, method, DBusValue.makeTuple(arguments), type,
             G_DBUS_CALL_FLAGS_NONE, 10_000, nil, &error)
         guard let reply else { throw Self.take(error) }
-        return reply
-    }
-
-    private func tuple(_ children: [OpaquePointer?]) -> OpaquePointer {
-        children.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
-    }
-
-    private static func bytes(_ bytes: [UInt8]) -> OpaquePointer {
-        let type = g_variant_type_new("y")
-        defer { g_variant_type_free(type) }
-        return bytes.withUnsafeBytes { g_variant_new_fixed_array(type, $0.baseAddress, gsize($0.count), 1) }
-    }
-
-    private static func objectPaths(_ paths: [String]) -> OpaquePointer {
-        let type = g_variant_type_new("o")
-        defer { g_variant_type_free(type) }
-        let children = paths.map { g_variant_new_object_path($0) }
-        return children.withUnsafeBufferPointer { g_variant_new_array(type, $0.baseAddress, gsize($0.count)) }
+        defer { g_variant_unref(reply) }
+        guard let values = DBusValue.makeValue(reply)?.tuple else {
+            throw BusError(description: "an unreadable reply to \(method)")
+        }
+        return values
     }
 
     private static func take(_ error: UnsafeMutablePointer<GError>?) -> BusError {

@@ -2,7 +2,9 @@
 // pumps while it waits, so no main loop has to run.
 
 internal import CGio
+import DBusValues
 import Foundation
+import KeychainCore
 
 /// Collects every signal sent by `org.freedesktop.secrets` on a bus.
 public final class SignalRecorder: @unchecked Sendable {
@@ -44,14 +46,12 @@ public final class SignalRecorder: @unchecked Sendable {
         g_main_context_push_thread_default(context)
         defer { g_main_context_pop_thread_default(context) }
         subscription = g_dbus_connection_signal_subscribe(
-            connection, "org.freedesktop.secrets", nil, nil, nil, nil, G_DBUS_SIGNAL_FLAGS_NONE,
+            connection, SecretServiceNames.busName, nil, nil, nil, nil, G_DBUS_SIGNAL_FLAGS_NONE,
             { _, _, path, interface, name, parameters, userData in
                 let recorder = Unmanaged<SignalRecorder>.fromOpaque(userData!).takeUnretainedValue()
-                let text = g_variant_print(parameters, 1)!
-                defer { g_free(text) }
                 recorder.signals.append(Signal(
                     path: String(cString: path!), interface: String(cString: interface!), name: String(cString: name!),
-                    arguments: String(cString: text)))
+                    arguments: DBusValue.text(of: parameters!)))
             }, Unmanaged.passUnretained(self).toOpaque(), nil)
     }
 

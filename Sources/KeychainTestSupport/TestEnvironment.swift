@@ -1,5 +1,6 @@
 public import Foundation
 import Keychain
+import KeychainCore
 
 /// One private bus and one provider for this test process, in a temporary HOME/XDG tree.
 ///
@@ -175,5 +176,5 @@ public final class TestEnvironment: @unchecked Sendable {
     }
 
     /// The bus name every Secret Service provider owns.
-    public static let busName = "org.freedesktop.secrets"
+    public static let busName = SecretServiceNames.busName
 }

@@ -227,7 +227,8 @@ public enum SecretCtl {
             return .failure("no Secret Service provider (start secretd or gnome-keyring): \(reason)", status: .noProvider)
         case .invalidInput(let reason): return .usage("\(reason)", command: nil)
         case .unexpectedData(let reason): return .failure(reason, status: .notFound)
-        case .backend: return .failure(error.description, status: .notFound)
+        case .noSuchKeyring: return .failure(error.description, status: .notFound)
+        case .notSupported, .protocolError, .backend: return .failure(error.description, status: .notFound)
         }
     }
 }

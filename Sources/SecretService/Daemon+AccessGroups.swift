@@ -5,6 +5,7 @@ import FoundationEssentials
 import Glibc
 import SecretCrypto
 import SecretStore
+import DBusValues
 
 /// What a caller may do with an item, given the item's group.
 enum ItemAccess {

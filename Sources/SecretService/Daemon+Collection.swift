@@ -3,6 +3,7 @@
 import KeychainCore
 import SecretCrypto
 import SecretStore
+import DBusValues
 
 extension Daemon {
     func handleCollection(_ call: MethodCall, _ collection: Store.CollectionRecord) -> Result<DBusValue, SecretServiceError> {
@@ -50,13 +51,13 @@ extension Daemon {
         replace: Bool, sender: String
     ) -> Result<DBusValue, SecretServiceError> {
         guard let key = keys[collection.id] else { return .failure(.isLocked("the collection is locked")) }
-        let labelValue = properties["org.freedesktop.Secret.Item.Label"]
-        let attributesValue = properties["org.freedesktop.Secret.Item.Attributes"]
+        let labelValue = properties[SecretServiceNames.Property.itemLabel]
+        let attributesValue = properties[SecretServiceNames.Property.itemAttributes]
         guard let label = labelValue.map(\.string) ?? "" else {
-            return .failure(.invalidArgs("org.freedesktop.Secret.Item.Label must be a string (s)"))
+            return .failure(.invalidArgs("\(SecretServiceNames.Property.itemLabel) must be a string (s)"))
         }
         guard let requested = attributesValue.map(\.stringMap) ?? [:] else {
-            return .failure(.invalidArgs("org.freedesktop.Secret.Item.Attributes must be a{ss}"))
+            return .failure(.invalidArgs("\(SecretServiceNames.Property.itemAttributes) must be a{ss}"))
         }
         if let problem = Self.checkItemText(label: label, attributes: requested) { return .failure(problem) }
         let attributes: [String: String]

@@ -3,6 +3,7 @@
 import KeychainCore
 import SecretCrypto
 import SecretStore
+import DBusValues
 
 extension Daemon {
     func handleItem(

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Pinentry
 import SecretCrypto
 import SecretStore
+import DBusValues
 
 extension Daemon {
     /// How many times a wrong password may be typed in one unlock prompt.

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Glibc
 import SecretCrypto
 import SecretStore
+import DBusValues
 
 extension Daemon {
     func handleService(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
@@ -43,8 +44,8 @@ extension Daemon {
             if !alias.isEmpty, let existing = resolveAlias(alias) {
                 return .success(.tuple([.objectPath(ObjectPaths.collection(existing.name)), .objectPath(ObjectPaths.none)]))
             }
-            guard let label = properties["org.freedesktop.Secret.Collection.Label"].map(\.string) ?? "Keyring" else {
-                return .failure(.invalidArgs("org.freedesktop.Secret.Collection.Label must be a string (s)"))
+            guard let label = properties[SecretServiceNames.Property.collectionLabel].map(\.string) ?? "Keyring" else {
+                return .failure(.invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)"))
             }
             guard label.utf8.count <= KeychainLimits.textSize, alias != Self.sessionName else {
                 return .failure(.invalidArgs("that label or alias cannot be used"))
@@ -172,8 +173,8 @@ extension Daemon {
             }
         case "CreateWithMasterPassword":
             guard let properties = args[0].variantMap else { return .failure(.invalidArgs("a{sv} expected")) }
-            guard let label = properties["org.freedesktop.Secret.Collection.Label"].map(\.string) ?? "Keyring" else {
-                return .failure(.invalidArgs("org.freedesktop.Secret.Collection.Label must be a string (s)"))
+            guard let label = properties[SecretServiceNames.Property.collectionLabel].map(\.string) ?? "Keyring" else {
+                return .failure(.invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)"))
             }
             return decodeSecret(args[1], from: call.sender).flatMap { password, _ in
                 createCollection(label: label, password: password).map { .tuple([.objectPath($0)]) }

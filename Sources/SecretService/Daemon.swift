@@ -2,6 +2,7 @@ import KeychainCore
 public import FoundationEssentials
 import Glibc
 import Pinentry
+import DBusValues
 public import SecretCrypto
 public import SecretStore
 
@@ -41,7 +42,7 @@ public final class Daemon: BusHandler {
         }
     }
 
-    static let busName = "org.freedesktop.secrets"
+    static let busName = SecretServiceNames.busName
     static let loginName = "login"
     static let sessionName = "session"
 

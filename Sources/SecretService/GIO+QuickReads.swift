@@ -17,6 +17,7 @@
 
 internal import CGio
 import FoundationEssentials
+import DBusValues
 
 /// A method the handler may answer in GDBus's thread, on whichever objects it says
 /// (``BusHandler/answersAtOnce(_:)``).
@@ -74,7 +75,7 @@ extension BusServer {
         defer { Self.mainLoopLock.unlock() }
 
         guard let handler, !handler.hasPendingCommit, !isHoldingReplies,
-            let arguments = g_dbus_message_get_body(message).flatMap({ Self.makeValue($0)?.tuple }) ?? (signature.isEmpty ? [] : nil)
+            let arguments = g_dbus_message_get_body(message).flatMap({ DBusValue.makeValue($0)?.tuple }) ?? (signature.isEmpty ? [] : nil)
         else { return false }
         let call = MethodCall(sender: sender, path: path, interface: interface, method: method, arguments: arguments)
         guard handler.answersAtOnce(call) else { return false }
@@ -89,7 +90,7 @@ extension BusServer {
         switch result {
         case .success(let value):
             reply = g_dbus_message_new_method_reply(message)
-            let body = g_variant_ref_sink(Self.makeVariant(value))
+            let body = g_variant_ref_sink(DBusValue.makeVariant(value))
             if g_variant_get_size(body) > Self.largeReply { returnMemoryLater() }
             if let reply { g_dbus_message_set_body(reply, body) }
             g_variant_unref(body)

@@ -10,6 +10,7 @@ internal import CProcess
 import Dispatch
 import KeychainCore
 import FoundationEssentials
+import DBusValues
 
 /// A method call as the daemon's logic sees it.
 struct MethodCall {
@@ -129,7 +130,7 @@ final class BusServer {
     func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue], destination: String? = nil)
         -> Bool
     {
-        let parameters = g_variant_ref_sink(Self.makeVariant(.tuple(arguments)))
+        let parameters = g_variant_ref_sink(DBusValue.makeVariant(.tuple(arguments)))
         let connection = self.connection
         return deliver(Held(send: {
             g_dbus_connection_emit_signal(connection, destination, path, interface, name, parameters, nil)
@@ -182,7 +183,7 @@ final class BusServer {
             nil, G_DBUS_SIGNAL_FLAGS_NONE,
             { _, _, _, _, _, parameters, userData in
                 guard let parameters, let userData,
-                    case .tuple(let fields)? = BusServer.makeValue(parameters), fields.count == 3,
+                    case .tuple(let fields)? = DBusValue.makeValue(parameters), fields.count == 3,
                     let name = fields[0].string, let newOwner = fields[2].string, newOwner.isEmpty, name.hasPrefix(":")
                 else { return }
                 let server = Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue()
@@ -255,13 +256,13 @@ final class BusServer {
         let box = Unmanaged.passRetained(ClosureBox(value: completion)).toOpaque()
         g_dbus_connection_call(
             connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionCredentials",
-            Self.makeVariant(.tuple([.string(sender)])), nil, G_DBUS_CALL_FLAGS_NONE, -1, nil,
+            DBusValue.makeVariant(.tuple([.string(sender)])), nil, G_DBUS_CALL_FLAGS_NONE, -1, nil,
             { source, result, userData in
                 let completion = Unmanaged<ClosureBox<((uid: UInt32, pid: UInt32?)?) -> Void>>.fromOpaque(userData!)
                     .takeRetainedValue().value
                 let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, nil)
                 defer { if let reply { g_variant_unref(reply) } }
-                completion(BusServer.credentials(in: reply.flatMap { BusServer.makeValue($0) }))
+                completion(BusServer.credentials(in: reply.flatMap { DBusValue.makeValue($0) }))
             }, box)
     }
 
@@ -291,10 +292,10 @@ final class BusServer {
     private func callBus(_ method: String, _ arguments: [DBusValue], timeout: Int32 = 5_000) -> DBusValue? {
         let reply = g_dbus_connection_call_sync(
             connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
-            Self.makeVariant(.tuple(arguments)), nil, G_DBUS_CALL_FLAGS_NONE, timeout, nil, nil)
+            DBusValue.makeVariant(.tuple(arguments)), nil, G_DBUS_CALL_FLAGS_NONE, timeout, nil, nil)
         guard let reply else { return nil }
         defer { g_variant_unref(reply) }
-        return Self.makeValue(reply)
+        return DBusValue.makeValue(reply)
     }
 
     // MARK: - Main loop
@@ -467,7 +468,7 @@ final class BusServer {
             }
         }
         if waiting { return }
-        guard let arguments = Self.makeValue(parameters)?.tuple else {
+        guard let arguments = DBusValue.makeValue(parameters)?.tuple else {
             g_dbus_method_invocation_return_dbus_error(
                 invocation, "org.freedesktop.DBus.Error.InvalidArgs", "arguments of a type D-Bus does not carry")
             return
@@ -477,7 +478,7 @@ final class BusServer {
         let result = interface == Self.propertiesInterface ? properties(call, handler) : handler.handle(call)
         switch result {
         case .success(let value):
-            let variant = g_variant_ref_sink(Self.makeVariant(value))
+            let variant = g_variant_ref_sink(DBusValue.makeVariant(value))
             if g_variant_get_size(variant) > Self.largeReply { returnMemoryLater() }
             reply = Held(send: {
                 g_dbus_method_invocation_return_value(invocation, variant)
@@ -717,109 +718,6 @@ final class BusServer {
         for (code, name) in SecretServiceError.dbusNames.enumerated() where !name.hasPrefix("org.freedesktop.DBus.Error.") {
             _ = g_dbus_error_register_error(domain, gint(code + 1), name)
         }
-    }
-
-    // MARK: - GVariant conversion
-
-    /// Builds a (floating) GVariant from a value.
-    static func makeVariant(_ value: DBusValue) -> OpaquePointer {
-        switch value {
-        case .boolean(let flag): return g_variant_new_boolean(flag ? 1 : 0)
-        case .byte(let number): return g_variant_new_byte(number)
-        case .int16(let number): return g_variant_new_int16(number)
-        case .uint16(let number): return g_variant_new_uint16(number)
-        case .double(let number): return g_variant_new_double(number)
-        case .signature(let text): return g_variant_new_signature(text)
-        case .fileDescriptorIndex(let index): return g_variant_new_handle(index)
-        case .uint32(let number): return g_variant_new_uint32(number)
-        case .int32(let number): return g_variant_new_int32(number)
-        case .uint64(let number): return g_variant_new_uint64(guint64(number))
-        case .int64(let number): return g_variant_new_int64(gint64(number))
-        case .string(let text): return g_variant_new_string(text)
-        case .objectPath(let path): return g_variant_new_object_path(path)
-        case .bytes(let bytes):
-            return withType("y") { type in
-                bytes.withUnsafeBytes { g_variant_new_fixed_array(type, $0.baseAddress, gsize($0.count), 1) }
-            }
-        case .array(let element, let items):
-            let children = items.map { Optional(makeVariant($0)) }
-            return withType(element) { type in
-                children.withUnsafeBufferPointer { g_variant_new_array(type, $0.baseAddress, gsize($0.count)) }
-            }
-        case .dictionary(let key, let valueType, let entries):
-            let children: [OpaquePointer?] = entries.map { g_variant_new_dict_entry(makeVariant($0.key), makeVariant($0.value)) }
-            return withType("{\(key)\(valueType)}") { type in
-                children.withUnsafeBufferPointer { g_variant_new_array(type, $0.baseAddress, gsize($0.count)) }
-            }
-        case .tuple(let items):
-            let children = items.map { Optional(makeVariant($0)) }
-            return children.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
-        case .variant(let inner): return g_variant_new_variant(makeVariant(inner))
-        }
-    }
-
-    /// Converts a GVariant (not consumed) into a value; nil for maybe types, which D-Bus does
-    /// not have. Runs on every argument of every call, so it switches on the GVariant class
-    /// and reads a type string only where an array needs it.
-    static func makeValue(_ variant: OpaquePointer) -> DBusValue? {
-        switch g_variant_classify(variant) {
-        case G_VARIANT_CLASS_BOOLEAN: return .boolean(g_variant_get_boolean(variant) != 0)
-        case G_VARIANT_CLASS_BYTE: return .byte(g_variant_get_byte(variant))
-        case G_VARIANT_CLASS_INT16: return .int16(g_variant_get_int16(variant))
-        case G_VARIANT_CLASS_UINT16: return .uint16(g_variant_get_uint16(variant))
-        case G_VARIANT_CLASS_DOUBLE: return .double(g_variant_get_double(variant))
-        case G_VARIANT_CLASS_SIGNATURE: return .signature(String(cString: g_variant_get_string(variant, nil)))
-        case G_VARIANT_CLASS_HANDLE: return .fileDescriptorIndex(g_variant_get_handle(variant))
-        case G_VARIANT_CLASS_UINT32: return .uint32(g_variant_get_uint32(variant))
-        case G_VARIANT_CLASS_INT32: return .int32(g_variant_get_int32(variant))
-        case G_VARIANT_CLASS_UINT64: return .uint64(UInt64(g_variant_get_uint64(variant)))
-        case G_VARIANT_CLASS_INT64: return .int64(Int64(g_variant_get_int64(variant)))
-        case G_VARIANT_CLASS_STRING: return .string(String(cString: g_variant_get_string(variant, nil)))
-        case G_VARIANT_CLASS_OBJECT_PATH: return .objectPath(String(cString: g_variant_get_string(variant, nil)))
-        case G_VARIANT_CLASS_VARIANT:
-            let inner = g_variant_get_variant(variant)!
-            defer { g_variant_unref(inner) }
-            return makeValue(inner).map { .variant($0) }
-        case G_VARIANT_CLASS_TUPLE, G_VARIANT_CLASS_DICT_ENTRY:
-            return children(of: variant).map { .tuple($0) }
-        case G_VARIANT_CLASS_ARRAY:
-            let element = g_variant_get_type_string(variant)! + 1  // after the "a"
-            if element.pointee == CChar(UInt8(ascii: "y")) {
-                var count: gsize = 0
-                guard let base = g_variant_get_fixed_array(variant, &count, 1), count > 0 else { return .bytes(DBusBytes([])) }
-                return .bytes(DBusBytes(copying: UnsafeRawBufferPointer(start: base, count: Int(count))))
-            }
-            guard let values = children(of: variant) else { return nil }
-            guard element.pointee == CChar(UInt8(ascii: "{")) else { return .array(element: String(cString: element), values) }
-            let entryType = String(cString: element)  // "{" key value "}", the key one character
-            let entries = values.compactMap { value -> DBusValue.Entry? in
-                guard case .tuple(let pair) = value, pair.count == 2 else { return nil }
-                return DBusValue.Entry(key: pair[0], value: pair[1])
-            }
-            return .dictionary(key: String(entryType.dropFirst().prefix(1)), value: String(entryType.dropFirst(2).dropLast()), entries)
-        default:
-            return nil
-        }
-    }
-
-    /// The converted children of a container, or nil if one cannot be converted.
-    private static func children(of variant: OpaquePointer) -> [DBusValue]? {
-        let count = g_variant_n_children(variant)
-        var values: [DBusValue] = []
-        values.reserveCapacity(Int(count))
-        for index in 0..<count {
-            let child = g_variant_get_child_value(variant, index)!
-            defer { g_variant_unref(child) }
-            guard let value = makeValue(child) else { return nil }
-            values.append(value)
-        }
-        return values
-    }
-
-    private static func withType(_ signature: String, _ body: (OpaquePointer) -> OpaquePointer) -> OpaquePointer {
-        let type = g_variant_type_new(signature)!
-        defer { g_variant_type_free(type) }
-        return body(type)
     }
 
     static func take(_ error: UnsafeMutablePointer<GError>?) -> String {

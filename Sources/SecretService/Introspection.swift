@@ -1,16 +1,18 @@
+import KeychainCore
+
 /// The interfaces secretd serves, as introspection XML (GDBus checks every call's argument
 /// types against it and answers `InvalidArgs` for the wrong ones).
 enum Introspection {
-    static let service = "org.freedesktop.Secret.Service"
-    static let collection = "org.freedesktop.Secret.Collection"
-    static let item = "org.freedesktop.Secret.Item"
-    static let session = "org.freedesktop.Secret.Session"
-    static let prompt = "org.freedesktop.Secret.Prompt"
+    static let service = SecretServiceNames.Interface.service
+    static let collection = SecretServiceNames.Interface.collection
+    static let item = SecretServiceNames.Interface.item
+    static let session = SecretServiceNames.Interface.session
+    static let prompt = SecretServiceNames.Interface.prompt
     /// gnome-keyring's extension for password-based unlock, creation and change.
-    static let gnomeExtension = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
+    static let gnomeExtension = SecretServiceNames.Interface.gnomeExtension
 
     /// secretd's own interface for access groups (see secretd(1)).
-    static let accessGroups = "io.github.secretd.AccessGroups1"
+    static let accessGroups = SecretServiceNames.Interface.accessGroups
 
     static let xml = """
         <node>

@@ -1,15 +1,17 @@
+import KeychainCore
+
 /// The object paths secretd serves; item and collection paths come from database ids and
 /// names, so they stay the same across restarts.
 enum ObjectPaths {
-    static let service = "/org/freedesktop/secrets"
-    static let collectionPrefix = "/org/freedesktop/secrets/collection"
-    static let aliasPrefix = "/org/freedesktop/secrets/aliases"
-    static let sessionPrefix = "/org/freedesktop/secrets/session"
-    static let promptPrefix = "/org/freedesktop/secrets/prompt"
+    static let service = SecretServiceNames.Path.service
+    static let collectionPrefix = SecretServiceNames.Path.collectionPrefix
+    static let aliasPrefix = SecretServiceNames.Path.aliasPrefix
+    static let sessionPrefix = SecretServiceNames.Path.sessionPrefix
+    static let promptPrefix = SecretServiceNames.Path.promptPrefix
     /// The "no prompt needed" and "no collection" path.
-    static let none = "/"
+    static let none = SecretServiceNames.Path.none
 
-    static func collection(_ name: String) -> String { "\(collectionPrefix)/\(name)" }
+    static func collection(_ name: String) -> String { SecretServiceNames.Path.collection(name) }
     static func item(_ collection: String, _ id: Int64) -> String { "\(collectionPrefix)/\(collection)/\(id)" }
     static func session(_ id: Int) -> String { "\(sessionPrefix)/s\(id)" }
     static func prompt(_ id: Int) -> String { "\(promptPrefix)/p\(id)" }
@@ -30,7 +32,7 @@ enum ObjectPaths {
     static func parse(_ path: String) -> Target {
         var path = path
         return path.withUTF8 { bytes -> Target in
-            let root = "/org/freedesktop/secrets".utf8
+            let root = service.utf8
             guard bytes.count >= root.count, bytes.prefix(root.count).elementsEqual(root) else { return .unknown }
             if bytes.count == root.count { return .service }
             guard bytes[root.count] == UInt8(ascii: "/") else { return .unknown }

@@ -2,6 +2,7 @@
 
 import Pinentry
 import SecretStore
+import DBusValues
 
 /// A pending prompt: what the client asked for that needs a person's password.
 final class Prompt {

@@ -1,3 +1,5 @@
+import KeychainCore
+
 /// Errors returned to D-Bus callers; each has the name clients match on.
 public enum SecretServiceError: Error, Equatable {
     /// The object must be unlocked first.
@@ -22,12 +24,12 @@ public enum SecretServiceError: Error, Equatable {
     /// The D-Bus error name.
     public var dbusName: String {
         switch self {
-        case .isLocked: return "org.freedesktop.Secret.Error.IsLocked"
-        case .noSession: return "org.freedesktop.Secret.Error.NoSession"
-        case .noSuchObject: return "org.freedesktop.Secret.Error.NoSuchObject"
+        case .isLocked: return SecretServiceNames.ErrorName.isLocked
+        case .noSession: return SecretServiceNames.ErrorName.noSession
+        case .noSuchObject: return SecretServiceNames.ErrorName.noSuchObject
         case .invalidArgs: return "org.freedesktop.DBus.Error.InvalidArgs"
         case .notSupported: return "org.freedesktop.DBus.Error.NotSupported"
-        case .accessDenied: return "org.gnome.keyring.Error.Denied"
+        case .accessDenied: return SecretServiceNames.ErrorName.denied
         case .forbidden: return "org.freedesktop.DBus.Error.AccessDenied"
         case .limitsExceeded: return "org.freedesktop.DBus.Error.LimitsExceeded"
         case .failed: return "org.freedesktop.DBus.Error.Failed"

@@ -1,6 +1,7 @@
 // org.freedesktop.Secret.Session
 
 package import SecretCrypto
+package import DBusValues
 
 /// A client's transfer session: how secrets are encoded between it and the daemon.
 package final class Session {

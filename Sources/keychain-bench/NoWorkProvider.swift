@@ -1,6 +1,8 @@
 internal import CGio
 internal import CLibSecret  // GIO's structs come through it too (both modules include gio.h)
+import DBusValues
 import Foundation
+import KeychainCore
 
 /// A Secret Service provider that does no work: it answers `OpenSession` (plain only),
 /// `SearchItems` (one item), `GetSecrets` (a fixed secret) and the service's properties with
@@ -17,9 +19,9 @@ enum NoWorkProvider {
         case workerThread = "worker-thread"
     }
 
-    static let servicePath = "/org/freedesktop/secrets"
-    static let sessionPath = "/org/freedesktop/secrets/session/1"
-    static let itemPath = "/org/freedesktop/secrets/collection/login/1"
+    static let servicePath = SecretServiceNames.Path.service
+    static let sessionPath = SecretServiceNames.Path.sessionPrefix + "/1"
+    static let itemPath = SecretServiceNames.Path.collection("login") + "/1"
 
     /// Owns `org.freedesktop.secrets` on the session bus and serves until killed.
     static func serve(_ mode: Mode, secret: String) -> Never {
@@ -29,12 +31,12 @@ enum NoWorkProvider {
         switch mode {
         case .mainLoop:
             guard let info = g_dbus_node_info_new_for_xml(introspection, &error),
-                g_dbus_connection_register_object(connection, servicePath, g_dbus_node_info_lookup_interface(info, "org.freedesktop.Secret.Service"), vtable, nil, nil, &error) != 0
+                g_dbus_connection_register_object(connection, servicePath, g_dbus_node_info_lookup_interface(info, SecretServiceNames.Interface.service), vtable, nil, nil, &error) != 0
             else { fail("cannot export \(servicePath)") }
         case .workerThread:
             g_dbus_connection_add_filter(connection, filter, nil, nil)
         }
-        g_bus_own_name_on_connection(connection, "org.freedesktop.secrets", G_BUS_NAME_OWNER_FLAGS_NONE, nil, nil, nil, nil)
+        g_bus_own_name_on_connection(connection, SecretServiceNames.busName, G_BUS_NAME_OWNER_FLAGS_NONE, nil, nil, nil, nil)
         g_main_loop_run(g_main_loop_new(nil, 0))
         fail("main loop ended")
     }
@@ -49,26 +51,28 @@ enum NoWorkProvider {
         let openSession, searchItems, getSecrets, getAll, collections: OpaquePointer
 
         init(secret: String) {
-            let bytes = "[" + secret.utf8.map { "byte \($0)" }.joined(separator: ", ") + "]"
-            openSession = Self.parse("(<''>, objectpath '\(sessionPath)')")
-            searchItems = Self.parse("([objectpath '\(itemPath)'], @ao [])")
-            getSecrets = Self.parse("({objectpath '\(itemPath)': (objectpath '\(sessionPath)', @ay [], \(bytes), 'text/plain')},)")
-            getAll = Self.parse("({'Collections': <@ao []>},)")
-            collections = Self.parse("@ao []")
+            let value = DBusValue.tuple([
+                .objectPath(sessionPath), .bytes(DBusBytes([])), .bytes(DBusBytes(Array(secret.utf8))), .string("text/plain"),
+            ])
+            openSession = Self.make(.tuple([.variant(.string("")), .objectPath(sessionPath)]))
+            searchItems = Self.make(.tuple([.objectPaths([itemPath]), .objectPaths([])]))
+            getSecrets = Self.make(.tuple([
+                .dictionary(key: "o", value: "(oayays)", [DBusValue.Entry(key: .objectPath(itemPath), value: value)])
+            ]))
+            getAll = Self.make(.tuple([.properties(["Collections": .objectPaths([])])]))
+            collections = Self.make(.objectPaths([]))
         }
 
-        private static func parse(_ text: String) -> OpaquePointer {
-            g_variant_ref_sink(g_variant_parse(nil, text, nil, nil, nil)!)
-        }
+        private static func make(_ value: DBusValue) -> OpaquePointer { g_variant_ref_sink(DBusValue.makeVariant(value)) }
 
         /// The reply to `interface.method`, or the D-Bus error name to answer with.
         func reply(interface: String, method: String, firstArgument: String?) -> Result<OpaquePointer, DBusErrorName> {
             switch (interface, method) {
-            case ("org.freedesktop.Secret.Service", "OpenSession"):
+            case (SecretServiceNames.Interface.service, "OpenSession"):
                 firstArgument == "plain" ? .success(openSession) : .failure(DBusErrorName("org.freedesktop.DBus.Error.NotSupported"))
-            case ("org.freedesktop.Secret.Service", "SearchItems"): .success(searchItems)
-            case ("org.freedesktop.Secret.Service", "GetSecrets"): .success(getSecrets)
-            case ("org.freedesktop.DBus.Properties", "GetAll"): .success(getAll)
+            case (SecretServiceNames.Interface.service, "SearchItems"): .success(searchItems)
+            case (SecretServiceNames.Interface.service, "GetSecrets"): .success(getSecrets)
+            case (SecretServiceNames.Interface.properties, "GetAll"): .success(getAll)
             default: .failure(DBusErrorName("org.freedesktop.DBus.Error.UnknownMethod"))
             }
         }
@@ -78,6 +82,9 @@ enum NoWorkProvider {
 
     nonisolated(unsafe) private static var replies: Replies!
 
+    /// The call's first argument when it is a string. Read straight from the GVariant rather
+    /// than through DBusValue: this provider is the floor secretd is measured against, so it
+    /// converts nothing it does not need.
     private static func firstString(_ parameters: OpaquePointer?) -> String? {
         guard let parameters, g_variant_n_children(parameters) > 0 else { return nil }
         let first = g_variant_get_child_value(parameters, 0)!
@@ -118,7 +125,7 @@ enum NoWorkProvider {
         guard let message, incoming != 0, g_dbus_message_get_message_type(message) == G_DBUS_MESSAGE_TYPE_METHOD_CALL,
             let path = g_dbus_message_get_path(message), String(cString: path) == servicePath,
             let interface = g_dbus_message_get_interface(message), let method = g_dbus_message_get_member(message),
-            ["org.freedesktop.Secret.Service", "org.freedesktop.DBus.Properties"].contains(String(cString: interface))
+            [SecretServiceNames.Interface.service, SecretServiceNames.Interface.properties].contains(String(cString: interface))
         else { return message }  // Peer.Ping and Introspect: GDBus's own answers
         let answer: OpaquePointer
         switch replies.reply(interface: String(cString: interface), method: String(cString: method),

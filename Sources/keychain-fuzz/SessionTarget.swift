@@ -2,6 +2,7 @@ import Foundation
 import SecretService
 import SecretCrypto
 import SecretStore
+import DBusValues
 
 /// The Secret parameters and values of each session algorithm (`plain` and
 /// `dh-ietf1024-sha256-aes128-cbc-pkcs7`, the latter under a fixed key), and OpenSession's

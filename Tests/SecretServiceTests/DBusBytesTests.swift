@@ -4,6 +4,7 @@ import Testing
 @testable import SecretService
 import SecretCrypto
 import SecretStore
+import DBusValues
 
 @Suite struct DBusBytesTests {
     @Test("an ay's bytes are zeros before their memory is freed; they compare by content and never print")

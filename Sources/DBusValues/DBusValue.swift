@@ -1,4 +1,6 @@
-/// A D-Bus value as plain Swift data; the only bridge to GVariant is in `GIO.swift`.
+/// A D-Bus value as plain Swift data, for every part that builds or reads D-Bus messages:
+/// secretd, the library beside libsecret, the test support and the benchmark. The only bridge
+/// to GVariant is `DBusValue+GVariant.swift`.
 ///
 /// Containers carry their element signatures so empty arrays and dictionaries keep their type.
 /// Every D-Bus type has a case, so any argument a client sends converts (a variant may hold
@@ -47,10 +49,16 @@ package indirect enum DBusValue: Equatable {
         package var key: DBusValue
         /// The value.
         package var value: DBusValue
+
+        /// An entry of `key` and `value`.
+        package init(key: DBusValue, value: DBusValue) {
+            self.key = key
+            self.value = value
+        }
     }
 
     /// The D-Bus type signature of this value.
-    var signature: String {
+    package var signature: String {
         switch self {
         case .boolean: return "b"
         case .byte: return "y"
@@ -76,30 +84,46 @@ package indirect enum DBusValue: Equatable {
     // MARK: - Convenience constructors
 
     /// `ao`.
-    static func objectPaths(_ paths: [String]) -> DBusValue { .array(element: "o", paths.map { .objectPath($0) }) }
+    package static func objectPaths(_ paths: [String]) -> DBusValue { .array(element: "o", paths.map { .objectPath($0) }) }
 
     /// `a{ss}`.
-    static func stringMap(_ map: [String: String]) -> DBusValue {
+    package static func stringMap(_ map: [String: String]) -> DBusValue {
         .dictionary(key: "s", value: "s", map.sorted { $0.key < $1.key }.map { Entry(key: .string($0.key), value: .string($0.value)) })
     }
 
+    /// `a{sv}`: properties by name, each value wrapped in a variant.
+    package static func properties(_ map: [String: DBusValue]) -> DBusValue {
+        .dictionary(key: "s", value: "v", map.sorted { $0.key < $1.key }.map { Entry(key: .string($0.key), value: .variant($0.value)) })
+    }
+
+    /// `as`.
+    package static func strings(_ strings: [String]) -> DBusValue { .array(element: "s", strings.map { .string($0) }) }
+
     // MARK: - Accessors (nil when the value has another type)
 
-    var string: String? { if case .string(let value) = self { return value } else { return nil } }
-    var objectPath: String? { if case .objectPath(let value) = self { return value } else { return nil } }
-    var boolean: Bool? { if case .boolean(let value) = self { return value } else { return nil } }
-    var bytes: DBusBytes? { if case .bytes(let value) = self { return value } else { return nil } }
-    var tuple: [DBusValue]? { if case .tuple(let value) = self { return value } else { return nil } }
-    var variant: DBusValue? { if case .variant(let value) = self { return value } else { return nil } }
+    package var string: String? { if case .string(let value) = self { return value } else { return nil } }
+    package var objectPath: String? { if case .objectPath(let value) = self { return value } else { return nil } }
+    package var boolean: Bool? { if case .boolean(let value) = self { return value } else { return nil } }
+    package var uint32: UInt32? { if case .uint32(let value) = self { return value } else { return nil } }
+    package var uint64: UInt64? { if case .uint64(let value) = self { return value } else { return nil } }
+    package var bytes: DBusBytes? { if case .bytes(let value) = self { return value } else { return nil } }
+    package var tuple: [DBusValue]? { if case .tuple(let value) = self { return value } else { return nil } }
+    package var variant: DBusValue? { if case .variant(let value) = self { return value } else { return nil } }
 
     /// The object paths of an `ao`.
-    var objectPaths: [String]? {
+    package var objectPaths: [String]? {
         guard case .array("o", let items) = self else { return nil }
         return items.compactMap(\.objectPath)
     }
 
+    /// The strings of an `as`.
+    package var strings: [String]? {
+        guard case .array("s", let items) = self else { return nil }
+        return items.compactMap(\.string)
+    }
+
     /// An `a{ss}` as a dictionary.
-    var stringMap: [String: String]? {
+    package var stringMap: [String: String]? {
         guard case .dictionary("s", "s", let entries) = self else { return nil }
         var map: [String: String] = [:]
         for entry in entries {
@@ -110,7 +134,7 @@ package indirect enum DBusValue: Equatable {
     }
 
     /// An `a{sv}` as a dictionary of the unwrapped values.
-    var variantMap: [String: DBusValue]? {
+    package var variantMap: [String: DBusValue]? {
         guard case .dictionary("s", "v", let entries) = self else { return nil }
         var map: [String: DBusValue] = [:]
         for entry in entries {

@@ -1,0 +1,55 @@
+// D-Bus calls the library makes beside libsecret's API, on libsecret's own connection:
+// properties without an item proxy, gnome-keyring's extension, secretd's access groups. The
+// arguments and replies are DBusValues, built and read by the one bridge to GVariant.
+
+internal import CLibSecret
+import DBusValues
+import KeychainCore
+
+extension LibSecret {
+    /// The GDBus connection libsecret's service proxy uses.
+    static func connection(of service: UnsafeMutablePointer<SecretService>) -> OpaquePointer? {
+        g_dbus_proxy_get_connection(UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self))
+    }
+
+    /// Calls `method` of `interface` at `path` of the provider (or of `destination`) and returns
+    /// the reply's values.
+    ///
+    /// - Parameters:
+    ///   - arguments: the call's arguments, followed by `encoded`: floating GVariants libsecret
+    ///     made (secrets encoded for its session), taken over by the call.
+    ///   - absentWhen: D-Bus error names that mean "no such thing" for this call: the function
+    ///     then returns nil instead of throwing.
+    ///   - timeout: milliseconds; -1 for GDBus's default (25 s), which prompts do not extend
+    ///     because a prompt's wait happens in its own call.
+    /// - Throws: the error mapped by ``takeError(_:)``, or ``KeychainError/protocolError(reason:)``
+    ///   when the reply cannot be read.
+    static func call(
+        _ connection: OpaquePointer?, destination: String = SecretServiceNames.busName,
+        path: String = SecretServiceNames.Path.service, interface: String, method: String,
+        arguments: [DBusValue] = [], encoded: [OpaquePointer] = [], absentWhen: Set<String> = [], timeout: Int32 = -1
+    ) throws(KeychainError) -> [DBusValue]? {
+        let parameters = DBusValue.makeTuple(arguments, appending: encoded)  // floating, taken by the call
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(
+            connection, destination, path, interface, method, parameters, nil, G_DBUS_CALL_FLAGS_NONE, timeout,
+            Cancellation.current, &error)  // transfer full
+        if let error {
+            if let reply { g_variant_unref(reply) }
+            if !absentWhen.isEmpty, let remote = g_dbus_error_get_remote_error(error) {
+                defer { g_free(remote) }
+                if absentWhen.contains(String(cString: remote)) {
+                    g_error_free(error)
+                    return nil
+                }
+            }
+            throw takeError(error)
+        }
+        guard let reply else { throw .protocolError(reason: "no reply to \(method)") }
+        defer { g_variant_unref(reply) }
+        guard let values = DBusValue.makeValue(reply)?.tuple else {
+            throw .protocolError(reason: "an unreadable reply to \(method)")
+        }
+        return values
+    }
+}
