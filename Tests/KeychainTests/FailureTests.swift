@@ -67,6 +67,23 @@ extension ProviderTests {
             #expect(try await Keychain.password(service: service, account: "alice") == "kept")
         }
 
+        @Test("the library's own failures are cases of their own: a missing alias, a provider without access groups")
+        func ownFailures() throws {
+            #expect(throws: KeychainError.noSuchKeyring(alias: "no-such-keyring")) {
+                try KeychainProvider.lock(alias: "no-such-keyring")
+            }
+            #expect(throws: KeychainError.noSuchKeyring(alias: "no-such-keyring")) {
+                try KeychainProvider.unlock(alias: "no-such-keyring", password: Array("x".utf8))
+            }
+            if try environment().command.arguments[0].hasSuffix("secretd") {
+                #expect(try !KeychainProvider.whoAmI().identity.isEmpty)
+            } else {
+                #expect(throws: KeychainError.notSupported(feature: "access groups (secretd has them)")) {
+                    try KeychainProvider.whoAmI()
+                }
+            }
+        }
+
         @Test("a restarted provider is picked up without resetting anything")
         func providerRestart() throws {
             let service = uniqueService()

@@ -68,6 +68,9 @@ import Testing
             (.noProvider(reason: "no bus"), "no Secret Service provider: no bus"),
             (.invalidInput(.empty(field: "service")), "invalid input: service must not be empty"),
             (.accessDenied(message: "not in group"), "access denied: not in group"),
+            (.noSuchKeyring(alias: "work"), "no keyring has the alias 'work'"),
+            (.notSupported(feature: "access groups"), "the provider does not support access groups"),
+            (.protocolError(reason: "no reply to GetAll"), "the provider broke the Secret Service protocol: no reply to GetAll"),
             (.backend(domain: "g-io-error-quark", code: 24, message: "Timeout"), "g-io-error-quark error 24: Timeout"),
         ]
         for (error, text) in cases {
