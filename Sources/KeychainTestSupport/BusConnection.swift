@@ -10,6 +10,14 @@ import KeychainCore
 public struct BusError: Error, CustomStringConvertible {
     /// GLib's message, including the remote D-Bus error name.
     public let description: String
+    /// The D-Bus error name of a refused call (`org.freedesktop.Secret.Error.NoSuchObject`); nil
+    /// for a failure on this side (no reply, text that does not parse).
+    public let name: String?
+
+    init(description: String, name: String? = nil) {
+        self.description = description
+        self.name = name
+    }
 }
 
 /// A private connection to a test bus (never the GLib session-bus singleton libsecret uses).
@@ -143,7 +151,7 @@ public final class BusConnection: @unchecked Sendable {
         _ = g_dbus_error_strip_remote_error(error)
         let message = error.pointee.message.map { String(cString: $0) } ?? ""
         g_error_free(error)
-        return BusError(description: "\(name ?? "local"): \(message)")
+        return BusError(description: "\(name ?? "local"): \(message)", name: name)
     }
 
     /// Opens a `plain` session with the provider; returns its path.

@@ -15,6 +15,8 @@ public final class SecretdFixture: @unchecked Sendable {
     public let configDirectory: URL
     /// The environment daemons and clients run with.
     public var environment: [String: String]
+    /// The clock of secretd's waits after wrong passwords, which tests advance.
+    public let passwordClock: PasswordClockFile
 
     /// The `secretd` built next to the test bundle.
     public static var secretdPath: String {
@@ -34,11 +36,12 @@ public final class SecretdFixture: @unchecked Sendable {
         if otherUsers { chmod(root.path, 0o711) }
         bus = try PrivateBus(directory: root, otherUsers: otherUsers)
         control = try BusConnection(address: bus.address)
+        passwordClock = try PasswordClockFile(in: root)
         environment = [
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
             "HOME": root.path, "XDG_RUNTIME_DIR": runtime.path, "DBUS_SESSION_BUS_ADDRESS": bus.address,
             "LANG": "C.UTF-8",
-        ]
+        ].merging(passwordClock.environment) { $1 }
     }
 
     deinit {

@@ -17,6 +17,9 @@ public final class TestEnvironment: @unchecked Sendable {
     public let command: ProviderCommand
     /// The environment client commands run with (private bus, temporary HOME and XDG dirs).
     public let clientEnvironment: [String: String]
+    /// The clock of secretd's waits after wrong passwords, which tests advance (gnome-keyring
+    /// has no such wait and ignores it).
+    public let passwordClock: PasswordClockFile
 
     private let lock = NSLock()
     private var provider: SupervisedProcess?
@@ -53,7 +56,8 @@ public final class TestEnvironment: @unchecked Sendable {
         try Self.writeAccessGroups(in: home.appendingPathComponent(".config/secretd"))
         bus = try PrivateBus(directory: base)
         control = try BusConnection(address: bus.address)
-        clientEnvironment = [
+        passwordClock = try PasswordClockFile(in: base)
+        clientEnvironment = passwordClock.environment.merging([
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
             "HOME": home.path,
             "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path,
@@ -62,7 +66,7 @@ public final class TestEnvironment: @unchecked Sendable {
             "XDG_RUNTIME_DIR": runtime.path,
             "DBUS_SESSION_BUS_ADDRESS": bus.address,
             "LANG": "C.UTF-8",
-        ]
+        ]) { $1 }
         // This process's libsecret must talk to the private bus only, and never autolaunch.
         setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
         unsetenv("DISPLAY")

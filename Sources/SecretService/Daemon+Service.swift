@@ -229,8 +229,8 @@ extension Daemon {
         _ password: SecureBytes, of collection: Store.CollectionRecord, purpose: String = "", fromLogin: Bool = false
     ) -> Result<SecureBytes, SecretServiceError> {
         let source = PasswordSource(collectionID: collection.id, fromLogin: fromLogin)
-        if let failure = failedUnlocks[source], failure.notBefore > Date() {
-            let wait = Int(failure.notBefore.timeIntervalSinceNow.rounded(.up))
+        if let failure = failedUnlocks[source], failure.notBefore > PasswordClock.now() {
+            let wait = Int(failure.notBefore.timeIntervalSince(PasswordClock.now()).rounded(.up))
             return .failure(.accessDenied("too many wrong passwords; try again in \(wait) s"))
         }
         do {
@@ -240,7 +240,7 @@ extension Daemon {
         } catch .wrongPassword {
             let count = (failedUnlocks[source]?.count ?? 0) + 1
             let delay = min(60.0, pow(2.0, Double(count - 1)))
-            failedUnlocks[source] = (count, Date().addingTimeInterval(delay))
+            failedUnlocks[source] = (count, PasswordClock.now().addingTimeInterval(delay))
             Log.warning("wrong password for the \(collection.name) keyring (attempt \(count))\(purpose)")
             return .failure(.accessDenied("the password is wrong"))
         } catch {
@@ -250,7 +250,7 @@ extension Daemon {
 
     /// Seconds until the next password attempt of a client on `collection` is accepted.
     func unlockDelay(_ collection: Store.CollectionRecord) -> TimeInterval {
-        max(0, failedUnlocks[PasswordSource(collectionID: collection.id, fromLogin: false)]?.notBefore.timeIntervalSinceNow ?? 0)
+        max(0, failedUnlocks[PasswordSource(collectionID: collection.id, fromLogin: false)]?.notBefore.timeIntervalSince(PasswordClock.now()) ?? 0)
     }
 
     /// Creates an unlocked collection with a name made from `label`; returns its path.

@@ -193,7 +193,7 @@ extension ProviderTests.SecretCtlEndToEnd {
         try askpass.answer("second-pw")
         let refusalsBefore = server.refusals
         let third = try clone()
-        #expect(third.status != 0)
+        #expect(third.status == 128)  // git's status for a fatal error
         #expect(third.errorOutput.contains("Authentication failed"))
         #expect(server.refusals == refusalsBefore + 2)  // once without, once with the old password
         #expect(try remembered() == nil)

@@ -117,7 +117,7 @@ import Testing
         // A wrong password, then the right one through secretd's own pinentry prompt.
         try run([secretctl, "lock"])
         try run([secretctl, "unlock", "--password-stdin"], input: Secrets.wrongPassword + "\n", status: 4)
-        Thread.sleep(forTimeInterval: 1.2)
+        try fixture.passwordClock.advance(by: 1.01)  // the wait after one wrong password is 1 s
         try scripted.setAnswers([Secrets.loginPassword])
         try run([secretctl, "unlock"])
         #expect(scripted.count("GETPIN") >= 1, "secretd's prompt never ran pinentry")

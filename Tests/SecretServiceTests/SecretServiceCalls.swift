@@ -17,6 +17,20 @@ extension SecretServiceCalls {
     static var itemInterface: String { "org.freedesktop.Secret.Item" }
     static var properties: String { "org.freedesktop.DBus.Properties" }
 
+    /// The D-Bus error name the call in `body` is refused with; nil when it succeeds, and a
+    /// description of the failure when it failed some other way (so a test that wants one
+    /// exact refusal cannot pass on a typo in its GVariant text or a lost connection).
+    func refusal(_ body: () throws -> Any) -> String? {
+        do {
+            _ = try body()
+            return nil
+        } catch let error as BusError {
+            return error.name ?? "not refused by the provider: \(error)"
+        } catch {
+            return "not a D-Bus error: \(error)"
+        }
+    }
+
     /// The object paths in a reply printed in GVariant text format.
     func objectPaths(in reply: String) -> [String] {
         reply.components(separatedBy: "objectpath '").dropFirst().compactMap { $0.split(separator: "'").first.map(String.init) }

@@ -1,0 +1,7 @@
+/// The environment variables through which tests reach into a debug build of secretd; release
+/// builds read none of them.
+package enum TestHooks {
+    /// Names a file holding a number of seconds that secretd's password clock runs ahead of the
+    /// system clock, so a test steps over the wait after a wrong password instead of sleeping.
+    package static let passwordClockOffsetFile = "SECRETD_TEST_CLOCK_OFFSET_FILE"
+}
