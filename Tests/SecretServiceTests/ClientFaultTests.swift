@@ -235,12 +235,13 @@ import Testing
         defer { daemon.stop() }
         let writer = try Self.script(fixture, "writer.py", Self.writerClient)
         var names: [String] = []
+        var random = SeededRandom(printingSeedFor: "\(#function)")
         for round in 0..<4 {
             let round = (0..<4).map { "r\(round)w\($0)" }
             names += round
             let writers = try round.map { try Self.python(fixture, writer, [$0], log: "\($0).out") }
             #expect(Self.wait(30) { writers.allSatisfy { $0.log.contains("ack 1\n") } }, "\(writers.map(\.log))")
-            usleep(UInt32.random(in: 200_000...900_000))
+            usleep(UInt32.random(in: 200_000...900_000, using: &random))
             for writer in writers { writer.crash() }
             // Their sessions (several each, all DH) go away with them.
             let freed = Self.wait(20) { (try? Self.children(fixture, "/org/freedesktop/secrets/session").isEmpty) == true }

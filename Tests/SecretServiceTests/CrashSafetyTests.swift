@@ -49,10 +49,11 @@ import Testing
         var expected: [String: String] = [:]  // key -> value, or "-" for absent
         var acknowledged = 0
         var daemon = try fixture.start()
+        var random = SeededRandom(printingSeedFor: "killedUnderLoad")
         for round in 0..<20 {
             let logs = (0..<3).map { fixture.root.appendingPathComponent("round\(round)-w\($0).log") }
             let writers = try Self.startWriters(fixture, script, logs: logs)
-            usleep(UInt32.random(in: 300_000...900_000))
+            usleep(UInt32.random(in: 300_000...900_000, using: &random))
             daemon.crash()
             for writer in writers { writer.stop() }
             try fixture.waitUntilNameIsFree()
@@ -105,8 +106,9 @@ import Testing
         let writers = try Self.startWriters(fixture, script, logs: (0..<3).map { fixture.root.appendingPathComponent("w\($0).log") })
         defer { writers.forEach { $0.stop() } }
         var itemsRead = 0
+        var random = SeededRandom(printingSeedFor: "snapshotsMidWrite")
         for snapshot in 0..<20 {
-            usleep(UInt32.random(in: 50_000...250_000))
+            usleep(UInt32.random(in: 50_000...250_000, using: &random))
             // SIGSTOP freezes secretd wherever it is, mid-transaction included: the files are
             // copied as a crash at that instant would leave them.
             kill(pid, SIGSTOP)
