@@ -63,14 +63,16 @@ public final class SignalRecorder: @unchecked Sendable {
         g_main_context_unref(context)
     }
 
-    /// Waits (up to `timeout` seconds) until a signal called `name` from `path` arrived;
-    /// returns it, or nil.
+    /// Waits (up to `timeout` seconds) until a signal called `name` from `path` whose arguments
+    /// (in GVariant text) contain `text` arrived; returns the first, or nil.
     @discardableResult
-    public func wait(for name: String, path: String? = nil, timeout: Double = 20) -> Signal? {
+    public func wait(for name: String, path: String? = nil, containing text: String = "", timeout: Double = 20) -> Signal? {
         let deadline = Date().addingTimeInterval(timeout)
         repeat {
             while g_main_context_iteration(context, 0) != 0 {}
-            if let found = signals.first(where: { $0.name == name && (path == nil || $0.path == path) }) { return found }
+            if let found = signals.first(where: {
+                $0.name == name && (path == nil || $0.path == path) && (text.isEmpty || $0.arguments.contains(text))
+            }) { return found }
             usleep(10_000)
         } while Date() < deadline
         return nil

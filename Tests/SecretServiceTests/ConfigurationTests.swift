@@ -41,17 +41,13 @@ import Testing
     func idleLock() throws {
         let fixture = try SecretdFixture()
         try fixture.writeConfiguration("lock-after-idle = 1\n")
+        // Calls count as activity, so the test makes none: it waits for the signal of the lock.
+        let recorder = try SignalRecorder(address: fixture.bus.address)
         let daemon = try fixture.start()
-        let locked = "('org.freedesktop.Secret.Collection', 'Locked')"
         let login = "/org/freedesktop/secrets/collection/login"
-        // Properties calls count as activity too, so poll slowly enough for an idle second.
-        var state = ""
-        for _ in 0..<10 {
-            Thread.sleep(forTimeInterval: 1.5)
-            state = try fixture.call(login, "org.freedesktop.DBus.Properties", "Get", locked)
-            if state == "(<true>,)" { break }
-        }
-        #expect(state == "(<true>,)")
+        #expect(recorder.wait(for: "PropertiesChanged", path: login, containing: "'Locked': <true>") != nil, "\(recorder.signals)")
+        #expect(try fixture.call(login, "org.freedesktop.DBus.Properties", "Get", "('org.freedesktop.Secret.Collection', 'Locked')")
+                == "(<true>,)")
         #expect(daemon.log.contains("locked the login keyring after 1 s idle"))
         daemon.stop()
     }
