@@ -1,5 +1,6 @@
 package import FoundationEssentials
 import Glibc
+import KeychainCore
 package import SecretCrypto
 
 /// The encrypted export format (version 1), documented in secretctl(1):

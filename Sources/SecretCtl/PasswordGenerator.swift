@@ -1,4 +1,5 @@
 import Glibc
+import KeychainCore
 
 /// Random passwords from the kernel's generator (`/dev/urandom`), without modulo bias.
 enum PasswordGenerator {

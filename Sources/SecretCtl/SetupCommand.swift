@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import KeychainCore
 import ProcessSpawning
 
 /// `secretctl setup`: makes secretd the login keyring, for every user (`--system`, as root, after

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 import SecretCrypto
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import Keychain
+import KeychainCore
 import Testing
 
 @testable import SecretCtl
