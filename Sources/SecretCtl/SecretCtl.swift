@@ -215,30 +215,4 @@ public enum SecretCtl {
         }
         try Commands.run(spec.name, parsed)
     }
-
-    /// The exit status and message for a library error.
-    static func failure(_ error: KeychainError) -> CommandLineError {
-        switch error {
-        case .locked: return .failure("the keyring is locked; unlock it (secretctl unlock) and retry", status: .locked)
-        case .cancelled: return .failure("the prompt was dismissed", status: .locked)
-        case .noPrompter(let reason): return .failure("cannot ask for the password: \(reason)", status: .locked)
-        case .accessDenied(let message): return .failure("access denied: \(message)", status: .accessDenied)
-        case .noProvider(let reason):
-            return .failure("no Secret Service provider (start secretd or gnome-keyring): \(reason)", status: .noProvider)
-        case .invalidInput(let reason): return .usage("\(reason)", command: nil)
-        case .unexpectedData(let reason): return .failure(reason, status: .notFound)
-        case .backend: return .failure(error.description, status: .notFound)
-        }
-    }
-}
-
-extension CommandLineError {
-    /// Wraps a library call, turning its error into the exit status and message for it.
-    static func keychain<T>(_ body: () throws(KeychainError) -> T) throws(CommandLineError) -> T {
-        do {
-            return try body()
-        } catch {
-            throw SecretCtl.failure(error)
-        }
-    }
 }

@@ -92,12 +92,12 @@ import Testing
 
     @Test("library errors map to the documented exit statuses")
     func exitStatuses() {
-        #expect(SecretCtl.failure(.locked).status == .locked)
-        #expect(SecretCtl.failure(.cancelled).status == .locked)
-        #expect(SecretCtl.failure(.accessDenied(message: "no")).status == .accessDenied)
-        #expect(SecretCtl.failure(.noProvider(reason: "x")).status == .noProvider)
-        #expect(SecretCtl.failure(.noPrompter(reason: "x")).status == .locked)
-        #expect(SecretCtl.failure(.invalidInput(.empty(field: "service"))).status == .usage)
+        #expect(CommandLineError(.locked).status == .locked)
+        #expect(CommandLineError(.cancelled).status == .locked)
+        #expect(CommandLineError(.accessDenied(message: "no")).status == .accessDenied)
+        #expect(CommandLineError(.noProvider(reason: "x")).status == .noProvider)
+        #expect(CommandLineError(.noPrompter(reason: "x")).status == .locked)
+        #expect(CommandLineError(.invalidInput(.empty(field: "service"))).status == .usage)
     }
 
     @Test("secretctl(1) documents every verb and option")
