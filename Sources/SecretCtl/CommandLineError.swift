@@ -6,22 +6,27 @@ public enum CommandLineError: Error, Equatable, Sendable {
     case usage(String, command: String?)
     /// The operation failed; one line on stderr and the given status.
     case failure(String, status: ExitStatus)
+    /// Exit with this status and print nothing: `lookup` and `clear` when nothing matched (as
+    /// secret-tool), `login` when its command failed and has said why itself.
+    case silent(status: ExitStatus)
 
     /// The exit status.
     public var status: ExitStatus {
         switch self {
         case .usage: return .usage
-        case .failure(_, let status): return status
+        case .failure(_, let status), .silent(let status): return status
         }
     }
 
-    /// The line(s) printed on standard error.
-    public var message: String {
+    /// The line(s) printed on standard error; nil for a silent exit.
+    public var message: String? {
         switch self {
         case .usage(let message, let command):
             return "secretctl: \(message)\nSee 'secretctl \(command.map { "\($0) " } ?? "")--help'."
         case .failure(let message, _):
             return "secretctl: \(message)"
+        case .silent:
+            return nil
         }
     }
 }

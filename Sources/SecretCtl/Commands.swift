@@ -120,7 +120,7 @@ enum Commands {
                 try KeychainAttributes.search(attributes, unlock: true, loadSecrets: true)
             }
             // Like secret-tool: nothing found is exit status 1 without a message.
-            guard let match = found.first, let secret = match.secret else { throw .failure("", status: .notFound) }
+            guard let match = found.first, let secret = match.secret else { throw .silent(status: .notFound) }
             if json {
                 try printJSON(describe(match, includingSecret: true))
             } else {
@@ -130,7 +130,7 @@ enum Commands {
         case "clear":
             let attributes = try pairs(parsed.rest, verb: verb)
             let removed = try CommandLineError.keychain { () throws(KeychainError) in try KeychainAttributes.clear(attributes) }
-            if removed == 0 { throw .failure("", status: .notFound) }
+            if removed == 0 { throw .silent(status: .notFound) }  // as secret-tool
         case "search":
             let needle = parsed.rest[0].lowercased()
             let items = try CommandLineError.keychain { () throws(KeychainError) in try Keychain.allAccounts() }.filter {

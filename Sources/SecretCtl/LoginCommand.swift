@@ -55,7 +55,7 @@ enum LoginCommand {
         case .rejected:
             throw .failure("the password was rejected every time; nothing was remembered", status: ExitStatus(rawValue: lastStatus))
         case .failed:
-            throw .failure("", status: ExitStatus(rawValue: lastStatus))  // COMMAND said why
+            throw .silent(status: ExitStatus(rawValue: lastStatus))  // COMMAND said why
         }
     }
 

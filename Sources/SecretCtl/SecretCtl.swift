@@ -181,8 +181,7 @@ public enum SecretCtl {
             try dispatch(words)
             return ExitStatus.success.rawValue
         } catch {
-            if case .failure("", _) = error { return error.status.rawValue }  // silent, as secret-tool
-            Terminal.writeError(error.message + "\n")
+            if let message = error.message { Terminal.writeError(message + "\n") }
             return error.status.rawValue
         }
     }

@@ -153,7 +153,9 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(missing.status == 1)
         #expect(missing.errorOutput.isEmpty)
         #expect(try run(["clear", "service", value]).status == 0)
-        #expect(try run(["clear", "service", value]).status == 1)
+        let clearedAgain = try run(["clear", "service", value])
+        #expect(clearedAgain.status == 1)
+        #expect(clearedAgain.errorOutput.isEmpty)
         #expect(try run(["store", "service", value], input: "x").status == 2)  // no --label
         #expect(try run(["lookup", "service"]).status == 2)  // not pairs
     }
