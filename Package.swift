@@ -116,7 +116,7 @@ let package = Package(
             name: "SecretServiceTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "KeychainTests", dependencies: ["Keychain", "KeychainTestSupport"],
+            name: "KeychainTests", dependencies: ["Keychain", "KeychainCore", "KeychainTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "KeychainFuzzTests", dependencies: ["keychain-fuzz", "KeychainTestSupport"],

@@ -22,4 +22,8 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable {
     public static let accessDenied = ExitStatus(rawValue: 4)
     /// No Secret Service provider on the bus.
     public static let noProvider = ExitStatus(rawValue: 5)
+    /// The provider, the system or a file operation failed for a reason that is none of the
+    /// above. Kept apart from ``notFound`` so that a script can tell "no such item" from "could
+    /// not look".
+    public static let failed = ExitStatus(rawValue: 6)
 }

@@ -15,8 +15,8 @@ extension CommandLineError {
         case .noProvider(let reason):
             self = .failure("no Secret Service provider (start secretd or gnome-keyring): \(reason)", status: .noProvider)
         case .invalidInput(let reason): self = .usage("\(reason)", command: nil)
-        case .unexpectedData(let reason): self = .failure(reason, status: .notFound)
-        case .backend: self = .failure(error.description, status: .notFound)
+        case .unexpectedData(let reason): self = .failure(reason, status: .failed)
+        case .backend: self = .failure(error.description, status: .failed)
         }
     }
 

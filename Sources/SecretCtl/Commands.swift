@@ -291,7 +291,7 @@ enum Commands {
         }
         defer { close(file) }
         let written = sealed.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
-        guard written == sealed.count else { throw .failure("cannot write \(path)", status: .notFound) }
+        guard written == sealed.count else { throw .failure("cannot write \(path)", status: .failed) }
         Terminal.writeOutput("exported \(items.count) items to \(path)\n")
     }
 
@@ -381,7 +381,7 @@ enum Commands {
     /// Writes `value` (dictionaries, arrays, strings, numbers, booleans, nil) as one line of JSON.
     static func printJSON(_ value: Any) throws(CommandLineError) {
         guard let text = JSONText.encode(value) else {
-            throw .failure("cannot encode the output as JSON", status: .notFound)
+            throw .failure("cannot encode the output as JSON", status: .failed)
         }
         Terminal.writeOutput(text + "\n")
     }

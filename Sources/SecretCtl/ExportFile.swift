@@ -47,7 +47,7 @@ package enum ExportFile {
     package static func seal(_ items: [Item], passphrase: Data, parameters: KDFParameters = .standard) throws(CommandLineError) -> Data {
         var json: Data
         do { json = try JSONEncoder().encode(Payload(items: items)) } catch {
-            throw .failure("cannot encode the export", status: .notFound)
+            throw .failure("cannot encode the export", status: .failed)
         }
         defer { json.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
         let salt = Gcrypt.randomBytes(count: 16)
@@ -63,7 +63,7 @@ package enum ExportFile {
             }
             return Data(header + sealed)
         } catch {
-            throw .failure("cannot encrypt the export: \(error)", status: .notFound)
+            throw .failure("cannot encrypt the export: \(error)", status: .failed)
         }
     }
 

@@ -42,13 +42,13 @@ enum SetupCommand {
 
     private static func enableForEveryone() throws(CommandLineError) {
         guard FileManager.default.fileExists(atPath: pamProfile) else {
-            throw .failure("\(pamProfile) is missing: install secretd first (make install PREFIX=/usr)", status: .notFound)
+            throw .failure("\(pamProfile) is missing: install secretd first (make install PREFIX=/usr)", status: .failed)
         }
         let wasEnabled = pamProfileInForce()
         try runTool(["pam-auth-update", "--enable", "secretd"])
         guard pamProfileInForce() else {
             throw .failure("pam-auth-update did not add pam_secretd.so to \(pamSessionFile) (were the common-* files edited "
-                           + "by hand? see pam-auth-update(8)); nothing else was changed", status: .notFound)
+                           + "by hand? see pam-auth-update(8)); nothing else was changed", status: .failed)
         }
         Terminal.writeOutput(wasEnabled
             ? "PAM: the secretd profile was already enabled\n"
@@ -66,7 +66,7 @@ enum SetupCommand {
             try runTool(["pam-auth-update", "--disable", "secretd"])
         }
         guard !pamProfileInForce() else {
-            throw .failure("pam-auth-update left pam_secretd.so in \(pamSessionFile); see pam-auth-update(8)", status: .notFound)
+            throw .failure("pam-auth-update left pam_secretd.so in \(pamSessionFile); see pam-auth-update(8)", status: .failed)
         }
         Terminal.writeOutput("PAM: disabled the secretd profile (pam-auth-update): pam_secretd.so no longer runs at login\n")
         try runTool(["systemctl", "--global", "disable"] + units)
@@ -110,11 +110,11 @@ enum SetupCommand {
         environment["DEBIAN_FRONTEND"] = "noninteractive"
         switch ProcessSpawning.spawn(arguments, environment: environment, descriptors: [(0, 0), (1, 2), (2, 2)]) {
         case .failure(let error):
-            throw .failure("cannot run \(arguments[0]): \(error)", status: .notFound)
+            throw .failure("cannot run \(arguments[0]): \(error)", status: .failed)
         case .success(let pid):
             let status = ProcessSpawning.waitForExit(pid)
             guard status == 0 else {
-                throw .failure("\(arguments.joined(separator: " ")) failed (exit status \(status))", status: .notFound)
+                throw .failure("\(arguments.joined(separator: " ")) failed (exit status \(status))", status: .failed)
             }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 import KeychainTestSupport
 import Testing
 
@@ -125,6 +126,23 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(right.status == 0, "\(right.errorOutput)")
         let after = try run(["status"]).text
         #expect(!after.contains("\tlocked\t"))
+    }
+}
+
+extension ProviderTests.SecretCtlEndToEnd {
+    @Test("an error from the provider exits 6 (failed), not 1 (nothing matched)")
+    func providerFailure() throws {
+        let alias = "no-such-keyring-\(UUID().uuidString.prefix(8))"
+        let lock = try run(["lock", "--collection", alias])
+        #expect(lock.status == ExitStatus.failed.rawValue, "\(lock.errorOutput)")
+        #expect(lock.status != ExitStatus.notFound.rawValue)
+        #expect(lock.errorOutput == "secretctl: no collection has the alias '\(alias)'\n")
+        // Access groups are secretd's: another provider fails the call, which is not "no such group".
+        if try !environment().command.arguments[0].hasSuffix("secretd") {
+            let whoami = try run(["whoami"])
+            #expect(whoami.status == ExitStatus.failed.rawValue, "\(whoami.errorOutput)")
+            #expect(whoami.errorOutput.contains("no access groups"))
+        }
     }
 }
 

@@ -1,3 +1,4 @@
+import Keychain
 import KeychainCore
 import Testing
 
@@ -12,6 +13,19 @@ import Testing
         #expect(CommandLineError.silent(status: ExitStatus(rawValue: 77)).status.rawValue == 77)  // login's COMMAND
         // A failure always says something, even with an empty message: only .silent is quiet.
         #expect(CommandLineError.failure("", status: .notFound).message == "secretctl: ")
+    }
+
+    @Test("a provider or data failure exits 6 (failed), never 1, which means only that nothing matched")
+    func failedIsNotNotFound() {
+        let backend = CommandLineError(.backend(domain: "g-dbus-error-quark", code: 16, message: "Failed"))
+        #expect(backend.status == .failed)
+        #expect(backend.status != .notFound)
+        #expect(backend.status.rawValue == 6)
+        #expect(backend.message == "secretctl: g-dbus-error-quark error 16: Failed")
+        // The library's own messages are sentences already and are printed as they are.
+        #expect(CommandLineError(.backend(domain: "keychain", code: 0, message: "no collection has the alias 'x'")).message
+            == "secretctl: no collection has the alias 'x'")
+        #expect(CommandLineError(.unexpectedData(reason: "the stored value is not UTF-8 text")).status == .failed)
     }
 
     @Test("a usage error points to the verb's help, a failure is one line")
