@@ -49,3 +49,16 @@ public struct CommandSpec: Sendable {
         return (["secretctl", name] + options + arguments).joined(separator: " ")
     }
 }
+
+extension CommandSpec {
+    /// A verb's declaration, from the typed declarations its `run` reads back
+    /// (``Positional``, ``LongOption``), in the order `--help` shows them.
+    init(
+        name: String, abstract: String, arguments: [any ArgumentDeclaration] = [], options: [any OptionDeclaration] = [],
+        examples: [String]
+    ) {
+        self.init(
+            name: name, abstract: abstract, arguments: arguments.map(\.argument), options: options.map(\.option),
+            examples: examples)
+    }
+}

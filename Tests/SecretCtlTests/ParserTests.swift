@@ -29,6 +29,41 @@ import Testing
         #expect(store.usage.hasSuffix("ATTRIBUTE VALUE..."))
     }
 
+    @Test("typed declarations read back what the parser took, typed by the declaration")
+    func typedReads() throws {
+        let file = Positional<String>("FILE", help: "A file.")
+        let shell = Positional<String?>("SHELL", help: "A shell.")
+        let words = Positional<[String]>("WORD", help: "Words.", optional: true)
+        let force = LongOption<Bool>("force", help: "Force.")
+        let label = LongOption<String?>("label", value: "TEXT", help: "A label.")
+        let attributes = LongOption<[String]>("attr", value: "NAME=VALUE", help: "Attributes.")
+        let spec = CommandSpec(
+            name: "try", abstract: "Try.", arguments: [file, shell, words], options: [force, label, attributes], examples: [])
+        #expect(spec.usage == "secretctl try [--force] [--label TEXT] [--attr NAME=VALUE] FILE [SHELL] [WORD]")
+        #expect(spec.arguments.map(\.optional) == [false, true, true])
+        #expect(spec.arguments.map(\.variadic) == [false, false, true])
+        #expect(spec.options.map(\.repeatable) == [false, false, true])
+
+        let parsed = try ParsedCommand.parse(
+            ["--attr", "a=1", "f.txt", "--label", "L", "bash", "w1", "--force", "--attr=b=2", "w2"], for: spec)
+        let path: String = parsed[file]  // a required argument is a String, not an optional
+        #expect(path == "f.txt")
+        #expect(parsed[shell] == "bash")
+        #expect(parsed[words] == ["w1", "w2"])
+        #expect(parsed[force])
+        #expect(parsed[label] == "L")
+        #expect(parsed[attributes] == ["a=1", "b=2"])
+
+        let bare = try ParsedCommand.parse(["f.txt"], for: spec)
+        #expect(bare[file] == "f.txt")
+        #expect(bare[shell] == nil)
+        #expect(bare[words].isEmpty)
+        #expect(!bare[force])
+        #expect(bare[label] == nil)
+        #expect(bare[attributes].isEmpty)
+        #expect(throws: CommandLineError.usage("missing FILE", command: "try")) { try ParsedCommand.parse([], for: spec) }
+    }
+
     @Test("login's command is every word after --, taken as it is; the -- is required")
     func afterSeparator() throws {
         let login = SecretCtl.commands.first { $0.name == "login" }!
