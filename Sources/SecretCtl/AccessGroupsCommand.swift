@@ -10,7 +10,7 @@ enum AccessGroupsCommand {
         if verb == "whoami" {
             let me = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.whoAmI() }
             if json {
-                try Commands.printJSON([
+                try Output.json([
                     "identity": me.identity, "groups": me.groups, "default_group": me.defaultGroup, "confined": me.confined,
                 ])
             } else {
@@ -32,7 +32,7 @@ enum AccessGroupsCommand {
             let (groups, apps) = try policy()
             let mine = Set(try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.whoAmI() }.groups)
             if json {
-                try Commands.printJSON([
+                try Output.json([
                     "groups": groups.map { describe($0, member: mine.contains($0.name)) },
                     "apps": apps.map { ["identity": $0.key, "groups": $0.value] as [String: Any] }
                         .sorted { ($0["identity"] as! String) < ($1["identity"] as! String) },
@@ -59,7 +59,7 @@ enum AccessGroupsCommand {
             if json {
                 var fields = describe(entry, member: nil)
                 fields["confined_apps"] = confined
-                try Commands.printJSON(fields)
+                try Output.json(fields)
                 return
             }
             Terminal.writeOutput("group:   \(entry.name)\nask:     \(entry.ask ? "yes" : "no")\n")

@@ -10,7 +10,7 @@ enum Commands {
         let json = parsed.flags.contains("json")
         switch verb {
         case "set":
-            let keychain = try handle(parsed.arguments["SERVICE"]!, group)
+            let keychain = try Common.keychain(service: parsed.arguments["SERVICE"]!, group: group)
             let account = parsed.arguments["ACCOUNT"]!
             var secret = try Terminal.readSecret(limit: Keychain.maximumValueSize)
             defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
@@ -25,43 +25,42 @@ enum Commands {
                 }
             }
         case "get":
-            let keychain = try handle(parsed.arguments["SERVICE"]!, group)
+            let keychain = try Common.keychain(service: parsed.arguments["SERVICE"]!, group: group)
             let account = parsed.arguments["ACCOUNT"]!
             guard let secret = try CommandLineError.keychain({ () throws(KeychainError) in try keychain.data(for: account) })
-            else { throw notFound(keychain.service, account) }
+            else { throw Common.notFound(service: keychain.service, account: account) }
             if json {
-                try printJSON(["service": keychain.service, "account": account, "secret": jsonSecret(secret)])
+                try Output.json(["service": keychain.service, "account": account, "secret": Output.jsonSecret(secret)])
             } else {
-                Terminal.writeOutput(secret)
-                if Terminal.isTerminal(STDOUT_FILENO) { Terminal.writeOutput("\n") }
+                Output.secret(secret)
             }
         case "delete":
-            let keychain = try handle(parsed.arguments["SERVICE"]!, group)
+            let keychain = try Common.keychain(service: parsed.arguments["SERVICE"]!, group: group)
             let account = parsed.arguments["ACCOUNT"]!
             let removed = try CommandLineError.keychain { () throws(KeychainError) in try keychain.removeValue(for: account) }
-            if !removed { throw notFound(keychain.service, account) }
+            if !removed { throw Common.notFound(service: keychain.service, account: account) }
         case "list":
             let items: [KeychainItem]
             if let service = parsed.arguments["SERVICE"] {
-                let keychain = try handle(service, group)
+                let keychain = try Common.keychain(service: service, group: group)
                 items = try CommandLineError.keychain { () throws(KeychainError) in try keychain.allAccounts() }
             } else {
                 items = try CommandLineError.keychain { () throws(KeychainError) in try Keychain.allAccounts() }
                     .filter { group == nil || $0.accessGroup == group }
             }
-            try printItems(items, json: json)
+            try Output.items(items, json: json)
         case "show":
-            let keychain = try handle(parsed.arguments["SERVICE"]!, group)
+            let keychain = try Common.keychain(service: parsed.arguments["SERVICE"]!, group: group)
             let account = parsed.arguments["ACCOUNT"]!
             guard let item = try CommandLineError.keychain({ () throws(KeychainError) in try keychain.attributes(for: account) })
-            else { throw notFound(keychain.service, account) }
-            var fields = describe(item)
+            else { throw Common.notFound(service: keychain.service, account: account) }
+            var fields = Output.describe(item)
             if parsed.flags.contains("reveal") {
                 let secret = try CommandLineError.keychain { () throws(KeychainError) in try keychain.data(for: account) }
-                fields["secret"] = secret.map(jsonSecret)
+                fields["secret"] = secret.map(Output.jsonSecret)
             }
             if json {
-                try printJSON(fields)
+                try Output.json(fields)
             } else {
                 let order = ["service", "account", "label", "comment", "group", "created", "modified", "secret"]
                 for key in order {
@@ -83,19 +82,19 @@ enum Commands {
             }
             if found.isEmpty && !json { throw .failure("nothing matches", status: .notFound) }
             if json {
-                try printJSON(found.map { describe($0) })
+                try Output.json(found.map { Output.describe($0) })
             } else {
                 Terminal.writeOutput(found.map { "\($0.path)\t\($0.label)\n" }.joined())
             }
         case "search" where parsed.rest.count != 1:
-            let attributes = try pairs(parsed.rest, verb: verb)
+            let attributes = try Common.attributes(fromPairs: parsed.rest, verb: verb)
             var found = try CommandLineError.keychain { () throws(KeychainError) in
                 try KeychainAttributes.search(attributes, unlock: parsed.flags.contains("unlock"), loadSecrets: true)
             }
             if found.isEmpty { throw .failure("nothing matches", status: .notFound) }
             if !parsed.flags.contains("all") { found = Array(found.prefix(1)) }
             if json {
-                try printJSON(found.map { describe($0, includingSecret: true) })
+                try Output.json(found.map { Output.describe($0, includingSecret: true) })
             } else {
                 for match in found {
                     var text = "[\(match.path)]\nlabel = \(match.label)\n"
@@ -107,7 +106,7 @@ enum Commands {
             }
         case "store":
             guard let label = parsed.values["label"] else { throw .usage("--label is required", command: verb) }
-            let attributes = try pairs(parsed.rest, verb: verb)
+            let attributes = try Common.attributes(fromPairs: parsed.rest, verb: verb)
             var secret = try Terminal.readSecret(limit: Keychain.maximumValueSize)
             defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
             let value = secret
@@ -115,20 +114,19 @@ enum Commands {
                 try KeychainAttributes.store(attributes, label: label, secret: value, collection: parsed.values["collection"])
             }
         case "lookup":
-            let attributes = try pairs(parsed.rest, verb: verb)
+            let attributes = try Common.attributes(fromPairs: parsed.rest, verb: verb)
             let found = try CommandLineError.keychain { () throws(KeychainError) in
                 try KeychainAttributes.search(attributes, unlock: true, loadSecrets: true)
             }
             // Like secret-tool: nothing found is exit status 1 without a message.
             guard let match = found.first, let secret = match.secret else { throw .silent(status: .notFound) }
             if json {
-                try printJSON(describe(match, includingSecret: true))
+                try Output.json(Output.describe(match, includingSecret: true))
             } else {
-                Terminal.writeOutput(secret)
-                if Terminal.isTerminal(STDOUT_FILENO) { Terminal.writeOutput("\n") }
+                Output.secret(secret)
             }
         case "clear":
-            let attributes = try pairs(parsed.rest, verb: verb)
+            let attributes = try Common.attributes(fromPairs: parsed.rest, verb: verb)
             let removed = try CommandLineError.keychain { () throws(KeychainError) in try KeychainAttributes.clear(attributes) }
             if removed == 0 { throw .silent(status: .notFound) }  // as secret-tool
         case "search":
@@ -137,9 +135,9 @@ enum Commands {
                 [$0.service, $0.account, $0.label].contains { $0.lowercased().contains(needle) }
             }
             if items.isEmpty && !json { throw .failure("nothing matches '\(parsed.rest[0])'", status: .notFound) }
-            try printItems(items, json: json)
+            try Output.items(items, json: json)
         case "generate":
-            let keychain = try handle(parsed.arguments["SERVICE"]!, group)
+            let keychain = try Common.keychain(service: parsed.arguments["SERVICE"]!, group: group)
             let account = parsed.arguments["ACCOUNT"]!
             guard let length = Int(parsed.values["length"] ?? "24"), (8...1024).contains(length) else {
                 throw .usage("--length takes a number from 8 to 1024", command: "generate")
@@ -157,7 +155,7 @@ enum Commands {
             let command = owner.pid.flatMap { try? String(contentsOfFile: "/proc/\($0)/comm", encoding: .utf8) }?
                 .trimmingWhitespace
             if json {
-                try printJSON([
+                try Output.json([
                     "provider": ["name": owner.name, "pid": owner.pid.map { Int($0) }, "command": command] as [String: Any?],
                     "collections": collections.map {
                         ["path": $0.path, "label": $0.label, "locked": $0.isLocked, "items": $0.itemCount] as [String: Any?]
@@ -323,66 +321,5 @@ enum Commands {
             if existing { replaced += 1 } else { imported += 1 }
         }
         Terminal.writeOutput("imported \(imported), replaced \(replaced), skipped \(skipped)\n")
-    }
-
-    /// Items as `list` and `search` print them: JSON, or service, account and label per line.
-    private static func printItems(_ items: [KeychainItem], json: Bool) throws(CommandLineError) {
-        if json {
-            try printJSON(items.map(describe))
-        } else {
-            Terminal.writeOutput(items.map { "\($0.service)\t\($0.account)\t\($0.label)\n" }.joined())
-        }
-    }
-
-    /// `ATTRIBUTE VALUE` pairs as a dictionary.
-    private static func pairs(_ words: [String], verb: String) throws(CommandLineError) -> [String: String] {
-        guard !words.isEmpty, words.count % 2 == 0 else {
-            throw .usage("attributes come in pairs: ATTRIBUTE VALUE ...", command: verb)
-        }
-        var result: [String: String] = [:]
-        for index in stride(from: 0, to: words.count, by: 2) { result[words[index]] = words[index + 1] }
-        return result
-    }
-
-    private static func handle(_ service: String, _ group: String?) throws(CommandLineError) -> Keychain {
-        try CommandLineError.keychain { () throws(KeychainError) in try Keychain(service: service, accessGroup: group) }
-    }
-
-    private static func notFound(_ service: String, _ account: String) -> CommandLineError {
-        .failure("no secret for service '\(service)', account '\(account)'", status: .notFound)
-    }
-
-    /// The JSON fields of an item (see secretctl(1)); dates in ISO 8601, absent values null.
-    private static func describe(_ item: KeychainItem) -> [String: Any?] {
-        [
-            "service": item.service, "account": item.account, "label": item.label, "comment": item.comment,
-            "group": item.accessGroup, "created": item.created.formatted(.iso8601),
-            "modified": item.modified.formatted(.iso8601),
-        ]
-    }
-
-    /// The JSON fields of an item found by attributes: path, label, attributes, dates and, when
-    /// asked and readable, the secret.
-    private static func describe(_ match: KeychainAttributes.Match, includingSecret: Bool = false) -> [String: Any?] {
-        var fields: [String: Any?] = [
-            "path": match.path, "label": match.label, "attributes": match.attributes,
-            "created": match.created.formatted(.iso8601), "modified": match.modified.formatted(.iso8601),
-        ]
-        if includingSecret { fields["secret"] = match.secret.map(jsonSecret) }
-        return fields
-    }
-
-    /// A secret for JSON: the text when it is UTF-8, otherwise `{"base64": …}`.
-    private static func jsonSecret(_ secret: Data) -> Any {
-        if let text = String(data: secret, encoding: .utf8) { return text }
-        return ["base64": secret.base64EncodedString()]
-    }
-
-    /// Writes `value` (dictionaries, arrays, strings, numbers, booleans, nil) as one line of JSON.
-    static func printJSON(_ value: Any) throws(CommandLineError) {
-        guard let text = JSONText.encode(value) else {
-            throw .failure("cannot encode the output as JSON", status: .failed)
-        }
-        Terminal.writeOutput(text + "\n")
     }
 }
