@@ -9,65 +9,6 @@ enum Commands {
         let group = parsed.values["group"]
         let json = parsed.flags.contains("json")
         switch verb {
-        case "set":
-            let keychain = try Common.keychain(service: parsed.arguments["SERVICE"]!, group: group)
-            let account = parsed.arguments["ACCOUNT"]!
-            var secret = try Terminal.readSecret(limit: Keychain.maximumValueSize)
-            defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
-            let label = parsed.values["label"]
-            let comment = parsed.values["comment"]
-            try CommandLineError.keychain { () throws(KeychainError) in
-                // Text stays text (content type text/plain); other bytes are stored as they are.
-                if let text = String(data: secret, encoding: .utf8) {
-                    try keychain.set(text, for: account, label: label, comment: comment)
-                } else {
-                    try keychain.set(secret, for: account, label: label, comment: comment)
-                }
-            }
-        case "get":
-            let keychain = try Common.keychain(service: parsed.arguments["SERVICE"]!, group: group)
-            let account = parsed.arguments["ACCOUNT"]!
-            guard let secret = try CommandLineError.keychain({ () throws(KeychainError) in try keychain.data(for: account) })
-            else { throw Common.notFound(service: keychain.service, account: account) }
-            if json {
-                try Output.json(["service": keychain.service, "account": account, "secret": Output.jsonSecret(secret)])
-            } else {
-                Output.secret(secret)
-            }
-        case "delete":
-            let keychain = try Common.keychain(service: parsed.arguments["SERVICE"]!, group: group)
-            let account = parsed.arguments["ACCOUNT"]!
-            let removed = try CommandLineError.keychain { () throws(KeychainError) in try keychain.removeValue(for: account) }
-            if !removed { throw Common.notFound(service: keychain.service, account: account) }
-        case "list":
-            let items: [KeychainItem]
-            if let service = parsed.arguments["SERVICE"] {
-                let keychain = try Common.keychain(service: service, group: group)
-                items = try CommandLineError.keychain { () throws(KeychainError) in try keychain.allAccounts() }
-            } else {
-                items = try CommandLineError.keychain { () throws(KeychainError) in try Keychain.allAccounts() }
-                    .filter { group == nil || $0.accessGroup == group }
-            }
-            try Output.items(items, json: json)
-        case "show":
-            let keychain = try Common.keychain(service: parsed.arguments["SERVICE"]!, group: group)
-            let account = parsed.arguments["ACCOUNT"]!
-            guard let item = try CommandLineError.keychain({ () throws(KeychainError) in try keychain.attributes(for: account) })
-            else { throw Common.notFound(service: keychain.service, account: account) }
-            var fields = Output.describe(item)
-            if parsed.flags.contains("reveal") {
-                let secret = try CommandLineError.keychain { () throws(KeychainError) in try keychain.data(for: account) }
-                fields["secret"] = secret.map(Output.jsonSecret)
-            }
-            if json {
-                try Output.json(fields)
-            } else {
-                let order = ["service", "account", "label", "comment", "group", "created", "modified", "secret"]
-                for key in order {
-                    guard let value = fields[key], let text = value.flatMap({ $0 as? String }) else { continue }
-                    Terminal.writeOutput("\(key): \(text)\n")
-                }
-            }
         case "search" where parsed.lists["attr"] != nil:
             var attributes: [String: String] = [:]
             for pair in parsed.lists["attr"] ?? [] {

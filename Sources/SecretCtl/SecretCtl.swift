@@ -13,36 +13,16 @@ public enum SecretCtl {
     static let account = CommandSpec.Argument(name: "ACCOUNT", help: "The account, e.g. alice@example.com.")
     static let pairs = CommandSpec.Argument(name: "ATTRIBUTE VALUE", help: "Attribute names and values, in pairs.", variadic: true)
 
+    /// The verbs that have a type of their own (``Verb``); the others are still in `Commands`.
+    static let verbs: [any Verb.Type] = [SetCommand.self, GetCommand.self, DeleteCommand.self, ListCommand.self, ShowCommand.self]
+
     /// Every verb, in the order `--help` lists them.
     public static let commands: [CommandSpec] = [
-        CommandSpec(
-            name: "set", abstract: "Store a secret (typed without echo, or read from standard input).",
-            arguments: [service, account],
-            options: [
-                .init(name: "label", value: "TEXT", help: "The label keyring managers show."),
-                .init(name: "comment", value: "TEXT", help: "A comment stored with the item (not encrypted)."),
-                group,
-            ],
-            examples: [
-                "secretctl set com.example.mail alice          # asks for the secret",
-                "printf %s \"$TOKEN\" | secretctl set ci.deploy bot   # from a script",
-            ]),
-        CommandSpec(
-            name: "get", abstract: "Print a secret (a newline follows only on a terminal).",
-            arguments: [service, account], options: [group, json],
-            examples: ["secretctl get com.example.mail alice", "secretctl get --json com.example.mail alice"]),
-        CommandSpec(
-            name: "delete", abstract: "Delete a secret.", arguments: [service, account], options: [group],
-            examples: ["secretctl delete com.example.mail alice"]),
-        CommandSpec(
-            name: "list", abstract: "List the accounts of one service, or of all (no secrets).",
-            arguments: [.init(name: "SERVICE", help: "Only this service.", optional: true)], options: [group, json],
-            examples: ["secretctl list", "secretctl list --json com.example.mail"]),
-        CommandSpec(
-            name: "show", abstract: "Show an item's label, comment, group and dates (the secret with --reveal).",
-            arguments: [service, account],
-            options: [group, json, .init(name: "reveal", value: nil, help: "Also print the secret.")],
-            examples: ["secretctl show com.example.mail alice"]),
+        SetCommand.spec,
+        GetCommand.spec,
+        DeleteCommand.spec,
+        ListCommand.spec,
+        ShowCommand.spec,
         CommandSpec(
             name: "search",
             abstract: "Find items whose service, account or label contains TEXT (any case); or, as secret-tool, by attributes.",
@@ -204,14 +184,10 @@ public enum SecretCtl {
             Terminal.writeOutput(Help.command(spec))
             return
         }
-        let parsed: ParsedCommand
-        do {
-            parsed = try ParsedCommand.parse(rest, for: spec)
-        } catch .usage("too many arguments", _) where spec.name == "set" {
-            throw .usage(
-                "a secret on the command line is visible to other users (ps, shell history); pipe it instead: "
-                    + "printf %s \"$SECRET\" | secretctl set SERVICE ACCOUNT", command: "set")
+        if let type = verbs.first(where: { $0.spec.name == verb }) {
+            try type.run(try type.parse(rest))
+            return
         }
-        try Commands.run(spec.name, parsed)
+        try Commands.run(spec.name, try ParsedCommand.parse(rest, for: spec))
     }
 }
