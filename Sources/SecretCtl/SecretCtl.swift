@@ -14,7 +14,10 @@ public enum SecretCtl {
     static let pairs = CommandSpec.Argument(name: "ATTRIBUTE VALUE", help: "Attribute names and values, in pairs.", variadic: true)
 
     /// The verbs that have a type of their own (``Verb``); the others are still in `Commands`.
-    static let verbs: [any Verb.Type] = [SetCommand.self, GetCommand.self, DeleteCommand.self, ListCommand.self, ShowCommand.self]
+    static let verbs: [any Verb.Type] = [
+        SetCommand.self, GetCommand.self, DeleteCommand.self, ListCommand.self, ShowCommand.self,
+        SearchCommand.self, StoreCommand.self, LookupCommand.self, ClearCommand.self,
+    ]
 
     /// Every verb, in the order `--help` lists them.
     public static let commands: [CommandSpec] = [
@@ -23,38 +26,10 @@ public enum SecretCtl {
         DeleteCommand.spec,
         ListCommand.spec,
         ShowCommand.spec,
-        CommandSpec(
-            name: "search",
-            abstract: "Find items whose service, account or label contains TEXT (any case); or, as secret-tool, by attributes.",
-            arguments: [
-                .init(name: "TEXT | ATTRIBUTE VALUE", help: "One word: text to look for. Pairs: attributes to match.",
-                      optional: true, variadic: true)
-            ],
-            options: [
-                json,
-                .init(name: "attr", value: "NAME=VALUE", help: "Match this attribute (repeatable); lists matches as `list` does.",
-                      repeatable: true),
-                .init(name: "all", value: nil, help: "With attributes: show every match, not only the newest."),
-                .init(name: "unlock", value: nil, help: "With attributes: unlock locked matches to show their secrets."),
-            ],
-            examples: [
-                "secretctl search github", "secretctl search --attr service=com.example.mail --json",
-                "secretctl search --all service com.example.mail",
-            ]),
-        CommandSpec(
-            name: "store", abstract: "As secret-tool store: store a secret under exactly these attributes.",
-            arguments: [pairs],
-            options: [
-                .init(name: "label", value: "TEXT", help: "The label (required, as with secret-tool)."),
-                .init(name: "collection", value: "ALIAS", help: "The keyring to store in (default: the default keyring)."),
-            ],
-            examples: ["printf %s \"$PW\" | secretctl store --label=\"Mail\" service imap user alice"]),
-        CommandSpec(
-            name: "lookup", abstract: "As secret-tool lookup: print the newest secret with these attributes.",
-            arguments: [pairs], options: [json], examples: ["secretctl lookup service imap user alice"]),
-        CommandSpec(
-            name: "clear", abstract: "As secret-tool clear: delete every item with these attributes.",
-            arguments: [pairs], options: [], examples: ["secretctl clear service imap user alice"]),
+        SearchCommand.spec,
+        StoreCommand.spec,
+        LookupCommand.spec,
+        ClearCommand.spec,
         CommandSpec(
             name: "generate", abstract: "Store a new random password and print it.",
             arguments: [service, account],
