@@ -17,6 +17,7 @@ public enum SecretCtl {
     static let verbs: [any Verb.Type] = [
         SetCommand.self, GetCommand.self, DeleteCommand.self, ListCommand.self, ShowCommand.self,
         SearchCommand.self, StoreCommand.self, LookupCommand.self, ClearCommand.self,
+        GenerateCommand.self, StatusCommand.self, LockCommand.self, UnlockCommand.self, PasswdCommand.self,
     ]
 
     /// Every verb, in the order `--help` lists them.
@@ -30,40 +31,11 @@ public enum SecretCtl {
         StoreCommand.spec,
         LookupCommand.spec,
         ClearCommand.spec,
-        CommandSpec(
-            name: "generate", abstract: "Store a new random password and print it.",
-            arguments: [service, account],
-            options: [
-                .init(name: "length", value: "N", help: "How many characters (default 24, 8 to 1024)."),
-                .init(name: "charset", value: "SET", help: "alnum (default), alpha, digits, or printable (with symbols)."),
-                .init(name: "label", value: "TEXT", help: "The label keyring managers show."),
-                group,
-            ],
-            examples: ["secretctl generate --length 32 db.example.com admin"]),
-        CommandSpec(
-            name: "status", abstract: "Show the provider on the bus and its keyrings (exit 5 when there is none).",
-            arguments: [], options: [json], examples: ["secretctl status"]),
-        CommandSpec(
-            name: "lock", abstract: "Lock the default keyring (or another, as secret-tool lock --collection).",
-            arguments: [],
-            options: [.init(name: "collection", value: "ALIAS", help: "Lock the keyring with this alias instead.")],
-            examples: ["secretctl lock", "secretctl lock --collection session"]),
-        CommandSpec(
-            name: "unlock", abstract: "Unlock the default keyring, through the provider's prompt or with its password.",
-            arguments: [],
-            options: [
-                .init(name: "password-stdin", value: nil,
-                      help: "Give the password (typed without echo, or on standard input) instead of a prompt.")
-            ],
-            examples: ["secretctl unlock --password-stdin < ~/.config/secretd/login-password"]),
-        CommandSpec(
-            name: "passwd", abstract: "Change the default keyring's password, through the provider's prompt or directly.",
-            arguments: [],
-            options: [
-                .init(name: "password-stdin", value: nil,
-                      help: "Give the passwords: typed without echo, or two lines on standard input (current, then new).")
-            ],
-            examples: ["printf '%s\\n%s\\n' \"$OLD\" \"$NEW\" | secretctl passwd --password-stdin"]),
+        GenerateCommand.spec,
+        StatusCommand.spec,
+        LockCommand.spec,
+        UnlockCommand.spec,
+        PasswdCommand.spec,
         CommandSpec(
             name: "export", abstract: "Write every item you can see to FILE, encrypted with a passphrase.",
             arguments: [.init(name: "FILE", help: "The file to create (mode 0600).")],

@@ -11,6 +11,8 @@ enum Common {
     static let account = Positional<String>("ACCOUNT", help: "The account, e.g. alice@example.com.")
     /// `ATTRIBUTE VALUE ...`, the attributes of the secret-tool compatible verbs.
     static let pairs = Positional<[String]>("ATTRIBUTE VALUE", help: "Attribute names and values, in pairs.")
+    /// `--label`, what keyring managers show for an item `set` or `generate` writes.
+    static let label = LongOption<String?>("label", value: "TEXT", help: "The label keyring managers show.")
     /// `--group`, the access group an item is read from or written to.
     static let group = LongOption<String?>("group", value: "GROUP", help: "Use this access group.")
     /// `--json`, for output a program reads.

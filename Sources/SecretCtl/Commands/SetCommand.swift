@@ -6,14 +6,12 @@ import KeychainCore
 /// `secretctl set SERVICE ACCOUNT`: stores a secret typed without echo, or read from standard
 /// input; never one given on the command line.
 enum SetCommand: Verb {
-    /// `--label`: what keyring managers show.
-    static let label = LongOption<String?>("label", value: "TEXT", help: "The label keyring managers show.")
     /// `--comment`: stored as an unencrypted attribute.
     static let comment = LongOption<String?>("comment", value: "TEXT", help: "A comment stored with the item (not encrypted).")
 
     static let spec = CommandSpec(
         name: "set", abstract: "Store a secret (typed without echo, or read from standard input).",
-        arguments: [Common.service, Common.account], options: [label, comment, Common.group],
+        arguments: [Common.service, Common.account], options: [Common.label, comment, Common.group],
         examples: [
             "secretctl set com.example.mail alice          # asks for the secret",
             "printf %s \"$TOKEN\" | secretctl set ci.deploy bot   # from a script",
@@ -36,7 +34,7 @@ enum SetCommand: Verb {
         let account = parsed[Common.account]
         var secret = try Terminal.readSecret(limit: Keychain.maximumValueSize)
         defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
-        let label = parsed[Self.label]
+        let label = parsed[Common.label]
         let comment = parsed[Self.comment]
         try CommandLineError.keychain { () throws(KeychainError) in
             // Text stays text (content type text/plain); other bytes are stored as they are.
