@@ -18,6 +18,7 @@ public enum SecretCtl {
         SetCommand.self, GetCommand.self, DeleteCommand.self, ListCommand.self, ShowCommand.self,
         SearchCommand.self, StoreCommand.self, LookupCommand.self, ClearCommand.self,
         GenerateCommand.self, StatusCommand.self, LockCommand.self, UnlockCommand.self, PasswdCommand.self,
+        ExportCommand.self, ImportCommand.self,
     ]
 
     /// Every verb, in the order `--help` lists them.
@@ -36,16 +37,8 @@ public enum SecretCtl {
         LockCommand.spec,
         UnlockCommand.spec,
         PasswdCommand.spec,
-        CommandSpec(
-            name: "export", abstract: "Write every item you can see to FILE, encrypted with a passphrase.",
-            arguments: [.init(name: "FILE", help: "The file to create (mode 0600).")],
-            options: [.init(name: "force", value: nil, help: "Overwrite FILE if it exists.")],
-            examples: ["secretctl export keyring.export          # asks for a passphrase twice"]),
-        CommandSpec(
-            name: "import", abstract: "Add the items of an export, or of a browser's CSV (name,url,username,password).",
-            arguments: [.init(name: "FILE", help: "A secretctl export, or a CSV file.")],
-            options: [.init(name: "replace", value: nil, help: "Overwrite items that already exist (default: skip them).")],
-            examples: ["secretctl import keyring.export", "secretctl import passwords.csv"]),
+        ExportCommand.spec,
+        ImportCommand.spec,
         CommandSpec(
             name: "git-credential", abstract: "Be git's credential helper (get, store, erase on standard input).",
             arguments: [.init(name: "ACTION", help: "get, store or erase, as git passes it.")], options: [],
