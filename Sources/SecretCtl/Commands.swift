@@ -7,8 +7,6 @@ import Keychain
 enum Commands {
     static func run(_ verb: String, _ parsed: ParsedCommand) throws(CommandLineError) {
         switch verb {
-        case "git-credential":
-            try GitCredential.run(parsed.arguments["ACTION"]!)
         case "login":
             try LoginCommand.run(parsed)
         case "setup":

@@ -18,7 +18,7 @@ public enum SecretCtl {
         SetCommand.self, GetCommand.self, DeleteCommand.self, ListCommand.self, ShowCommand.self,
         SearchCommand.self, StoreCommand.self, LookupCommand.self, ClearCommand.self,
         GenerateCommand.self, StatusCommand.self, LockCommand.self, UnlockCommand.self, PasswdCommand.self,
-        ExportCommand.self, ImportCommand.self,
+        ExportCommand.self, ImportCommand.self, GitCredentialCommand.self,
     ]
 
     /// Every verb, in the order `--help` lists them.
@@ -39,10 +39,7 @@ public enum SecretCtl {
         PasswdCommand.spec,
         ExportCommand.spec,
         ImportCommand.spec,
-        CommandSpec(
-            name: "git-credential", abstract: "Be git's credential helper (get, store, erase on standard input).",
-            arguments: [.init(name: "ACTION", help: "get, store or erase, as git passes it.")], options: [],
-            examples: ["git config --global credential.helper '!secretctl git-credential'"]),
+        GitCredentialCommand.spec,
         CommandSpec(
             name: "login",
             abstract: "Run COMMAND with a remembered password on its standard input; ask for one when it is rejected.",
