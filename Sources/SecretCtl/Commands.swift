@@ -7,10 +7,6 @@ import Keychain
 enum Commands {
     static func run(_ verb: String, _ parsed: ParsedCommand) throws(CommandLineError) {
         switch verb {
-        case "login":
-            try LoginCommand.run(parsed)
-        case "setup":
-            try SetupCommand.run(parsed)
         case "whoami", "groups":
             try AccessGroupsCommand.run(verb, parsed)
         case "completions":

@@ -18,7 +18,7 @@ public enum SecretCtl {
         SetCommand.self, GetCommand.self, DeleteCommand.self, ListCommand.self, ShowCommand.self,
         SearchCommand.self, StoreCommand.self, LookupCommand.self, ClearCommand.self,
         GenerateCommand.self, StatusCommand.self, LockCommand.self, UnlockCommand.self, PasswdCommand.self,
-        ExportCommand.self, ImportCommand.self, GitCredentialCommand.self,
+        ExportCommand.self, ImportCommand.self, GitCredentialCommand.self, LoginCommand.self, SetupCommand.self,
     ]
 
     /// Every verb, in the order `--help` lists them.
@@ -40,25 +40,7 @@ public enum SecretCtl {
         ExportCommand.spec,
         ImportCommand.spec,
         GitCredentialCommand.spec,
-        CommandSpec(
-            name: "login",
-            abstract: "Run COMMAND with a remembered password on its standard input; ask for one when it is rejected.",
-            arguments: [
-                service,
-                .init(name: "COMMAND [ARGS...]", help: "The command that logs in; it reads the password on standard input.",
-                      afterSeparator: true),
-            ],
-            options: [
-                .init(name: "account", value: "ACCOUNT", help: "Log in as this account (default: the one remembered)."),
-                .init(name: "remember", value: nil, help: "Remember a typed password that works, without asking."),
-                .init(name: "no-remember", value: nil, help: "Never remember a typed password, and do not ask."),
-                .init(name: "reject-exit", value: "CODES",
-                      help: "COMMAND's exit statuses that mean a wrong password, comma-separated (default 1)."),
-            ],
-            examples: [
-                "secretctl login --account bob registry.example.com -- docker login -u bob --password-stdin registry.example.com",
-                "secretctl login --account alice --reject-exit 1,77 mail.example.com -- ./check-mail.sh",
-            ]),
+        LoginCommand.spec,
         CommandSpec(
             name: "whoami", abstract: "Show how secretd identifies this process, and its access groups.",
             arguments: [], options: [json], examples: ["secretctl whoami", "secretctl whoami --json"]),

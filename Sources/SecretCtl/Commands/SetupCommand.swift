@@ -6,16 +6,16 @@ import ProcessSpawning
 /// `secretctl setup`: makes secretd the login keyring, for every user (`--system`, as root, after
 /// `make install PREFIX=/usr`) or for the user running it; `--undo` reverts either. Each step is
 /// an ordinary tool (pam-auth-update, systemctl), and what changed is printed.
-enum SetupCommand {
-    /// The verb's declaration.
+enum SetupCommand: Verb {
+    /// `--system`: for every user, as root.
+    static let system = LongOption<Bool>(
+        "system", help: "For every user: enable pam_secretd.so (pam-auth-update) and the user units globally; needs root.")
+    /// `--undo`: revert what setup enabled.
+    static let undo = LongOption<Bool>("undo", help: "Revert what setup (or setup --system) enabled.")
+
     static let spec = CommandSpec(
         name: "setup", abstract: "Make secretd your login keyring (--system: every user's, as root); --undo reverts it.",
-        arguments: [],
-        options: [
-            .init(name: "system", value: nil,
-                  help: "For every user: enable pam_secretd.so (pam-auth-update) and the user units globally; needs root."),
-            .init(name: "undo", value: nil, help: "Revert what setup (or setup --system) enabled."),
-        ],
+        arguments: [], options: [system, undo],
         examples: ["sudo secretctl setup --system", "secretctl setup", "sudo secretctl setup --system --undo"])
 
     /// The pam-auth-update profile `make install` puts in place.
@@ -26,8 +26,8 @@ enum SetupCommand {
     static let units = ["secretd.socket", "secretd.service"]
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
-        let undo = parsed.flags.contains("undo")
-        if parsed.flags.contains("system") {
+        let undo = parsed[Self.undo]
+        if parsed[Self.system] {
             guard geteuid() == 0 else {
                 throw .failure("setup --system changes /etc/pam.d and /etc/systemd; run it as root (sudo secretctl setup --system)",
                                status: .accessDenied)
