@@ -7,8 +7,6 @@ import Keychain
 enum Commands {
     static func run(_ verb: String, _ parsed: ParsedCommand) throws(CommandLineError) {
         switch verb {
-        case "whoami", "groups":
-            try AccessGroupsCommand.run(verb, parsed)
         case "completions":
             guard let script = Completions.script(for: parsed.arguments["SHELL"]!, SecretCtl.commands) else {
                 throw .usage("completions are available for bash, zsh and fish", command: verb)

@@ -18,7 +18,7 @@ public enum SecretCtl {
         SetCommand.self, GetCommand.self, DeleteCommand.self, ListCommand.self, ShowCommand.self,
         SearchCommand.self, StoreCommand.self, LookupCommand.self, ClearCommand.self,
         GenerateCommand.self, StatusCommand.self, LockCommand.self, UnlockCommand.self, PasswdCommand.self,
-        ExportCommand.self, ImportCommand.self, GitCredentialCommand.self, LoginCommand.self, SetupCommand.self,
+        ExportCommand.self, ImportCommand.self, GitCredentialCommand.self, LoginCommand.self, WhoamiCommand.self, GroupsCommand.self, SetupCommand.self,
     ]
 
     /// Every verb, in the order `--help` lists them.
@@ -41,28 +41,8 @@ public enum SecretCtl {
         ImportCommand.spec,
         GitCredentialCommand.spec,
         LoginCommand.spec,
-        CommandSpec(
-            name: "whoami", abstract: "Show how secretd identifies this process, and its access groups.",
-            arguments: [], options: [json], examples: ["secretctl whoami", "secretctl whoami --json"]),
-        CommandSpec(
-            name: "groups", abstract: "List, show and change secretd's access groups (changes need the login password).",
-            arguments: [
-                .init(name: "ACTION", help: "list, show, add-member or remove-member."),
-                .init(name: "GROUP", help: "The group (for show, add-member, remove-member).", optional: true),
-                .init(name: "IDENTITY", help: "flatpak:ID, snap:NAME, unit:NAME or exe:/PATH (for add-member, remove-member).",
-                      optional: true),
-            ],
-            options: [
-                json,
-                .init(name: "password-stdin", value: nil,
-                      help: "Confirm a change with the login password (typed without echo, or on standard input) "
-                          + "instead of secretd's prompt."),
-            ],
-            examples: [
-                "secretctl groups list",
-                "secretctl groups add-member com.example.deploy exe:/usr/local/bin/deploy",
-                "secretctl groups remove-member --password-stdin com.example.deploy unit:backup.service < pw",
-            ]),
+        WhoamiCommand.spec,
+        GroupsCommand.spec,
         SetupCommand.spec,
         CommandSpec(
             name: "completions", abstract: "Print the completion script for bash, zsh or fish.",
