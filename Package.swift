@@ -122,7 +122,7 @@ let package = Package(
             name: "SecretServiceTests", dependencies: ["DBusValues", "KeychainCore", "KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "KeychainTests", dependencies: ["Keychain", "KeychainTestSupport"],
+            name: "KeychainTests", dependencies: ["Keychain", "KeychainCore", "KeychainTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "KeychainFuzzTests", dependencies: ["keychain-fuzz", "KeychainTestSupport"],

@@ -12,6 +12,20 @@ public struct CommandSpec: Sendable {
     /// Example command lines with a short explanation each.
     public var examples: [String]
 
+    /// A verb's declaration, from the typed declarations its `run` reads back
+    /// (``Positional``, ``LongOption``), in the order `--help` shows them. It is the only way
+    /// to build one, so every argument and option a verb has is one it can read by type.
+    init(
+        name: String, abstract: String, arguments: [any ArgumentDeclaration], options: [any OptionDeclaration],
+        examples: [String]
+    ) {
+        self.name = name
+        self.abstract = abstract
+        self.arguments = arguments.map(\.argument)
+        self.options = options.map(\.option)
+        self.examples = examples
+    }
+
     /// A positional argument.
     public struct Argument: Sendable {
         /// The placeholder shown in help (`SERVICE`).

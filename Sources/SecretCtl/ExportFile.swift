@@ -1,5 +1,6 @@
 package import FoundationEssentials
 import Glibc
+import KeychainCore
 package import SecretCrypto
 
 /// The encrypted export format (version 1), documented in secretctl(1):
@@ -46,7 +47,7 @@ package enum ExportFile {
     package static func seal(_ items: [Item], passphrase: Data, parameters: KDFParameters = .standard) throws(CommandLineError) -> Data {
         var json: Data
         do { json = try JSONEncoder().encode(Payload(items: items)) } catch {
-            throw .failure("cannot encode the export", status: .notFound)
+            throw .failure("cannot encode the export", status: .failed)
         }
         defer { json.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
         let salt = Gcrypt.randomBytes(count: 16)
@@ -62,7 +63,7 @@ package enum ExportFile {
             }
             return Data(header + sealed)
         } catch {
-            throw .failure("cannot encrypt the export: \(error)", status: .notFound)
+            throw .failure("cannot encrypt the export: \(error)", status: .failed)
         }
     }
 

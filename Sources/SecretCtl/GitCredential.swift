@@ -1,52 +1,13 @@
 package import FoundationEssentials
-import Glibc
-import Keychain
 
-/// `secretctl git-credential get|store|erase`: git's credential helper protocol over items in
-/// the attributes git's own libsecret helper uses (user, server, port, protocol, object), so
-/// either helper reads what the other stored.
+/// git's credential helper protocol, for `secretctl git-credential` (``GitCredentialCommand``):
+/// requests, and items in the attributes git's own libsecret helper uses (user, server, port,
+/// protocol, object), so either helper reads what the other stored.
 package enum GitCredential {
     /// The schema name written with new items. git's libsecret helper up to 2.40 (Debian 12)
     /// looks up `org.gnome.keyring.NetworkPassword` items only; later ones (`org.git.Password`)
     /// do not match the schema name, so this one serves both.
     package static let schema = "org.gnome.keyring.NetworkPassword"
-
-    /// Runs one helper action with git's `key=value` request on standard input.
-    static func run(_ action: String) throws(CommandLineError) {
-        var input = try Terminal.readStandardInput(limit: 1 << 20, what: "the credential request")
-        defer { input.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
-        let request = parse(String(decoding: input, as: UTF8.self))
-        guard !isQuit(request), let attributes = attributes(for: request) else { return }
-
-        switch action {
-        case "get":
-            let found = try CommandLineError.keychain { () throws(KeychainError) in
-                try KeychainAttributes.search(attributes, unlock: true, loadSecrets: true)
-            }
-            // The newest credential that has not expired (git drops expired ones; git 2.39 would not).
-            let now = Int(Date().timeIntervalSince1970)
-            let credentials = found.compactMap { match in match.secret.map { (match, StoredSecret(decoding: $0)) } }
-            guard let (match, stored) = credentials.first(where: { !$0.1.isExpired(at: now) }) else { return }
-            Terminal.writeOutput(reply(to: request, storedUser: match.attributes["user"], stored: stored))
-        case "store":
-            guard let item = itemToStore(for: request) else { return }
-            try CommandLineError.keychain { () throws(KeychainError) in
-                try KeychainAttributes.store(item.attributes, label: item.label, secret: item.secret.encoded, collection: nil)
-            }
-        case "erase":
-            // Erase only what git rejected: when it names the password, items holding another
-            // secret (stored meanwhile) stay.
-            let found = try CommandLineError.keychain { () throws(KeychainError) in
-                try KeychainAttributes.search(attributes, unlock: true, loadSecrets: true)
-            }
-            for match in found
-            where request["password"] == nil || match.secret.map({ StoredSecret(decoding: $0).password }) == request["password"] {
-                _ = try CommandLineError.keychain { () throws(KeychainError) in try KeychainAttributes.clear(match.attributes) }
-            }
-        default:
-            throw .usage("git-credential takes get, store or erase", command: "git-credential")
-        }
-    }
 
     /// Whether git asked the helper to stop (`quit=1` or `quit=true`).
     package static func isQuit(_ request: [String: String]) -> Bool {

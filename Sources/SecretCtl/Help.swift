@@ -20,7 +20,7 @@ enum Help {
 
             A secret is never taken from the command line: it is typed without echo on a terminal,
             or read from standard input. Exit status: 0 ok, 1 not found, 2 usage, 3 locked or
-            cancelled, 4 access denied, 5 no provider.
+            cancelled, 4 access denied, 5 no provider, 6 failed.
 
             See 'secretctl <command> --help' for a command's options; 'secretctl --version' prints the version.
 

@@ -1,4 +1,5 @@
 import Glibc
+import KeychainCore
 
 /// Random passwords from the kernel's generator (`/dev/urandom`), without modulo bias.
 enum PasswordGenerator {
@@ -24,11 +25,11 @@ enum PasswordGenerator {
         var pool = [UInt8](repeating: 0, count: 256)
         defer { pool.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
         let source = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
-        guard source >= 0 else { throw .failure("cannot open /dev/urandom", status: .notFound) }
+        guard source >= 0 else { throw .failure("cannot open /dev/urandom", status: .failed) }
         defer { close(source) }
         while result.count < length {
             let got = pool.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
-            guard got > 0 else { throw .failure("the kernel's random generator failed", status: .notFound) }
+            guard got > 0 else { throw .failure("the kernel's random generator failed", status: .failed) }
             for byte in pool[0..<got] where Int(byte) < limit && result.count < length {
                 result.append(alphabet[Int(byte) % alphabet.count])
             }

@@ -1,178 +1,39 @@
-import FoundationEssentials
 import KeychainCore
-import Keychain
 
 /// `secretctl`: the command line over the Keychain library.
 ///
-/// `main.swift` only calls ``run(_:)``; everything else is here and in the declarations of
-/// ``commands``, so tests can drive it in-process too.
+/// `main.swift` only calls ``run(_:)``; everything else is here and in the verbs of ``verbs``,
+/// each a ``Verb`` in its own file under `Commands/`, so tests can drive it in-process too.
 public enum SecretCtl {
-    static let group = CommandSpec.Option(name: "group", value: "GROUP", help: "Use this access group.")
-    static let json = CommandSpec.Option(name: "json", value: nil, help: "Print JSON (keys are documented in secretctl(1)).")
-    static let service = CommandSpec.Argument(name: "SERVICE", help: "The service, e.g. com.example.mail.")
-    static let account = CommandSpec.Argument(name: "ACCOUNT", help: "The account, e.g. alice@example.com.")
-    static let pairs = CommandSpec.Argument(name: "ATTRIBUTE VALUE", help: "Attribute names and values, in pairs.", variadic: true)
-
-    /// Every verb, in the order `--help` lists them.
-    public static let commands: [CommandSpec] = [
-        CommandSpec(
-            name: "set", abstract: "Store a secret (typed without echo, or read from standard input).",
-            arguments: [service, account],
-            options: [
-                .init(name: "label", value: "TEXT", help: "The label keyring managers show."),
-                .init(name: "comment", value: "TEXT", help: "A comment stored with the item (not encrypted)."),
-                group,
-            ],
-            examples: [
-                "secretctl set com.example.mail alice          # asks for the secret",
-                "printf %s \"$TOKEN\" | secretctl set ci.deploy bot   # from a script",
-            ]),
-        CommandSpec(
-            name: "get", abstract: "Print a secret (a newline follows only on a terminal).",
-            arguments: [service, account], options: [group, json],
-            examples: ["secretctl get com.example.mail alice", "secretctl get --json com.example.mail alice"]),
-        CommandSpec(
-            name: "delete", abstract: "Delete a secret.", arguments: [service, account], options: [group],
-            examples: ["secretctl delete com.example.mail alice"]),
-        CommandSpec(
-            name: "list", abstract: "List the accounts of one service, or of all (no secrets).",
-            arguments: [.init(name: "SERVICE", help: "Only this service.", optional: true)], options: [group, json],
-            examples: ["secretctl list", "secretctl list --json com.example.mail"]),
-        CommandSpec(
-            name: "show", abstract: "Show an item's label, comment, group and dates (the secret with --reveal).",
-            arguments: [service, account],
-            options: [group, json, .init(name: "reveal", value: nil, help: "Also print the secret.")],
-            examples: ["secretctl show com.example.mail alice"]),
-        CommandSpec(
-            name: "search",
-            abstract: "Find items whose service, account or label contains TEXT (any case); or, as secret-tool, by attributes.",
-            arguments: [
-                .init(name: "TEXT | ATTRIBUTE VALUE", help: "One word: text to look for. Pairs: attributes to match.",
-                      optional: true, variadic: true)
-            ],
-            options: [
-                json,
-                .init(name: "attr", value: "NAME=VALUE", help: "Match this attribute (repeatable); lists matches as `list` does.",
-                      repeatable: true),
-                .init(name: "all", value: nil, help: "With attributes: show every match, not only the newest."),
-                .init(name: "unlock", value: nil, help: "With attributes: unlock locked matches to show their secrets."),
-            ],
-            examples: [
-                "secretctl search github", "secretctl search --attr service=com.example.mail --json",
-                "secretctl search --all service com.example.mail",
-            ]),
-        CommandSpec(
-            name: "store", abstract: "As secret-tool store: store a secret under exactly these attributes.",
-            arguments: [pairs],
-            options: [
-                .init(name: "label", value: "TEXT", help: "The label (required, as with secret-tool)."),
-                .init(name: "collection", value: "ALIAS", help: "The keyring to store in (default: the default keyring)."),
-            ],
-            examples: ["printf %s \"$PW\" | secretctl store --label=\"Mail\" service imap user alice"]),
-        CommandSpec(
-            name: "lookup", abstract: "As secret-tool lookup: print the newest secret with these attributes.",
-            arguments: [pairs], options: [json], examples: ["secretctl lookup service imap user alice"]),
-        CommandSpec(
-            name: "clear", abstract: "As secret-tool clear: delete every item with these attributes.",
-            arguments: [pairs], options: [], examples: ["secretctl clear service imap user alice"]),
-        CommandSpec(
-            name: "generate", abstract: "Store a new random password and print it.",
-            arguments: [service, account],
-            options: [
-                .init(name: "length", value: "N", help: "How many characters (default 24, 8 to 1024)."),
-                .init(name: "charset", value: "SET", help: "alnum (default), alpha, digits, or printable (with symbols)."),
-                .init(name: "label", value: "TEXT", help: "The label keyring managers show."),
-                group,
-            ],
-            examples: ["secretctl generate --length 32 db.example.com admin"]),
-        CommandSpec(
-            name: "status", abstract: "Show the provider on the bus and its keyrings (exit 5 when there is none).",
-            arguments: [], options: [json], examples: ["secretctl status"]),
-        CommandSpec(
-            name: "lock", abstract: "Lock the default keyring (or another, as secret-tool lock --collection).",
-            arguments: [],
-            options: [.init(name: "collection", value: "ALIAS", help: "Lock the keyring with this alias instead.")],
-            examples: ["secretctl lock", "secretctl lock --collection session"]),
-        CommandSpec(
-            name: "unlock", abstract: "Unlock the default keyring, through the provider's prompt or with its password.",
-            arguments: [],
-            options: [
-                .init(name: "password-stdin", value: nil,
-                      help: "Give the password (typed without echo, or on standard input) instead of a prompt.")
-            ],
-            examples: ["secretctl unlock --password-stdin < ~/.config/secretd/login-password"]),
-        CommandSpec(
-            name: "passwd", abstract: "Change the default keyring's password, through the provider's prompt or directly.",
-            arguments: [],
-            options: [
-                .init(name: "password-stdin", value: nil,
-                      help: "Give the passwords: typed without echo, or two lines on standard input (current, then new).")
-            ],
-            examples: ["printf '%s\\n%s\\n' \"$OLD\" \"$NEW\" | secretctl passwd --password-stdin"]),
-        CommandSpec(
-            name: "export", abstract: "Write every item you can see to FILE, encrypted with a passphrase.",
-            arguments: [.init(name: "FILE", help: "The file to create (mode 0600).")],
-            options: [.init(name: "force", value: nil, help: "Overwrite FILE if it exists.")],
-            examples: ["secretctl export keyring.export          # asks for a passphrase twice"]),
-        CommandSpec(
-            name: "import", abstract: "Add the items of an export, or of a browser's CSV (name,url,username,password).",
-            arguments: [.init(name: "FILE", help: "A secretctl export, or a CSV file.")],
-            options: [.init(name: "replace", value: nil, help: "Overwrite items that already exist (default: skip them).")],
-            examples: ["secretctl import keyring.export", "secretctl import passwords.csv"]),
-        CommandSpec(
-            name: "git-credential", abstract: "Be git's credential helper (get, store, erase on standard input).",
-            arguments: [.init(name: "ACTION", help: "get, store or erase, as git passes it.")], options: [],
-            examples: ["git config --global credential.helper '!secretctl git-credential'"]),
-        CommandSpec(
-            name: "login",
-            abstract: "Run COMMAND with a remembered password on its standard input; ask for one when it is rejected.",
-            arguments: [
-                service,
-                .init(name: "COMMAND [ARGS...]", help: "The command that logs in; it reads the password on standard input.",
-                      afterSeparator: true),
-            ],
-            options: [
-                .init(name: "account", value: "ACCOUNT", help: "Log in as this account (default: the one remembered)."),
-                .init(name: "remember", value: nil, help: "Remember a typed password that works, without asking."),
-                .init(name: "no-remember", value: nil, help: "Never remember a typed password, and do not ask."),
-                .init(name: "reject-exit", value: "CODES",
-                      help: "COMMAND's exit statuses that mean a wrong password, comma-separated (default 1)."),
-            ],
-            examples: [
-                "secretctl login --account bob registry.example.com -- docker login -u bob --password-stdin registry.example.com",
-                "secretctl login --account alice --reject-exit 1,77 mail.example.com -- ./check-mail.sh",
-            ]),
-        CommandSpec(
-            name: "whoami", abstract: "Show how secretd identifies this process, and its access groups.",
-            arguments: [], options: [json], examples: ["secretctl whoami", "secretctl whoami --json"]),
-        CommandSpec(
-            name: "groups", abstract: "List, show and change secretd's access groups (changes need the login password).",
-            arguments: [
-                .init(name: "ACTION", help: "list, show, add-member or remove-member."),
-                .init(name: "GROUP", help: "The group (for show, add-member, remove-member).", optional: true),
-                .init(name: "IDENTITY", help: "flatpak:ID, snap:NAME, unit:NAME or exe:/PATH (for add-member, remove-member).",
-                      optional: true),
-            ],
-            options: [
-                json,
-                .init(name: "password-stdin", value: nil,
-                      help: "Confirm a change with the login password (typed without echo, or on standard input) "
-                          + "instead of secretd's prompt."),
-            ],
-            examples: [
-                "secretctl groups list",
-                "secretctl groups add-member com.example.deploy exe:/usr/local/bin/deploy",
-                "secretctl groups remove-member --password-stdin com.example.deploy unit:backup.service < pw",
-            ]),
-        SetupCommand.spec,
-        CommandSpec(
-            name: "completions", abstract: "Print the completion script for bash, zsh or fish.",
-            arguments: [.init(name: "SHELL", help: "bash, zsh or fish.")], options: [],
-            examples: [
-                "secretctl completions bash > /etc/bash_completion.d/secretctl",
-                "secretctl completions fish > ~/.config/fish/completions/secretctl.fish",
-            ]),
+    /// Every verb, in the order `--help` lists them. The dispatcher finds a verb here by its
+    /// name; help, the completions and the man-page check read their declarations from here.
+    static let verbs: [any Verb.Type] = [
+        SetCommand.self,
+        GetCommand.self,
+        DeleteCommand.self,
+        ListCommand.self,
+        ShowCommand.self,
+        SearchCommand.self,
+        StoreCommand.self,
+        LookupCommand.self,
+        ClearCommand.self,
+        GenerateCommand.self,
+        StatusCommand.self,
+        LockCommand.self,
+        UnlockCommand.self,
+        PasswdCommand.self,
+        ExportCommand.self,
+        ImportCommand.self,
+        GitCredentialCommand.self,
+        LoginCommand.self,
+        WhoamiCommand.self,
+        GroupsCommand.self,
+        SetupCommand.self,
+        CompletionsCommand.self,
     ]
+
+    /// Every verb's declaration, in the order `--help` lists them.
+    public static let commands: [CommandSpec] = verbs.map { $0.spec }
 
     /// Runs a command line (`arguments[0]` is the program) and returns the exit status.
     public static func run(_ arguments: [String]) -> Int32 {
@@ -181,65 +42,34 @@ public enum SecretCtl {
             try dispatch(words)
             return ExitStatus.success.rawValue
         } catch {
-            if case .failure("", _) = error { return error.status.rawValue }  // silent, as secret-tool
-            Terminal.writeError(error.message + "\n")
+            if let message = error.message { Terminal.writeError(message + "\n") }
             return error.status.rawValue
         }
     }
 
     private static func dispatch(_ words: [String]) throws(CommandLineError) {
-        guard let verb = words.first, verb != "--help", verb != "-h", verb != "help" else {
+        guard let name = words.first, name != "--help", name != "-h", name != "help" else {
             Terminal.writeOutput(Help.overview(commands))
             return
         }
-        if verb == "--version" {
+        if name == "--version" {
             Terminal.writeOutput("secretctl \(KeychainVersion.current)\n")
             return
         }
-        guard let spec = commands.first(where: { $0.name == verb }) else {
-            throw .usage("unknown command '\(verb)'", command: nil)
+        guard let verb = verb(named: name) else {
+            throw .usage("unknown command '\(name)'", command: nil)
         }
         let rest = Array(words.dropFirst())
         let options = rest.prefix { $0 != "--" }  // what follows -- is arguments (login's command)
         if options.contains("--help") || options.contains("-h") {
-            Terminal.writeOutput(Help.command(spec))
+            Terminal.writeOutput(Help.command(verb.spec))
             return
         }
-        let parsed: ParsedCommand
-        do {
-            parsed = try ParsedCommand.parse(rest, for: spec)
-        } catch .usage("too many arguments", _) where spec.name == "set" {
-            throw .usage(
-                "a secret on the command line is visible to other users (ps, shell history); pipe it instead: "
-                    + "printf %s \"$SECRET\" | secretctl set SERVICE ACCOUNT", command: "set")
-        }
-        try Commands.run(spec.name, parsed)
+        try verb.run(try verb.parse(rest))
     }
 
-    /// The exit status and message for a library error.
-    static func failure(_ error: KeychainError) -> CommandLineError {
-        switch error {
-        case .locked: return .failure("the keyring is locked; unlock it (secretctl unlock) and retry", status: .locked)
-        case .cancelled: return .failure("the prompt was dismissed", status: .locked)
-        case .noPrompter(let reason): return .failure("cannot ask for the password: \(reason)", status: .locked)
-        case .accessDenied(let message): return .failure("access denied: \(message)", status: .accessDenied)
-        case .noProvider(let reason):
-            return .failure("no Secret Service provider (start secretd or gnome-keyring): \(reason)", status: .noProvider)
-        case .invalidInput(let reason): return .usage("\(reason)", command: nil)
-        case .unexpectedData(let reason): return .failure(reason, status: .notFound)
-        case .noSuchKeyring: return .failure(error.description, status: .notFound)
-        case .notSupported, .protocolError, .backend: return .failure(error.description, status: .notFound)
-        }
-    }
-}
-
-extension CommandLineError {
-    /// Wraps a library call, turning its error into the exit status and message for it.
-    static func keychain<T>(_ body: () throws(KeychainError) -> T) throws(CommandLineError) -> T {
-        do {
-            return try body()
-        } catch {
-            throw SecretCtl.failure(error)
-        }
+    /// The verb called `name`, from ``verbs``.
+    static func verb(named name: String) -> (any Verb.Type)? {
+        verbs.first { $0.spec.name == name }
     }
 }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import KeychainCore
 
 /// Everything `secretctl` does with its standard streams and the terminal.
 enum Terminal {

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 import KeychainTestSupport
 import Testing
 
@@ -129,6 +130,22 @@ extension ProviderTests.SecretCtlEndToEnd {
 }
 
 extension ProviderTests.SecretCtlEndToEnd {
+    @Test("a keyring that does not exist exits 1 (nothing matched); a provider that cannot do the call exits 6 (failed)")
+    func providerFailure() throws {
+        let alias = "no-such-keyring-\(UUID().uuidString.prefix(8))"
+        let lock = try run(["lock", "--collection", alias])
+        #expect(lock.status == ExitStatus.notFound.rawValue, "\(lock.errorOutput)")
+        #expect(lock.errorOutput == "secretctl: no keyring has the alias '\(alias)'\n")
+        // Access groups are secretd's: another provider cannot answer, which is not "no such group".
+        if try !environment().command.arguments[0].hasSuffix("secretd") {
+            let whoami = try run(["whoami"])
+            #expect(whoami.status == ExitStatus.failed.rawValue, "\(whoami.errorOutput)")
+            #expect(whoami.errorOutput == "secretctl: the provider does not support access groups (secretd has them)\n")
+        }
+    }
+}
+
+extension ProviderTests.SecretCtlEndToEnd {
     @Test("secret-tool compatible verbs: store, lookup, search, clear, with secret-tool's exit statuses")
     func secretToolVerbs() throws {
         let value = "v-\(UUID().uuidString.prefix(8))"
@@ -153,7 +170,9 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(missing.status == 1)
         #expect(missing.errorOutput.isEmpty)
         #expect(try run(["clear", "service", value]).status == 0)
-        #expect(try run(["clear", "service", value]).status == 1)
+        let clearedAgain = try run(["clear", "service", value])
+        #expect(clearedAgain.status == 1)
+        #expect(clearedAgain.errorOutput.isEmpty)
         #expect(try run(["store", "service", value], input: "x").status == 2)  // no --label
         #expect(try run(["lookup", "service"]).status == 2)  // not pairs
     }

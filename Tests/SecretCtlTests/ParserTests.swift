@@ -1,5 +1,6 @@
 import Foundation
 import Keychain
+import KeychainCore
 import Testing
 
 @testable import SecretCtl
@@ -26,6 +27,41 @@ import Testing
         #expect(parsed.rest == ["service", "s", "user", "u"])
         #expect(parsed.values == ["label": "L"])
         #expect(store.usage.hasSuffix("ATTRIBUTE VALUE..."))
+    }
+
+    @Test("typed declarations read back what the parser took, typed by the declaration")
+    func typedReads() throws {
+        let file = Positional<String>("FILE", help: "A file.")
+        let shell = Positional<String?>("SHELL", help: "A shell.")
+        let words = Positional<[String]>("WORD", help: "Words.", optional: true)
+        let force = LongOption<Bool>("force", help: "Force.")
+        let label = LongOption<String?>("label", value: "TEXT", help: "A label.")
+        let attributes = LongOption<[String]>("attr", value: "NAME=VALUE", help: "Attributes.")
+        let spec = CommandSpec(
+            name: "try", abstract: "Try.", arguments: [file, shell, words], options: [force, label, attributes], examples: [])
+        #expect(spec.usage == "secretctl try [--force] [--label TEXT] [--attr NAME=VALUE] FILE [SHELL] [WORD]")
+        #expect(spec.arguments.map(\.optional) == [false, true, true])
+        #expect(spec.arguments.map(\.variadic) == [false, false, true])
+        #expect(spec.options.map(\.repeatable) == [false, false, true])
+
+        let parsed = try ParsedCommand.parse(
+            ["--attr", "a=1", "f.txt", "--label", "L", "bash", "w1", "--force", "--attr=b=2", "w2"], for: spec)
+        let path: String = parsed[file]  // a required argument is a String, not an optional
+        #expect(path == "f.txt")
+        #expect(parsed[shell] == "bash")
+        #expect(parsed[words] == ["w1", "w2"])
+        #expect(parsed[force])
+        #expect(parsed[label] == "L")
+        #expect(parsed[attributes] == ["a=1", "b=2"])
+
+        let bare = try ParsedCommand.parse(["f.txt"], for: spec)
+        #expect(bare[file] == "f.txt")
+        #expect(bare[shell] == nil)
+        #expect(bare[words].isEmpty)
+        #expect(!bare[force])
+        #expect(bare[label] == nil)
+        #expect(bare[attributes].isEmpty)
+        #expect(throws: CommandLineError.usage("missing FILE", command: "try")) { try ParsedCommand.parse([], for: spec) }
     }
 
     @Test("login's command is every word after --, taken as it is; the -- is required")
@@ -91,12 +127,12 @@ import Testing
 
     @Test("library errors map to the documented exit statuses")
     func exitStatuses() {
-        #expect(SecretCtl.failure(.locked).status == .locked)
-        #expect(SecretCtl.failure(.cancelled).status == .locked)
-        #expect(SecretCtl.failure(.accessDenied(message: "no")).status == .accessDenied)
-        #expect(SecretCtl.failure(.noProvider(reason: "x")).status == .noProvider)
-        #expect(SecretCtl.failure(.noPrompter(reason: "x")).status == .locked)
-        #expect(SecretCtl.failure(.invalidInput(.empty(field: "service"))).status == .usage)
+        #expect(CommandLineError(.locked).status == .locked)
+        #expect(CommandLineError(.cancelled).status == .locked)
+        #expect(CommandLineError(.accessDenied(message: "no")).status == .accessDenied)
+        #expect(CommandLineError(.noProvider(reason: "x")).status == .noProvider)
+        #expect(CommandLineError(.noPrompter(reason: "x")).status == .locked)
+        #expect(CommandLineError(.invalidInput(.empty(field: "service"))).status == .usage)
     }
 
     @Test("secretctl(1) documents every verb and option")

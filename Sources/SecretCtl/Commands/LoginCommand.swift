@@ -14,20 +14,43 @@ import Keychain
 import ProcessSpawning
 import Synchronization
 
-enum LoginCommand {
+enum LoginCommand: Verb {
+    /// `COMMAND [ARGS...]`, every word after `--`, taken as it is.
+    static let command = Positional<[String]>(
+        "COMMAND [ARGS...]", help: "The command that logs in; it reads the password on standard input.", afterSeparator: true)
+    /// `--account`: the account to log in as.
+    static let account = LongOption<String?>(
+        "account", value: "ACCOUNT", help: "Log in as this account (default: the one remembered).")
+    /// `--remember`: keep a typed password that works, without asking.
+    static let remember = LongOption<Bool>("remember", help: "Remember a typed password that works, without asking.")
+    /// `--no-remember`: never keep a typed password.
+    static let noRemember = LongOption<Bool>("no-remember", help: "Never remember a typed password, and do not ask.")
+    /// `--reject-exit CODES`: COMMAND's statuses that mean a wrong password.
+    static let rejectExit = LongOption<String?>(
+        "reject-exit", value: "CODES", help: "COMMAND's exit statuses that mean a wrong password, comma-separated (default 1).")
+
+    static let spec = CommandSpec(
+        name: "login",
+        abstract: "Run COMMAND with a remembered password on its standard input; ask for one when it is rejected.",
+        arguments: [Common.service, command], options: [account, remember, noRemember, rejectExit],
+        examples: [
+            "secretctl login --account bob registry.example.com -- docker login -u bob --password-stdin registry.example.com",
+            "secretctl login --account alice --reject-exit 1,77 mail.example.com -- ./check-mail.sh",
+        ])
+
     /// Runs the flow for a parsed `login` command line.
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
-        let service = parsed.arguments["SERVICE"]!
-        let command = parsed.rest
+        let service = parsed[Common.service]
+        let command = parsed[Self.command]
         let remember: LoginRememberPolicy
-        switch (parsed.flags.contains("remember"), parsed.flags.contains("no-remember")) {
-        case (true, true): throw .usage("give --remember or --no-remember, not both", command: "login")
+        switch (parsed[Self.remember], parsed[Self.noRemember]) {
+        case (true, true): throw .usage("give --remember or --no-remember, not both", command: spec.name)
         case (true, false): remember = .always
         case (false, true): remember = .never
         case (false, false): remember = .ask
         }
-        let rejections = try rejectionStatuses(parsed.values["reject-exit"] ?? "1")
-        let account = parsed.values["account"]
+        let rejections = try rejectionStatuses(parsed[Self.rejectExit] ?? "1")
+        let account = parsed[Self.account]
         let keychain = try CommandLineError.keychain { () throws(KeychainError) in try Keychain(service: service) }
 
         let outcome = waitFor { () async -> Result<(LoginResult, Int32), KeychainError> in
@@ -55,7 +78,7 @@ enum LoginCommand {
         case .rejected:
             throw .failure("the password was rejected every time; nothing was remembered", status: ExitStatus(rawValue: lastStatus))
         case .failed:
-            throw .failure("", status: ExitStatus(rawValue: lastStatus))  // COMMAND said why
+            throw .silent(status: ExitStatus(rawValue: lastStatus))  // COMMAND said why
         }
     }
 
@@ -69,7 +92,7 @@ enum LoginCommand {
         var statuses = Set<Int32>()
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             guard let status = Int32(part.trimmingWhitespace), (1...255).contains(status) else {
-                throw .usage("--reject-exit takes exit statuses from 1 to 255, separated by commas", command: "login")
+                throw .usage("--reject-exit takes exit statuses from 1 to 255, separated by commas", command: spec.name)
             }
             statuses.insert(status)
         }

@@ -1,20 +1,21 @@
 import FoundationEssentials
 import Glibc
+import KeychainCore
 import ProcessSpawning
 
 /// `secretctl setup`: makes secretd the login keyring, for every user (`--system`, as root, after
 /// `make install PREFIX=/usr`) or for the user running it; `--undo` reverts either. Each step is
 /// an ordinary tool (pam-auth-update, systemctl), and what changed is printed.
-enum SetupCommand {
-    /// The verb's declaration.
+enum SetupCommand: Verb {
+    /// `--system`: for every user, as root.
+    static let system = LongOption<Bool>(
+        "system", help: "For every user: enable pam_secretd.so (pam-auth-update) and the user units globally; needs root.")
+    /// `--undo`: revert what setup enabled.
+    static let undo = LongOption<Bool>("undo", help: "Revert what setup (or setup --system) enabled.")
+
     static let spec = CommandSpec(
         name: "setup", abstract: "Make secretd your login keyring (--system: every user's, as root); --undo reverts it.",
-        arguments: [],
-        options: [
-            .init(name: "system", value: nil,
-                  help: "For every user: enable pam_secretd.so (pam-auth-update) and the user units globally; needs root."),
-            .init(name: "undo", value: nil, help: "Revert what setup (or setup --system) enabled."),
-        ],
+        arguments: [], options: [system, undo],
         examples: ["sudo secretctl setup --system", "secretctl setup", "sudo secretctl setup --system --undo"])
 
     /// The pam-auth-update profile `make install` puts in place.
@@ -25,8 +26,8 @@ enum SetupCommand {
     static let units = ["secretd.socket", "secretd.service"]
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
-        let undo = parsed.flags.contains("undo")
-        if parsed.flags.contains("system") {
+        let undo = parsed[Self.undo]
+        if parsed[Self.system] {
             guard geteuid() == 0 else {
                 throw .failure("setup --system changes /etc/pam.d and /etc/systemd; run it as root (sudo secretctl setup --system)",
                                status: .accessDenied)
@@ -41,13 +42,13 @@ enum SetupCommand {
 
     private static func enableForEveryone() throws(CommandLineError) {
         guard FileManager.default.fileExists(atPath: pamProfile) else {
-            throw .failure("\(pamProfile) is missing: install secretd first (make install PREFIX=/usr)", status: .notFound)
+            throw .failure("\(pamProfile) is missing: install secretd first (make install PREFIX=/usr)", status: .failed)
         }
         let wasEnabled = pamProfileInForce()
         try runTool(["pam-auth-update", "--enable", "secretd"])
         guard pamProfileInForce() else {
             throw .failure("pam-auth-update did not add pam_secretd.so to \(pamSessionFile) (were the common-* files edited "
-                           + "by hand? see pam-auth-update(8)); nothing else was changed", status: .notFound)
+                           + "by hand? see pam-auth-update(8)); nothing else was changed", status: .failed)
         }
         Terminal.writeOutput(wasEnabled
             ? "PAM: the secretd profile was already enabled\n"
@@ -65,7 +66,7 @@ enum SetupCommand {
             try runTool(["pam-auth-update", "--disable", "secretd"])
         }
         guard !pamProfileInForce() else {
-            throw .failure("pam-auth-update left pam_secretd.so in \(pamSessionFile); see pam-auth-update(8)", status: .notFound)
+            throw .failure("pam-auth-update left pam_secretd.so in \(pamSessionFile); see pam-auth-update(8)", status: .failed)
         }
         Terminal.writeOutput("PAM: disabled the secretd profile (pam-auth-update): pam_secretd.so no longer runs at login\n")
         try runTool(["systemctl", "--global", "disable"] + units)
@@ -109,11 +110,11 @@ enum SetupCommand {
         environment["DEBIAN_FRONTEND"] = "noninteractive"
         switch ProcessSpawning.spawn(arguments, environment: environment, descriptors: [(0, 0), (1, 2), (2, 2)]) {
         case .failure(let error):
-            throw .failure("cannot run \(arguments[0]): \(error)", status: .notFound)
+            throw .failure("cannot run \(arguments[0]): \(error)", status: .failed)
         case .success(let pid):
             let status = ProcessSpawning.waitForExit(pid)
             guard status == 0 else {
-                throw .failure("\(arguments.joined(separator: " ")) failed (exit status \(status))", status: .notFound)
+                throw .failure("\(arguments.joined(separator: " ")) failed (exit status \(status))", status: .failed)
             }
         }
     }

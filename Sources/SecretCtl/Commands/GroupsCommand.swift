@@ -3,39 +3,45 @@ import FoundationEssentials
 import Glibc
 import Keychain
 
-/// `secretctl whoami` and `secretctl groups`: secretd's access groups, explained and changed.
-enum AccessGroupsCommand {
-    static func run(_ verb: String, _ parsed: ParsedCommand) throws(CommandLineError) {
-        let json = parsed.flags.contains("json")
-        if verb == "whoami" {
-            let me = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.whoAmI() }
-            if json {
-                try Commands.printJSON([
-                    "identity": me.identity, "groups": me.groups, "default_group": me.defaultGroup, "confined": me.confined,
-                ])
-            } else {
-                Terminal.writeOutput("""
-                    identity:      \(me.identity)
-                    groups:        \(me.groups.joined(separator: ", "))
-                    default group: \(me.defaultGroup)\(me.confined ? " (confined to its groups)" : "")
+/// `secretctl groups ACTION [GROUP] [IDENTITY]`: secretd's access groups, listed, shown and
+/// changed (a change is confirmed with the login password, or through secretd's prompt).
+enum GroupsCommand: Verb {
+    /// `ACTION`: what to do.
+    static let action = Positional<String>("ACTION", help: "list, show, add-member or remove-member.")
+    /// `GROUP`, for every action but `list`.
+    static let group = Positional<String?>("GROUP", help: "The group (for show, add-member, remove-member).")
+    /// `IDENTITY`, for `add-member` and `remove-member`.
+    static let identity = Positional<String?>(
+        "IDENTITY", help: "flatpak:ID, snap:NAME, unit:NAME or exe:/PATH (for add-member, remove-member).")
+    /// `--password-stdin`: the login password instead of secretd's prompt.
+    static let passwordStdin = LongOption<Bool>(
+        "password-stdin",
+        help: "Confirm a change with the login password (typed without echo, or on standard input) "
+            + "instead of secretd's prompt.")
 
-                    """)
-            }
-            return
-        }
-        let action = parsed.arguments["ACTION"]!
-        let group = parsed.arguments["GROUP"]
-        let identity = parsed.arguments["IDENTITY"]
+    static let spec = CommandSpec(
+        name: "groups", abstract: "List, show and change secretd's access groups (changes need the login password).",
+        arguments: [action, group, identity], options: [Common.json, passwordStdin],
+        examples: [
+            "secretctl groups list",
+            "secretctl groups add-member com.example.deploy exe:/usr/local/bin/deploy",
+            "secretctl groups remove-member --password-stdin com.example.deploy unit:backup.service < pw",
+        ])
+
+    static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
+        let json = parsed[Common.json]
+        let action = parsed[Self.action]
+        let group = parsed[Self.group]
+        let identity = parsed[Self.identity]
         switch action {
         case "list":
-            guard group == nil else { throw .usage("groups list takes no GROUP", command: "groups") }
+            guard group == nil else { throw .usage("groups list takes no GROUP", command: spec.name) }
             let (groups, apps) = try policy()
             let mine = Set(try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.whoAmI() }.groups)
             if json {
-                try Commands.printJSON([
+                try Output.json([
                     "groups": groups.map { describe($0, member: mine.contains($0.name)) },
-                    "apps": apps.map { ["identity": $0.key, "groups": $0.value] as [String: Any] }
-                        .sorted { ($0["identity"] as! String) < ($1["identity"] as! String) },
+                    "apps": apps.sorted { $0.key < $1.key }.map { ["identity": $0.key, "groups": $0.value] as [String: Any] },
                 ])
                 return
             }
@@ -50,7 +56,7 @@ enum AccessGroupsCommand {
                 Terminal.writeOutput("app \(app)\tconfined to \(appGroups.joined(separator: ", "))\n")
             }
         case "show":
-            guard let group, identity == nil else { throw .usage("groups show takes one GROUP", command: "groups") }
+            guard let group, identity == nil else { throw .usage("groups show takes one GROUP", command: spec.name) }
             let (groups, apps) = try policy()
             guard let entry = groups.first(where: { $0.name == group }) else {
                 throw .failure("no access group '\(group)' in secretd's policy", status: .notFound)
@@ -59,7 +65,7 @@ enum AccessGroupsCommand {
             if json {
                 var fields = describe(entry, member: nil)
                 fields["confined_apps"] = confined
-                try Commands.printJSON(fields)
+                try Output.json(fields)
                 return
             }
             Terminal.writeOutput("group:   \(entry.name)\nask:     \(entry.ask ? "yes" : "no")\n")
@@ -67,17 +73,17 @@ enum AccessGroupsCommand {
             for app in confined { Terminal.writeOutput("app:     \(app) (confined)\n") }
         case "add-member", "remove-member":
             guard let group, let identity else {
-                throw .usage("groups \(action) takes GROUP and IDENTITY", command: "groups")
+                throw .usage("groups \(action) takes GROUP and IDENTITY", command: spec.name)
             }
             guard AccessGroupNames.isGroupName(group) else {
-                throw .usage("'\(group)' is not a group name (letters, digits, '.', '-', '_'; not 'default')", command: "groups")
+                throw .usage("'\(group)' is not a group name (letters, digits, '.', '-', '_'; not 'default')", command: spec.name)
             }
             guard CallerIdentity(parsing: identity) != nil else {
                 throw .usage("'\(identity)' is not an identity: flatpak:APP-ID, snap:NAME, unit:NAME.service or exe:/PATH "
-                             + "(secretctl whoami prints a program's own)", command: "groups")
+                             + "(secretctl whoami prints a program's own)", command: spec.name)
             }
             var password: [UInt8]?
-            if parsed.flags.contains("password-stdin") {
+            if parsed[Self.passwordStdin] {
                 var typed = [UInt8](try Terminal.readSecret(limit: KeychainLimits.passwordSize))
                 if typed.last == UInt8(ascii: "\n") { typed.removeLast() }
                 password = typed
@@ -89,7 +95,7 @@ enum AccessGroupsCommand {
                 try KeychainProvider.changeAccessGroup(add: action == "add-member", group: group, identity: identity, password: secret)
             }
         default:
-            throw .usage("unknown groups action '\(action)' (list, show, add-member, remove-member)", command: "groups")
+            throw .usage("unknown groups action '\(action)' (list, show, add-member, remove-member)", command: spec.name)
         }
     }
 

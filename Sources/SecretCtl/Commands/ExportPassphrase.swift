@@ -1,0 +1,24 @@
+import FoundationEssentials
+import Glibc
+import KeychainCore
+
+/// The passphrase of an export file, for `export` and `import`.
+enum ExportPassphrase {
+    /// Typed without echo on a terminal (twice when `confirm`, as for a new file), otherwise the
+    /// first line of standard input.
+    static func read(confirm: Bool) throws(CommandLineError) -> Data {
+        var passphrase: Data
+        if Terminal.isTerminal(STDIN_FILENO) {
+            passphrase = try Terminal.readHidden(prompt: "Passphrase: ")
+            if confirm, try Terminal.readHidden(prompt: "Repeat the passphrase: ") != passphrase {
+                throw .failure("the passphrases differ", status: .usage)
+            }
+        } else {
+            let input = try Terminal.readSecret(limit: KeychainLimits.passwordSize)
+            passphrase = input.split(separator: UInt8(ascii: "\n"), maxSplits: 1, omittingEmptySubsequences: false).first
+                .map { Data($0) } ?? Data()
+        }
+        guard !passphrase.isEmpty else { throw .usage("the passphrase is empty", command: nil) }
+        return passphrase
+    }
+}

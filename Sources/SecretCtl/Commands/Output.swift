@@ -1,0 +1,58 @@
+import FoundationEssentials
+import Glibc
+import Keychain
+import KeychainCore
+
+/// How verbs print what they found: a secret, one line of JSON, a list of items, and the JSON
+/// fields of an item (keys documented in secretctl(1)).
+enum Output {
+    /// Writes a secret byte for byte; a newline follows only on a terminal, so
+    /// `$(secretctl get S A)` is exact.
+    static func secret(_ secret: Data) {
+        Terminal.writeOutput(secret)
+        if Terminal.isTerminal(STDOUT_FILENO) { Terminal.writeOutput("\n") }
+    }
+
+    /// Writes `value` (dictionaries, arrays, strings, numbers, booleans, nil) as one line of JSON.
+    static func json(_ value: Any) throws(CommandLineError) {
+        guard let text = JSONText.encode(value) else {
+            throw .failure("cannot encode the output as JSON", status: .failed)
+        }
+        Terminal.writeOutput(text + "\n")
+    }
+
+    /// Items as `list` and `search` print them: JSON, or service, account and label per line.
+    static func items(_ items: [KeychainItem], json: Bool) throws(CommandLineError) {
+        if json {
+            try Output.json(items.map(describe))
+        } else {
+            Terminal.writeOutput(items.map { "\($0.service)\t\($0.account)\t\($0.label)\n" }.joined())
+        }
+    }
+
+    /// The JSON fields of an item; dates in ISO 8601, absent values null.
+    static func describe(_ item: KeychainItem) -> [String: Any?] {
+        [
+            "service": item.service, "account": item.account, "label": item.label, "comment": item.comment,
+            "group": item.accessGroup, "created": item.created.formatted(.iso8601),
+            "modified": item.modified.formatted(.iso8601),
+        ]
+    }
+
+    /// The JSON fields of an item found by attributes: path, label, attributes, dates and, when
+    /// asked and readable, the secret.
+    static func describe(_ match: KeychainAttributes.Match, includingSecret: Bool = false) -> [String: Any?] {
+        var fields: [String: Any?] = [
+            "path": match.path, "label": match.label, "attributes": match.attributes,
+            "created": match.created.formatted(.iso8601), "modified": match.modified.formatted(.iso8601),
+        ]
+        if includingSecret { fields["secret"] = match.secret.map(jsonSecret) }
+        return fields
+    }
+
+    /// A secret for JSON: the text when it is UTF-8, otherwise `{"base64": …}`.
+    static func jsonSecret(_ secret: Data) -> Any {
+        if let text = String(data: secret, encoding: .utf8) { return text }
+        return ["base64": secret.base64EncodedString()]
+    }
+}

@@ -1,0 +1,45 @@
+import FoundationEssentials
+import Glibc
+import Keychain
+import KeychainCore
+
+/// `secretctl unlock [--password-stdin]`: unlocks the default keyring through the provider's
+/// prompt or with its password; creates the login keyring when there is none yet.
+enum UnlockCommand: Verb {
+    /// `--password-stdin`: the password instead of the provider's prompt.
+    static let passwordStdin = LongOption<Bool>(
+        "password-stdin", help: "Give the password (typed without echo, or on standard input) instead of a prompt.")
+
+    static let spec = CommandSpec(
+        name: "unlock", abstract: "Unlock the default keyring, through the provider's prompt or with its password.",
+        arguments: [], options: [passwordStdin],
+        examples: ["secretctl unlock --password-stdin < ~/.config/secretd/login-password"])
+
+    static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
+        // No login keyring yet (a first run without PAM): create it with this password.
+        let exists = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.hasKeyring() }
+        if parsed[Self.passwordStdin] {
+            var password = [UInt8](try Terminal.readSecret(limit: KeychainLimits.passwordSize, prompt: exists ? "Password: " : "New login keyring password: "))
+            defer { password.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+            if password.last == UInt8(ascii: "\n") { password.removeLast() }
+            let secret = password
+            if exists {
+                try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(password: secret) }
+                return
+            }
+            guard !secret.isEmpty else { throw .usage("the password is empty; the login keyring was not created", command: spec.name) }
+            if Terminal.isTerminal(STDIN_FILENO) {
+                var repeated = [UInt8](try Terminal.readHidden(prompt: "Repeat the password: "))
+                defer { repeated.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+                guard repeated == secret else { throw .failure("the passwords differ; nothing was created", status: .usage) }
+            }
+            try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.createLoginKeyring(password: secret) }
+            Terminal.writeError("secretctl: created the login keyring; it is unlocked\n")
+        } else if exists {
+            try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(password: nil) }
+        } else {
+            try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.createLoginKeyring(password: nil) }
+            Terminal.writeError("secretctl: created the login keyring; it is unlocked\n")
+        }
+    }
+}
