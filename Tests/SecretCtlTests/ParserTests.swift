@@ -140,13 +140,40 @@ import Testing
         let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("man/secretctl.1")
         let text = try String(contentsOf: page, encoding: .utf8)
+        let synopses = Self.synopsisOptions(in: text)
         for spec in SecretCtl.commands {
-            #expect(text.contains(".It Cm \(spec.name.replacingOccurrences(of: "-", with: "\\-"))"), "verb \(spec.name)")
-            for option in spec.options {
-                let roff = option.name.replacingOccurrences(of: "-", with: "\\-")  // hyphens are escaped in roff
-                #expect(text.contains("Fl \\-\(roff)"), "option --\(option.name) of \(spec.name)")
+            let verb = spec.name.replacingOccurrences(of: "-", with: "\\-")  // hyphens are escaped in roff
+            #expect(text.contains(".It Cm \(verb)"), "verb \(spec.name) has no entry")
+            // The SYNOPSIS lines of the verb name exactly its options: none missing, none stale.
+            #expect(synopses[spec.name] == Set(spec.options.map(\.name)), "SYNOPSIS options of \(spec.name)")
+        }
+        #expect(Set(synopses.keys) == Set(SecretCtl.commands.map(\.name)), "verbs in the SYNOPSIS")
+    }
+
+    /// The options each verb's SYNOPSIS lines name (`.Nm`, `.Cm verb`, then `Fl \-option` until
+    /// the next `.Nm`), by verb; a verb with several lines gets the union.
+    static func synopsisOptions(in page: String) -> [String: Set<String>] {
+        guard let start = page.range(of: ".Sh SYNOPSIS\n"), let end = page.range(of: "\n.Sh ", range: start.upperBound..<page.endIndex)
+        else { return [:] }
+        var options: [String: Set<String>] = [:]
+        var verb: String?
+        for line in page[start.upperBound..<end.lowerBound].split(separator: "\n") {
+            if line == ".Nm" {
+                verb = nil
+            } else if verb == nil, line.hasPrefix(".Cm ") {
+                let name = String(line.dropFirst(".Cm ".count).prefix { $0 != " " }).replacingOccurrences(of: "\\-", with: "-")
+                verb = name
+                options[name, default: []].formUnion([])
+            } else if let verb {
+                // Every `Fl \-name` of the line (`Fl \-remember | Fl \-no\-remember`); a bare
+                // `Fl \-` is login's separator, not an option.
+                for part in line.components(separatedBy: "Fl \\-").dropFirst() {
+                    let name = part.prefix { $0 != " " }.replacingOccurrences(of: "\\-", with: "-")
+                    if !name.isEmpty { options[verb, default: []].insert(name) }
+                }
             }
         }
+        return options
     }
 }
 
