@@ -1,5 +1,6 @@
 import FoundationEssentials
 import KeychainCore
+import Keychain
 
 /// Password lists exported by browsers and password managers as CSV with (at least) the
 /// columns `url`, `username` and `password`, and optionally `name`. Each row becomes an internet
@@ -26,7 +27,10 @@ package enum CSVImport {
                 skipped += 1
                 continue
             }
-            var attributes = ["xdg:schema": "org.gnome.keyring.NetworkPassword", "server": host, "user": row[username]]
+            var attributes = [
+                KeychainAttributeName.schema: KeychainAttributeName.networkSchema, KeychainAttributeName.server: host,
+                KeychainAttributeName.user: row[username],
+            ]
             if let scheme = parsed.scheme { attributes["protocol"] = scheme.lowercased() }
             if let port = parsed.port { attributes["port"] = String(port) }
             let label = name.flatMap { $0 < row.count && !row[$0].isEmpty ? row[$0] : nil } ?? "\(row[username])@\(host)"

@@ -1,4 +1,5 @@
 package import FoundationEssentials
+import Keychain
 
 /// git's credential helper protocol, for `secretctl git-credential` (``GitCredentialCommand``):
 /// requests, and items in the attributes git's own libsecret helper uses (user, server, port,
@@ -7,7 +8,7 @@ package enum GitCredential {
     /// The schema name written with new items. git's libsecret helper up to 2.40 (Debian 12)
     /// looks up `org.gnome.keyring.NetworkPassword` items only; later ones (`org.git.Password`)
     /// do not match the schema name, so this one serves both.
-    package static let schema = "org.gnome.keyring.NetworkPassword"
+    package static let schema = KeychainAttributeName.networkSchema
 
     /// Whether git asked the helper to stop (`quit=1` or `quit=true`).
     package static func isQuit(_ request: [String: String]) -> Bool {
@@ -43,7 +44,7 @@ package enum GitCredential {
             let password = request["password"], !password.isEmpty,
             let scheme = request["protocol"], let host = request["host"]
         else { return nil }
-        attributes["xdg:schema"] = schema
+        attributes[KeychainAttributeName.schema] = schema
         let label = "Git: \(scheme)://\(host)/\(request["path"] ?? "")"
         let secret = StoredSecret(
             password: password, fields: StoredSecret.extraKeys.compactMap { key in request[key].map { (key, $0) } })
