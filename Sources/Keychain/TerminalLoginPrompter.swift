@@ -1,4 +1,5 @@
 import Glibc
+import KeychainCore
 
 /// Asks on the controlling terminal (`/dev/tty`), whatever standard input and output are:
 ///
@@ -83,41 +84,13 @@ private final class TerminalSession {
     }
 
     /// Writes `prompt` and reads one line, without its newline; `nil` at end of input. With
-    /// `echo` off, echo is switched off before the prompt appears (pending input is discarded,
-    /// as getpass does) and back on after the read, and a newline is written then, since the
-    /// one typed was not echoed.
+    /// `echo` off, echo is switched off before the prompt appears and back on after the read
+    /// (see ``HiddenLine``), and a newline is written then, since the one typed was not echoed.
     private func readLine(prompt: String, echo: Bool) -> [UInt8]? {
-        var saved = termios()
-        let quiet = !echo && tcgetattr(fd, &saved) == 0
-        if quiet {
-            var noEcho = saved
-            noEcho.c_lflag &= ~tcflag_t(ECHO)
-            tcsetattr(fd, TCSAFLUSH, &noEcho)
-        }
-        write(prompt)
-        defer {
-            if quiet {
-                tcsetattr(fd, TCSAFLUSH, &saved)
-                write("\n")
-            }
-        }
-        // A fixed buffer, so no reallocation leaves an unwiped copy of a password behind.
-        var buffer = [UInt8](repeating: 0, count: Self.lineLimit)
-        defer { buffer.withUnsafeMutableBytes { SecretBuffer.wipe($0) } }
-        var count = 0
-        var byte: UInt8 = 0
-        while true {
-            let result = Glibc.read(fd, &byte, 1)
-            if result < 0 && errno == EINTR { continue }
-            if result <= 0 { return nil }
-            if byte == UInt8(ascii: "\n") { break }
-            if count < buffer.count {
-                buffer[count] = byte
-                count += 1
-            }
-        }
-        if count > 0 && buffer[count - 1] == UInt8(ascii: "\r") { count -= 1 }
-        return Array(buffer[0..<count])
+        let line = HiddenLine(
+            from: fd, limit: Self.lineLimit, hidden: !echo, prompt: { write(prompt) }, newline: { write("\n") })
+        if line.reachedEnd { return nil }
+        return line.withBytes { Array($0) }
     }
 
     private func write(_ text: String) {

@@ -10,7 +10,7 @@ enum Terminal {
     /// The secret for a write: typed without echo on a terminal (one line), otherwise all of
     /// standard input, byte for byte. The library refuses values over its limit.
     static func readSecret(limit: Int, prompt: String = "Secret: ") throws(CommandLineError) -> Data {
-        if isTerminal(STDIN_FILENO) { return try readHidden(prompt: prompt) }
+        if isTerminal(STDIN_FILENO) { return try readHidden(prompt: prompt, limit: min(limit, KeychainLimits.textSize)) }
         return try readStandardInput(limit: limit, what: "the secret")
     }
 
@@ -30,19 +30,13 @@ enum Terminal {
         return data
     }
 
-    /// One line typed on the terminal without echo, after `prompt` on standard error.
-    static func readHidden(prompt: String) throws(CommandLineError) -> Data {
-        var saved = termios()
-        guard tcgetattr(STDIN_FILENO, &saved) == 0 else { throw .failure("cannot read the terminal", status: .usage) }
-        writeError(prompt)
-        var quiet = saved
-        quiet.c_lflag &= ~tcflag_t(ECHO)
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
-        defer {
-            tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
-            writeError("\n")
-        }
-        return Data((readLine(strippingNewline: true) ?? "").utf8)
+    /// One line typed on the terminal without echo, after `prompt` on standard error; at most
+    /// `limit` bytes (a terminal's line is far shorter). The caller wipes what it gets.
+    static func readHidden(prompt: String, limit: Int = KeychainLimits.passwordSize) throws(CommandLineError) -> Data {
+        guard isTerminal(STDIN_FILENO) else { throw .failure("cannot read the terminal", status: .usage) }
+        let line = HiddenLine(from: STDIN_FILENO, limit: limit, prompt: { writeError(prompt) }, newline: { writeError("\n") })
+        if line.isTruncated { throw .failure("the line typed is longer than \(limit) bytes", status: .usage) }
+        return line.withBytes { Data($0) }
     }
 
     /// Writes bytes to standard output.

@@ -4,7 +4,7 @@
 /// ``SecretCtl/verbs`` lists every verb type in help order; the dispatcher finds the verb by
 /// ``CommandSpec/name`` there, so adding a verb is its file, one line in that list and its
 /// entry in secretctl(1) (which `ParserTests` checks).
-protocol Verb {
+protocol Verb: Sendable {
     /// The verb's declaration, which the parser, `--help`, the completions and the man-page
     /// check read.
     static var spec: CommandSpec { get }

@@ -108,34 +108,17 @@ let options = Daemon.Options(
 _ = keychain_set_non_dumpable()
 Gcrypt.initialize()
 
-/// Reads the login password from standard input (no echo on a terminal), or nil.
+/// Reads the login password from standard input: one line typed without echo on a terminal,
+/// otherwise all of it (less one trailing newline).
 func readPassword() -> SecureBytes? {
     let limit = KeychainLimits.passwordSize
-    var buffer = [UInt8](repeating: 0, count: limit + 1)
-    defer { buffer.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
-    var saved = termios()
-    let terminal = isatty(STDIN_FILENO) != 0 && tcgetattr(STDIN_FILENO, &saved) == 0
-    if terminal {
-        printError("Login password: ")
-        var quiet = saved
-        quiet.c_lflag &= ~tcflag_t(ECHO)
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
-    }
-    var count = 0
-    while count <= limit {
-        let got = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress! + count, limit + 1 - count) }
-        if got < 0 && errno == EINTR { continue }
-        if got <= 0 { break }
-        count += got
-        if terminal, buffer[count - 1] == UInt8(ascii: "\n") { break }
-    }
-    if terminal {
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
-        printError("\n")
-    }
-    if count > limit { fail("the password on standard input is longer than \(limit) bytes") }
-    if count > 0, buffer[count - 1] == UInt8(ascii: "\n") { count -= 1 }
-    return buffer.withUnsafeBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+    let terminal = isatty(STDIN_FILENO) != 0
+    var line = HiddenLine(
+        from: STDIN_FILENO, limit: limit, stopAtNewline: terminal,
+        prompt: { if terminal { printError("Login password: ") } }, newline: { printError("\n") })
+    if line.isTruncated { fail("the password on standard input is longer than \(limit) bytes") }
+    line.dropTrailingNewline()
+    return line.withBytes { SecureBytes(copying: $0) }
 }
 
 /// The login password from a systemd credential, if one was passed.
