@@ -72,11 +72,6 @@ import Testing
             .components(separatedBy: "<node name=\"").dropFirst().compactMap { $0.split(separator: "\"").first.map(String.init) }
     }
 
-    /// secretd's resident memory in KiB.
-    static func residentKiB(_ daemon: SupervisedProcess) throws -> Int {
-        try LoadTests.residentKiB(try #require(daemon.helperPID))
-    }
-
     /// A fixture whose secretd asks through the scripted pinentry.
     static func fixtureWithPinentry(answers: [String]) throws -> (SecretdFixture, ScriptedPinentry) {
         let fixture = try SecretdFixture()
@@ -297,14 +292,15 @@ import Testing
         time.sleep(600)
         """#
 
-    @Test("a client opening 500 sessions keeps its 256 most recently used; others are served; the memory returns when it goes")
+    // What these sessions cost secretd in memory, and what it gives back when the client
+    // goes, is a figure of `make bench` (the `sessions` scenario), not a test: it depends on
+    // when malloc returns memory (bench/README.md).
+    @Test("a client opening 500 sessions keeps its 256 most recently used; others are served; its sessions go when it does")
     func hundredsOfSessions() throws {
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
         #expect(try fixture.run(["secret-tool", "store", "--label=t", "fault", "sessions"], input: "still-here").status == 0)
-        Thread.sleep(forTimeInterval: 0.5)
-        let before = try Self.residentKiB(daemon)
         let hoarder = try Self.python(fixture, try Self.script(fixture, "hoarder.py", Self.sessionHoarder), log: "hoarder.out")
         #expect(Self.wait(120) { hoarder.log.contains("\"opened\"") }, "\(hoarder.log)")
         let report = try #require(
@@ -315,17 +311,12 @@ import Testing
         #expect(report["errors"] as? [String] == ["org.freedesktop.Secret.Error.NoSession"])
         #expect(try Self.children(fixture, "/org/freedesktop/secrets/session").count == 256)
         #expect(daemon.log.contains("has 256 sessions open"), "\(daemon.log)")
-        let peak = try Self.residentKiB(daemon)
         // Meanwhile other clients are served.
         #expect(try fixture.run(["secret-tool", "lookup", "fault", "sessions"]).text == "still-here")
 
         hoarder.crash()
         #expect(Self.wait(20) { (try? Self.children(fixture, "/org/freedesktop/secrets/session").isEmpty) == true })
-        Thread.sleep(forTimeInterval: 1)
-        let after = try Self.residentKiB(daemon)
-        print("500 sessions: secretd resident memory \(before) KiB before, \(peak) KiB with 256 open, \(after) KiB after the client left")
-        #expect(after <= max(peak, before + 1024), "resident memory grew after the client left: \(before) → \(peak) → \(after) KiB")
-        #expect(after - before <= 8 * 1024, "resident memory did not come back: \(before) → \(after) KiB")
+        #expect(daemon.isRunning)
     }
 
     /// Asks to unlock the locked login keyring 40 times without ever running the prompts.
@@ -428,38 +419,27 @@ import Testing
                           "max_ms": round(1000 * latencies[-1])}), flush=True)
         """#
 
-    @Test("flooding clients (reading, not reading, or expecting no replies) on a session-sized bus: others are served, memory stays bounded")
+    // secretd's memory under the flood, at its peak and after, is a figure of `make bench`
+    // (the `flood` scenario), not a test: it depends on when malloc returns memory.
+    @Test("flooding clients (reading, not reading, or expecting no replies) on a session-sized bus: others are served, the call quota engages")
     func flood() throws {
         let seconds = Double(ProcessInfo.processInfo.environment["FAULT_FLOOD_SECONDS"] ?? "") ?? 10
         let fixture = try SecretdFixture()
         fixture.environment["G_SLICE"] = "always-malloc"  // as the systemd unit runs it
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        Thread.sleep(forTimeInterval: 0.5)
-        let before = try Self.residentKiB(daemon)
         let flooder = try Self.script(fixture, "flooder.py", Self.flooder)
         let flooders = try ["reading", "deaf", "silent"].map {
             try Self.python(fixture, flooder, [$0, String(seconds)], log: "flood-\($0).out")
         }
         let victim = try Self.python(fixture, try Self.script(fixture, "victim.py", Self.victim), [String(seconds)], log: "victim.out")
-        var peak = before
-        let deadline = Date().addingTimeInterval(seconds + 180)
-        while victim.isRunning, Date() < deadline {
-            peak = max(peak, (try? Self.residentKiB(daemon)) ?? 0)
-            usleep(200_000)
-        }
-        #expect(victim.waitForExit(timeout: 10) == 0, "\(victim.log)")
+        #expect(victim.waitForExit(timeout: seconds + 190) == 0, "\(victim.log)")
         for flooder in flooders { #expect(flooder.waitForExit(timeout: 60) == 0, "\(flooder.log)") }
-        Thread.sleep(forTimeInterval: 2)
-        let after = try Self.residentKiB(daemon)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(victim.log.utf8)) as? [String: Any], "\(victim.log)")
         print("flood for \(Int(seconds)) s: \(flooders.map { $0.log.trimmingCharacters(in: .whitespacesAndNewlines) })")
-        print("flood: the other client: \(report); secretd resident memory \(before) KiB before, \(peak) KiB at most, \(after) KiB after")
+        print("flood: the other client: \(report)")
         #expect(report["failures"] as? [String] == [], "\(report["failures"] ?? "")")
         #expect((report["operations"] as? Int ?? 0) > 0)
-        // Each client may have 4096 calls waiting, about 4 KiB each: three flooders, some 50 MiB.
-        #expect(peak - before < 150 * 1024, "resident memory grew from \(before) KiB to \(peak) KiB under the flood")
-        #expect(after - before < 32 * 1024, "resident memory stayed at \(after) KiB after the flood (from \(before) KiB)")
         #expect(daemon.log.contains("refused with LimitsExceeded"), "the call quota never came into play")
         #expect(daemon.isRunning)
         #expect(try fixture.call(Self.service, Self.serviceInterface, "ReadAlias", "('default',)")

@@ -4,8 +4,8 @@ import Testing
 
 /// Many real clients at once (Python `secretstorage`, one process each) against one secretd,
 /// while another client locks and unlocks the keyring: no failures but the documented ones
-/// (IsLocked while locked), the final state equals what each client's model says, and the
-/// daemon's memory returns to about where it started.
+/// (IsLocked while locked), and the final state equals what each client's model says. What
+/// the load costs secretd in memory is a figure of `make bench` (the `load` scenario), not a test.
 @Suite struct LoadTests {
     /// One client: 500 random operations on its own 20 keys, keeping a model of what it stored.
     /// Prints its model and failures as JSON.
@@ -86,8 +86,6 @@ import Testing
         try Self.locker.write(to: fixture.root.appendingPathComponent("locker.py"), atomically: true, encoding: .utf8)
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        let pid = try #require(daemon.helperPID)
-        let before = try Self.residentKiB(pid)
 
         let clients = try (0..<16).map { index in
             try SupervisedProcess(
@@ -114,21 +112,12 @@ import Testing
                 #expect((found.status == 0 ? found.text : nil) == model[key], "c\(index) \(key)")
             }
         }
-        Thread.sleep(forTimeInterval: 1)
-        let after = try Self.residentKiB(pid)
-        #expect(Double(after) <= Double(before) * 1.10, "resident memory went from \(before) KiB to \(after) KiB")
-        print("load: \(lockedRefusals) refusals while locked; secretd resident memory \(before) KiB before, \(after) KiB after")
+        print("load: \(lockedRefusals) refusals while locked")
         #expect(daemon.isRunning)
         #expect(QuickReadTests.quickAnswers("GetSecret", in: daemon) >= 10, "lookups answered in GDBus's thread")
         // Nothing secret reaches the log: not the password, not a stored value.
         let log = daemon.log
         #expect(!log.contains("login-password"))
         #expect(!storedValues.isEmpty && !storedValues.contains { log.contains($0) })
-    }
-
-    static func residentKiB(_ pid: Int32) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
-        return Int(line.split(separator: " ")[1]) ?? 0
     }
 }
