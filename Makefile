@@ -5,7 +5,8 @@
 # make fuzz     build keychain-fuzz with libFuzzer (in .build/fuzz) and fuzz every parser of
 #               outside input for FUZZ_SECONDS (30) each; fails on a crash (see README.md)
 # make demo     run the library's example program against a throw-away secretd
-# make bench    secretd against gnome-keyring, side by side (SIZES="100 1000" for a quick run)
+# make bench    secretd against gnome-keyring, side by side (SIZES="100 1000" for a quick run;
+#               PARTS=memory for the memory scenarios alone, see bench/README.md)
 # make leaks    secretd under AddressSanitizer/LeakSanitizer through 10,000 operations
 #               (make test runs 1,000)
 # make install  release build, then secretd, secretctl, man pages, systemd units and D-Bus activation file
@@ -148,7 +149,9 @@ run: build
 demo: build
 	scripts/run-demo.sh "$$($(SWIFT) build --show-bin-path)"
 
-# Release build; gnome-keyring runs the sizes up to 3000 only. See bench/README.md.
+# Release build; gnome-keyring runs the sizes up to 3000 only. PARTS, MEMORY_SCENARIOS,
+# FLOOD_SECONDS, LOAD_CLIENTS and LOAD_OPERATIONS reach bench/run.sh from make's command line.
+# See bench/README.md.
 SIZES ?= 100 1000 3000 10000 100000
 bench: static-cxx
 	$(SWIFT) build $(RELEASE) --product secretd
