@@ -22,8 +22,11 @@
 # keyring), unit and man checks.
 DEB_BUILD := pkg-config libsecret-1-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev libassuan-dev g++ \
 	libpam0g-dev
-DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-keyring \
+DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-jeepney python3-keyring \
 	python3-secretstorage groff-base man-db systemd git gcc libpam-wrapper pamtester
+# make bench: the bus, the peer provider, secret-tool, and Python with jeepney and secretstorage
+# for the commit floor, the report and the memory scenarios' clients (scripts/dbus-clients).
+DEB_BENCH := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-jeepney python3-secretstorage
 # make e2e: a Debian 12 system built from Debian packages, booted in a container, logged into over ssh.
 DEB_E2E := mmdebstrap systemd-container sshpass
 SWIFT ?= swift
@@ -154,6 +157,7 @@ demo: build
 # See bench/README.md.
 SIZES ?= 100 1000 3000 10000 100000
 bench: static-cxx
+	@scripts/install-deps.sh $(DEB_BENCH)
 	$(SWIFT) build $(RELEASE) --product secretd
 	$(SWIFT) build $(RELEASE) --product secretctl
 	$(SWIFT) build $(RELEASE) --product keychain-bench
