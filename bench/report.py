@@ -1,18 +1,28 @@
 #!/usr/bin/env python3
 """Prints the tables of `make bench` and writes the merged JSON report.
-usage: report.py COMMIT_FLOOR.json PROVIDER.json... [--no-work MAIN_LOOP.json WORKER_THREAD.json] --out RESULTS.json"""
+usage: report.py [--commit-floor COMMIT_FLOOR.json] [--no-work MAIN_LOOP.json WORKER_THREAD.json] PROVIDER.json... --out RESULTS.json
+A run of some parts only (bench/run.sh PARTS=...) leaves out the tables of the others."""
 import json, platform, subprocess, sys, time
 
 args = sys.argv[1:]
-out = args[args.index("--out") + 1]
-no_work = {}
-if "--no-work" in args:
-    at = args.index("--no-work")
-    no_work = {mode: json.load(open(path)) for mode, path in zip(["main-loop", "worker-thread"], args[at + 1:at + 3])}
-    del args[at:at + 3]
-files = [a for a in args if a != "--out" and a != out]
-commit_floor = json.load(open(files[0]))
-reports = {r["provider"]: r for r in (json.load(open(f)) for f in files[1:])}
+
+
+def option(name, count):
+    """The `count` values after `name` in args (removed from them), or None."""
+    if name not in args:
+        return None
+    at = args.index(name)
+    values = args[at + 1:at + 1 + count]
+    del args[at:at + 1 + count]
+    return values
+
+
+out = option("--out", 1)[0]
+no_work_files = option("--no-work", 2)
+no_work = {mode: json.load(open(path)) for mode, path in zip(["main-loop", "worker-thread"], no_work_files or [])}
+commit_floor_file = option("--commit-floor", 1)
+commit_floor = json.load(open(commit_floor_file[0])) if commit_floor_file else None
+reports = {r["provider"]: r for r in (json.load(open(f)) for f in args)}
 PHASES = ["store", "lookup", "search_all_load_secrets", "replace", "delete", "keychain_set", "keychain_get",
           "secretctl_get_process", "secret_tool_lookup_process"]
 
@@ -44,8 +54,11 @@ def say(text=""):
 
 info = machine()
 say(f"machine: {info['cpu']}, {info['cores']} cores, Linux {info['kernel']}; {info['gnome_keyring']}; {info['date']}")
-say(f"floors: durable SQLite commit (WAL, synchronous=FULL) median {commit_floor['median_ms']:.3f} ms")
+if commit_floor:
+    say(f"floors: durable SQLite commit (WAL, synchronous=FULL) median {commit_floor['median_ms']:.3f} ms")
 for name, report in reports.items():
+    if "sizes" not in report:
+        continue
     rt = report["roundtrip_floor"]["median_ms"]
     say()
     say(f"== {name}: D-Bus round trip median {rt:.3f} ms; started and unlocked in {report['startup_to_name_ms']} ms; "
@@ -70,7 +83,7 @@ for name, report in reports.items():
                     f"{fmt(conc.get(f'provider_cpu_ms_per_store_{n}'))} ms in the provider")
 
 summary = {}
-if "secretd" in reports:
+if "sizes" in reports.get("secretd", {}) and commit_floor:
     s = reports["secretd"]
     rt = s["roundtrip_floor"]["median_ms"]
     store_floor = rt + commit_floor["median_ms"]
@@ -98,7 +111,7 @@ if "secretd" in reports:
     if "secretctl_get_process" in last:
         say(f"secretctl get / secret-tool lookup (whole processes): "
             f"{last['secretctl_get_process']['median_ms'] / last['secret_tool_lookup_process']['median_ms']:.2f}x")
-    if "gnome-keyring" in reports:
+    if "sizes" in reports.get("gnome-keyring", {}):
         g = reports["gnome-keyring"]
         say()
         say("== gnome-keyring median / secretd median (how many times faster secretd is; > 1 is faster)")
@@ -111,6 +124,75 @@ if "secretd" in reports:
             summary[str(row["items"])] = {p: round(v, 2) for p, v in ratios.items()}
             say(f"{row['items']} | " + " | ".join(fmt(ratios.get(p)) for p in PHASES))
 
-json.dump({"machine": info, "commit_floor": commit_floor, "no_work_provider": no_work, "providers": reports, "gnome_keyring_over_secretd": summary},
+def mib(kib):
+    return "-" if kib is None else f"{kib / 1024:.1f}"
+
+
+# What secretd must do with its memory in each scenario, judged on the RSS once settled after
+# the clients left (bench/README.md, "Memory"): the thresholds the tests asserted before they
+# moved here. gnome-keyring's figures are a peer's, judged by nothing.
+EXPECTATIONS = {
+    "sessions": ("after the hoarder left: within 8 MiB of before, and no higher than max(peak, before + 1 MiB)",
+                 lambda r: r["settled"] - r["before"] <= 8 * 1024 and r["settled"] <= max(r["peak"], r["before"] + 1024)),
+    "flood": ("peak under 150 MiB above before; after: under 32 MiB above before",
+              lambda r: r["peak"] - r["before"] < 150 * 1024 and r["settled"] - r["before"] < 32 * 1024),
+    "load": ("after: at most 10% above before", lambda r: r["settled"] <= r["before"] * 1.10),
+}
+
+
+def scenario_notes(scenario, m):
+    """What the clients saw, in a few words."""
+    if scenario == "sessions":
+        return (f"{m.get('opened')} opened in {fmt(m.get('seconds'))} s, {m.get('usable')} still usable, "
+                f"errors {','.join(e.rsplit('.', 1)[-1] for e in m.get('errors', [])) or 'none'}")
+    if scenario == "flood":
+        victim = m.get("victim", {})
+        sent = "/".join(str(f.get("sent", "?")) for f in m.get("flooders", []))
+        refused = sum(f.get("outcomes", {}).get("org.freedesktop.DBus.Error.LimitsExceeded", 0) for f in m.get("flooders", []))
+        replies = sum(f.get("outcomes", {}).get("reply", 0) for f in m.get("flooders", []))
+        stopped = f"; flooders stopped at the RSS ceiling after {m['flooders_stopped_at_ceiling_s']} s" if "flooders_stopped_at_ceiling_s" in m else ""
+        return (f"victim {victim.get('operations', '-')} operations, {victim.get('failure_count', len(victim.get('failures', [])))} failures, "
+                f"latency median/p95/max {victim.get('median_ms', '-')}/{victim.get('p95_ms', '-')}/{victim.get('max_ms', '-')} ms; "
+                f"sent (reading/deaf/silent) {sent}, the reading one got {replies} replies and {refused} LimitsExceeded; "
+                f"clients refused by the quota {m.get('quota_refused_clients', '-')}"
+                + (" (cut off)" if m.get("cut_off") else "") + stopped)
+    return (f"{m.get('completed')}/{m.get('clients')} clients x {m.get('operations_per_client')} in {fmt(m.get('seconds'))} s, "
+            f"{m.get('failures')} failures, {m.get('locked_refusals')} refusals while locked"
+            + (f" (first: {m['first_failures'][:2]})" if m.get("first_failures") else "")
+            + (", cut off" if m.get("cut_off") else "") + (f", locker exit {m['locker_exit_status']}" if m.get("locker_exit_status") else ""))
+
+
+def memory_tables(reports):
+    """Prints the memory scenarios' table; returns secretd's verdicts."""
+    rows = [(name, scenario, m) for name, report in reports.items() for scenario, m in report.get("memory", {}).items()]
+    if not rows:
+        return {}
+    verdicts = {}
+    say()
+    say("== memory: the provider's RSS in MiB before, at its peak and after the clients left (1 s, 3 s, settled)")
+    say("scenario | provider | before | peak | after 1 s | after 3 s | settled (stable from s) | settled - before | secretd's expectation | the clients")
+    for name, scenario, m in sorted(rows, key=lambda row: (list(EXPECTATIONS).index(row[1]), row[0])):
+        r = m.get("rss_kib", {})
+        verdict = "peer figure"
+        if name == "secretd" and scenario in EXPECTATIONS and all(k in r for k in ("before", "peak", "settled")):
+            ok = EXPECTATIONS[scenario][1](r)
+            verdict = "met" if ok else "NOT MET"
+            verdicts[scenario] = {"expectation": EXPECTATIONS[scenario][0], "met": ok}
+        since = r.get("settled_from_s")
+        settled = (f"{mib(r.get('settled'))} ({'-' if since is None else f'{since:.1f}'}"
+                   f"{'' if r.get('settled_in_time', True) else ', not settled'})")
+        growth = mib(r["settled"] - r["before"]) if "settled" in r and "before" in r else "-"
+        label = scenario + (f" ({fmt(m.get('seconds'))} s)" if scenario == "flood" else "")
+        say(f"{label} | {name} | {mib(r.get('before'))} | {mib(r.get('peak'))} | {mib(r.get('after_1s'))} | "
+            f"{mib(r.get('after_3s'))} | {settled} | {growth} | {verdict} | {scenario_notes(scenario, m)}")
+    for scenario, (text, _) in EXPECTATIONS.items():
+        if scenario in verdicts:
+            say(f"secretd, {scenario}: {text}: {'met' if verdicts[scenario]['met'] else 'NOT MET'}")
+    return verdicts
+
+
+memory = memory_tables(reports)
+json.dump({"machine": info, "commit_floor": commit_floor, "no_work_provider": no_work, "providers": reports,
+           "gnome_keyring_over_secretd": summary, "memory_expectations": memory},
           open(out, "w"), indent=1, sort_keys=True)
 print(f"\nJSON report: {out}")

@@ -86,6 +86,11 @@ public final class SecretdFixture: @unchecked Sendable {
         return try run(["/usr/bin/python3", script.path] + arguments)
     }
 
+    /// Runs one of the shared clients of ``DBusClients`` (`first-call.py`) on this bus, with `arguments`.
+    public func runClient(_ name: String, _ arguments: [String] = []) throws -> CommandResult {
+        try run(DBusClients.command(name, arguments))
+    }
+
     /// Calls the Secret Service with GVariant-text arguments (see ``BusConnection/call(_:_:_:_:destination:)``).
     public func call(_ path: String, _ interface: String, _ method: String, _ arguments: String = "()") throws -> String {
         try control.call(path, interface, method, arguments)

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import ProcessSpawning
 
 /// A child process of the bench, started with posix_spawn and waited for with waitpid, so
@@ -8,6 +9,11 @@ final class Child {
     private let pid: Int32
     private let output: Int32
     private let input: Int32?
+    /// Output read but not yet returned as a line.
+    private var pending: [UInt8] = []
+    private var outputEnded = false
+    /// Its exit status, once waited for.
+    private var status: Int32?
 
     /// Starts `command` with the bench's environment; its standard output comes to
     /// ``readLine()``, and with `input`, its standard input from ``go()``.
@@ -39,10 +45,36 @@ final class Child {
 
     /// The next line of its output, without the newline; at the end of the output, what is left.
     func readLine() -> String {
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while read(output, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
-        return String(decoding: line, as: UTF8.self)
+        if let line = readLine(timeout: nil) { return line }
+        defer { pending = [] }
+        return String(decoding: pending, as: UTF8.self)
+    }
+
+    /// The next line of its output, without the newline, if one comes within `timeout`
+    /// seconds (nil: wait as long as it takes); nil when none came or the output ended first.
+    func readLine(timeout: Double?) -> String? {
+        let deadline = timeout.map { DispatchTime.now().uptimeNanoseconds + UInt64($0 * 1e9) }
+        while true {
+            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                defer { pending.removeSubrange(...newline) }
+                return String(decoding: pending[..<newline], as: UTF8.self)
+            }
+            guard !outputEnded else { return nil }
+            var wait: Int32 = -1
+            if let deadline {
+                let now = DispatchTime.now().uptimeNanoseconds
+                guard now < deadline else { return nil }
+                wait = Int32(min((deadline - now) / 1_000_000 + 1, UInt64(Int32.max)))
+            }
+            var ready = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            let polled = poll(&ready, 1, wait)
+            if polled < 0 && errno == EINTR { continue }
+            guard polled > 0 else { return nil }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = read(output, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { outputEnded = true } else { pending += chunk[..<count] }
+        }
     }
 
     /// Writes one byte to its standard input.
@@ -53,5 +85,24 @@ final class Child {
     }
 
     /// Waits for it to exit; its exit status.
-    func waitForExit() -> Int32 { ProcessSpawning.waitForExit(pid) }
+    func waitForExit() -> Int32 {
+        if let status { return status }
+        let exited = ProcessSpawning.waitForExit(pid)
+        status = exited
+        return exited
+    }
+
+    /// Its exit status if it has exited, without waiting.
+    func exitStatus() -> Int32? {
+        if let status { return status }
+        var raw: Int32 = 0
+        guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
+        status = ProcessSpawning.exitStatus(raw)
+        return status
+    }
+
+    /// Sends it `signal` (SIGKILL, as a crash) unless it has been waited for.
+    func kill(_ signal: Int32 = SIGKILL) {
+        if status == nil { _ = Glibc.kill(pid, signal) }
+    }
 }

@@ -237,11 +237,7 @@ struct Workload {
 
     /// The provider's resident memory in KiB, when its pid was given.
     private func rssKiB() -> Int? {
-        guard let pid = options.providerPID,
-            let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
-        else { return nil }
-        return Int(line.split(separator: " ").dropFirst().first ?? "")
+        options.providerPID.flatMap { ResidentMemory(pid: $0).kib() }
     }
 
     /// The bytes of every file under the provider's data directory; with `journalOnly`, of

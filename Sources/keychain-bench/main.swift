@@ -7,6 +7,9 @@
 //        keychain-bench --store-worker ID COUNT     (one of the concurrent storing clients)
 //        keychain-bench --serve-no-work main-loop|worker-thread   (a provider that does no work)
 //        keychain-bench --lookups COUNT             (lookups and the round-trip floor only)
+//        keychain-bench --memory sessions|flood|load --provider-pid PID [--clients DIR] [--password PW]
+//                       [--flood-seconds 10] [--load-clients 16] [--load-operations 500] [--load-seconds 300]
+//                                                   (one memory scenario, MemoryScenarios.swift)
 
 import Foundation
 import Keychain
@@ -19,6 +22,16 @@ struct Options {
     var password: String?
     var secretctl: String?
     var secretTool = "/usr/bin/secret-tool"
+    /// The memory scenario to run instead of the sizes.
+    var memory: MemoryScenarios.Scenario?
+    /// The shared Python clients (scripts/dbus-clients) and the Python that runs them.
+    var clients = "scripts/dbus-clients"
+    var python = "/usr/bin/python3"
+    var floodSeconds = 10.0
+    var loadClients = 16
+    var loadOperations = 500
+    /// How long the load's clients may take (s); ``MemoryScenarios/grace`` later they are killed.
+    var loadSeconds = 300.0
 
     init(_ arguments: [String]) {
         var words = arguments.makeIterator()
@@ -31,11 +44,23 @@ struct Options {
             case "--password": password = value
             case "--secretctl": secretctl = value
             case "--secret-tool": secretTool = value
-            default:
-                FileHandle.standardError.write(Data("keychain-bench: unknown option \(word)\n".utf8))
-                exit(2)
+            case "--memory":
+                guard let scenario = MemoryScenarios.Scenario(rawValue: value) else { Self.fail("unknown memory scenario \(value)") }
+                memory = scenario
+            case "--clients": clients = value
+            case "--python": python = value
+            case "--flood-seconds": floodSeconds = Double(value) ?? floodSeconds
+            case "--load-clients": loadClients = Int(value) ?? loadClients
+            case "--load-operations": loadOperations = Int(value) ?? loadOperations
+            case "--load-seconds": loadSeconds = Double(value) ?? loadSeconds
+            default: Self.fail("unknown option \(word)")
             }
         }
+    }
+
+    private static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("keychain-bench: \(message)\n".utf8))
+        exit(2)
     }
 }
 
@@ -50,7 +75,8 @@ let lookupsOnly = arguments.first == "--lookups" ? Int(arguments.dropFirst().fir
 let options = Options(lookupsOnly == nil ? arguments : [])
 do {
     let workload = Workload(options: options)
-    let report = try lookupsOnly.map(workload.lookupsOnly(count:)) ?? workload.run()
+    let report = try options.memory.map { try MemoryScenarios(options: options).run($0) }
+        ?? lookupsOnly.map(workload.lookupsOnly(count:)) ?? workload.run()
     let data = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys, .prettyPrinted])
     FileHandle.standardOutput.write(data + Data("\n".utf8))
 } catch {

@@ -57,24 +57,9 @@ import Testing
 
     // MARK: - Bugs the fuzzer found
 
-    /// Sends one call with a raw signature and body through jeepney; prints the reply or error.
-    static let rawCall = #"""
-        import sys
-        from jeepney import DBusAddress, new_method_call
-        from jeepney.io.blocking import open_dbus_connection
-        path, interface, method, signature, body = sys.argv[1:6]
-        conn = open_dbus_connection(bus="SESSION")
-        address = DBusAddress(path, bus_name="org.freedesktop.secrets", interface=interface)
-        try:
-            reply = conn.send_and_get_reply(new_method_call(address, method, signature, eval(body)), timeout=30)
-            print(reply.header.message_type.name, reply.body)
-        except Exception as error:
-            print("no reply:", type(error).__name__, error)
-        """#
-
     func raw(_ fixture: SecretdFixture, _ path: String, _ interface: String, _ method: String, _ signature: String,
              _ body: String) throws -> String {
-        try fixture.runPython(Self.rawCall, named: "raw.py", [path, interface, method, signature, body]).text
+        try fixture.runClient("raw-call.py", [path, interface, method, signature, body]).text
     }
 
     @Test("values of every D-Bus type inside variants are taken or refused, never a crash (a double used to abort secretd)")

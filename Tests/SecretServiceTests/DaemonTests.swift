@@ -127,120 +127,23 @@ import Testing
         daemon.stop()
     }
 
-    /// The start of the Python clients below: jeepney, the service and the login collection,
-    /// a connection (`conn`) to the session bus and a plain session (`session`).
-    static let jeepneyClient = #"""
-        import os, signal, sys
-        from jeepney import DBusAddress, new_method_call, MessageType, MatchRule, message_bus
-        from jeepney.io.blocking import open_dbus_connection
-        from jeepney.low_level import HeaderFields
-        B = "org.freedesktop.secrets"
-        SERVICE = DBusAddress("/org/freedesktop/secrets", bus_name=B, interface="org.freedesktop.Secret.Service")
-        PATH = "/org/freedesktop/secrets/collection/login"
-        LOGIN = DBusAddress(PATH, bus_name=B, interface="org.freedesktop.Secret.Collection")
-        PROPERTIES = DBusAddress(PATH, bus_name=B, interface="org.freedesktop.DBus.Properties")
-        conn = open_dbus_connection(bus="SESSION")
-        session = conn.send_and_get_reply(new_method_call(SERVICE, "OpenSession", "sv", ("plain", ("s", "")))).body[1]
-
-        """#
-
-    /// One connection sends a write and, without waiting, a read of what it writes; the
-    /// read's reply must show the write. Run for a new item (CreateItem, then SearchItems) and
-    /// for a replaced one (CreateItem with replace, then GetSecrets of its path).
-    static let pipelined = jeepneyClient + #"""
-        def both(first, second):
-            """Sends both calls before reading either reply; returns their replies."""
-            serials = [next(conn.outgoing_serial), next(conn.outgoing_serial)]
-            conn.send(first, serial=serials[0])
-            conn.send(second, serial=serials[1])
-            replies = {}
-            while len(replies) < 2:
-                message = conn.receive(timeout=30)
-                serial = message.header.fields.get(HeaderFields.reply_serial)
-                if serial in serials:
-                    if message.header.message_type == MessageType.error:
-                        raise RuntimeError(message.header.fields.get(HeaderFields.error_name))
-                    replies[serial] = message.body
-            return replies[serials[0]], replies[serials[1]]
-
-        def create(n, value):
-            properties = {"org.freedesktop.Secret.Item.Label": ("s", "pipelined %d" % n),
-                          "org.freedesktop.Secret.Item.Attributes": ("a{ss}", {"pipelined": str(n)})}
-            return new_method_call(LOGIN, "CreateItem", "a{sv}(oayays)b",
-                                   (properties, (session, b"", value.encode(), "text/plain"), True))
-
-        paths, failures = {}, []
-        for n in range(40):
-            created, found = both(create(n, "first-%d" % n),
-                                  new_method_call(SERVICE, "SearchItems", "a{ss}", ({"pipelined": str(n)},)))
-            paths[n] = created[0]
-            if found[0] != [created[0]]:
-                failures.append("search %d: %r, created %r" % (n, found, created[0]))
-        for n in range(40):
-            created, secrets = both(create(n, "second-%d" % n),
-                                    new_method_call(SERVICE, "GetSecrets", "aoo", ([paths[n]], session)))
-            value = bytes(secrets[0].get(paths[n], (None, b"", b"", ""))[2]).decode()
-            if created[0] != paths[n] or value != "second-%d" % n:
-                failures.append("secret %d: %r at %r" % (n, value, created[0]))
-        print("failures:", failures[:5], len(failures))
-        """#
-
     @Test("a read sent right behind a write on the same connection sees the write, as with gnome-keyring")
     func readBehindWrite() throws {
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        let result = try fixture.runPython(Self.pipelined, named: "pipelined.py")
+        let result = try fixture.runClient("pipelined.py")
         #expect(result.status == 0, "\(result.errorOutput)")
         #expect(result.text == "failures: [] 0\n", "\(result.errorOutput)")
         #expect(daemon.isRunning)
     }
-
-    /// Sends pipelined writes to the login collection and prints, in arrival order, `I` for each
-    /// PropertiesChanged that invalidates its Items, `L` for one that carries its Label, and `R`
-    /// for each reply: first for 100 CreateItem calls, then for CreateItem, Set(Label), CreateItem.
-    static let invalidations = jeepneyClient + #"""
-        rule = MatchRule(type="signal", interface="org.freedesktop.DBus.Properties", member="PropertiesChanged", path=PATH)
-        conn.send_and_get_reply(message_bus.AddMatch(rule))
-
-        def create(n):
-            properties = {"org.freedesktop.Secret.Item.Label": ("s", "item %d" % n),
-                          "org.freedesktop.Secret.Item.Attributes": ("a{ss}", {"n": str(n)})}
-            return new_method_call(LOGIN, "CreateItem", "a{sv}(oayays)b",
-                                   (properties, (session, b"", b"s", "text/plain"), False))
-
-        def events(calls):
-            """Sends all calls before reading any reply; the events up to the last reply."""
-            serials = set()
-            for call in calls:
-                serial = next(conn.outgoing_serial)
-                serials.add(serial)
-                conn.send(call, serial=serial)
-            seen = ""
-            while serials:
-                message = conn.receive(timeout=30)
-                kind = message.header.message_type
-                if kind == MessageType.signal and message.header.fields.get(HeaderFields.member) == "PropertiesChanged":
-                    interface, changed, invalidated = message.body
-                    seen += ("I" if "Items" in invalidated else "") + ("L" if "Label" in changed else "")
-                elif message.header.fields.get(HeaderFields.reply_serial) in serials:
-                    if kind == MessageType.error:
-                        raise RuntimeError(message.header.fields.get(HeaderFields.error_name))
-                    serials.discard(message.header.fields.get(HeaderFields.reply_serial))
-                    seen += "R"
-            return seen
-
-        print(events([create(n) for n in range(100)]))
-        label = new_method_call(PROPERTIES, "Set", "ssv", ("org.freedesktop.Secret.Collection", "Label", ("s", "Renamed")))
-        print(events([create(100), label, create(101)]))
-        """#
 
     @Test("writes that share a commit share one Items invalidation; one after a Label change is sent again")
     func invalidationsPerCommit() throws {
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        let result = try fixture.runPython(Self.invalidations, named: "invalidations.py")
+        let result = try fixture.runClient("invalidations.py")
         #expect(result.status == 0, "\(result.errorOutput)")
         let lines = result.text.split(separator: "\n").map(String.init)
         try #require(lines.count == 2, "\(result.text)")
@@ -254,32 +157,6 @@ import Testing
         #expect(lines[1] == "IRLRIR", "\(lines[1])")
     }
 
-    /// Pipelines 400 CreateItem calls (attribute `stop=ROUND`), sends secretd (pid `argv[1]`)
-    /// SIGTERM after the 200th, and prints how many calls got a reply and how many an error.
-    static let stopUnderWrites = jeepneyClient + #"""
-        serials = set()
-        for n in range(400):
-            properties = {"org.freedesktop.Secret.Item.Label": ("s", "item %d" % n),
-                          "org.freedesktop.Secret.Item.Attributes": ("a{ss}", {"stop": sys.argv[2], "n": str(n)})}
-            serial = next(conn.outgoing_serial)
-            serials.add(serial)
-            conn.send(new_method_call(LOGIN, "CreateItem", "a{sv}(oayays)b",
-                                      (properties, (session, b"", b"s", "text/plain"), False)), serial=serial)
-            if n == 200:
-                os.kill(int(sys.argv[1]), signal.SIGTERM)
-        replies = errors = 0
-        while serials:
-            message = conn.receive(timeout=30)
-            serial = message.header.fields.get(HeaderFields.reply_serial)
-            if serial in serials:
-                serials.discard(serial)
-                if message.header.message_type == MessageType.error:
-                    errors += 1
-                else:
-                    replies += 1
-        print(replies, errors)
-        """#
-
     @Test("stopped under a flood of writes, secretd still answers every write it committed")
     func repliesAtStop() throws {
         let fixture = try SecretdFixture()
@@ -287,7 +164,7 @@ import Testing
         for round in 1...3 {
             let daemon = try fixture.start()
             let pid = try #require(daemon.helperPID)
-            let result = try fixture.runPython(Self.stopUnderWrites, named: "stop.py", [String(pid), String(round)])
+            let result = try fixture.runClient("stop-under-writes.py", [String(pid), String(round)])
             #expect(result.status == 0, "\(result.errorOutput)")
             #expect(daemon.waitForExit(timeout: 20) == 0)
             try fixture.waitUntilNameIsFree()

@@ -62,15 +62,7 @@ import Testing
 
         // First call of a new connection: it must be identified first (the main loop asks the bus).
         let before = Self.quickAnswers("SearchItems", in: daemon)
-        let found = try fixture.runPython(#"""
-            from jeepney import DBusAddress, new_method_call
-            from jeepney.io.blocking import open_dbus_connection
-            SERVICE = DBusAddress("/org/freedesktop/secrets", bus_name="org.freedesktop.secrets",
-                                  interface="org.freedesktop.Secret.Service")
-            conn = open_dbus_connection(bus="SESSION")
-            reply = conn.send_and_get_reply(new_method_call(SERVICE, "SearchItems", "a{ss}", ({"account": "alice"},)))
-            print(len(reply.body[0]), len(reply.body[1]))
-            """#, named: "first.py")
+        let found = try fixture.runClient("first-call.py")
         #expect(found.text == "1 0\n", "\(found.errorOutput)")
         #expect(Self.quickAnswers("SearchItems", in: daemon) == before)
 
