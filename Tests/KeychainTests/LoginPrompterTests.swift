@@ -30,7 +30,7 @@ final class PseudoTerminal: @unchecked Sendable {
         guard try libc("ptsname_r", as: NameCall.self)(master, &name, name.count) == 0 else {
             throw HarnessError("ptsname_r failed")
         }
-        slavePath = String(cString: name)
+        slavePath = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     deinit { hangUp() }
