@@ -89,6 +89,17 @@ package final class Database {
         return result
     }
 
+    /// Runs `body` with a query prepared and its parameters bound; `body` steps through the
+    /// rows and reads what it needs of each while it is current (Row.swift), so no row is
+    /// copied into values first. The statement is reset when `body` returns.
+    func withQuery<Result>(
+        _ sql: String, _ values: [Value], _ body: (Statement) throws(StoreError) -> Result
+    ) throws(StoreError) -> Result {
+        let statement = try prepare(sql, values)
+        defer { statement.reset() }
+        return try body(statement)
+    }
+
     /// Whether transactions are grouped: each runs as a savepoint inside one open transaction
     /// that ``commitPending()`` commits, so writes that arrive together share one sync to disk.
     var groupsCommits = false
@@ -238,16 +249,23 @@ package final class Database {
 
         /// The current row's values.
         func row() -> [Value] {
-            (0..<sqlite3_column_count(handle)).map { column in
-                switch sqlite3_column_type(handle, column) {
-                case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
-                case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(handle, column)))
-                case SQLITE_BLOB:
-                    let count = Int(sqlite3_column_bytes(handle, column))
-                    guard let base = sqlite3_column_blob(handle, column), count > 0 else { return .blob([]) }
-                    return .blob(Array(UnsafeRawBufferPointer(start: base, count: count)))
-                default: return .null
-                }
+            (0..<columnCount).map(value(at:))
+        }
+
+        /// How many columns each row has.
+        var columnCount: Int { Int(sqlite3_column_count(handle)) }
+
+        /// The value in `column` (from 0) of the current row.
+        func value(at column: Int) -> Value {
+            let column = Int32(column)
+            switch sqlite3_column_type(handle, column) {
+            case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
+            case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(handle, column)))
+            case SQLITE_BLOB:
+                let count = Int(sqlite3_column_bytes(handle, column))
+                guard let base = sqlite3_column_blob(handle, column), count > 0 else { return .blob([]) }
+                return .blob(Array(UnsafeRawBufferPointer(start: base, count: count)))
+            default: return .null
             }
         }
     }
