@@ -54,6 +54,11 @@ package final class Database {
     /// How many prepared statements are kept (search builds a few shapes per attribute count).
     private static let statementCacheLimit = 128
 
+    /// The texts of the INSERTs and UPDATEs built from column lists (Database+Columns.swift),
+    /// with what they were built from: a handful, so a list is searched faster than a
+    /// dictionary is hashed.
+    var builtStatements: [(shape: StatementShape, sql: String)] = []
+
     /// `sql`, prepared once and kept, with its parameters bound in order. Used by one caller
     /// at a time: ``run(_:_:)`` and ``rows(_:_:)`` finish with it before they return.
     private func prepare(_ sql: String, _ values: [Value]) throws(StoreError) -> Statement {
