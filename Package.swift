@@ -112,8 +112,9 @@ let package = Package(
         .testTarget(
             name: "SecretCryptoTests", dependencies: ["SecretCrypto"],
             swiftSettings: strictSettings),
+        // Fixtures/: a database written by each schema version, for the migration tests.
         .testTarget(
-            name: "SecretStoreTests", dependencies: ["SecretCrypto", "SecretStore"],
+            name: "SecretStoreTests", dependencies: ["SecretCrypto", "SecretStore"], resources: [.copy("Fixtures")],
             swiftSettings: strictSettings),
         .testTarget(
             name: "SecretCtlTests", dependencies: ["KeychainCore", "SecretCtl", "SecretCrypto", "Keychain"],

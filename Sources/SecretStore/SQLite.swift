@@ -54,6 +54,11 @@ package final class Database {
     /// How many prepared statements are kept (search builds a few shapes per attribute count).
     private static let statementCacheLimit = 128
 
+    /// The texts of the INSERTs and UPDATEs built from column lists (Database+Columns.swift),
+    /// with what they were built from: a handful, so a list is searched faster than a
+    /// dictionary is hashed.
+    var builtStatements: [(shape: StatementShape, sql: String)] = []
+
     /// `sql`, prepared once and kept, with its parameters bound in order. Used by one caller
     /// at a time: ``run(_:_:)`` and ``rows(_:_:)`` finish with it before they return.
     private func prepare(_ sql: String, _ values: [Value]) throws(StoreError) -> Statement {
@@ -87,6 +92,17 @@ package final class Database {
         var result: [[Value]] = []
         while try statement.step() { result.append(statement.row()) }
         return result
+    }
+
+    /// Runs `body` with a query prepared and its parameters bound; `body` steps through the
+    /// rows and reads what it needs of each while it is current (Row.swift), so no row is
+    /// copied into values first. The statement is reset when `body` returns.
+    func withQuery<Result>(
+        _ sql: String, _ values: [Value], _ body: (Statement) throws(StoreError) -> Result
+    ) throws(StoreError) -> Result {
+        let statement = try prepare(sql, values)
+        defer { statement.reset() }
+        return try body(statement)
     }
 
     /// Whether transactions are grouped: each runs as a savepoint inside one open transaction
@@ -238,16 +254,23 @@ package final class Database {
 
         /// The current row's values.
         func row() -> [Value] {
-            (0..<sqlite3_column_count(handle)).map { column in
-                switch sqlite3_column_type(handle, column) {
-                case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
-                case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(handle, column)))
-                case SQLITE_BLOB:
-                    let count = Int(sqlite3_column_bytes(handle, column))
-                    guard let base = sqlite3_column_blob(handle, column), count > 0 else { return .blob([]) }
-                    return .blob(Array(UnsafeRawBufferPointer(start: base, count: count)))
-                default: return .null
-                }
+            (0..<columnCount).map(value(at:))
+        }
+
+        /// How many columns each row has.
+        var columnCount: Int { Int(sqlite3_column_count(handle)) }
+
+        /// The value in `column` (from 0) of the current row.
+        func value(at column: Int) -> Value {
+            let column = Int32(column)
+            switch sqlite3_column_type(handle, column) {
+            case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
+            case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(handle, column)))
+            case SQLITE_BLOB:
+                let count = Int(sqlite3_column_bytes(handle, column))
+                guard let base = sqlite3_column_blob(handle, column), count > 0 else { return .blob([]) }
+                return .blob(Array(UnsafeRawBufferPointer(start: base, count: count)))
+            default: return .null
             }
         }
     }

@@ -88,22 +88,6 @@ public final class Store {
 
     // MARK: - Collections
 
-    /// A stored collection (keyring); its label is not secret.
-    public struct CollectionRecord: Equatable, Sendable {
-        /// The database id.
-        public var id: Int64
-        /// The stable name used in its object path (`login`).
-        public var name: String
-        /// The label shown to users.
-        public var label: String
-        /// Creation time, seconds since 1970.
-        public var created: UInt64
-        /// Last change, seconds since 1970.
-        public var modified: UInt64
-        /// A random identity that binds the collection's sealed data to it.
-        var uuid: [UInt8]
-    }
-
     /// Collections and aliases as last read. Nearly every call names one, so they are kept
     /// rather than read per call; every write to either table forgets them, and so does a
     /// failed group commit (its writes were rolled back). secretd is the file's only writer.
@@ -118,11 +102,12 @@ public final class Store {
     /// Every collection, by name.
     public func collections() throws(StoreError) -> [CollectionRecord] {
         if let cachedCollections { return cachedCollections }
-        let found = try database.rows("SELECT id, name, label, created, modified, uuid FROM collections ORDER BY name")
-            .map(Self.collection)
+        let found = try database.rows(Self.everyCollection, [], CollectionRecord.init)
         cachedCollections = found
         return found
     }
+
+    private static let everyCollection = Query(CollectionRecord.columns, "FROM collections ORDER BY name")
 
     /// The collection called `name`, if any.
     public func collection(named name: String) throws(StoreError) -> CollectionRecord? {
@@ -142,14 +127,12 @@ public final class Store {
         let wrapped = try wrap(masterKey, password: password, salt: salt, parameters: parameters, uuid: uuid)
         let now = Self.now()
         forgetCollections()
-        try database.run(
-            """
-            INSERT INTO collections (name, uuid, label, created, modified, kdf_salt, kdf_iterations,
-                kdf_memory_kib, kdf_lanes, wrapped_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            [.text(name), .blob(uuid), .text(label), .integer(Int64(now)), .integer(Int64(now)), .blob(salt),
-             .integer(Int64(parameters.iterations)), .integer(Int64(parameters.memoryKiB)),
-             .integer(Int64(parameters.lanes)), .blob(wrapped)])
+        try database.insert([
+            CollectionColumn.name: .text(name), .uuid: .blob(uuid), .label: .text(label), .created: .integer(Int64(now)),
+            .modified: .integer(Int64(now)), .kdfSalt: .blob(salt), .kdfIterations: .integer(Int64(parameters.iterations)),
+            .kdfMemoryKiB: .integer(Int64(parameters.memoryKiB)), .kdfLanes: .integer(Int64(parameters.lanes)),
+            .wrappedKey: .blob(wrapped),
+        ])
         let record = CollectionRecord(
             id: database.lastInsertID, name: name, label: label, created: now, modified: now, uuid: uuid)
         return (record, masterKey)
@@ -158,11 +141,12 @@ public final class Store {
     /// Unwraps the collection's master key with `password`; `.wrongPassword` when it does not fit.
     /// Items from before schema version 2 get their access group recorded on the way.
     public func unlock(_ collection: CollectionRecord, password: SecureBytes) throws(StoreError) -> SecureBytes {
-        let rows = try database.rows(
-            "SELECT kdf_salt, kdf_iterations, kdf_memory_kib, kdf_lanes, wrapped_key FROM collections WHERE id = ?",
-            [.integer(collection.id)])
-        guard let row = rows.first, let salt = row[0].blob, let iterations = row[1].integer,
-            let memory = row[2].integer, let lanes = row[3].integer, let wrapped = row[4].blob
+        let stored = try database.firstRow(Self.wrappedKey, [.integer(collection.id)]) { row in
+            (salt: row.blob(.kdfSalt), iterations: row.integer(.kdfIterations), memory: row.integer(.kdfMemoryKiB),
+             lanes: row.integer(.kdfLanes), wrapped: row.blob(.wrappedKey))
+        }
+        guard let stored, let salt = stored.salt, let iterations = stored.iterations, let memory = stored.memory,
+            let lanes = stored.lanes, let wrapped = stored.wrapped
         else { throw .notFound }
         guard let parameters = KDFParameters(
             checkingIterations: Int(iterations), memoryKiB: Int(memory), lanes: Int(lanes))
@@ -186,6 +170,10 @@ public final class Store {
         return key
     }
 
+    private static let wrappedKey = Query(
+        Selection<CollectionColumn>([.kdfSalt, .kdfIterations, .kdfMemoryKiB, .kdfLanes, .wrappedKey]),
+        "FROM collections WHERE id = ?")
+
     /// Re-wraps the master key under `newPassword` (new salt); nothing else changes.
     public func changePassword(
         _ collection: CollectionRecord, from oldPassword: SecureBytes, to newPassword: SecureBytes,
@@ -205,21 +193,19 @@ public final class Store {
         let salt = Gcrypt.randomBytes(count: 16)
         let wrapped = try wrap(masterKey, password: newPassword, salt: salt, parameters: parameters, uuid: collection.uuid)
         forgetCollections()
-        try database.run(
-            """
-            UPDATE collections SET kdf_salt = ?, kdf_iterations = ?, kdf_memory_kib = ?, kdf_lanes = ?,
-                wrapped_key = ?, modified = ? WHERE id = ?
-            """,
-            [.blob(salt), .integer(Int64(parameters.iterations)), .integer(Int64(parameters.memoryKiB)),
-             .integer(Int64(parameters.lanes)), .blob(wrapped), .integer(Int64(Self.now())), .integer(collection.id)])
+        try database.update(
+            [CollectionColumn.kdfSalt: .blob(salt), .kdfIterations: .integer(Int64(parameters.iterations)),
+             .kdfMemoryKiB: .integer(Int64(parameters.memoryKiB)), .kdfLanes: .integer(Int64(parameters.lanes)),
+             .wrappedKey: .blob(wrapped), .modified: .integer(Int64(Self.now()))],
+            where: .id, is: .integer(collection.id))
     }
 
     /// Changes a collection's label.
     public func setLabel(_ label: String, of collection: CollectionRecord) throws(StoreError) {
         forgetCollections()
-        try database.run(
-            "UPDATE collections SET label = ?, modified = ? WHERE id = ?",
-            [.text(label), .integer(Int64(Self.now())), .integer(collection.id)])
+        try database.update(
+            [CollectionColumn.label: .text(label), .modified: .integer(Int64(Self.now()))], where: .id,
+            is: .integer(collection.id))
     }
 
     /// Deletes a collection with its items, their index entries and its aliases.
@@ -238,44 +224,30 @@ public final class Store {
     /// Every alias and the name of the collection it points at.
     public func aliases() throws(StoreError) -> [String: String] {
         if let cachedAliases { return cachedAliases }
+        // The collections are kept (and nearly always are already), so names come from them
+        // rather than from a join.
+        let names = Dictionary(try collections().map { ($0.id, $0.name) }) { first, _ in first }
         var result: [String: String] = [:]
-        for row in try database.rows(
-            "SELECT aliases.alias, collections.name FROM aliases JOIN collections ON collections.id = aliases.collection_id")
-        {
-            if let alias = row[0].text, let name = row[1].text { result[alias] = name }
+        for (alias, id) in try database.rows(Self.everyAlias, [], { ($0.text(.alias), $0.integer(.collectionID)) }) {
+            if let alias, let id, let name = names[id] { result[alias] = name }
         }
         cachedAliases = result
         return result
     }
 
+    private static let everyAlias = Query(Selection<AliasColumn>(AliasColumn.allCases), "FROM aliases")
+
     /// Points `alias` at `collection`, or removes it when `collection` is nil.
     public func setAlias(_ alias: String, to collection: CollectionRecord?) throws(StoreError) {
         forgetCollections()
         if let collection {
-            try database.run(
-                "INSERT OR REPLACE INTO aliases (alias, collection_id) VALUES (?, ?)", [.text(alias), .integer(collection.id)])
+            try database.insert([AliasColumn.alias: .text(alias), .collectionID: .integer(collection.id)], onConflict: .replace)
         } else {
             try database.run("DELETE FROM aliases WHERE alias = ?", [.text(alias)])
         }
     }
 
     // MARK: - Items
-
-    /// A stored item's identity and timestamps (everything else is sealed).
-    public struct ItemRecord: Equatable, Sendable {
-        /// The database id, stable for the item's life (used in its object path).
-        public var id: Int64
-        /// The collection's database id.
-        public var collectionID: Int64
-        /// Creation time, seconds since 1970.
-        public var created: UInt64
-        /// Last change, seconds since 1970.
-        public var modified: UInt64
-        /// The access group it belongs to (kept in the clear so it can be enforced while
-        /// locked); nil for an item written before schema version 2, until its collection is
-        /// next unlocked (see ``assignAccessGroups(in:key:)``).
-        public var accessGroup: String?
-    }
 
     /// Items of `collection` (or of every collection) that have all of `attributes`; works
     /// while locked, through the hash index.
@@ -292,31 +264,34 @@ public final class Store {
         let group = attributes.removeValue(forKey: AccessGroupNames.attribute)
         let keys = attributes.map { Self.attributeKey(name: $0.key, value: $0.value) }
         var values: [Database.Value] = []
-        var sql: String
+        var query: Query<ItemColumn>
         if let driver = try leastCommon(keys) {
-            sql = """
-                SELECT i.id, i.collection_id, i.created, i.modified, i.access_group FROM attribute_index d
-                CROSS JOIN items i ON i.id = d.item_id WHERE d.hash = ?
-                """
+            query = Self.itemsByKey
             values.append(.blob(driver))
             for key in keys where key != driver {
-                sql += " AND EXISTS (SELECT 1 FROM attribute_index x WHERE x.hash = ? AND x.item_id = d.item_id)"
+                query.sql += " AND EXISTS (SELECT 1 FROM attribute_index x WHERE x.hash = ? AND x.item_id = d.item_id)"
                 values.append(.blob(key))
             }
         } else {
-            sql = "SELECT i.id, i.collection_id, i.created, i.modified, i.access_group FROM items i WHERE 1"
+            query = Self.everyItem
         }
         if let collection {
-            sql += " AND i.collection_id = ?"
+            query.sql += " AND i.collection_id = ?"
             values.append(.integer(collection.id))
         }
         if let group {
-            sql += " AND i.access_group = ?"
+            query.sql += " AND i.access_group = ?"
             values.append(.text(group))
         }
-        sql += " ORDER BY i.id"
-        return try database.rows(sql, values).map(Self.item)
+        query.sql += " ORDER BY i.id"
+        return try database.rows(query, values, ItemRecord.init)
     }
+
+    /// The start of a search driven by one index key; ``search(_:in:)`` adds its conditions.
+    private static let itemsByKey = Query(
+        ItemRecord.columns, qualifiedBy: "i", "FROM attribute_index d CROSS JOIN items i ON i.id = d.item_id WHERE d.hash = ?")
+    /// The start of a search of every item; ``search(_:in:)`` adds its conditions.
+    private static let everyItem = Query(ItemRecord.columns, qualifiedBy: "i", "FROM items i WHERE 1")
 
     /// How many index entries per attribute ``search(_:in:)`` counts, at most, to pick its driver.
     static let selectivityProbeLimit = 1000
@@ -350,9 +325,10 @@ public final class Store {
 
     /// The item with `id`, if any.
     public func item(id: Int64) throws(StoreError) -> ItemRecord? {
-        try database.rows("SELECT id, collection_id, created, modified, access_group FROM items WHERE id = ?", [.integer(id)])
-            .first.map(Self.item)
+        try database.firstRow(Self.itemByID, [.integer(id)], ItemRecord.init)
     }
+
+    private static let itemByID = Query(ItemRecord.columns, "FROM items WHERE id = ?")
 
     /// Creates an item in `collection`, sealed under its master `key`.
     public func createItem(
@@ -360,9 +336,11 @@ public final class Store {
     ) throws(StoreError) -> ItemRecord {
         let now = Self.now()
         return try database.transaction { () throws(StoreError) -> ItemRecord in
-            try database.run(
-                "INSERT INTO items (collection_id, created, modified, sealed) VALUES (?, ?, ?, x'')",
-                [.integer(collection.id), .integer(Int64(now)), .integer(Int64(now))])
+            // Sealed once the row has its id, which the sealed contents are bound to.
+            try database.insert([
+                ItemColumn.collectionID: .integer(collection.id), .created: .integer(Int64(now)), .modified: .integer(Int64(now)),
+                .sealed: .blob([]),
+            ])
             let record = ItemRecord(
                 id: database.lastInsertID, collectionID: collection.id, created: now, modified: now,
                 accessGroup: contents.accessGroup)
@@ -389,33 +367,35 @@ public final class Store {
     public func readItem(_ item: ItemRecord, in collection: CollectionRecord, key: SecureBytes) throws(StoreError)
         -> ItemContents
     {
-        let rows = try database.rows("SELECT sealed FROM items WHERE id = ? AND collection_id = ?",
-                                     [.integer(item.id), .integer(collection.id)])
-        guard let sealed = rows.first?.first?.blob else { throw .notFound }
+        let found = try database.firstRow(Self.sealedContents, [.integer(item.id), .integer(collection.id)]) { $0.blob(.sealed) }
+        guard let found, let sealed = found else { throw .notFound }
         let plaintext = try StoreError.fromCrypto { () throws(CryptoError) in
             try Gcrypt.open(sealed, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
         }
         return try ItemContents.decode(plaintext)
     }
 
+    private static let sealedContents = Query(
+        Selection<ItemColumn>([.sealed]), "FROM items WHERE id = ? AND collection_id = ?")
+
     /// Records the access group of items written before schema version 2 (which kept it only
     /// in the sealed attributes); returns how many were assigned. Runs when `collection` is
     /// unlocked, before anything reads its items.
     @discardableResult
     public func assignAccessGroups(in collection: CollectionRecord, key: SecureBytes) throws(StoreError) -> Int {
-        let pending = try database.rows(
-            "SELECT id, collection_id, created, modified, access_group FROM items WHERE collection_id = ? AND access_group IS NULL",
-            [.integer(collection.id)]
-        ).map(Self.item)
+        let pending = try database.rows(Self.itemsWithoutGroup, [.integer(collection.id)], ItemRecord.init)
         guard !pending.isEmpty else { return 0 }
         try database.transaction { () throws(StoreError) in
             for item in pending {
                 let group = try readItem(item, in: collection, key: key).accessGroup
-                try database.run("UPDATE items SET access_group = ? WHERE id = ?", [.text(group), .integer(item.id)])
+                try database.update([ItemColumn.accessGroup: .text(group)], where: .id, is: .integer(item.id))
             }
         }
         return pending.count
     }
+
+    private static let itemsWithoutGroup = Query(
+        ItemRecord.columns, "FROM items WHERE collection_id = ? AND access_group IS NULL")
 
     /// Deletes an item with its index entries.
     public func deleteItem(_ item: ItemRecord) throws(StoreError) {
@@ -441,23 +421,26 @@ public final class Store {
         }
         if replacing { try removeIndexEntries(of: item.id) }
         let keys = contents.attributes.map { Self.attributeKey(name: $0.key, value: $0.value) }
-        try database.run("UPDATE items SET sealed = ?, modified = ?, access_group = ?, attribute_keys = ? WHERE id = ?",
-                         [.blob(sealed), .integer(Int64(modified)), .text(contents.accessGroup), .blob(keys.flatMap { $0 }),
-                          .integer(item.id)])
+        try database.update(
+            [ItemColumn.sealed: .blob(sealed), .modified: .integer(Int64(modified)), .accessGroup: .text(contents.accessGroup),
+             .attributeKeys: .blob(keys.flatMap { $0 })],
+            where: .id, is: .integer(item.id))
         for key in keys {
-            try database.run("INSERT OR IGNORE INTO attribute_index (hash, item_id) VALUES (?, ?)", [.blob(key), .integer(item.id)])
+            try database.insert([IndexColumn.hash: .blob(key), .itemID: .integer(item.id)], onConflict: .ignore)
         }
     }
 
     /// Removes the index entries an item's `attribute_keys` lists.
     private func removeIndexEntries(of id: Int64) throws(StoreError) {
-        let rows = try database.rows("SELECT attribute_keys FROM items WHERE id = ?", [.integer(id)])
-        guard let keys = rows.first?.first?.blob, !keys.isEmpty else { return }
+        let found = try database.firstRow(Self.indexKeys, [.integer(id)]) { $0.blob(.attributeKeys) }
+        guard let found, let keys = found, !keys.isEmpty else { return }
         for start in stride(from: 0, to: keys.count, by: Self.attributeKeySize) {
             let key = Array(keys[start..<min(start + Self.attributeKeySize, keys.count)])
             try database.run("DELETE FROM attribute_index WHERE hash = ? AND item_id = ?", [.blob(key), .integer(id)])
         }
     }
+
+    private static let indexKeys = Query(Selection<ItemColumn>([.attributeKeys]), "FROM items WHERE id = ?")
 
     private func wrap(
         _ masterKey: SecureBytes, password: SecureBytes, salt: [UInt8], parameters: KDFParameters, uuid: [UInt8]
@@ -499,21 +482,4 @@ public final class Store {
     }
 
     private static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970) }
-
-    /// The record of a `SELECT id, name, label, created, modified, uuid FROM collections` row.
-    /// A time before 1970 (only a damaged or edited file holds one) reads as 1970.
-    package static func collection(_ row: [Database.Value]) -> CollectionRecord {
-        CollectionRecord(
-            id: row[0].integer ?? 0, name: row[1].text ?? "", label: row[2].text ?? "",
-            created: UInt64(clamping: row[3].integer ?? 0), modified: UInt64(clamping: row[4].integer ?? 0),
-            uuid: row[5].blob ?? [])
-    }
-
-    /// The record of a `SELECT id, collection_id, created, modified, access_group FROM items` row.
-    /// A time before 1970 (only a damaged or edited file holds one) reads as 1970.
-    package static func item(_ row: [Database.Value]) -> ItemRecord {
-        ItemRecord(
-            id: row[0].integer ?? 0, collectionID: row[1].integer ?? 0, created: UInt64(clamping: row[2].integer ?? 0),
-            modified: UInt64(clamping: row[3].integer ?? 0), accessGroup: row[4].text)
-    }
 }

@@ -7,8 +7,9 @@ import SecretStore
 /// collection and item rows.
 ///
 /// The first byte picks what to run: 0 item contents (the rest of the input), 1 KDF
-/// parameters (three big-endian 64-bit integers), 2 a collection row, 3 an item row (each
-/// column a type byte, then an integer, or a length byte and text or blob bytes).
+/// parameters (three big-endian 64-bit integers), 2 a collection row, 3 an item row: the
+/// columns of `Store.CollectionRecord.columns` or `Store.ItemRecord.columns`, in their order,
+/// each a type byte, then an integer, or a length byte and text or blob bytes.
 enum StoredItemTarget {
     /// The target.
     static let target = FuzzTarget(
@@ -19,7 +20,17 @@ enum StoredItemTarget {
     private static func seeds() -> [(name: String, data: Data)] {
         func contents(_ contents: ItemContents) -> Data { Data([0] + contents.encoded().withBytes { Array($0) }) }
         func integer(_ value: Int64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
-        func text(_ value: String) -> [UInt8] { [2, UInt8(value.utf8.count)] + Array(value.utf8) }
+        // A row's values in the order the target reads them; a column not given is NULL.
+        func row<Column>(_ kind: UInt8, _ selection: Selection<Column>, _ values: [Column: Database.Value]) -> Data {
+            Data([kind] + selection.columns.flatMap { column -> [UInt8] in
+                switch values[column] ?? .null {
+                case .null: return [0]
+                case .integer(let value): return [1] + integer(value)
+                case .text(let value): return [2, UInt8(value.utf8.count)] + Array(value.utf8)
+                case .blob(let value): return [3, UInt8(value.count)] + value
+                }
+            })
+        }
         return [
             ("contents-empty", contents(ItemContents(label: "", attributes: [:], secret: SecureBytes([]), contentType: ""))),
             ("contents-item", contents(ItemContents(
@@ -27,12 +38,18 @@ enum StoredItemTarget {
                 secret: SecureBytes(Array("s3cr3t".utf8)), contentType: "text/plain"))),
             ("kdf-standard", Data([1] + integer(3) + integer(64 * 1024) + integer(4))),
             ("kdf-testing", Data([1] + integer(1) + integer(64) + integer(1))),
-            ("collection-row", Data([2, 1] + integer(1) + text("login") + text("Login") + [1] + integer(1_700_000_000)
-                + [1] + integer(1_700_000_000) + [3, 16] + Array(repeating: 7, count: 16))),
-            ("item-row", Data([3, 1] + integer(5) + [1] + integer(1) + [1] + integer(1_700_000_000) + [1] + integer(1_700_000_000)
-                + text("default"))),
-            ("item-row-version-1", Data([3, 1] + integer(6) + [1] + integer(1) + [1] + integer(1_700_000_000)
-                + [1] + integer(1_700_000_000) + [0])),
+            ("collection-row", row(2, Store.CollectionRecord.columns, [
+                .id: .integer(1), .name: .text("login"), .label: .text("Login"), .created: .integer(1_700_000_000),
+                .modified: .integer(1_700_000_000), .uuid: .blob(Array(repeating: 7, count: 16)),
+            ])),
+            ("item-row", row(3, Store.ItemRecord.columns, [
+                .id: .integer(5), .collectionID: .integer(1), .created: .integer(1_700_000_000),
+                .modified: .integer(1_700_000_000), .accessGroup: .text("default"),
+            ])),
+            ("item-row-version-1", row(3, Store.ItemRecord.columns, [
+                .id: .integer(6), .collectionID: .integer(1), .created: .integer(1_700_000_000),
+                .modified: .integer(1_700_000_000),
+            ])),
         ]
     }
 
@@ -49,9 +66,12 @@ enum StoredItemTarget {
                         "parameters beyond the limits were accepted: \(parameters)")
             }
         case 2:
-            _ = Store.collection((0..<6).map { _ in value(&input) })
+            // As Store reads collections and items: a value for each column the record is read from.
+            let columns = Store.CollectionRecord.columns
+            _ = Store.CollectionRecord(Row(columns.columns.map { _ in value(&input) }, columns))
         default:
-            _ = Store.item((0..<5).map { _ in value(&input) })
+            let columns = Store.ItemRecord.columns
+            _ = Store.ItemRecord(Row(columns.columns.map { _ in value(&input) }, columns))
         }
     }
 

@@ -1,0 +1,34 @@
+extension Store {
+    /// A stored item's identity and timestamps (everything else is sealed).
+    public struct ItemRecord: Equatable, Sendable {
+        /// The database id, stable for the item's life (used in its object path).
+        public var id: Int64
+        /// The collection's database id.
+        public var collectionID: Int64
+        /// Creation time, seconds since 1970.
+        public var created: UInt64
+        /// Last change, seconds since 1970.
+        public var modified: UInt64
+        /// The access group it belongs to (kept in the clear so it can be enforced while
+        /// locked); nil for an item written before schema version 2, until its collection is
+        /// next unlocked (see ``Store/assignAccessGroups(in:key:)``).
+        public var accessGroup: String?
+    }
+}
+
+extension Store.ItemRecord {
+    /// The columns a record is read from: every column of `items` but the sealed contents and
+    /// the index keys, which are read only when needed (a search reads thousands of records).
+    /// A column added to `items` is read here too, so the record's decoder must take it (a
+    /// test checks).
+    package static let columns = Selection<ItemColumn>(allBut: [.sealed, .attributeKeys])
+
+    /// The record of a row of ``columns``. A time before 1970 (only a damaged or edited file
+    /// holds one) reads as 1970.
+    package init(_ row: Row<ItemColumn>) {
+        self.init(
+            id: row.integer(.id) ?? 0, collectionID: row.integer(.collectionID) ?? 0,
+            created: UInt64(clamping: row.integer(.created) ?? 0), modified: UInt64(clamping: row.integer(.modified) ?? 0),
+            accessGroup: row.text(.accessGroup))
+    }
+}

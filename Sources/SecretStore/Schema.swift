@@ -1,0 +1,118 @@
+// The tables as the migrations leave them (Migrations.swift), one column list per table. Every
+// SELECT, INSERT and UPDATE list in Store is built from these, and rows decode by their cases
+// (Row.swift). A test holds each list to `PRAGMA table_info` of a freshly migrated file, so a
+// column added to a migration and not here, or here and not in a migration, fails it.
+//
+// Adding a plain column to a table: a migration step that adds it, a case here (in table
+// order: an added column comes last), and, if a record holds it, its field and its line in
+// that record's decoder (ItemRecord.swift, CollectionRecord.swift).
+
+/// The columns of `collections`: one row per collection, with its wrapped master key.
+package enum CollectionColumn: Int, TableColumn {
+    /// The database id.
+    case id
+    /// The name in the collection's object path.
+    case name
+    /// The random identity sealed data is bound to.
+    case uuid
+    /// The label shown to users.
+    case label
+    /// Creation time, seconds since 1970.
+    case created
+    /// Last change, seconds since 1970.
+    case modified
+    /// The Argon2id salt.
+    case kdfSalt
+    /// Argon2id's passes.
+    case kdfIterations
+    /// Argon2id's memory, in KiB.
+    case kdfMemoryKiB
+    /// Argon2id's lanes.
+    case kdfLanes
+    /// The master key, sealed under the key derived from the password.
+    case wrappedKey
+
+    package static let table = "collections"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .id: ("id", "INTEGER")
+        case .name: ("name", "TEXT")
+        case .uuid: ("uuid", "BLOB")
+        case .label: ("label", "TEXT")
+        case .created: ("created", "INTEGER")
+        case .modified: ("modified", "INTEGER")
+        case .kdfSalt: ("kdf_salt", "BLOB")
+        case .kdfIterations: ("kdf_iterations", "INTEGER")
+        case .kdfMemoryKiB: ("kdf_memory_kib", "INTEGER")
+        case .kdfLanes: ("kdf_lanes", "INTEGER")
+        case .wrappedKey: ("wrapped_key", "BLOB")
+        }
+    }
+}
+
+/// The columns of `aliases`: which collection each alias (`default`) points at.
+package enum AliasColumn: Int, TableColumn {
+    /// The alias.
+    case alias
+    /// The database id of the collection it points at.
+    case collectionID
+
+    package static let table = "aliases"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .alias: ("alias", "TEXT")
+        case .collectionID: ("collection_id", "INTEGER")
+        }
+    }
+}
+
+/// The columns of `items`: one row per item, its contents sealed.
+package enum ItemColumn: Int, TableColumn {
+    /// The database id, in the item's object path.
+    case id
+    /// The database id of its collection.
+    case collectionID
+    /// Creation time, seconds since 1970.
+    case created
+    /// Last change, seconds since 1970.
+    case modified
+    /// Label, attributes and secret, sealed with the collection's master key (ItemContents).
+    case sealed
+    /// The access group, in the clear so it is enforced while locked (schema version 2).
+    case accessGroup
+    /// The item's keys in `attribute_index`, concatenated (schema version 3).
+    case attributeKeys
+
+    package static let table = "items"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .id: ("id", "INTEGER")
+        case .collectionID: ("collection_id", "INTEGER")
+        case .created: ("created", "INTEGER")
+        case .modified: ("modified", "INTEGER")
+        case .sealed: ("sealed", "BLOB")
+        case .accessGroup: ("access_group", "TEXT")
+        case .attributeKeys: ("attribute_keys", "BLOB")
+        }
+    }
+}
+
+/// The columns of `attribute_index`: the search index, one row per attribute of each item.
+package enum IndexColumn: Int, TableColumn {
+    /// The attribute's key (``Store/attributeKey(name:value:)``).
+    case hash
+    /// The database id of the item that has it.
+    case itemID
+
+    package static let table = "attribute_index"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .hash: ("hash", "BLOB")
+        case .itemID: ("item_id", "INTEGER")
+        }
+    }
+}
