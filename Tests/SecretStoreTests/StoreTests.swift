@@ -109,7 +109,7 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         _ = try store.readItem(item, in: login, key: key)
         _ = try store.search(["a": "1"], in: login)
         #expect(!moved())
-        try store.updateItem(item, in: login, key: key, contents: contents("l2", ["a": "1"], "s"))
+        _ = try store.updateItem(item, in: login, key: key, contents: contents("l2", ["a": "1"], "s"))
         #expect(moved())
         try store.deleteItem(item)
         #expect(moved())
