@@ -30,6 +30,9 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CProcess"),
         // The login control protocol, one header shared with the PAM module (pam/pam_secretd.c).
         .systemLibrary(name: "CLoginControl"),
@@ -77,7 +80,7 @@ let package = Package(
 
         // MARK: secretd's D-Bus object layer
         .target(
-            name: "SecretService", dependencies: ["CGio", "CLoginControl", "CProcess", "DBusValues", "KeychainCore", "Pinentry", "SecretCrypto", "SecretStore"],
+            name: "SecretService", dependencies: ["CGio", "CLoginControl", "CProcess", "CSystemd", "DBusValues", "KeychainCore", "Pinentry", "SecretCrypto", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: The command line (SecretCrypto for export files; not SecretStore, so secretctl

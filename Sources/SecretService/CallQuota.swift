@@ -1,16 +1,18 @@
 import Synchronization
 
 /// How much each client may have waiting in secretd: calls received but not yet answered,
-/// and the bytes of their arguments.
+/// and the bytes counted for them.
 ///
-/// GDBus reads every message from the bus as soon as it arrives and queues it for the main
-/// loop, so a client that sends faster than secretd answers (or sends calls flagged
-/// `NO_REPLY_EXPECTED`, which the bus does not count against its pending replies) would
-/// otherwise make that queue, and secretd's memory, grow without bound. The bus connection's
-/// filter asks ``admit(sender:serial:bytes:silent:)`` for every call and refuses the ones over
-/// the limits at once; ``replied(to:serial:)`` sees every reply go out.
+/// sd-bus reads a message only when secretd asks for the next one, and most calls are answered
+/// at once, so calls wait in secretd only while their new client is being identified (sd-bus
+/// keeps reading meanwhile) or while their replies wait for a commit. A client that floods
+/// calls then (or sends calls flagged `NO_REPLY_EXPECTED`, which the bus does not count against
+/// its pending replies) would make that backlog grow without bound. ``BusServer`` asks
+/// ``admit(sender:serial:bytes:silent:)`` for every call and refuses the ones over the limits
+/// at once; ``replied(to:serial:)`` sees every reply go out. secretd counts each call as
+/// ``Limits/overhead`` bytes (sd-bus does not say a message's size).
 ///
-/// Used from GDBus's worker thread and from the main loop, hence the lock.
+/// Used from the main loop only; the lock keeps it safe to share.
 final class CallQuota: Sendable {
     /// The limits for each client connection.
     struct Limits: Sendable {

@@ -34,7 +34,6 @@ extension Daemon {
                 try store.deleteCollection(collection)
                 keys[collection.id] = nil
                 let path = ObjectPaths.collection(collection.name)
-                unexportCollection(path)
                 server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionDeleted",
                                   arguments: [.objectPath(path)])
                 return .success(.tuple([.objectPath(ObjectPaths.none)]))

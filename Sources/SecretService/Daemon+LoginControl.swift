@@ -54,11 +54,7 @@ extension Daemon {
         if try store.aliases()["default"] == nil { try store.setAlias("default", to: login) }
         Log.info("created the login keyring")
         guard server != nil else { return }
-        do {
-            try exportNewCollection(ObjectPaths.collection(login.name))
-        } catch {
-            Log.error("cannot export the new login keyring: \(error.message)")
-        }
+        announceNewCollection(ObjectPaths.collection(login.name))
     }
 
     /// The login password changed from `old` to `new`: re-wraps the login keyring under `new`

@@ -22,18 +22,18 @@ extension Daemon {
             prompt.started = true
             guard let program = options.configuration.pinentry else {
                 // No way to ask anybody: complete as dismissed, after the reply is sent.
-                BusServer.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
+                MainLoop.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
                 return .success(.tuple([]))
             }
             let box = DaemonBox(self)
             guard DetachedThread.start(named: "secretd-prompt", { box.daemon.converse(promptID: id, program: program) }) else {
                 Log.warning("cannot start a thread for prompt \(id); it completes as dismissed")
-                BusServer.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
+                MainLoop.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
                 return .success(.tuple([]))
             }
             return .success(.tuple([]))
         case "Dismiss":
-            BusServer.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
+            MainLoop.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
             return .success(.tuple([]))
         default:
             return .failure(.noSuchObject("no method \(call.method)"))
@@ -55,24 +55,24 @@ extension Daemon {
     /// Runs on the prompt's own thread: asks through pinentry, and hops to the main loop for
     /// everything that touches the daemon's state.
     fileprivate func converse(promptID id: Int, program: String) {
-        guard let (action, cancellation) = BusServer.onMainLoop({ self.prompts[id].map { ($0.action, $0.cancellation) } })
+        guard let (action, cancellation) = MainLoop.onMainLoop({ self.prompts[id].map { ($0.action, $0.cancellation) } })
         else { return }
         let asker = Asker(program: program, cancellation: cancellation)
         switch action {
         case .unlock(let collections, let groups, let objects):
             for collection in collections {
                 guard askUntilUnlocked(collection, asker: asker, promptID: id) else {
-                    BusServer.onMainLoop { self.complete(id: id, result: nil) }
+                    MainLoop.onMainLoop { self.complete(id: id, result: nil) }
                     return
                 }
             }
             for group in groups {
                 guard askForGroup(group, asker: asker, promptID: id) else {
-                    BusServer.onMainLoop { self.complete(id: id, result: nil) }
+                    MainLoop.onMainLoop { self.complete(id: id, result: nil) }
                     return
                 }
             }
-            BusServer.onMainLoop { self.complete(id: id, result: .objectPaths(objects)) }
+            MainLoop.onMainLoop { self.complete(id: id, result: .objectPaths(objects)) }
         case .changePolicy(let change):
             confirmPolicyChange(change, asker: asker, promptID: id)
         case .changePassword(let collection):
@@ -82,10 +82,10 @@ extension Daemon {
                 title: "New keyring", description: "An application wants to create a new keyring called “\(label)”. "
                     + "Choose a password for it.", prompt: "Password:", error: nil, confirm: true)
             guard case .password(let password) = asker.password(request), password.count > 0 else {
-                BusServer.onMainLoop { self.complete(id: id, result: nil) }
+                MainLoop.onMainLoop { self.complete(id: id, result: nil) }
                 return
             }
-            BusServer.onMainLoop {
+            MainLoop.onMainLoop {
                 guard case .success(let path) = self.createCollection(label: label, password: password) else {
                     self.complete(id: id, result: nil)
                     return
@@ -101,7 +101,7 @@ extension Daemon {
     /// in): deny, allow once (for as long as the client stays connected), or always allow
     /// (its identity becomes a member in `access-groups.conf`). True when allowed.
     private func askForGroup(_ group: String, asker: Asker, promptID id: Int) -> Bool {
-        guard let (caller, alreadyAllowed) = BusServer.onMainLoop({ () -> (Caller, Bool)? in
+        guard let (caller, alreadyAllowed) = MainLoop.onMainLoop({ () -> (Caller, Bool)? in
             guard let owner = self.prompts[id]?.owner, let caller = self.callers[owner] else { return nil }
             return (caller, self.access(caller, to: group) == .full)
         }) else { return false }
@@ -113,7 +113,7 @@ extension Daemon {
             description: "“\(command)” (process \(caller.pid), \(caller.identity)) wants to use the secrets of the "
                 + "access group “\(group)”, which it does not belong to.",
             ok: "Always allow", notOK: "Allow once", cancel: "Deny")
-        return BusServer.onMainLoop {
+        return MainLoop.onMainLoop {
             // Dismissed, or its client gone: the person's answer (if any) no longer counts.
             guard self.prompts[id] != nil else { return false }
             switch choice {
@@ -138,7 +138,7 @@ extension Daemon {
 
     /// Asks for the login password to confirm a change to the access group policy.
     private func confirmPolicyChange(_ change: PolicyChange, asker: Asker, promptID id: Int) {
-        let requester = BusServer.onMainLoop { () -> String in
+        let requester = MainLoop.onMainLoop { () -> String in
             guard let owner = self.prompts[id]?.owner, let caller = self.callers[owner] else { return "An application" }
             return "\(caller.identity)"
         }
@@ -150,15 +150,15 @@ extension Daemon {
                     + "\(change.add ? "to" : "from") the access group “\(change.group)”. Enter the login password to allow it.",
                 prompt: "Password:", error: error)
             guard case .password(let password) = asker.password(request) else { break }
-            let wait = BusServer.onMainLoop { () -> TimeInterval in
+            let wait = MainLoop.onMainLoop { () -> TimeInterval in
                 guard let login = try? self.store.collection(named: Self.loginName) else { return 0 }
                 return self.unlockDelay(login)
             }
             if wait > 0 { DetachedThread.sleep(seconds: wait) }
-            let verified = BusServer.onMainLoop { self.verifyLoginPassword(password).flatMap { self.apply(change) } }
+            let verified = MainLoop.onMainLoop { self.verifyLoginPassword(password).flatMap { self.apply(change) } }
             switch verified {
             case .success:
-                BusServer.onMainLoop { self.complete(id: id, result: .boolean(true)) }
+                MainLoop.onMainLoop { self.complete(id: id, result: .boolean(true)) }
                 return
             case .failure(.accessDenied(let message)):
                 error = message
@@ -166,7 +166,7 @@ extension Daemon {
                 break attempts
             }
         }
-        BusServer.onMainLoop { self.complete(id: id, result: nil) }
+        MainLoop.onMainLoop { self.complete(id: id, result: nil) }
     }
 
     /// Asks for the current password (verified through the store), then a new one twice.
@@ -175,17 +175,17 @@ extension Daemon {
             title: "Change keyring password", description: "An application wants to change the password of the keyring "
                 + "“\(collection.label)”. Enter its current password.", prompt: "Current:", error: nil)
         guard case .password(let old) = asker.password(current) else {
-            BusServer.onMainLoop { self.complete(id: id, result: nil) }
+            MainLoop.onMainLoop { self.complete(id: id, result: nil) }
             return
         }
         let fresh = PinentryRequest(
             title: "Change keyring password", description: "Choose the new password of the keyring “\(collection.label)”.",
             prompt: "New:", error: nil, confirm: true)
         guard case .password(let new) = asker.password(fresh), new.count > 0 else {
-            BusServer.onMainLoop { self.complete(id: id, result: nil) }
+            MainLoop.onMainLoop { self.complete(id: id, result: nil) }
             return
         }
-        BusServer.onMainLoop {
+        MainLoop.onMainLoop {
             do {
                 try self.store.changePassword(collection, from: old, to: new, parameters: self.options.kdf)
                 Log.info("changed the password of the \(collection.name) keyring")
@@ -202,8 +202,8 @@ extension Daemon {
     private func askUntilUnlocked(_ collection: Store.CollectionRecord, asker: Asker, promptID id: Int) -> Bool {
         var error: String?
         for _ in 0..<Self.promptAttempts {
-            if BusServer.onMainLoop({ !self.isLocked(collection) || self.prompts[id] == nil }) {
-                return BusServer.onMainLoop { !self.isLocked(collection) }
+            if MainLoop.onMainLoop({ !self.isLocked(collection) || self.prompts[id] == nil }) {
+                return MainLoop.onMainLoop { !self.isLocked(collection) }
             }
             let request = PinentryRequest(
                 title: "Unlock keyring", description: "An application wants access to the keyring “\(collection.label)”, "
@@ -216,9 +216,9 @@ extension Daemon {
                 return false
             case .password(let password):
                 // Honour the wait after wrong passwords here, on the prompt's thread.
-                let wait = BusServer.onMainLoop { self.unlockDelay(collection) }
+                let wait = MainLoop.onMainLoop { self.unlockDelay(collection) }
                 if wait > 0 { DetachedThread.sleep(seconds: wait) }
-                let result = BusServer.onMainLoop { self.unlock(collection, password: password) }
+                let result = MainLoop.onMainLoop { self.unlock(collection, password: password) }
                 switch result {
                 case .success: return true
                 case .failure(let failure): error = failure.message

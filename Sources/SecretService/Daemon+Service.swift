@@ -266,7 +266,7 @@ extension Daemon {
             let (collection, key) = try store.createCollection(name: name, label: label, password: password, parameters: options.kdf)
             keys[collection.id] = key
             let path = ObjectPaths.collection(name)
-            try exportNewCollection(path)
+            announceNewCollection(path)
             return .success(path)
         } catch let error as StoreError {
             return .failure(storeFailure(error))

@@ -8,9 +8,8 @@ public import SecretStore
 
 /// The Secret Service provider: the D-Bus objects over the encrypted store.
 ///
-/// Runs on the main loop's thread, and for quick reads (GIO+QuickReads.swift) on GDBus's
-/// worker thread while the main loop waits: never on both at once (``MainLoopLock``). Method
-/// handlers live in the `Daemon+*.swift` files, one per interface.
+/// Runs on the main loop's thread only (the bus connection is driven from it, SDBus.swift).
+/// Method handlers live in the `Daemon+*.swift` files, one per interface.
 public final class Daemon: BusHandler {
     /// Daemon settings from the command line.
     public struct Options {
@@ -143,22 +142,13 @@ public final class Daemon: BusHandler {
     /// Connects to the session bus, exports the objects and asks for the bus name.
     /// `ready` runs once the name is ours; `refused` when another provider keeps it.
     public func start(ready: @escaping () -> Void, refused: @escaping (String) -> Void) throws(SecretServiceError) {
-        server = try BusServer(introspection: Introspection.xml, handler: self, quota: Limits.callQuota)
-        server.reconnectHandler = { [weak self] in self?.forgetVanishedClients() }
+        server = try BusServer(handler: self, quota: Limits.callQuota)
         store.groupsCommits = true  // from here on, replies wait for the commit of their writes
-        try server.registerSubtree(ObjectPaths.service)
-        try server.registerSubtree(ObjectPaths.collectionPrefix)
-        for collection in (try? store.collections()) ?? [] {
-            try exportCollection(ObjectPaths.collection(collection.name))
-        }
-        try server.registerSubtree(ObjectPaths.aliasPrefix)
-        try server.registerSubtree(ObjectPaths.sessionPrefix)
-        try server.registerSubtree(ObjectPaths.promptPrefix)
         server.watchDisconnects { [weak self] name in self?.clientDisconnected(name) }
         loginControl = LoginControlSocket(runtimeDirectory: options.runtimeDirectory) { [weak self] request in
             self?.handleLoginControl(request) ?? .failed
         }
-        BusServer.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
+        MainLoop.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
         var acquired = false
         server.ownName(Self.busName, replace: options.replace, acquired: {
@@ -168,7 +158,7 @@ public final class Daemon: BusHandler {
             guard let self else { return }
             if acquired {
                 Log.info("another provider took \(Self.busName); exiting")
-                BusServer.quit()
+                MainLoop.quit()
             } else {
                 let owner = self.server.owner(of: Self.busName)
                 let who = owner.map { "\($0.uniqueName)" + ($0.pid.map { ", pid \($0)" } ?? "") } ?? "unknown"
@@ -177,24 +167,12 @@ public final class Daemon: BusHandler {
         })
     }
 
-    /// Exports the subtree of a collection's items (the collection object itself is a node of
-    /// the `collection` subtree).
-    func exportCollection(_ path: String) throws(SecretServiceError) {
-        try server.registerSubtree(path)
-    }
-
-    /// Exports a collection created while the daemon serves the bus, and announces it
-    /// (`CollectionCreated`).
-    func exportNewCollection(_ path: String) throws(SecretServiceError) {
-        try exportCollection(path)
+    /// Announces a collection created while the daemon serves the bus (`CollectionCreated`);
+    /// the server serves every path, so there is nothing to export.
+    func announceNewCollection(_ path: String) {
         server.emitSignal(
             path: ObjectPaths.service, interface: Introspection.service, name: "CollectionCreated",
             arguments: [.objectPath(path)])
-    }
-
-    /// Stops exporting a collection's items.
-    func unexportCollection(_ path: String) {
-        server.unregisterSubtree(path)
     }
 
     /// Runs the main loop until SIGTERM/SIGINT or until another provider replaces this one.
@@ -203,7 +181,7 @@ public final class Daemon: BusHandler {
     }
 
     /// Stops the main loop.
-    public static func stop() { BusServer.quit() }
+    public static func stop() { MainLoop.quit() }
 
     /// Ends the daemon's use of its data once ``run()`` has returned: forgets the master keys
     /// and closes the database, which leaves every item in `secretd.sqlite3` itself (no
@@ -221,7 +199,7 @@ public final class Daemon: BusHandler {
     private func scheduleIdleLock() {
         let limit = options.configuration.lockAfterIdle
         guard limit > 0 else { return }
-        BusServer.after(seconds: 1) { [weak self] in
+        MainLoop.after(seconds: 1) { [weak self] in
             guard let self else { return }
             if Date().timeIntervalSince(self.lastActivity) >= Double(limit) { self.lockAll(reason: "after \(limit) s idle") }
             self.scheduleIdleLock()
@@ -252,13 +230,6 @@ public final class Daemon: BusHandler {
             prompt.cancellation.cancel()
         }
         callers[name] = nil
-    }
-
-    /// After a reconnection to the bus: forgets the clients that left while secretd was not
-    /// listening for their disconnection.
-    private func forgetVanishedClients() {
-        let known = Set(sessionsByOwner.keys).union(prompts.values.map(\.owner)).union(callers.keys)
-        for name in known where !server.hasOwner(name) { clientDisconnected(name) }
     }
 
     /// Adds a session; a client at its limit (``Limits/sessionsPerClient``) loses its least
@@ -436,6 +407,7 @@ public final class Daemon: BusHandler {
 
     func children(of path: String, sender: String) -> [String] {
         switch path {
+        case ObjectPaths.service: return ["aliases", "collection", "prompt", "session"]
         case ObjectPaths.aliasPrefix:
             return Array(((try? store.aliases()) ?? [:]).keys) + [Self.sessionName]
         case ObjectPaths.sessionPrefix: return sessions.keys.sorted().map { "s\($0)" }
@@ -444,36 +416,6 @@ public final class Daemon: BusHandler {
         default:
             guard let collection = collection(at: path) else { return [] }
             return visible((try? store.search([:], in: collection)) ?? [], for: sender).map { String($0.0.id) }
-        }
-    }
-
-    /// A lookup's calls: a search, then its secrets, as libsecret (secret-tool), secretstorage
-    /// (Python keyring) and most clients make them.
-    var quickReads: [QuickRead] {
-        [
-            QuickRead(interface: Introspection.service, method: "SearchItems"),
-            QuickRead(interface: Introspection.service, method: "GetSecrets"),
-            QuickRead(interface: Introspection.collection, method: "SearchItems"),
-            QuickRead(interface: Introspection.item, method: "GetSecret"),
-        ]
-    }
-
-    /// Small lookups of identified clients, on objects of the right kind: identifying a new
-    /// client asks the bus, and only the main loop may wait for that. A search needs
-    /// attributes (all items could be a long reply), and ``Limits/quickSecrets`` secrets at
-    /// most are read at once.
-    func answersAtOnce(_ call: MethodCall) -> Bool {
-        guard callers[call.sender] != nil else { return false }
-        switch (ObjectPaths.parse(call.path), call.interface, call.method) {
-        case (.service, Introspection.service, "SearchItems"), (.collection, Introspection.collection, "SearchItems"),
-            (.alias, Introspection.collection, "SearchItems"):
-            return call.arguments.first?.stringMap?.isEmpty == false
-        case (.service, Introspection.service, "GetSecrets"):
-            return (call.arguments.first?.objectPaths?.count ?? .max) <= Limits.quickSecrets
-        case (.item, Introspection.item, "GetSecret"):
-            return true
-        default:
-            return false
         }
     }
 
@@ -486,6 +428,17 @@ public final class Daemon: BusHandler {
         } catch {
             Log.error("cannot commit to the database: \(error); the last changes were rolled back")
             return false
+        }
+    }
+
+    func objectExists(at path: String, sender: String) -> Bool {
+        switch ObjectPaths.parse(path) {
+        case .service: return true
+        case .collection, .alias: return collection(at: path) != nil
+        case .item: return visibleItem(at: path, for: sender) != nil
+        case .session(let id): return sessions[id]?.owner == sender
+        case .prompt(let id): return prompts[id]?.owner == sender
+        case .unknown: return false
         }
     }
 
@@ -509,13 +462,9 @@ enum Limits {
     /// Prompts one client connection may have waiting; more are refused with `LimitsExceeded`.
     static let promptsPerClient = 32
     /// Calls one client connection may have waiting for their reply (of them, calls sent with
-    /// `NO_REPLY_EXPECTED`), and the bytes of their arguments; more are refused at once with
-    /// `LimitsExceeded`. Each waiting call takes about 4 KiB; libsecret sends one call per item
-    /// when it loads a keyring's items, so the call limit is well above what clients pipeline.
+    /// `NO_REPLY_EXPECTED`); more are refused at once with `LimitsExceeded`. A call waits in
+    /// secretd while its new client is being identified or its reply waits for a commit.
     static let callQuota = CallQuota.Limits(calls: 4096, silentCalls: 256, bytes: 64 << 20)
-    /// The most secrets one `GetSecrets` may ask for and still be answered in GDBus's thread
-    /// (GIO+QuickReads.swift); larger ones go to the main loop.
-    static let quickSecrets = 16
     // The sizes of secrets, texts and attribute lists are KeychainLimits' (KeychainCore), which
     // the library checks too.
 }

@@ -1,7 +1,8 @@
 import KeychainCore
 
-/// The interfaces secretd serves, as introspection XML (GDBus checks every call's argument
-/// types against it and answers `InvalidArgs` for the wrong ones).
+/// The interfaces secretd serves, each declared once (``BusInterface``): the dispatcher
+/// (SDBus.swift) checks every call against them, and `Introspect` answers with XML written from
+/// them.
 enum Introspection {
     static let service = SecretServiceNames.Interface.service
     static let collection = SecretServiceNames.Interface.collection
@@ -10,121 +11,132 @@ enum Introspection {
     static let prompt = SecretServiceNames.Interface.prompt
     /// gnome-keyring's extension for password-based unlock, creation and change.
     static let gnomeExtension = SecretServiceNames.Interface.gnomeExtension
-
     /// secretd's own interface for access groups (see secretd(1)).
     static let accessGroups = SecretServiceNames.Interface.accessGroups
+    /// The standard interfaces every object has (sd-bus answers `Peer` itself).
+    static let properties = SecretServiceNames.Interface.properties
+    static let introspectable = "org.freedesktop.DBus.Introspectable"
+    static let peer = SecretServiceNames.Interface.peer
 
-    static let xml = """
-        <node>
-          <interface name="io.github.secretd.AccessGroups1">
-            <method name="WhoAmI">
-              <arg name="identity" type="s" direction="out"/><arg name="groups" type="as" direction="out"/>
-              <arg name="default_group" type="s" direction="out"/><arg name="confined" type="b" direction="out"/>
-            </method>
-            <method name="GetPolicy">
-              <arg name="groups" type="a(sbas)" direction="out"/><arg name="apps" type="a{sas}" direction="out"/>
-            </method>
-            <method name="AddMember">
-              <arg name="group" type="s" direction="in"/><arg name="identity" type="s" direction="in"/>
-              <arg name="login_password" type="(oayays)" direction="in"/><arg name="prompt" type="o" direction="out"/>
-            </method>
-            <method name="RemoveMember">
-              <arg name="group" type="s" direction="in"/><arg name="identity" type="s" direction="in"/>
-              <arg name="login_password" type="(oayays)" direction="in"/><arg name="prompt" type="o" direction="out"/>
-            </method>
+    private typealias Argument = BusInterface.Argument
+    private typealias Method = BusInterface.Method
+    private typealias Property = BusInterface.Property
+    private typealias Signal = BusInterface.Signal
+
+    /// A secret as the Secret Service sends it: session, parameters, value, content type.
+    private static let secret = "(oayays)"
+
+    /// Every interface secretd serves, by name.
+    static let interfaces: [String: BusInterface] = Dictionary(uniqueKeysWithValues: [
+        BusInterface(name: accessGroups, methods: [
+            Method(name: "WhoAmI", results: [
+                Argument(name: "identity", type: "s"), Argument(name: "groups", type: "as"),
+                Argument(name: "default_group", type: "s"), Argument(name: "confined", type: "b"),
+            ]),
+            Method(name: "GetPolicy", results: [Argument(name: "groups", type: "a(sbas)"), Argument(name: "apps", type: "a{sas}")]),
+            Method(name: "AddMember", arguments: [
+                Argument(name: "group", type: "s"), Argument(name: "identity", type: "s"),
+                Argument(name: "login_password", type: secret),
+            ], results: [Argument(name: "prompt", type: "o")]),
+            Method(name: "RemoveMember", arguments: [
+                Argument(name: "group", type: "s"), Argument(name: "identity", type: "s"),
+                Argument(name: "login_password", type: secret),
+            ], results: [Argument(name: "prompt", type: "o")]),
+        ]),
+        BusInterface(name: service, methods: [
+            Method(name: "OpenSession", arguments: [Argument(name: "algorithm", type: "s"), Argument(name: "input", type: "v")],
+                   results: [Argument(name: "output", type: "v"), Argument(name: "result", type: "o")]),
+            Method(name: "CreateCollection", arguments: [Argument(name: "properties", type: "a{sv}"), Argument(name: "alias", type: "s")],
+                   results: [Argument(name: "collection", type: "o"), Argument(name: "prompt", type: "o")]),
+            Method(name: "SearchItems", arguments: [Argument(name: "attributes", type: "a{ss}")],
+                   results: [Argument(name: "unlocked", type: "ao"), Argument(name: "locked", type: "ao")]),
+            Method(name: "Unlock", arguments: [Argument(name: "objects", type: "ao")],
+                   results: [Argument(name: "unlocked", type: "ao"), Argument(name: "prompt", type: "o")]),
+            Method(name: "Lock", arguments: [Argument(name: "objects", type: "ao")],
+                   results: [Argument(name: "locked", type: "ao"), Argument(name: "Prompt", type: "o")]),
+            Method(name: "GetSecrets", arguments: [Argument(name: "items", type: "ao"), Argument(name: "session", type: "o")],
+                   results: [Argument(name: "secrets", type: "a{o\(secret)}")]),
+            Method(name: "ReadAlias", arguments: [Argument(name: "name", type: "s")], results: [Argument(name: "collection", type: "o")]),
+            Method(name: "SetAlias", arguments: [Argument(name: "name", type: "s"), Argument(name: "collection", type: "o")]),
+        ], properties: [
+            Property(name: "Collections", type: "ao"),
+        ], signals: [
+            Signal(name: "CollectionCreated", arguments: [Argument(name: "collection", type: "o")]),
+            Signal(name: "CollectionDeleted", arguments: [Argument(name: "collection", type: "o")]),
+            Signal(name: "CollectionChanged", arguments: [Argument(name: "collection", type: "o")]),
+        ]),
+        BusInterface(name: gnomeExtension, methods: [
+            Method(name: "ChangeWithMasterPassword", arguments: [
+                Argument(name: "collection", type: "o"), Argument(name: "original", type: secret), Argument(name: "master", type: secret),
+            ]),
+            Method(name: "ChangeWithPrompt", arguments: [Argument(name: "collection", type: "o")], results: [Argument(name: "prompt", type: "o")]),
+            Method(name: "CreateWithMasterPassword", arguments: [Argument(name: "attributes", type: "a{sv}"), Argument(name: "master", type: secret)],
+                   results: [Argument(name: "collection", type: "o")]),
+            Method(name: "UnlockWithMasterPassword", arguments: [Argument(name: "collection", type: "o"), Argument(name: "master", type: secret)]),
+        ]),
+        BusInterface(name: collection, methods: [
+            Method(name: "Delete", results: [Argument(name: "prompt", type: "o")]),
+            Method(name: "SearchItems", arguments: [Argument(name: "attributes", type: "a{ss}")], results: [Argument(name: "results", type: "ao")]),
+            Method(name: "CreateItem", arguments: [
+                Argument(name: "properties", type: "a{sv}"), Argument(name: "secret", type: secret), Argument(name: "replace", type: "b"),
+            ], results: [Argument(name: "item", type: "o"), Argument(name: "prompt", type: "o")]),
+        ], properties: [
+            Property(name: "Items", type: "ao"),
+            Property(name: "Label", type: "s", writable: true),
+            Property(name: "Locked", type: "b"),
+            Property(name: "Created", type: "t"),
+            Property(name: "Modified", type: "t"),
+        ], signals: [
+            Signal(name: "ItemCreated", arguments: [Argument(name: "item", type: "o")]),
+            Signal(name: "ItemDeleted", arguments: [Argument(name: "item", type: "o")]),
+            Signal(name: "ItemChanged", arguments: [Argument(name: "item", type: "o")]),
+        ]),
+        BusInterface(name: item, methods: [
+            Method(name: "Delete", results: [Argument(name: "Prompt", type: "o")]),
+            Method(name: "GetSecret", arguments: [Argument(name: "session", type: "o")], results: [Argument(name: "secret", type: secret)]),
+            Method(name: "SetSecret", arguments: [Argument(name: "secret", type: secret)]),
+        ], properties: [
+            Property(name: "Locked", type: "b"),
+            Property(name: "Attributes", type: "a{ss}", writable: true),
+            Property(name: "Label", type: "s", writable: true),
+            Property(name: "Type", type: "s"),
+            Property(name: "Created", type: "t"),
+            Property(name: "Modified", type: "t"),
+        ]),
+        BusInterface(name: session, methods: [Method(name: "Close")]),
+        BusInterface(name: prompt, methods: [
+            Method(name: "Prompt", arguments: [Argument(name: "window-id", type: "s")]),
+            Method(name: "Dismiss"),
+        ], signals: [
+            Signal(name: "Completed", arguments: [Argument(name: "dismissed", type: "b"), Argument(name: "result", type: "v")]),
+        ]),
+    ].map { ($0.name, $0) })
+
+    /// The standard interfaces, as every object lists them.
+    private static let standardXML = """
+          <interface name="org.freedesktop.DBus.Introspectable">
+            <method name="Introspect"><arg name="xml_data" type="s" direction="out"/></method>
           </interface>
-          <interface name="org.freedesktop.Secret.Service">
-            <method name="OpenSession">
-              <arg name="algorithm" type="s" direction="in"/><arg name="input" type="v" direction="in"/>
-              <arg name="output" type="v" direction="out"/><arg name="result" type="o" direction="out"/>
-            </method>
-            <method name="CreateCollection">
-              <arg name="properties" type="a{sv}" direction="in"/><arg name="alias" type="s" direction="in"/>
-              <arg name="collection" type="o" direction="out"/><arg name="prompt" type="o" direction="out"/>
-            </method>
-            <method name="SearchItems">
-              <arg name="attributes" type="a{ss}" direction="in"/>
-              <arg name="unlocked" type="ao" direction="out"/><arg name="locked" type="ao" direction="out"/>
-            </method>
-            <method name="Unlock">
-              <arg name="objects" type="ao" direction="in"/>
-              <arg name="unlocked" type="ao" direction="out"/><arg name="prompt" type="o" direction="out"/>
-            </method>
-            <method name="Lock">
-              <arg name="objects" type="ao" direction="in"/>
-              <arg name="locked" type="ao" direction="out"/><arg name="Prompt" type="o" direction="out"/>
-            </method>
-            <method name="GetSecrets">
-              <arg name="items" type="ao" direction="in"/><arg name="session" type="o" direction="in"/>
-              <arg name="secrets" type="a{o(oayays)}" direction="out"/>
-            </method>
-            <method name="ReadAlias">
-              <arg name="name" type="s" direction="in"/><arg name="collection" type="o" direction="out"/>
-            </method>
-            <method name="SetAlias">
-              <arg name="name" type="s" direction="in"/><arg name="collection" type="o" direction="in"/>
-            </method>
-            <signal name="CollectionCreated"><arg name="collection" type="o"/></signal>
-            <signal name="CollectionDeleted"><arg name="collection" type="o"/></signal>
-            <signal name="CollectionChanged"><arg name="collection" type="o"/></signal>
-            <property name="Collections" type="ao" access="read"/>
+          <interface name="org.freedesktop.DBus.Peer">
+            <method name="Ping"/>
+            <method name="GetMachineId"><arg name="machine_uuid" type="s" direction="out"/></method>
           </interface>
-          <interface name="org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface">
-            <method name="ChangeWithMasterPassword">
-              <arg name="collection" type="o" direction="in"/><arg name="original" type="(oayays)" direction="in"/>
-              <arg name="master" type="(oayays)" direction="in"/>
-            </method>
-            <method name="ChangeWithPrompt">
-              <arg name="collection" type="o" direction="in"/><arg name="prompt" type="o" direction="out"/>
-            </method>
-            <method name="CreateWithMasterPassword">
-              <arg name="attributes" type="a{sv}" direction="in"/><arg name="master" type="(oayays)" direction="in"/>
-              <arg name="collection" type="o" direction="out"/>
-            </method>
-            <method name="UnlockWithMasterPassword">
-              <arg name="collection" type="o" direction="in"/><arg name="master" type="(oayays)" direction="in"/>
-            </method>
+          <interface name="org.freedesktop.DBus.Properties">
+            <method name="Get"><arg name="interface_name" type="s" direction="in"/><arg name="property_name" type="s" direction="in"/><arg name="value" type="v" direction="out"/></method>
+            <method name="GetAll"><arg name="interface_name" type="s" direction="in"/><arg name="props" type="a{sv}" direction="out"/></method>
+            <method name="Set"><arg name="interface_name" type="s" direction="in"/><arg name="property_name" type="s" direction="in"/><arg name="value" type="v" direction="in"/></method>
+            <signal name="PropertiesChanged"><arg name="interface_name" type="s"/><arg name="changed_properties" type="a{sv}"/><arg name="invalidated_properties" type="as"/></signal>
           </interface>
-          <interface name="org.freedesktop.Secret.Collection">
-            <method name="Delete"><arg name="prompt" type="o" direction="out"/></method>
-            <method name="SearchItems">
-              <arg name="attributes" type="a{ss}" direction="in"/><arg name="results" type="ao" direction="out"/>
-            </method>
-            <method name="CreateItem">
-              <arg name="properties" type="a{sv}" direction="in"/><arg name="secret" type="(oayays)" direction="in"/>
-              <arg name="replace" type="b" direction="in"/>
-              <arg name="item" type="o" direction="out"/><arg name="prompt" type="o" direction="out"/>
-            </method>
-            <signal name="ItemCreated"><arg name="item" type="o"/></signal>
-            <signal name="ItemDeleted"><arg name="item" type="o"/></signal>
-            <signal name="ItemChanged"><arg name="item" type="o"/></signal>
-            <property name="Items" type="ao" access="read"/>
-            <property name="Label" type="s" access="readwrite"/>
-            <property name="Locked" type="b" access="read"/>
-            <property name="Created" type="t" access="read"/>
-            <property name="Modified" type="t" access="read"/>
-          </interface>
-          <interface name="org.freedesktop.Secret.Item">
-            <method name="Delete"><arg name="Prompt" type="o" direction="out"/></method>
-            <method name="GetSecret">
-              <arg name="session" type="o" direction="in"/><arg name="secret" type="(oayays)" direction="out"/>
-            </method>
-            <method name="SetSecret"><arg name="secret" type="(oayays)" direction="in"/></method>
-            <property name="Locked" type="b" access="read"/>
-            <property name="Attributes" type="a{ss}" access="readwrite"/>
-            <property name="Label" type="s" access="readwrite"/>
-            <property name="Type" type="s" access="read"/>
-            <property name="Created" type="t" access="read"/>
-            <property name="Modified" type="t" access="read"/>
-          </interface>
-          <interface name="org.freedesktop.Secret.Session">
-            <method name="Close"/>
-          </interface>
-          <interface name="org.freedesktop.Secret.Prompt">
-            <method name="Prompt"><arg name="window-id" type="s" direction="in"/></method>
-            <method name="Dismiss"/>
-            <signal name="Completed"><arg name="dismissed" type="b"/><arg name="result" type="v"/></signal>
-          </interface>
-        </node>
+
         """
+
+    /// The introspection XML of an object that implements `names` and has `children`.
+    static func xml(interfaces names: [String], children: [String]) -> String {
+        var text = "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n"
+            + " \"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n<node>\n"
+        if !names.isEmpty { text += standardXML }
+        for name in names { if let interface = interfaces[name] { text += interface.xml } }
+        for child in children { text += "  <node name=\"\(child)\"/>\n" }
+        return text + "</node>\n"
+    }
 }

@@ -67,7 +67,7 @@ final class LoginControlSocket {
             listener = fd
             boundPath = path
         }
-        listenerWatch = BusServer.watch(fd: listener) { [weak self] in
+        listenerWatch = MainLoop.watch(fd: listener) { [weak self] in
             self?.acceptWaiting()
             return true
         }
@@ -75,7 +75,7 @@ final class LoginControlSocket {
 
     /// Stops listening and closes every connection; removes the path secretd bound itself.
     func close() {
-        BusServer.removeWatch(listenerWatch)
+        MainLoop.removeWatch(listenerWatch)
         for connection in connections.values { finish(connection, reply: nil) }
         Glibc.close(listener)
         if let boundPath { unlink(boundPath) }
@@ -133,11 +133,11 @@ final class LoginControlSocket {
             }
             let connection = Connection(fd: fd)
             connections[fd] = connection
-            connection.watch = BusServer.watch(fd: fd) { [weak self, weak connection] in
+            connection.watch = MainLoop.watch(fd: fd) { [weak self, weak connection] in
                 guard let self, let connection else { return false }
                 return self.read(connection)
             }
-            BusServer.after(seconds: Double(SECRETD_CONTROL_TIMEOUT_SECONDS)) { [weak self, weak connection] in
+            MainLoop.after(seconds: Double(SECRETD_CONTROL_TIMEOUT_SECONDS)) { [weak self, weak connection] in
                 guard let self, let connection, self.connections[connection.fd] === connection else { return }
                 Log.warning("a login control client sent no complete request in \(SECRETD_CONTROL_TIMEOUT_SECONDS) s; closed")
                 self.finish(connection, reply: nil)
@@ -196,7 +196,7 @@ final class LoginControlSocket {
             let frame = reply.frame
             _ = frame.withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
-        BusServer.removeWatch(connection.watch)
+        MainLoop.removeWatch(connection.watch)
         connection.frame = nil
         Glibc.close(connection.fd)
     }

@@ -18,6 +18,14 @@ public enum SecretServiceError: Error, Equatable {
     case forbidden(String)
     /// The client has too many sessions or prompts open (see secretd(1), LIMITS).
     case limitsExceeded(String)
+    /// The object has no such method (`org.freedesktop.DBus.Error.UnknownMethod`).
+    case unknownMethod(String)
+    /// The object has no such interface.
+    case unknownInterface(String)
+    /// The interface has no such property.
+    case unknownProperty(String)
+    /// The property cannot be written.
+    case propertyReadOnly(String)
     /// Anything else; the message is safe to show (no secrets).
     case failed(String)
 
@@ -32,6 +40,10 @@ public enum SecretServiceError: Error, Equatable {
         case .accessDenied: return SecretServiceNames.ErrorName.denied
         case .forbidden: return "org.freedesktop.DBus.Error.AccessDenied"
         case .limitsExceeded: return "org.freedesktop.DBus.Error.LimitsExceeded"
+        case .unknownMethod: return "org.freedesktop.DBus.Error.UnknownMethod"
+        case .unknownInterface: return "org.freedesktop.DBus.Error.UnknownInterface"
+        case .unknownProperty: return "org.freedesktop.DBus.Error.UnknownProperty"
+        case .propertyReadOnly: return "org.freedesktop.DBus.Error.PropertyReadOnly"
         case .failed: return "org.freedesktop.DBus.Error.Failed"
         }
     }
@@ -40,18 +52,14 @@ public enum SecretServiceError: Error, Equatable {
     /// unreadable store); the details go to the log only.
     static let incomplete = SecretServiceError.failed("secretd could not complete the operation; see its log")
 
-    /// Every D-Bus error name these errors go out under.
-    static let dbusNames = [
-        isLocked(""), noSession(""), noSuchObject(""), invalidArgs(""), notSupported(""), accessDenied(""),
-        forbidden(""), limitsExceeded(""), failed(""),
-    ].map(\.dbusName)
-
     /// The message sent with the error.
     public var message: String {
         switch self {
         case .isLocked(let message), .noSession(let message), .noSuchObject(let message),
             .invalidArgs(let message), .notSupported(let message),
-            .accessDenied(let message), .forbidden(let message), .limitsExceeded(let message), .failed(let message):
+            .accessDenied(let message), .forbidden(let message), .limitsExceeded(let message),
+            .unknownMethod(let message), .unknownInterface(let message), .unknownProperty(let message),
+            .propertyReadOnly(let message), .failed(let message):
             return message
         }
     }

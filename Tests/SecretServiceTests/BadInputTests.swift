@@ -57,7 +57,7 @@ import Testing
         }, error: "org.freedesktop.DBus.Error.UnknownMethod"),
         BadCall(name: "an object path secretd does not export", call: { fixture, setup in
             try fixture.call("/org/freedesktop/secrets/nothing", itemInterface, "GetSecret", "(objectpath '\(setup.session)',)")
-        }, error: "org.freedesktop.DBus.Error.UnknownMethod", message: "does not exist"),
+        }, error: "org.freedesktop.Secret.Error.NoSuchObject"),
         BadCall(name: "an item that does not exist", call: { fixture, setup in
             try fixture.call(login + "/99999", itemInterface, "GetSecret", "(objectpath '\(setup.session)',)")
         }, error: "org.freedesktop.Secret.Error.NoSuchObject"),
@@ -85,7 +85,7 @@ import Testing
         }, error: "org.freedesktop.DBus.Error.InvalidArgs"),
         BadCall(name: "a read-only property set", call: { fixture, _ in
             try fixture.call(login, properties, "Set", "('\(collectionInterface)', 'Locked', <true>)")
-        }, error: "org.freedesktop.DBus.Error.InvalidArgs", message: "not writable"),
+        }, error: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "cannot be written"),
         BadCall(name: "a label property of the wrong type", call: { fixture, setup in
             try fixture.call(setup.item, properties, "Set", "('\(itemInterface)', 'Label', <42>)")
         }, error: "org.freedesktop.DBus.Error.InvalidArgs"),

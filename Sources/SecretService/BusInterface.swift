@@ -1,0 +1,80 @@
+/// One D-Bus interface secretd serves: its methods, properties and signals, declared once.
+/// The dispatcher checks each call's arguments against ``Method/inSignature`` and each property
+/// access against ``properties``; the introspection XML is written from the same declaration
+/// (see ``Introspection``), so adding a method is one line there.
+struct BusInterface {
+    /// One argument: a name for the introspection data and a single complete D-Bus type.
+    struct Argument {
+        /// The name shown in the introspection data.
+        var name: String
+        /// Its D-Bus type signature.
+        var type: String
+    }
+
+    /// A method and its arguments.
+    struct Method {
+        /// The method name.
+        var name: String
+        /// What the caller sends.
+        var arguments: [Argument] = []
+        /// What the reply carries.
+        var results: [Argument] = []
+        /// The signature a call must have: its arguments' types, concatenated.
+        var inSignature: String { arguments.map(\.type).joined() }
+    }
+
+    /// A property.
+    struct Property {
+        /// The property name.
+        var name: String
+        /// Its D-Bus type signature.
+        var type: String
+        /// Whether `Properties.Set` may write it.
+        var writable = false
+    }
+
+    /// A signal and its arguments.
+    struct Signal {
+        /// The signal name.
+        var name: String
+        /// What it carries.
+        var arguments: [Argument] = []
+    }
+
+    /// The interface name.
+    var name: String
+    /// Its methods.
+    var methods: [Method] = []
+    /// Its properties.
+    var properties: [Property] = []
+    /// Its signals.
+    var signals: [Signal] = []
+
+    /// The method called `name`, if the interface has one.
+    func method(_ name: String) -> Method? { methods.first { $0.name == name } }
+
+    /// The property called `name`, if the interface has one.
+    func property(_ name: String) -> Property? { properties.first { $0.name == name } }
+
+    /// The `<interface>` element of the introspection data.
+    var xml: String {
+        func arguments(_ list: [Argument], direction: String?) -> String {
+            list.map { argument in
+                let way = direction.map { " direction=\"\($0)\"" } ?? ""
+                return "<arg name=\"\(argument.name)\" type=\"\(argument.type)\"\(way)/>"
+            }.joined()
+        }
+        var text = "  <interface name=\"\(name)\">\n"
+        for method in methods {
+            text += "    <method name=\"\(method.name)\">"
+                + arguments(method.arguments, direction: "in") + arguments(method.results, direction: "out") + "</method>\n"
+        }
+        for signal in signals {
+            text += "    <signal name=\"\(signal.name)\">" + arguments(signal.arguments, direction: nil) + "</signal>\n"
+        }
+        for property in properties {
+            text += "    <property name=\"\(property.name)\" type=\"\(property.type)\" access=\"\(property.writable ? "readwrite" : "read")\"/>\n"
+        }
+        return text + "  </interface>\n"
+    }
+}

@@ -1,0 +1,152 @@
+// Talking to the bus daemon itself: owning secretd's name, asking who a client is, and hearing
+// when clients leave.
+
+internal import CSystemd
+import Glibc
+import DBusValues
+
+extension BusServer {
+    private static let busDaemon = "org.freedesktop.DBus"
+    private static let busDaemonPath = "/org/freedesktop/DBus"
+
+    // MARK: - Bus name
+
+    /// Asks for `name` without queueing; `acquired` or `lost` runs from the main loop. With
+    /// `replace`, takes the name from an owner that allows replacement; secretd allows it too.
+    /// `lost` also runs when another provider takes the name later.
+    func ownName(_ name: String, replace: Bool, acquired: @escaping () -> Void, lost: @escaping (String) -> Void) {
+        ownership = (name, acquired, lost)
+        let userData = Unmanaged.passUnretained(self).toOpaque()
+        sd_bus_match_signal(bus, nil, Self.busDaemon, Self.busDaemonPath, Self.busDaemon, "NameLost", { message, userData, _ in
+            guard let message, let userData, case .string(let name)? = SDBusValues.readAll(message)?.first else { return 0 }
+            let server = Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue()
+            if name == server.ownership?.name { server.ownership?.lost(name) }
+            return 0
+        }, userData)
+        var flags = UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT)
+        if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
+        let asked = sd_bus_request_name_async(bus, nil, name, flags, { reply, userData, _ in
+            guard let reply, let userData else { return 0 }
+            let server = Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue()
+            guard let ownership = server.ownership else { return 0 }
+            // 1: now the primary owner; 4: already it. 2 (queued) cannot happen without
+            // queueing; 3: another connection owns it.
+            if sd_bus_message_is_method_error(reply, nil) == 0, case .uint32(let result)? = SDBusValues.readAll(reply)?.first,
+                result == 1 || result == 4
+            {
+                ownership.acquired()
+            } else {
+                ownership.lost(ownership.name)
+            }
+            MainLoop.afterEachCallback?()
+            return 1
+        }, userData)
+        if asked < 0 { MainLoop.after(seconds: 0) { lost(name) } }
+    }
+
+    /// The unique name and process id of the current owner of `name`, if any.
+    func owner(of name: String) -> (uniqueName: String, pid: UInt32?)? {
+        guard let unique = callBus("GetNameOwner", [.string(name)])?.first?.string else { return nil }
+        if case .uint32(let pid)? = callBus("GetConnectionUnixProcessID", [.string(unique)])?.first {
+            return (unique, pid)
+        }
+        return (unique, nil)
+    }
+
+    /// Whether `name` (a client's unique name) is still on the bus.
+    func hasOwner(_ name: String) -> Bool {
+        callBus("NameHasOwner", [.string(name)])?.first?.boolean ?? false
+    }
+
+    // MARK: - Who a client is
+
+    /// The uid and process id the bus daemon recorded for the connection `sender`
+    /// (`GetConnectionCredentials`); nil when it is gone or the bus does not know. Waits for
+    /// the bus's answer; method calls use ``credentials(of:completion:)``.
+    func credentials(of sender: String) -> (uid: UInt32, pid: UInt32?)? {
+        Self.credentials(in: callBus("GetConnectionCredentials", [.string(sender)], timeout: 30))
+    }
+
+    /// ``credentials(of:)`` without waiting: `completion` runs on the main loop with the answer.
+    func credentials(of sender: String, completion: @escaping ((uid: UInt32, pid: UInt32?)?) -> Void) {
+        guard let call = busCall("GetConnectionCredentials", [.string(sender)]) else {
+            MainLoop.after(seconds: 0) { completion(nil) }
+            return
+        }
+        defer { sd_bus_message_unref(call) }
+        let box = Unmanaged.passRetained(MainLoop.Box(completion)).toOpaque()
+        let sent = sd_bus_call_async(bus, nil, call, { reply, userData, _ in
+            let completion = Unmanaged<MainLoop.Box<((uid: UInt32, pid: UInt32?)?) -> Void>>.fromOpaque(userData!)
+                .takeRetainedValue().value
+            let values = reply.flatMap { sd_bus_message_is_method_error($0, nil) == 0 ? SDBusValues.readAll($0) : nil }
+            completion(BusServer.credentials(in: values))
+            MainLoop.afterEachCallback?()
+            return 1
+        }, box, 0)
+        if sent < 0 {
+            Unmanaged<MainLoop.Box<((uid: UInt32, pid: UInt32?)?) -> Void>>.fromOpaque(box).release()
+            MainLoop.after(seconds: 0) { completion(nil) }
+        }
+    }
+
+    /// The uid and pid in a `GetConnectionCredentials` reply.
+    private static func credentials(in reply: [DBusValue]?) -> (uid: UInt32, pid: UInt32?)? {
+        guard case .dictionary(_, _, let entries)? = reply?.first else { return nil }
+        var uid: UInt32?
+        var pid: UInt32?
+        for entry in entries {
+            guard case .variant(.uint32(let number)) = entry.value else { continue }
+            switch entry.key.string {
+            case "UnixUserID": uid = number
+            case "ProcessID": pid = number
+            default: break
+            }
+        }
+        return uid.map { ($0, pid) }
+    }
+
+    // MARK: - Clients leaving
+
+    /// Calls `handler` with the unique name of every client that disconnects from the bus.
+    func watchDisconnects(_ handler: @escaping (String) -> Void) {
+        disconnectHandler = handler
+        sd_bus_match_signal(bus, nil, Self.busDaemon, Self.busDaemonPath, Self.busDaemon, "NameOwnerChanged", { message, userData, _ in
+            guard let message, let userData, let fields = SDBusValues.readAll(message), fields.count == 3,
+                let name = fields[0].string, let newOwner = fields[2].string, newOwner.isEmpty, name.hasPrefix(":")
+            else { return 0 }
+            let server = Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue()
+            // Its waiting calls are still answered (to nobody); then their memory can go.
+            if server.quota.forget(name) { server.returnMemoryLater(after: 2) }
+            server.disconnectHandler?(name)
+            MainLoop.afterEachCallback?()
+            return 0
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    // MARK: - Calls to the bus daemon
+
+    /// A method call to the bus daemon with `arguments`.
+    private func busCall(_ method: String, _ arguments: [DBusValue]) -> OpaquePointer? {
+        var call: OpaquePointer?
+        guard sd_bus_message_new_method_call(bus, &call, Self.busDaemon, Self.busDaemonPath, Self.busDaemon, method) >= 0,
+            let call
+        else { return nil }
+        guard SDBusValues.append(arguments, to: call) else {
+            sd_bus_message_unref(call)
+            return nil
+        }
+        return call
+    }
+
+    /// Calls the bus daemon and waits at most `timeout` seconds; the reply's values, or nil.
+    private func callBus(_ method: String, _ arguments: [DBusValue], timeout: Double = 5) -> [DBusValue]? {
+        guard let call = busCall(method, arguments) else { return nil }
+        defer { sd_bus_message_unref(call) }
+        var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
+        defer { sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        guard sd_bus_call(bus, call, UInt64(timeout * 1_000_000), &error, &reply) >= 0, let reply else { return nil }
+        defer { sd_bus_message_unref(reply) }
+        return SDBusValues.readAll(reply)
+    }
+}

@@ -1,0 +1,500 @@
+// With SDBus+Bus.swift, SDBus+MainLoop.swift and SDBus+Values.swift, the only files of the
+// daemon that call libsystemd's sd-bus: the bus connection, dispatching calls to the handler,
+// replies, signals and bus-name ownership. Everything runs on the main loop's thread.
+//
+// Why sd-bus and not GDBus (issue 20): GDBus (GLib 2.74) closed secretd's connection on some
+// valid messages it misread, which any client could send; it decoded every message into a
+// GVariant tree on a worker thread and handed each call to the main loop and its reply back.
+// sd-bus parses strictly, reads only what it is asked for, and runs on the thread that calls it.
+
+internal import CSystemd
+internal import CProcess
+import FoundationEssentials
+import Glibc
+import KeychainCore
+import DBusValues
+
+/// A method call as the daemon's logic sees it.
+struct MethodCall {
+    /// The caller's unique bus name.
+    var sender: String
+    /// The object path called.
+    var path: String
+    /// The interface.
+    var interface: String
+    /// The method name.
+    var method: String
+    /// The arguments, already checked against the method's declaration (``Introspection``).
+    var arguments: [DBusValue]
+}
+
+/// What answers calls on the objects a ``BusServer`` exports.
+protocol BusHandler: AnyObject {
+    /// Handles a method call; the value is the reply's tuple of out arguments.
+    func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError>
+    /// Reads a property.
+    func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError>
+    /// Starts finding out who `sender` is, unless that is known; returns false when it is (the
+    /// call goes ahead at once). Otherwise `then` runs once the bus has answered, with the
+    /// refusal to send if the sender may not use secretd.
+    func identify(_ sender: String, then: @escaping (SecretServiceError?) -> Void) -> Bool
+    /// Writes a property.
+    func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError?
+    /// The child node names under `path` that are objects (for `Introspect`).
+    func children(of path: String, sender: String) -> [String]
+    /// The interfaces of the kind of object `path` names, whether or not it exists (the
+    /// handler answers `NoSuchObject` for one that does not); none for a path that names no
+    /// kind of object, which the server answers with `NoSuchObject` itself.
+    func interfaces(at path: String) -> [String]
+    /// Whether an object `sender` may see is at `path`; asked only before answering a call
+    /// that names a method, interface or property the object lacks, so that one that is not
+    /// there is `NoSuchObject` whatever the call asked.
+    func objectExists(at path: String, sender: String) -> Bool
+    /// Whether writes are waiting for ``commitPending()``; replies and signals wait with them.
+    var hasPendingCommit: Bool { get }
+    /// Makes the waiting writes durable; false when that failed (they are rolled back).
+    func commitPending() -> Bool
+}
+
+/// The daemon's connection to the session bus and the objects it serves under
+/// `/org/freedesktop/secrets`.
+final class BusServer {
+    /// The connection (`sd_bus *`).
+    let bus: OpaquePointer
+    private(set) weak var handler: (any BusHandler)?
+    /// What each client may have waiting (calls waiting to be identified, replies waiting for
+    /// a commit).
+    let quota: CallQuota
+    /// The main loop's handle on the connection's socket (SDBus+MainLoop.swift).
+    var sourceTag: UnsafeMutableRawPointer?
+    /// Whether sd-bus had more to dispatch when the last dispatch stopped.
+    var hasMoreToProcess = false
+    /// The poll condition the main loop watches the socket for.
+    var watchedCondition: UInt32 = 0
+    /// Set once the main loop has stopped: calls still read are refused.
+    private var stopping = false
+    /// The name asked for, its callbacks, and whether it was acquired (SDBus+Bus.swift).
+    var ownership: (name: String, acquired: () -> Void, lost: (String) -> Void)?
+    var disconnectHandler: ((String) -> Void)?
+
+    /// The server of this process.
+    nonisolated(unsafe) private(set) static weak var active: BusServer?
+
+    /// Connects to the session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`)
+    /// and serves every path under `/org/freedesktop/secrets` through `handler`.
+    init(handler: any BusHandler, quota: CallQuota.Limits) throws(SecretServiceError) {
+        var connection: OpaquePointer?
+        let opened = sd_bus_open_user(&connection)
+        guard opened >= 0, let connection else {
+            throw .failed("cannot connect to the session bus: \(String(cString: strerror(-opened)))")
+        }
+        bus = connection
+        sd_bus_set_description(bus, "secretd")
+        self.handler = handler
+        self.quota = CallQuota(limits: quota)
+        let exported = sd_bus_add_fallback(bus, nil, SecretServiceNames.Path.service, { message, userData, _ in
+            guard let message, let userData else { return 0 }
+            Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue().received(message)
+            return 1  // answered, now or later
+        }, Unmanaged.passUnretained(self).toOpaque())
+        guard exported >= 0 else {
+            throw .failed("cannot serve \(SecretServiceNames.Path.service): \(String(cString: strerror(-exported)))")
+        }
+        Self.active = self
+        MainLoop.afterEachCallback = { BusServer.active?.scheduleFlush() }
+        attachToMainLoop()
+    }
+
+    /// The bus is gone (the session ended, or the bus daemon stopped): nothing to serve.
+    func connectionLost(reason: String) {
+        guard !stopping else { return }
+        stopping = true
+        Log.info("the session bus is gone (\(reason)); exiting")
+        MainLoop.quit()
+    }
+
+    // MARK: - Running
+
+    /// Runs the main loop until SIGTERM, SIGINT or ``MainLoop/quit()``, then commits what the
+    /// last calls wrote and sends their replies.
+    static func runMainLoop() {
+        MainLoop.run()
+        active?.stopping = true
+        active?.flush()
+        active?.flushConnection()
+    }
+
+    /// Waits until sd-bus has written every reply and signal, so that the replies to the last
+    /// calls committed before a stop reach their callers (the process ends right after). Gives
+    /// up after `timeout` seconds, for a bus that no longer reads.
+    func flushConnection(timeout: Double = 2) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while sd_bus_get_events(bus) > 0, Int16(sd_bus_get_events(bus)) & Int16(POLLOUT) != 0 {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return }
+            var descriptor = pollfd(fd: sd_bus_get_fd(bus), events: Int16(POLLOUT), revents: 0)
+            guard poll(&descriptor, 1, Int32(left * 1000) + 1) > 0, sd_bus_process(bus, nil) >= 0 else { return }
+        }
+    }
+
+    // MARK: - Signals
+
+    /// Broadcasts a signal, or sends it to `destination` (a unique name) only. Returns whether
+    /// it waits for a commit (see ``deliver(_:)``).
+    @discardableResult
+    func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue], destination: String? = nil)
+        -> Bool
+    {
+        var signal: OpaquePointer?
+        guard sd_bus_message_new_signal(bus, &signal, path, interface, name) >= 0, let signal else {
+            Log.error("cannot make the signal \(interface).\(name)")
+            return false
+        }
+        sd_bus_message_sensitive(signal)
+        if let destination { sd_bus_message_set_destination(signal, destination) }
+        guard SDBusValues.append(arguments, to: signal) else {
+            Log.error("cannot write the arguments of the signal \(interface).\(name)")
+            sd_bus_message_unref(signal)
+            return false
+        }
+        let bus = self.bus
+        return deliver(Held(send: {
+            sd_bus_send(bus, signal, nil)
+            sd_bus_message_unref(signal)
+        }, fail: { sd_bus_message_unref(signal) }))
+    }
+
+    /// Broadcasts `org.freedesktop.DBus.Properties.PropertiesChanged` with the new values of
+    /// `changed` and the names of `invalidated` properties (for values too large to send each
+    /// time, such as a collection's Items).
+    ///
+    /// A broadcast that only invalidates is not repeated while the same one is the last
+    /// invalidation waiting for the commit: every store invalidates its collection's Items,
+    /// and writes that arrive together share a commit. A change with values in between is not
+    /// skipped over: the invalidation after it is sent again.
+    func emitPropertiesChanged(
+        path: String, interface: String, changed: [String: DBusValue], invalidated: [String] = [],
+        destination: String? = nil
+    ) {
+        let invalidates = changed.isEmpty && destination == nil
+        if invalidates, let last = lastHeldInvalidation,
+            last.path == path, last.interface == interface, last.names == invalidated
+        {
+            return
+        }
+        if !changed.isEmpty { lastHeldInvalidation = nil }
+        let waits = emitSignal(
+            path: path, interface: Introspection.properties, name: "PropertiesChanged",
+            arguments: [.string(interface), .properties(changed), .strings(invalidated)], destination: destination)
+        if invalidates && waits { lastHeldInvalidation = (path, interface, invalidated) }
+    }
+
+    // MARK: - Dispatch
+
+    /// A method call on a path under `/org/freedesktop/secrets` (sd-bus answers `Peer` itself).
+    private func received(_ message: OpaquePointer) {
+        sd_bus_message_sensitive(message)  // its buffer is wiped when it is freed: it may hold a secret
+        guard let senderName = sd_bus_message_get_sender(message) else { return }
+        let sender = String(cString: senderName)
+        var serial: UInt64 = 0
+        sd_bus_message_get_cookie(message, &serial)
+        let silent = sd_bus_message_get_expect_reply(message) <= 0
+        switch quota.admit(sender: sender, serial: UInt32(truncatingIfNeeded: serial), bytes: 0, silent: silent) {
+        case .admitted:
+            dispatch(message, from: sender)
+        case .refused(let first):
+            if first {
+                let limits = quota.limits
+                Log.warning(
+                    "client \(sender) has \(limits.calls) calls (\(limits.silentCalls) expecting no reply) waiting; "
+                        + "its calls over that are refused with LimitsExceeded (logged once per client)")
+            }
+            sendError(to: message, name: SecretServiceError.limitsExceeded("").dbusName,
+                      text: "too many calls waiting for secretd from this connection; wait for the replies")
+        }
+    }
+
+    /// Identifies the caller (once per client), then routes and answers the call.
+    private func dispatch(_ message: OpaquePointer, from sender: String) {
+        returnMemoryLater(after: Self.trimInterval)
+        guard let handler, !stopping else {
+            reply(to: message, from: sender, with: .failure(.failed("secretd is shutting down")))
+            return
+        }
+        sd_bus_message_ref(message)
+        let waiting = handler.identify(sender) { [weak self] refusal in
+            defer { sd_bus_message_unref(message) }
+            guard let self else { return }
+            if let refusal {
+                self.reply(to: message, from: sender, with: .failure(refusal))
+            } else {
+                self.dispatch(message, from: sender)
+            }
+        }
+        if waiting { return }
+        sd_bus_message_unref(message)
+        reply(to: message, from: sender, with: route(message, from: sender, handler))
+    }
+
+    /// What the call asks, checked against the declared interfaces, and the handler's answer.
+    private func route(_ message: OpaquePointer, from sender: String, _ handler: any BusHandler)
+        -> Result<DBusValue, SecretServiceError>
+    {
+        let path = String(cString: sd_bus_message_get_path(message))
+        let method = String(cString: sd_bus_message_get_member(message))
+        let requested = sd_bus_message_get_interface(message).map { String(cString: $0) }
+        let signature = String(cString: sd_bus_message_get_signature(message, 1))
+        let served = handler.interfaces(at: path)
+
+        if requested == Introspection.introspectable || (requested == nil && method == "Introspect" && served.isEmpty) {
+            guard method == "Introspect" else { return .failure(.unknownMethod("no method \(method) in \(Introspection.introspectable)")) }
+            guard signature.isEmpty else { return .failure(.invalidArgs("Introspect takes no arguments")) }
+            let xml = Introspection.xml(interfaces: served, children: handler.children(of: path, sender: sender))
+            return .success(.tuple([.string(xml)]))
+        }
+        guard !served.isEmpty else { return .failure(.noSuchObject("no object \(path)")) }
+        guard let arguments = SDBusValues.readAll(message) else {
+            return .failure(.invalidArgs("the arguments of \(method) cannot be read"))
+        }
+        let call = MethodCall(sender: sender, path: path, interface: requested ?? "", method: method, arguments: arguments)
+        let result = requested == Introspection.properties
+            ? properties(call, signature: signature, served: served, handler) : self.method(call, signature: signature, served: served, handler)
+        switch result {
+        case .failure(.unknownMethod), .failure(.unknownInterface), .failure(.unknownProperty), .failure(.propertyReadOnly):
+            guard handler.objectExists(at: path, sender: sender) else { return .failure(.noSuchObject("no object \(path)")) }
+            return result
+        default:
+            return result
+        }
+    }
+
+    /// A call of a method of a declared interface, checked against its declaration.
+    private func method(_ call: MethodCall, signature: String, served: [String], _ handler: any BusHandler)
+        -> Result<DBusValue, SecretServiceError>
+    {
+        let (path, method) = (call.path, call.method)
+        let requested = call.interface.isEmpty ? nil : call.interface
+        let candidates = requested.map { [$0] } ?? served
+        guard let interface = candidates.first(where: { served.contains($0) && Introspection.interfaces[$0]?.method(method) != nil })
+        else {
+            if let requested, !served.contains(requested) {
+                return .failure(.unknownInterface("the object \(path) has no interface \(requested)"))
+            }
+            return .failure(.unknownMethod("no method \(method) at \(path)" + (requested.map { " in \($0)" } ?? "")))
+        }
+        let declared = Introspection.interfaces[interface]!.method(method)!.inSignature
+        guard signature == declared else {
+            guard handler.objectExists(at: path, sender: call.sender) else { return .failure(.noSuchObject("no object \(path)")) }
+            return .failure(.invalidArgs("\(method) takes arguments of type (\(declared)), not (\(signature))"))
+        }
+        var routed = call
+        routed.interface = interface
+        return handler.handle(routed)
+    }
+
+    /// Replies to `message` (unless it expects no reply) once the writes before it are
+    /// committed; the call no longer counts against its sender's quota.
+    private func reply(to message: OpaquePointer, from sender: String, with result: Result<DBusValue, SecretServiceError>) {
+        var serial: UInt64 = 0
+        sd_bus_message_get_cookie(message, &serial)
+        let quota = self.quota
+        let done = {
+            if quota.replied(to: sender, serial: UInt32(truncatingIfNeeded: serial)).drainedBacklog {
+                _ = keychain_release_free_memory()  // glibc keeps the heap a backlog took
+            }
+        }
+        guard sd_bus_message_get_expect_reply(message) > 0 else {
+            deliver(Held(send: done))
+            return
+        }
+        switch result {
+        case .success(let value):
+            var reply: OpaquePointer?
+            guard sd_bus_message_new_method_return(message, &reply) >= 0, let reply else { return }
+            sd_bus_message_sensitive(reply)
+            guard SDBusValues.append(value.tuple ?? [value], to: reply) else {
+                sd_bus_message_unref(reply)
+                Log.error("cannot write the reply of a call: a value D-Bus does not carry")
+                sendError(to: message, name: SecretServiceError.incomplete.dbusName, text: SecretServiceError.incomplete.message)
+                done()
+                return
+            }
+            if case .tuple(let values) = value, values.count == 1, Self.isLarge(values[0]) { returnMemoryLater() }
+            sd_bus_message_ref(message)
+            let bus = self.bus
+            deliver(Held(send: {
+                sd_bus_send(bus, reply, nil)
+                sd_bus_message_unref(reply)
+                sd_bus_message_unref(message)
+                done()
+            }, fail: { [weak self] in
+                sd_bus_message_unref(reply)
+                let failure = SecretServiceError.incomplete
+                self?.sendError(to: message, name: failure.dbusName, text: failure.message)
+                sd_bus_message_unref(message)
+                done()
+            }))
+        case .failure(let error):
+            sd_bus_message_ref(message)
+            deliver(Held(send: { [weak self] in
+                self?.sendError(to: message, name: error.dbusName, text: error.message)
+                sd_bus_message_unref(message)
+                done()
+            }))
+        }
+    }
+
+    /// Sends an error reply to `message` now, unless it expects none.
+    private func sendError(to message: OpaquePointer, name: String, text: String) {
+        guard sd_bus_message_get_expect_reply(message) > 0 else { return }
+        var reply: OpaquePointer?
+        let made = name.withCString { namePointer in
+            text.withCString { textPointer in
+                var error = sd_bus_error(name: namePointer, message: textPointer, _need_free: 0)
+                return sd_bus_message_new_method_error(message, &reply, &error)
+            }
+        }
+        guard made >= 0, let reply else { return }
+        sd_bus_send(bus, reply, nil)
+        sd_bus_message_unref(reply)
+    }
+
+    /// Whether a reply value is one of the large ones (thousands of paths or secrets).
+    private static func isLarge(_ value: DBusValue) -> Bool {
+        switch value {
+        case .array(_, let items): return items.count > 4096
+        case .dictionary(_, _, let entries): return entries.count > 1024
+        default: return false
+        }
+    }
+
+    // MARK: - Properties
+
+    /// `Get`, `Set` and `GetAll` on an object, as the handler reads and writes them, checked
+    /// against the declared properties. Their replies wait for pending writes like every other
+    /// reply, so nothing not yet durable is shown or acknowledged.
+    private func properties(_ call: MethodCall, signature: String, served: [String], _ handler: any BusHandler)
+        -> Result<DBusValue, SecretServiceError>
+    {
+        let declared = ["Get": "ss", "Set": "ssv", "GetAll": "s"]
+        guard let expected = declared[call.method] else {
+            return .failure(.unknownMethod("no method \(call.method) in \(Introspection.properties)"))
+        }
+        guard signature == expected, let interfaceName = call.arguments.first?.string else {
+            guard handler.objectExists(at: call.path, sender: call.sender) else { return .failure(.noSuchObject("no object \(call.path)")) }
+            return .failure(.invalidArgs("\(call.method) takes arguments of type (\(expected)), not (\(signature))"))
+        }
+        guard served.contains(interfaceName), let interface = Introspection.interfaces[interfaceName] else {
+            return .failure(.unknownInterface("the object \(call.path) has no interface \(interfaceName)"))
+        }
+        if call.method == "GetAll" {
+            var entries: [DBusValue.Entry] = []
+            for property in interface.properties {
+                switch handler.property(property.name, interface: interfaceName, path: call.path, sender: call.sender) {
+                case .success(let value): entries.append(DBusValue.Entry(key: .string(property.name), value: .variant(value)))
+                case .failure(.noSuchObject(let message)): return .failure(.noSuchObject(message))
+                case .failure: continue  // a property that cannot be read is left out
+                }
+            }
+            return .success(.tuple([.dictionary(key: "s", value: "v", entries)]))
+        }
+        guard let name = call.arguments[1].string, let property = interface.property(name) else {
+            return .failure(.unknownProperty("\(interfaceName) has no property \(call.arguments[1].string ?? "")"))
+        }
+        if call.method == "Get" {
+            return handler.property(name, interface: interfaceName, path: call.path, sender: call.sender)
+                .map { .tuple([.variant($0)]) }
+        }
+        guard property.writable else { return .failure(.propertyReadOnly("\(interfaceName).\(name) cannot be written")) }
+        guard case .variant(let value) = call.arguments[2], value.signature == property.type else {
+            return .failure(.invalidArgs("\(interfaceName).\(name) is of type \(property.type)"))
+        }
+        if let failure = handler.setProperty(name, interface: interfaceName, path: call.path, value: value, sender: call.sender) {
+            return .failure(failure)
+        }
+        return .success(.tuple([]))
+    }
+
+    // MARK: - Memory
+
+    /// While calls keep coming, freed memory goes back to the system at most this often (s).
+    static let trimInterval = 1.0
+    private var trimScheduled = false
+    private var usedSinceTrimScheduled = false
+
+    /// Hands freed memory back to the system `seconds` from now, or when the trim already
+    /// scheduled runs: 0.2 s after a large reply (or after a client with a backlog of calls
+    /// left), and at most once a second while calls come in. A trim that had calls after it
+    /// was scheduled is followed by one more, so the last one comes after the memory of the
+    /// last call was freed. glibc keeps freed heap otherwise: one search of 100,000 items would
+    /// stay resident.
+    func returnMemoryLater(after seconds: Double = 0.2) {
+        guard !trimScheduled else {
+            usedSinceTrimScheduled = true
+            return
+        }
+        trimScheduled = true
+        usedSinceTrimScheduled = false
+        MainLoop.after(seconds: seconds) { [weak self] in
+            guard let self else { return }
+            trimScheduled = false
+            _ = keychain_release_free_memory()
+            if usedSinceTrimScheduled { returnMemoryLater(after: Self.trimInterval) }
+        }
+    }
+
+    // MARK: - Group commit
+
+    /// A reply or signal waiting for the writes before it to be committed.
+    private struct Held {
+        /// Sends it.
+        var send: () -> Void
+        /// What to do instead when the commit failed (a method reply becomes an error).
+        var fail: (() -> Void)?
+    }
+
+    private var held: [Held] = []
+    /// The last invalidation-only PropertiesChanged broadcast among ``held``, which
+    /// ``emitPropertiesChanged`` does not repeat.
+    private var lastHeldInvalidation: (path: String, interface: String, names: [String])?
+    private var flushScheduled = false
+    /// How many replies and signals may wait for one commit before it is forced.
+    private static let maximumHeld = 256
+
+    /// Sends `item` now, or after the commit of the writes before it: nothing is acknowledged
+    /// (nor announced) before it is durable, and writes that arrive together share one commit.
+    /// Returns whether `item` is waiting.
+    @discardableResult
+    private func deliver(_ item: Held) -> Bool {
+        guard handler?.hasPendingCommit == true || !held.isEmpty else {
+            item.send()
+            return false
+        }
+        held.append(item)
+        if held.count >= Self.maximumHeld {
+            flush()
+            return false
+        }
+        scheduleFlush()
+        return true
+    }
+
+    /// Commits after the calls already queued on the main loop have been handled.
+    func scheduleFlush() {
+        guard !flushScheduled, handler?.hasPendingCommit == true || !held.isEmpty else { return }
+        flushScheduled = true
+        MainLoop.whenIdle { [weak self] in self?.flush() }
+    }
+
+    /// Commits the pending writes, then sends what waited for them, in order.
+    func flush() {
+        flushScheduled = false
+        let committed = handler?.commitPending() ?? true
+        let waiting = held
+        held = []
+        lastHeldInvalidation = nil
+        for item in waiting {
+            if committed { item.send() } else { (item.fail ?? item.send)() }
+        }
+    }
+}
