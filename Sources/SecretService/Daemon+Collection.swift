@@ -32,7 +32,7 @@ extension Daemon {
             if isLocked(collection) { return .failure(.isLocked("the collection is locked")) }
             do {
                 try store.deleteCollection(collection)
-                keys[collection.id] = nil
+                keys.forget(collection.id)
                 let path = ObjectPaths.collection(collection.name)
                 server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionDeleted",
                                   arguments: [.objectPath(path)])

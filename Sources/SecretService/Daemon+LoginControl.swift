@@ -50,7 +50,7 @@ extension Daemon {
     func createLoginKeyring(password: SecureBytes) throws(StoreError) {
         let (login, key) = try store.createCollection(
             name: Self.loginName, label: "Login", password: password, parameters: options.kdf)
-        keys[login.id] = key
+        keys.unlocked(login, with: key, announcing: false)
         if try store.aliases()["default"] == nil { try store.setAlias("default", to: login) }
         Log.info("created the login keyring")
         guard server != nil else { return }

@@ -14,7 +14,7 @@ extension Daemon {
         case "OpenSession":
             guard let algorithm = args[0].string, let input = args[1].variant else { return .failure(.invalidArgs("(sv) expected")) }
             return Session.open(algorithm: algorithm, input: input, owner: call.sender).map { session, output in
-                .tuple([output, .objectPath(addSession(session))])
+                .tuple([output, .objectPath(sessions.add(session))])
             }
         case "SearchItems":
             guard let attributes = args[0].stringMap else { return .failure(.invalidArgs("a{ss} expected")) }
@@ -133,10 +133,7 @@ extension Daemon {
         var locked: [String] = []
         for path in paths {
             guard let collection = collection(at: path) ?? visibleItem(at: path, for: sender)?.1 else { continue }
-            if collection.name != Self.sessionName, keys.removeValue(forKey: collection.id) != nil {
-                server.emitPropertiesChanged(
-                    path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
-                    changed: ["Locked": .boolean(true)])
+            if collection.name != Self.sessionName, keys.lock(collection) {
                 Log.info("locked the \(collection.name) keyring")
             }
             if isLocked(collection) || collection.name == Self.sessionName { locked.append(path) }
@@ -210,14 +207,11 @@ extension Daemon {
 
     /// Unlocks `collection` with `password`; wrong passwords make the next attempt wait longer
     /// (1 s, 2 s, 4 s … up to 60 s) and change nothing. `fromLogin`: the password came from
-    /// pam_secretd.so, whose attempts wait apart from the clients' (``PasswordSource``).
+    /// pam_secretd.so, whose attempts wait apart from the clients' (``PasswordThrottle``).
     func unlock(_ collection: Store.CollectionRecord, password: SecureBytes, fromLogin: Bool = false) -> Result<Void, SecretServiceError> {
         if !isLocked(collection) { return .success(()) }
         return checkPassword(password, of: collection, fromLogin: fromLogin).map { key in
-            keys[collection.id] = key
-            server.emitPropertiesChanged(
-                path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
-                changed: ["Locked": .boolean(false)])
+            keys.unlocked(collection, with: key)
             Log.info("unlocked the \(collection.name) keyring")
         }
     }
@@ -228,19 +222,17 @@ extension Daemon {
     func checkPassword(
         _ password: SecureBytes, of collection: Store.CollectionRecord, purpose: String = "", fromLogin: Bool = false
     ) -> Result<SecureBytes, SecretServiceError> {
-        let source = PasswordSource(collectionID: collection.id, fromLogin: fromLogin)
-        if let failure = failedUnlocks[source], failure.notBefore > PasswordClock.now() {
-            let wait = Int(failure.notBefore.timeIntervalSince(PasswordClock.now()).rounded(.up))
-            return .failure(.accessDenied("too many wrong passwords; try again in \(wait) s"))
+        let source = PasswordThrottle.Source(collectionID: collection.id, fromLogin: fromLogin)
+        let wait = passwordThrottle.wait(for: source)
+        if wait > 0 {
+            return .failure(.accessDenied("too many wrong passwords; try again in \(Int(wait.rounded(.up))) s"))
         }
         do {
             let key = try store.unlock(collection, password: password)
-            for fromLogin in [false, true] { failedUnlocks[PasswordSource(collectionID: collection.id, fromLogin: fromLogin)] = nil }
+            passwordThrottle.succeeded(collectionID: collection.id)
             return .success(key)
         } catch .wrongPassword {
-            let count = (failedUnlocks[source]?.count ?? 0) + 1
-            let delay = min(60.0, pow(2.0, Double(count - 1)))
-            failedUnlocks[source] = (count, PasswordClock.now().addingTimeInterval(delay))
+            let count = passwordThrottle.failed(source)
             Log.warning("wrong password for the \(collection.name) keyring (attempt \(count))\(purpose)")
             return .failure(.accessDenied("the password is wrong"))
         } catch {
@@ -250,7 +242,7 @@ extension Daemon {
 
     /// Seconds until the next password attempt of a client on `collection` is accepted.
     func unlockDelay(_ collection: Store.CollectionRecord) -> TimeInterval {
-        max(0, failedUnlocks[PasswordSource(collectionID: collection.id, fromLogin: false)]?.notBefore.timeIntervalSince(PasswordClock.now()) ?? 0)
+        passwordThrottle.wait(for: PasswordThrottle.Source(collectionID: collection.id, fromLogin: false))
     }
 
     /// Creates an unlocked collection with a name made from `label`; returns its path.
@@ -264,16 +256,12 @@ extension Daemon {
                 suffix += 1
             }
             let (collection, key) = try store.createCollection(name: name, label: label, password: password, parameters: options.kdf)
-            keys[collection.id] = key
+            keys.unlocked(collection, with: key, announcing: false)
             let path = ObjectPaths.collection(name)
             announceNewCollection(path)
             return .success(path)
-        } catch let error as StoreError {
-            return .failure(storeFailure(error))
-        } catch let error as SecretServiceError {
-            return .failure(error)
         } catch {
-            return .failure(.failed("cannot create the collection"))
+            return .failure(storeFailure(error))
         }
     }
 

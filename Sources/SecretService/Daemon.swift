@@ -47,31 +47,16 @@ public final class Daemon: BusHandler {
 
     let options: Options
     let store: Store
-    var server: BusServer!
-    /// Master keys of unlocked collections, by collection id.
-    var keys: [Int64: SecureBytes] = [:]
-    var sessions: [Int: Session] = [:]
-    /// The ids of each client's sessions.
-    private var sessionsByOwner: [String: Set<Int>] = [:]
-    /// Counts session uses, for closing a client's least recently used one.
-    private var useClock: UInt64 = 0
-    /// Clients told (in the log) that they reached the session limit.
-    private var clientsAtSessionLimit: Set<String> = []
+    /// The bus connection, once the daemon serves (a test's own in in-process tests).
+    var server: (any BusEndpoint)!
+    /// Master keys of unlocked collections; announces each lock and unlock.
+    let keys = MasterKeys()
+    /// The clients' open sessions.
+    let sessions = SessionRegistry(limit: Limits.sessionsPerClient)
     var prompts: [Int: Prompt] = [:]
-    private var nextSessionID = 1
     private var nextPromptID = 1
-    /// Failed password attempts per collection and source, and when the next one is allowed.
-    var failedUnlocks: [PasswordSource: (count: Int, notBefore: Date)] = [:]
-
-    /// Where a password attempt came from, so that each source waits after its own wrong
-    /// passwords: a login whose password does not open the keyring (it was changed without
-    /// the old one) must not make the user's own unlock right after it wait.
-    struct PasswordSource: Hashable {
-        /// The collection tried.
-        var collectionID: Int64
-        /// From pam_secretd.so's socket (true) or from a client on the bus.
-        var fromLogin: Bool
-    }
+    /// The waits after wrong passwords.
+    var passwordThrottle: PasswordThrottle
     /// When a client last called the daemon (for `lock-after-idle`).
     var lastActivity = Date()
     /// Clients identified so far, by unique bus name (forgotten when they disconnect).
@@ -101,8 +86,14 @@ public final class Daemon: BusHandler {
     }
 
     /// Opens the store (refusing a damaged or newer one) and prepares the session collection.
-    public init(options: Options) throws(StoreError) {
+    public convenience init(options: Options) throws(StoreError) {
+        try self.init(options: options, passwordClock: PasswordClock.now)
+    }
+
+    /// The same, with the waits after wrong passwords on `passwordClock` (in-process tests).
+    init(options: Options, passwordClock: @escaping () -> Date) throws(StoreError) {
         self.options = options
+        passwordThrottle = PasswordThrottle(now: passwordClock)
         store = try Store(directory: options.dataDirectory)
         try resetSessionCollection()
         // A bad policy at start leaves the empty one: named groups are closed to everyone.
@@ -115,7 +106,7 @@ public final class Daemon: BusHandler {
         if let old = try store.collection(named: Self.sessionName) { try store.deleteCollection(old) }
         let (session, key) = try store.createCollection(
             name: Self.sessionName, label: "Session", password: Gcrypt.randomKey(), parameters: .testing)
-        keys[session.id] = key
+        keys.unlocked(session, with: key, announcing: false)
     }
 
     // MARK: - Starting
@@ -130,7 +121,7 @@ public final class Daemon: BusHandler {
             return true
         }
         do {
-            keys[login.id] = try store.unlock(login, password: password)
+            keys.unlocked(login, with: try store.unlock(login, password: password))
         } catch .wrongPassword {
             Log.warning("the password given at start does not unlock the login keyring; it stays locked")
             return false
@@ -142,29 +133,41 @@ public final class Daemon: BusHandler {
     /// Connects to the session bus, exports the objects and asks for the bus name.
     /// `ready` runs once the name is ours; `refused` when another provider keeps it.
     public func start(ready: @escaping () -> Void, refused: @escaping (String) -> Void) throws(SecretServiceError) {
-        server = try BusServer(handler: self, quota: Limits.callQuota)
-        store.groupsCommits = true  // from here on, replies wait for the commit of their writes
-        server.watchDisconnects { [weak self] name in self?.clientDisconnected(name) }
+        let busServer = try BusServer(handler: self, quota: Limits.callQuota)
+        serve(on: busServer)
+        busServer.watchDisconnects { [weak self] name in self?.clientDisconnected(name) }
         loginControl = LoginControlSocket(runtimeDirectory: options.runtimeDirectory) { [weak self] request in
             self?.handleLoginControl(request) ?? .failed
         }
         MainLoop.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
         var acquired = false
-        server.ownName(Self.busName, replace: options.replace, acquired: {
+        busServer.ownName(Self.busName, replace: options.replace, acquired: {
             acquired = true
             ready()
-        }, lost: { [weak self] _ in
-            guard let self else { return }
+        }, lost: { [weak busServer] _ in
             if acquired {
                 Log.info("another provider took \(Self.busName); exiting")
                 MainLoop.quit()
             } else {
-                let owner = self.server.owner(of: Self.busName)
+                let owner = busServer?.owner(of: Self.busName)
                 let who = owner.map { "\($0.uniqueName)" + ($0.pid.map { ", pid \($0)" } ?? "") } ?? "unknown"
                 refused("\(Self.busName) is already owned by another provider (\(who)); use --replace to take it over")
             }
         })
+    }
+
+    /// Serves calls through `endpoint` from now on: replies wait for the commit of their
+    /// writes, and locks and unlocks are announced. ``start(ready:refused:)`` calls it with the
+    /// bus connection; in-process tests with their own endpoint.
+    func serve(on endpoint: any BusEndpoint) {
+        server = endpoint
+        store.groupsCommits = true
+        keys.announce = { [weak self] collection, locked in
+            self?.server.emitPropertiesChanged(
+                path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
+                changed: ["Locked": .boolean(locked)])
+        }
     }
 
     /// Announces a collection created while the daemon serves the bus (`CollectionCreated`);
@@ -209,10 +212,7 @@ public final class Daemon: BusHandler {
     /// Locks every unlocked keyring except the session one.
     func lockAll(reason: String) {
         for collection in (try? store.collections()) ?? [] where collection.name != Self.sessionName {
-            guard keys.removeValue(forKey: collection.id) != nil else { continue }
-            server.emitPropertiesChanged(
-                path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
-                changed: ["Locked": .boolean(true)])
+            guard keys.lock(collection) else { continue }
             Log.info("locked the \(collection.name) keyring \(reason)")
         }
     }
@@ -220,8 +220,7 @@ public final class Daemon: BusHandler {
     // MARK: - Clients
 
     private func clientDisconnected(_ name: String) {
-        for id in sessionsByOwner.removeValue(forKey: name) ?? [] { sessions[id] = nil }
-        clientsAtSessionLimit.remove(name)
+        sessions.forget(name)
         for (id, prompt) in prompts where prompt.owner == name {
             prompts[id] = nil
             if prompt.started && !prompt.finished {
@@ -230,37 +229,6 @@ public final class Daemon: BusHandler {
             prompt.cancellation.cancel()
         }
         callers[name] = nil
-    }
-
-    /// Adds a session; a client at its limit (``Limits/sessionsPerClient``) loses its least
-    /// recently used session to make room.
-    func addSession(_ session: Session) -> String {
-        var owned = sessionsByOwner[session.owner] ?? []
-        if owned.count >= Limits.sessionsPerClient,
-            let oldest = owned.min(by: { (sessions[$0]?.lastUsed ?? 0) < (sessions[$1]?.lastUsed ?? 0) })
-        {
-            owned.remove(oldest)
-            sessions[oldest] = nil
-            if clientsAtSessionLimit.insert(session.owner).inserted {
-                Log.warning("client \(session.owner) has \(Limits.sessionsPerClient) sessions open; "
-                            + "its least recently used ones are closed as it opens more")
-            }
-        }
-        let id = nextSessionID
-        nextSessionID += 1
-        useClock += 1
-        session.lastUsed = useClock
-        sessions[id] = session
-        owned.insert(id)
-        sessionsByOwner[session.owner] = owned
-        return ObjectPaths.session(id)
-    }
-
-    /// Closes session `id` (`Session.Close`).
-    func removeSession(_ id: Int) {
-        guard let session = sessions.removeValue(forKey: id) else { return }
-        sessionsByOwner[session.owner]?.remove(id)
-        if sessionsByOwner[session.owner]?.isEmpty == true { sessionsByOwner[session.owner] = nil }
     }
 
     /// Adds a prompt, unless its client already has ``Limits/promptsPerClient`` of them.
@@ -277,11 +245,9 @@ public final class Daemon: BusHandler {
 
     /// The caller's session at `path`; `NoSession` for a bogus path or another client's session.
     func session(at path: String, for sender: String) -> Result<Session, SecretServiceError> {
-        guard case .session(let id) = ObjectPaths.parse(path), let session = sessions[id], session.owner == sender else {
+        guard case .session(let id) = ObjectPaths.parse(path), let session = sessions.session(id, of: sender) else {
             return .failure(.noSession("the session \(path) does not exist"))
         }
-        useClock += 1
-        session.lastUsed = useClock
         return .success(session)
     }
 
@@ -360,10 +326,10 @@ public final class Daemon: BusHandler {
             guard access == .full else { return .failure(.isLocked("the item is in an access group you must be allowed into")) }
             return handleItem(call, item, collection)
         case (.session(let id), Introspection.session):
-            guard let session = sessions[id], session.owner == call.sender else {
+            guard sessions.contains(id, of: call.sender) else {
                 return .failure(.noSession("the session \(call.path) does not exist"))
             }
-            removeSession(id)
+            sessions.remove(id)
             return .success(.tuple([]))
         case (.prompt(let id), Introspection.prompt):
             return handlePrompt(call, id: id)
@@ -410,7 +376,7 @@ public final class Daemon: BusHandler {
         case ObjectPaths.service: return ["aliases", "collection", "prompt", "session"]
         case ObjectPaths.aliasPrefix:
             return Array(((try? store.aliases()) ?? [:]).keys) + [Self.sessionName]
-        case ObjectPaths.sessionPrefix: return sessions.keys.sorted().map { "s\($0)" }
+        case ObjectPaths.sessionPrefix: return sessions.ids.map { "s\($0)" }
         case ObjectPaths.promptPrefix: return prompts.keys.sorted().map { "p\($0)" }
         case ObjectPaths.collectionPrefix: return ((try? store.collections()) ?? []).map(\.name)
         default:
@@ -436,7 +402,7 @@ public final class Daemon: BusHandler {
         case .service: return true
         case .collection, .alias: return collection(at: path) != nil
         case .item: return visibleItem(at: path, for: sender) != nil
-        case .session(let id): return sessions[id]?.owner == sender
+        case .session(let id): return sessions.contains(id, of: sender)
         case .prompt(let id): return prompts[id]?.owner == sender
         case .unknown: return false
         }

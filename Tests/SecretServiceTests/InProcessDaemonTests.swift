@@ -1,0 +1,209 @@
+import DBusValues
+import Foundation
+import KeychainCore
+@testable import SecretCrypto
+@testable import SecretService
+import Testing
+
+/// The daemon's request-to-reply behaviour in this process: calls go straight to its handlers,
+/// signals to a recording endpoint, and the waits after wrong passwords run on a clock the
+/// test moves, so nothing here sleeps or depends on the machine's speed.
+@Suite struct InProcessDaemonTests {
+    /// A bus endpoint that records what the daemon sends and says every caller is this
+    /// process (so callers are unconfined `exe:` clients of this user).
+    final class RecordingEndpoint: BusEndpoint {
+        struct Signal: Equatable {
+            var path: String
+            var interface: String
+            var name: String
+            var arguments: [DBusValue]
+            var destination: String?
+        }
+        var signals: [Signal] = []
+
+        func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue], destination: String?) -> Bool {
+            signals.append(Signal(path: path, interface: interface, name: name, arguments: arguments, destination: destination))
+            return false
+        }
+
+        func emitPropertiesChanged(
+            path: String, interface: String, changed: [String: DBusValue], invalidated: [String], destination: String?
+        ) {
+            signals.append(Signal(
+                path: path, interface: SecretServiceNames.Interface.properties, name: "PropertiesChanged",
+                arguments: [.string(interface), .properties(changed), .strings(invalidated)], destination: destination))
+        }
+
+        func credentials(of sender: String) -> (uid: UInt32, pid: UInt32?)? { (getuid(), UInt32(getpid())) }
+
+        func credentials(of sender: String, completion: @escaping ((uid: UInt32, pid: UInt32?)?) -> Void) {
+            completion(credentials(of: sender))
+        }
+
+        /// The `Locked` values announced for `path`, in order.
+        func lockedAnnouncements(_ path: String) -> [Bool] {
+            signals.compactMap { signal in
+                guard signal.path == path, signal.name == "PropertiesChanged",
+                    case .dictionary(_, _, let entries)? = signal.arguments.dropFirst().first,
+                    let entry = entries.first(where: { $0.key == .string("Locked") }), case .variant(.boolean(let locked)) = entry.value
+                else { return nil }
+                return locked
+            }
+        }
+    }
+
+    /// A clock the test moves by hand.
+    final class ManualClock: @unchecked Sendable {
+        var now = Date(timeIntervalSince1970: 1_000_000)
+    }
+
+    /// A daemon over a fresh data directory, its login keyring created with `password`.
+    struct Fixture {
+        let daemon: Daemon
+        let endpoint = RecordingEndpoint()
+        let clock = ManualClock()
+        let directory: URL
+        static let client = ":1.42"
+        static let service = SecretServiceNames.Path.service
+        static let login = SecretServiceNames.Path.collection("login")
+
+        init(password: String = "right") throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("inprocess-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let clock = self.clock
+            daemon = try Daemon(options: Daemon.Options(dataDirectory: directory, kdf: .testing), passwordClock: { clock.now })
+            try daemon.unlockLogin(password: SecureBytes(Array(password.utf8)))
+            daemon.serve(on: endpoint)
+        }
+
+        /// Calls `method` as the test client; commits what it wrote, as the server does before replying.
+        func call(_ path: String, _ interface: String, _ method: String, _ arguments: [DBusValue] = [])
+            -> Result<DBusValue, SecretServiceError>
+        {
+            let result = daemon.handle(MethodCall(sender: Self.client, path: path, interface: interface, method: method, arguments: arguments))
+            _ = daemon.commitPending()
+            return result
+        }
+
+        /// Opens a plain session.
+        func openSession() throws -> String {
+            let reply = try call(Self.service, SecretServiceNames.Interface.service, "OpenSession", [.string("plain"), .variant(.string(""))]).get()
+            return try #require(reply.tuple?.last?.objectPath)
+        }
+
+        /// A plain secret of `session`.
+        static func secret(_ session: String, _ value: String) -> DBusValue {
+            .tuple([.objectPath(session), .bytes(DBusBytes([])), .bytes(DBusBytes(Array(value.utf8))), .string("text/plain")])
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    @Test("store, search and read back through the handlers; ItemCreated goes out once")
+    func storeAndRead() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let session = try fixture.openSession()
+        let attributes = DBusValue.stringMap(["service": "mail", "account": "alice"])
+        let created = try fixture.call(Fixture.login, SecretServiceNames.Interface.collection, "CreateItem", [
+            .properties([SecretServiceNames.Property.itemLabel: .string("Mail"), SecretServiceNames.Property.itemAttributes: attributes]),
+            Fixture.secret(session, "s3cret"), .boolean(true),
+        ]).get()
+        let item = try #require(created.tuple?.first?.objectPath)
+        #expect(fixture.endpoint.signals.filter { $0.name == "ItemCreated" }.map(\.arguments) == [[.objectPath(item)]])
+        let found = try fixture.call(Fixture.service, SecretServiceNames.Interface.service, "SearchItems", [attributes]).get()
+        #expect(found.tuple?.first?.objectPaths == [item])
+        let secret = try fixture.call(item, SecretServiceNames.Interface.item, "GetSecret", [.objectPath(session)]).get()
+        #expect(secret.tuple?.first?.tuple?[2].bytes == DBusBytes(Array("s3cret".utf8)))
+        // Another client's session is not ours to use.
+        let stranger = fixture.daemon.handle(MethodCall(
+            sender: ":1.43", path: item, interface: SecretServiceNames.Interface.item, method: "GetSecret", arguments: [.objectPath(session)]))
+        #expect(stranger.failure?.dbusName == SecretServiceNames.ErrorName.noSession)
+    }
+
+    @Test("Lock and a password unlock are each announced once, by the one place that holds the keys")
+    func lockAnnouncements() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let session = try fixture.openSession()
+        _ = try fixture.call(Fixture.service, SecretServiceNames.Interface.service, "Lock", [.objectPaths([Fixture.login])]).get()
+        _ = try fixture.call(Fixture.service, SecretServiceNames.Interface.service, "Lock", [.objectPaths([Fixture.login])]).get()
+        _ = try fixture.call(Fixture.service, SecretServiceNames.Interface.gnomeExtension, "UnlockWithMasterPassword", [
+            .objectPath(Fixture.login), Fixture.secret(session, "right"),
+        ]).get()
+        #expect(fixture.endpoint.lockedAnnouncements(Fixture.login) == [true, false])
+        fixture.daemon.lockAll(reason: "in a test")
+        #expect(fixture.endpoint.lockedAnnouncements(Fixture.login) == [true, false, true])
+    }
+
+    @Test("a wrong password waits 1 s, then 2 s, on the test's clock; the right one then unlocks")
+    func wrongPasswordWaits() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let session = try fixture.openSession()
+        _ = try fixture.call(Fixture.service, SecretServiceNames.Interface.service, "Lock", [.objectPaths([Fixture.login])]).get()
+        func unlock(_ password: String) -> Result<DBusValue, SecretServiceError> {
+            fixture.call(Fixture.service, SecretServiceNames.Interface.gnomeExtension, "UnlockWithMasterPassword", [
+                .objectPath(Fixture.login), Fixture.secret(session, password),
+            ])
+        }
+        #expect(unlock("wrong").failure == .accessDenied("the password is wrong"))
+        // Even the right password waits its turn.
+        #expect(unlock("right").failure == .accessDenied("too many wrong passwords; try again in 1 s"))
+        fixture.clock.now += 1
+        #expect(unlock("wrong").failure == .accessDenied("the password is wrong"))
+        fixture.clock.now += 1.5
+        #expect(unlock("right").failure == .accessDenied("too many wrong passwords; try again in 1 s"))
+        fixture.clock.now += 0.5
+        #expect(throws: Never.self) { try unlock("right").get() }
+        #expect(fixture.endpoint.lockedAnnouncements(Fixture.login) == [true, false])
+    }
+
+    @Test("the throttle doubles each source's wait up to 60 s, and the right password clears both sources")
+    func throttle() {
+        let clock = ManualClock()
+        var throttle = PasswordThrottle(now: { clock.now })
+        let client = PasswordThrottle.Source(collectionID: 1, fromLogin: false)
+        let login = PasswordThrottle.Source(collectionID: 1, fromLogin: true)
+        var waits: [TimeInterval] = []
+        for _ in 0..<8 {
+            _ = throttle.failed(client)
+            waits.append(throttle.wait(for: client))
+        }
+        #expect(waits == [1, 2, 4, 8, 16, 32, 60, 60])
+        #expect(throttle.wait(for: login) == 0)  // the login's attempts do not wait for the client's
+        _ = throttle.failed(login)
+        clock.now += 30
+        #expect(throttle.wait(for: client) == 30)
+        #expect(throttle.wait(for: login) == 0)
+        throttle.succeeded(collectionID: 1)
+        #expect(throttle.wait(for: client) == 0)
+    }
+
+    @Test("a client at its session limit loses its least recently used session, not another client's")
+    func sessionLimit() throws {
+        let registry = SessionRegistry(limit: 3)
+        func open(_ owner: String) throws -> Int {
+            let path = registry.add(try Session.open(algorithm: "plain", input: .string(""), owner: owner).get().0)
+            return try #require(Int(path.split(separator: "s").last ?? ""))
+        }
+        let first = try open("a"), second = try open("a"), third = try open("a")
+        let other = try open("b")
+        _ = registry.session(first, of: "a")  // used: the second is now the least recently used
+        let fourth = try open("a")
+        #expect(registry.contains(first, of: "a") && !registry.contains(second, of: "a"))
+        #expect(registry.contains(third, of: "a") && registry.contains(fourth, of: "a"))
+        #expect(registry.contains(other, of: "b") && registry.count(of: "a") == 3)
+        #expect(registry.session(other, of: "a") == nil)
+        registry.forget("a")
+        #expect(registry.count(of: "a") == 0 && registry.ids == [other])
+    }
+}
+
+extension Result {
+    /// The error, if it failed.
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
