@@ -115,7 +115,8 @@ extension BusServer {
                 let name = fields[0].string, let newOwner = fields[2].string, newOwner.isEmpty, name.hasPrefix(":")
             else { return 0 }
             let server = Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue()
-            // Its waiting calls are still answered (to nobody); then their memory can go.
+            // Its queued calls are dropped, and its calls still waiting answered (to nobody).
+            server.dropQueuedCalls(of: name)
             if server.quota.forget(name) { server.returnMemoryLater(after: 2) }
             server.disconnectHandler?(name)
             MainLoop.afterEachCallback?()

@@ -10,9 +10,13 @@ extension BusServer {
     /// The server whose connection the source drives (one per process).
     nonisolated(unsafe) static var sourceServer: BusServer?
 
-    /// At most this many messages are handled in one go, so timers and other sources get
-    /// their turn under a flood of calls.
-    static let messagesPerDispatch = 64
+    /// At most this many messages are read in one go: reading is cheap (a call over its
+    /// client's quota is refused as it is read), so under a flood secretd reads ahead to the
+    /// other clients' calls and the bus's replies.
+    static let messagesReadPerDispatch = 1024
+    /// At most this many calls are handled in one go, so timers and other sources get their
+    /// turn under a flood of calls.
+    static let callsPerDispatch = 64
 
     /// Adds the connection to the default main context.
     func attachToMainLoop() {
@@ -59,18 +63,23 @@ extension BusServer {
         return g_source_query_unix_fd(source, sourceTag).rawValue != 0 || millisecondsUntilTimeout() == 0 || hasMoreToProcess
     }
 
-    /// Lets sd-bus read, dispatch and write; gives up the connection when it is gone.
+    /// Lets sd-bus read (calls are queued for their turn), write and run its callbacks, then
+    /// handles queued calls; gives up the connection when it is gone.
     fileprivate func dispatch() {
-        hasMoreToProcess = false
-        for _ in 0..<Self.messagesPerDispatch {
+        var readAll = false
+        for _ in 0..<Self.messagesReadPerDispatch {
             let result = sd_bus_process(bus, nil)
             if result < 0 {
                 connectionLost(reason: String(cString: strerror(-result)))
                 return
             }
-            if result == 0 { return }
+            if result == 0 {
+                readAll = true
+                break
+            }
         }
-        hasMoreToProcess = true
+        serveQueuedCalls(upTo: Self.callsPerDispatch)
+        hasMoreToProcess = !readAll || hasQueuedCalls
     }
 
     nonisolated(unsafe) private static let sourceFunctions: UnsafeMutablePointer<GSourceFuncs> = {

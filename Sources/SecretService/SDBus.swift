@@ -201,7 +201,7 @@ final class BusServer {
         let silent = sd_bus_message_get_expect_reply(message) <= 0
         switch quota.admit(sender: sender, serial: UInt32(truncatingIfNeeded: serial), bytes: 0, silent: silent) {
         case .admitted:
-            dispatch(message, from: sender)
+            queue(message, from: sender)
         case .refused(let first):
             if first {
                 let limits = quota.limits
@@ -212,6 +212,54 @@ final class BusServer {
             sendError(to: message, name: SecretServiceError.limitsExceeded("").dbusName,
                       text: "too many calls waiting for secretd from this connection; wait for the replies")
         }
+    }
+
+    // MARK: - Taking turns
+
+    /// The calls read but not yet handled, per client, and the clients that have some, in
+    /// the order they take turns. Every call read from the bus is queued here and the queues
+    /// are served one call per client in turn (``serveQueuedCalls(upTo:)``), so a client that
+    /// floods secretd delays the others by one call of its own, not by its whole backlog: the
+    /// bus delivers calls in the order they were sent, a flood's first. The call quota bounds
+    /// each queue.
+    private var queued: [String: [OpaquePointer]] = [:]
+    private var turns: [String] = []
+
+    /// Keeps `message` (a call from `sender`) for its turn.
+    private func queue(_ message: OpaquePointer, from sender: String) {
+        sd_bus_message_ref(message)
+        if queued[sender, default: []].isEmpty { turns.append(sender) }
+        queued[sender, default: []].append(message)
+    }
+
+    /// Whether calls are waiting for their turn.
+    var hasQueuedCalls: Bool { !turns.isEmpty }
+
+    /// Handles up to `budget` queued calls, one per client in turn.
+    func serveQueuedCalls(upTo budget: Int) {
+        var left = budget
+        while left > 0, !turns.isEmpty {
+            let round = turns
+            turns = []
+            for sender in round {
+                guard var calls = queued[sender], !calls.isEmpty else { continue }
+                if left > 0 {
+                    let message = calls.removeFirst()
+                    left -= 1
+                    queued[sender] = calls
+                    dispatch(message, from: sender)
+                    sd_bus_message_unref(message)
+                }
+                if queued[sender]?.isEmpty == false { turns.append(sender) } else { queued[sender] = nil }
+            }
+        }
+    }
+
+    /// Drops the calls of a client that left the bus: nobody would read their replies.
+    func dropQueuedCalls(of sender: String) {
+        guard let calls = queued.removeValue(forKey: sender) else { return }
+        for message in calls { sd_bus_message_unref(message) }
+        turns.removeAll { $0 == sender }
     }
 
     /// Identifies the caller (once per client), then routes and answers the call.
