@@ -1,4 +1,4 @@
-"""A new connection's first call (QuickReadTests.notQuick): SearchItems for account=alice.
+"""A new connection's first call (LookupTests.aroundLookups): SearchItems for account=alice.
 Prints how many unlocked and how many locked items it found."""
 from prelude import SERVICE, call, connect
 
