@@ -22,7 +22,8 @@ public struct BusError: Error, CustomStringConvertible {
 
 /// A private connection to a test bus (never the GLib session-bus singleton libsecret uses).
 public final class BusConnection: @unchecked Sendable {
-    private let connection: OpaquePointer
+    /// The GDBus connection (a ``SignalRecorder`` may listen on it too).
+    let connection: OpaquePointer
 
     /// Connects to the bus at `address`.
     public init(address: String) throws(BusError) {

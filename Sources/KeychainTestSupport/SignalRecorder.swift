@@ -6,7 +6,13 @@ import DBusValues
 import Foundation
 import KeychainCore
 
-/// Collects every signal sent by `org.freedesktop.secrets` on a bus.
+/// Collects every signal sent by `org.freedesktop.secrets` on a bus, broadcast or sent to the
+/// connection it listens on.
+///
+/// secretd sends signals about items only to the clients that have called it and may see the
+/// item: a recorder of its own connection (``init(address:)``) that never calls secretd hears
+/// only about collections; one on a connection that calls (``init(listeningOn:)``) hears
+/// about the items that connection may see.
 public final class SignalRecorder: @unchecked Sendable {
     /// One received signal; `arguments` is in GVariant text format.
     public struct Signal: Sendable, CustomStringConvertible {
@@ -26,6 +32,8 @@ public final class SignalRecorder: @unchecked Sendable {
     private let connection: OpaquePointer
     private let context: OpaquePointer
     private var subscription: UInt32 = 0
+    /// The test's connection it listens on, which it keeps open; nil: a connection of its own.
+    private let borrowed: BusConnection?
     /// The signals received so far.
     public private(set) var signals: [Signal] = []
 
@@ -42,6 +50,19 @@ public final class SignalRecorder: @unchecked Sendable {
             throw BusError(description: error.map { String(cString: $0.pointee.message) } ?? "cannot connect")
         }
         self.connection = connection
+        borrowed = nil
+        subscribe()
+    }
+
+    /// Starts recording what reaches `bus`, a connection the test makes its calls on.
+    public init(listeningOn bus: BusConnection) {
+        context = g_main_context_new()!
+        connection = bus.connection
+        borrowed = bus
+        subscribe()
+    }
+
+    private func subscribe() {
         // Signal callbacks run in the thread-default context at subscription time: ours.
         g_main_context_push_thread_default(context)
         defer { g_main_context_pop_thread_default(context) }
@@ -57,8 +78,10 @@ public final class SignalRecorder: @unchecked Sendable {
 
     deinit {
         g_dbus_connection_signal_unsubscribe(connection, subscription)
-        g_dbus_connection_close_sync(connection, nil, nil)
-        g_object_unref(UnsafeMutableRawPointer(connection))
+        if borrowed == nil {
+            g_dbus_connection_close_sync(connection, nil, nil)
+            g_object_unref(UnsafeMutableRawPointer(connection))
+        }
         while g_main_context_iteration(context, 0) != 0 {}
         g_main_context_unref(context)
     }

@@ -139,47 +139,6 @@ extension Daemon {
         }
     }
 
-    // MARK: - Signals
-
-    /// Who may hear about a change to an item of `group`: everyone (nil) for `default`, as
-    /// clients that only listen expect; otherwise only the connected clients that may see the
-    /// item (`full` access for signals that carry its label and attributes).
-    func audience(forGroup group: String?, needsFullAccess: Bool) -> [String]? {
-        let group = group ?? AccessGroupNames.defaultGroup
-        if group == AccessGroupNames.defaultGroup { return nil }
-        return callers.filter { _, caller in
-            let access = access(caller, to: group)
-            return needsFullAccess ? access == .full : access != .hidden
-        }.keys.sorted()
-    }
-
-    /// Emits the collection's `ItemCreated`, `ItemChanged` or `ItemDeleted` for `item` to the
-    /// clients that may see it.
-    func announce(_ signal: String, _ item: Store.ItemRecord, in collection: Store.CollectionRecord) {
-        let path = ObjectPaths.item(collection.name, item.id)
-        let collectionPath = ObjectPaths.collection(collection.name)
-        guard let names = audience(forGroup: item.accessGroup, needsFullAccess: false) else {
-            server.emitSignal(path: collectionPath, interface: Introspection.collection, name: signal, arguments: [.objectPath(path)])
-            return
-        }
-        for name in names {
-            server.emitSignal(path: collectionPath, interface: Introspection.collection, name: signal,
-                              arguments: [.objectPath(path)], destination: name)
-        }
-    }
-
-    /// Emits `PropertiesChanged` for `item` to the clients that may read it.
-    func announceProperties(_ changed: [String: DBusValue], of item: Store.ItemRecord, in collection: Store.CollectionRecord) {
-        let path = ObjectPaths.item(collection.name, item.id)
-        guard let names = audience(forGroup: item.accessGroup, needsFullAccess: true) else {
-            server.emitPropertiesChanged(path: path, interface: Introspection.item, changed: changed)
-            return
-        }
-        for name in names {
-            server.emitPropertiesChanged(path: path, interface: Introspection.item, changed: changed, destination: name)
-        }
-    }
-
     // MARK: - Policy
 
     /// Reads `access-groups.conf` again; a bad file is logged (file and line) and the policy

@@ -73,25 +73,17 @@ extension Daemon {
                     guard existing.attributes == attributes else { continue }
                     let updated = try store.updateItem(candidate, in: collection, key: key, contents: contents)
                     let path = ObjectPaths.item(collection.name, candidate.id)
-                    announce("ItemChanged", updated, in: collection)
+                    announceChanged(candidate, to: updated, label: label, attributes: attributes, in: collection)
                     return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
                 }
             }
             let item = try store.createItem(in: collection, key: key, contents: contents)
             let path = ObjectPaths.item(collection.name, item.id)
-            announce("ItemCreated", item, in: collection)
-            itemsChanged(collection)
+            announceCreated(item, in: collection)
             return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
         } catch {
             return .failure(storeFailure(error))
         }
-    }
-
-    /// Tells clients that the collection's Items changed (invalidated, not sent: it can be long).
-    func itemsChanged(_ collection: Store.CollectionRecord) {
-        server.emitPropertiesChanged(
-            path: ObjectPaths.collection(collection.name), interface: Introspection.collection, changed: [:],
-            invalidated: ["Items"])
     }
 
     /// Refuses labels and attribute sets beyond the daemon's limits.
@@ -131,7 +123,7 @@ extension Daemon {
         do {
             try store.setLabel(label, of: collection)
             let path = ObjectPaths.collection(collection.name)
-            server.emitPropertiesChanged(path: path, interface: Introspection.collection, changed: ["Label": .string(label)])
+            broadcastProperties(["Label": .string(label)], of: collection)
             server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionChanged",
                               arguments: [.objectPath(path)])
             return nil

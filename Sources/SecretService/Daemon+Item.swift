@@ -29,8 +29,7 @@ extension Daemon {
         case "Delete":
             do {
                 try store.deleteItem(item)
-                announce("ItemDeleted", item, in: collection)
-                itemsChanged(collection)
+                announceDeleted(item, in: collection)
                 return .success(.tuple([.objectPath(ObjectPaths.none)]))
             } catch {
                 return .failure(storeFailure(error))
@@ -52,11 +51,7 @@ extension Daemon {
                 return .failure(problem)
             }
             let updated = try store.updateItem(item, in: collection, key: key, contents: contents)
-            announce("ItemChanged", updated, in: collection)
-            announceProperties([
-                "Label": .string(contents.label), "Attributes": .stringMap(contents.attributes),
-                "Modified": .uint64(updated.modified),
-            ], of: updated, in: collection)
+            announceChanged(item, to: updated, label: contents.label, attributes: contents.attributes, in: collection)
             return .success(())
         } catch {
             return .failure(storeFailure(error))

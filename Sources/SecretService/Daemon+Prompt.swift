@@ -40,8 +40,10 @@ extension Daemon {
         }
     }
 
-    /// Emits `Completed` once for prompt `id`: dismissed when `result` is nil. A pinentry
-    /// still asking (the prompt was dismissed) is closed.
+    /// Emits `Completed` once for prompt `id`, to its owner only (as gnome-keyring does): the
+    /// result names the objects it unlocked or created, items of its groups among them. It is
+    /// dismissed when `result` is nil. A pinentry still asking (the prompt was dismissed) is
+    /// closed.
     func complete(id: Int, result: DBusValue?) {
         guard let prompt = prompts[id], !prompt.finished else { return }
         prompt.finished = true
@@ -49,7 +51,7 @@ extension Daemon {
         prompt.cancellation.cancel()
         server.emitSignal(
             path: ObjectPaths.prompt(id), interface: Introspection.prompt, name: "Completed",
-            arguments: [.boolean(result == nil), .variant(result ?? prompt.emptyResult)])
+            arguments: [.boolean(result == nil), .variant(result ?? prompt.emptyResult)], destination: prompt.owner)
     }
 
     /// Runs on the prompt's own thread: asks through pinentry, and hops to the main loop for

@@ -123,7 +123,10 @@ import Testing
         try setup.writePolicy("[group \"com.example.alpha\"]\nmember = \(setup.identity("alpha"))\n")
         let daemon = try setup.fixture.start()
         defer { daemon.stop() }
-        let outsider = try SignalRecorder(address: setup.fixture.bus.address)
+        // A client that called secretd (as libsecret and secretstorage do before they listen).
+        let connection = try BusConnection(address: setup.fixture.bus.address)
+        _ = try connection.call(Self.service, Self.properties, "Get", "('\(Self.serviceInterface)', 'Collections')")
+        let outsider = SignalRecorder(listeningOn: connection)
         #expect(try setup.run("alpha", ["set", "--group", "com.example.alpha", "svc", "private"], input: "p").status == 0)
         #expect(try setup.run("alpha", ["set", "svc", "public"], input: "q").status == 0)
         // Signals from one sender arrive in order: once the second item's signal is here, the

@@ -113,7 +113,7 @@ import Testing
         _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '\(Self.login)'],)")
         let reply = try fixture.call(Self.service, Self.serviceInterface, "Unlock", "([objectpath '\(Self.login)'],)")
         let prompt = try #require(objectPaths(in: reply).last)
-        let recorder = try SignalRecorder(address: fixture.bus.address)
+        let recorder = SignalRecorder(listeningOn: fixture.control)  // Completed goes to the prompt's owner only
         _ = try fixture.call(prompt, "org.freedesktop.Secret.Prompt", "Prompt", "('',)")
         #expect(Self.wait(30) { pinentry.log.contains("GETPIN") })
         let pid = try #require(pinentry.pids.first)

@@ -100,7 +100,7 @@ import Testing
         let reply = try fixture.call("/org/freedesktop/secrets", "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface",
                                      "ChangeWithPrompt", "(objectpath '\(login)',)")
         let prompt = try #require(reply.components(separatedBy: "objectpath '").last?.split(separator: "'").first.map(String.init))
-        let recorder = try SignalRecorder(address: fixture.bus.address)
+        let recorder = SignalRecorder(listeningOn: fixture.control)  // Completed goes to the prompt's owner only
         _ = try fixture.call(prompt, "org.freedesktop.Secret.Prompt", "Prompt", "('',)")
         #expect(recorder.wait(for: "Completed", path: prompt, timeout: 30)?.arguments.hasPrefix("(false,") == true)
         #expect(try String(contentsOfFile: answers.path + ".log", encoding: .utf8).components(separatedBy: "GETPIN").count == 3)

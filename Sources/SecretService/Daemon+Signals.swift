@@ -1,0 +1,159 @@
+// Who hears about what: every signal that names an item or carries its properties goes, unicast,
+// only to the clients that may see the item; signals about collections are broadcast.
+
+import KeychainCore
+import SecretStore
+import DBusValues
+
+/// Who hears what about one change to an item.
+///
+/// Only identified callers (``Daemon/callers``: clients that have called secretd) hear
+/// anything, each by signals sent to it alone, and only about an item it may see: in full if
+/// it belongs to the item's group, as a locked item (its path and times, no label or
+/// attributes) if the group is an `ask` group it is not allowed into. A change that moves an
+/// item between groups is different news to each side: clients that see the item before and
+/// after hear that it changed, those that lose sight of it that it was deleted, and those that
+/// gain sight of it that it was created.
+struct SignalAudience: Equatable {
+    /// What a client hears.
+    enum News: Equatable {
+        /// `ItemCreated`, and the collection's `Items` invalidated.
+        case created
+        /// `ItemChanged`, and the item's `PropertiesChanged` with what it may read of them.
+        case changed
+        /// `ItemDeleted`, and the collection's `Items` invalidated.
+        case deleted
+    }
+
+    /// One client told about the change.
+    struct Listener: Equatable {
+        /// Its unique bus name.
+        var name: String
+        /// What it hears.
+        var news: News
+        /// What it may see of the item: after the change, or before it for `deleted`.
+        var access: ItemAccess
+        /// Whether the item went from `full` to `askable` for it or back, so that its `Locked`
+        /// changed.
+        var accessChanged: Bool
+    }
+
+    /// The clients told, in name order.
+    var listeners: [Listener]
+
+    /// The audience of a change, from what each client could see of the item before it and can
+    /// see after it; a client missing from a side does not see the item there.
+    init(before: [String: ItemAccess], after: [String: ItemAccess]) {
+        listeners = Set(before.keys).union(after.keys).sorted().compactMap { name in
+            switch (before[name], after[name]) {
+            case (let old?, let new?): return Listener(name: name, news: .changed, access: new, accessChanged: old != new)
+            case (let old?, nil): return Listener(name: name, news: .deleted, access: old, accessChanged: false)
+            case (nil, let new?): return Listener(name: name, news: .created, access: new, accessChanged: false)
+            case (nil, nil): return nil
+            }
+        }
+    }
+}
+
+extension Daemon {
+    // MARK: - Items
+
+    /// What each identified caller may see of an item of `group` (nil: `default`), for the
+    /// callers that may see it at all. Clients that never called secretd are not among them:
+    /// secretd cannot tell who they are.
+    func sight(ofGroup group: String?) -> [String: ItemAccess] {
+        var sight: [String: ItemAccess] = [:]
+        for (name, caller) in callers {
+            let access = access(caller, to: group)
+            if access != .hidden { sight[name] = access }
+        }
+        return sight
+    }
+
+    /// Tells the clients that may see `item`, just created, about it.
+    func announceCreated(_ item: Store.ItemRecord, in collection: Store.CollectionRecord) {
+        tell(SignalAudience(before: [:], after: sight(ofGroup: item.accessGroup)), about: item, in: collection, properties: [:])
+    }
+
+    /// Tells the clients that could see `item`, just deleted, that it is gone.
+    func announceDeleted(_ item: Store.ItemRecord, in collection: Store.CollectionRecord) {
+        tell(SignalAudience(before: sight(ofGroup: item.accessGroup), after: [:]), about: item, in: collection, properties: [:])
+    }
+
+    /// Tells the clients that may see the item, `before` and `updated` (its record before the
+    /// change and after it), what changed; `label` and `attributes` are its new ones.
+    func announceChanged(
+        _ before: Store.ItemRecord, to updated: Store.ItemRecord, label: String, attributes: [String: String],
+        in collection: Store.CollectionRecord
+    ) {
+        let audience = SignalAudience(before: sight(ofGroup: before.accessGroup), after: sight(ofGroup: updated.accessGroup))
+        tell(audience, about: updated, in: collection, properties: [
+            "Label": .string(label), "Attributes": .stringMap(attributes), "Modified": .uint64(updated.modified),
+        ])
+    }
+
+    /// Sends each listener of `audience` its news about `item`; `properties` are the item's
+    /// changed properties, of which a client that sees the item locked gets only `Modified`.
+    private func tell(
+        _ audience: SignalAudience, about item: Store.ItemRecord, in collection: Store.CollectionRecord,
+        properties: [String: DBusValue]
+    ) {
+        let path = ObjectPaths.item(collection.name, item.id)
+        let collectionPath = ObjectPaths.collection(collection.name)
+        for listener in audience.listeners {
+            let signal: String
+            switch listener.news {
+            case .created: signal = "ItemCreated"
+            case .changed: signal = "ItemChanged"
+            case .deleted: signal = "ItemDeleted"
+            }
+            server.emitSignal(path: collectionPath, interface: Introspection.collection, name: signal,
+                              arguments: [.objectPath(path)], destination: listener.name)
+            guard listener.news == .changed else {
+                invalidateItems(of: collectionPath, for: listener.name)
+                continue
+            }
+            // What itemProperty shows this client: an item it sees locked has no label or attributes.
+            var changed = listener.access == .full ? properties : properties.filter { $0.key == "Modified" }
+            if listener.accessChanged { changed["Locked"] = .boolean(listener.access != .full) }
+            if changed.isEmpty { continue }
+            callers[listener.name]?.heldItemsInvalidation = nil
+            server.emitPropertiesChanged(path: path, interface: Introspection.item, changed: changed, destination: listener.name)
+        }
+    }
+
+    /// Tells `name` that the collection's `Items` changed (invalidated, not sent: it can be
+    /// long), unless the last thing it was sent with properties is the same invalidation, still
+    /// waiting for the commit this change joins: every store changes Items, and writes that
+    /// arrive together share a commit, after which their signals go out in order. A change with
+    /// values in between is not skipped over: the invalidation after it is sent again. (The bus
+    /// server does the same for broadcasts; these are unicast.)
+    private func invalidateItems(of collectionPath: String, for name: String) {
+        let caller = callers[name]
+        let commit = store.commitCount
+        if store.hasPendingCommit, let held = caller?.heldItemsInvalidation, held.collection == collectionPath,
+            held.commit == commit
+        {
+            return
+        }
+        server.emitPropertiesChanged(
+            path: collectionPath, interface: Introspection.collection, changed: [:], invalidated: ["Items"], destination: name)
+        caller?.heldItemsInvalidation = store.hasPendingCommit ? (collectionPath, commit) : nil
+    }
+
+    // MARK: - Collections
+
+    /// Broadcasts new values of a collection's own properties (its `Label`; `Locked` is
+    /// announced by ``MasterKeys``). Collections are not in access groups: every client may
+    /// list them and read these, so their signals (these, `CollectionCreated`,
+    /// `CollectionChanged`, `CollectionDeleted`) tell nobody anything it could not read, and go
+    /// to every listener, as clients that only listen (a tray icon, a lock indicator) expect.
+    func broadcastProperties(_ changed: [String: DBusValue], of collection: Store.CollectionRecord) {
+        // A change with values: the next Items invalidation of every client is sent again. (A
+        // Locked announcement does not reset it; skipping the repeat after one is harmless, as
+        // every signal held for one commit goes out after all of its writes.)
+        for caller in callers.values { caller.heldItemsInvalidation = nil }
+        server.emitPropertiesChanged(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
+                                     changed: changed)
+    }
+}

@@ -1,0 +1,400 @@
+import DBusValues
+import KeychainCore
+import Foundation
+import KeychainTestSupport
+@testable import SecretService
+import Testing
+
+/// Who hears about an item: signals about items go, unicast, only to the clients that have
+/// called secretd and may see the item. Proven with real processes: a Flatpak app run the way
+/// flatpak runs one (bubblewrap with its own `/.flatpak-info`, talking to the bus through
+/// xdg-dbus-proxy with flatpak's filters, in the same sandbox), unconfined Python clients that
+/// listen as secretstorage's users do (`scripts/dbus-clients/signal-listener.py`), and copies
+/// of Python under other paths as separate callers.
+@Suite struct SignalAudienceTests: SecretServiceCalls {
+    static let appID = "org.example.App"
+
+    // MARK: - A Flatpak app
+
+    @Test("a Flatpak app behind xdg-dbus-proxy hears nothing about default items, everything about its own; unconfined clients hear every default item")
+    func flatpakApp() throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/bwrap")
+                && FileManager.default.isExecutableFile(atPath: "/usr/bin/xdg-dbus-proxy"),
+            "needs the Debian packages bubblewrap and xdg-dbus-proxy (the Makefile's DEB_TEST)")
+        let fixture = try SecretdFixture()
+        try Self.writePolicy("""
+            [group "\(Self.appID)"]
+            [app "flatpak:\(Self.appID)"]
+            groups = \(Self.appID)
+            """, in: fixture)
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let app = try Self.listener(fixture, "app", fence: "fence-1", sandboxed: true)
+        defer { app.stop() }
+        let client = try Self.listener(fixture, "client", fence: "fence-2")
+        defer { client.stop() }
+        let silent = try Self.listener(fixture, "silent", fence: "fence-2")
+        defer { silent.stop() }
+        for listener in [app, client, silent] {
+            #expect(Self.wait(30) { listener.log.contains("{\"ready\"") }, "\(listener.log)")
+        }
+
+        // An unconfined client (this test) creates, changes and deletes items of `default`, and
+        // so does secret-tool (libsecret).
+        let session = try openPlainSession(fixture)
+        let first = try createItem(fixture, session, attributes: "{'service': 'mail', 'account': 'a'}", value: "x")
+        _ = try fixture.call(first, Self.properties, "Set", "('\(Self.itemInterface)', 'Label', <'renamed'>)")
+        _ = try fixture.call(first, Self.properties, "Set",
+                             "('\(Self.itemInterface)', 'Attributes', <{'service': 'mail', 'account': 'b'}>)")
+        _ = try fixture.call(first, Self.itemInterface, "SetSecret", "(\(Self.secret(session, "y")),)")
+        #expect(try fixture.run(["secret-tool", "store", "--label=web", "service", "web"], input: "w1").status == 0)
+        #expect(try fixture.run(["secret-tool", "store", "--label=web 2", "service", "web"], input: "w2").status == 0)  // replaced
+        let found = try fixture.call(Self.service, Self.serviceInterface, "SearchItems", "({'service': 'web'},)")
+        let second = try #require(objectPaths(in: found).first, "\(found)")
+        #expect(try fixture.run(["secret-tool", "clear", "service", "web"]).status == 0)
+        _ = try fixture.call(first, Self.itemInterface, "Delete")
+        // Signals of one sender arrive in order: this collection signal comes after all of those.
+        _ = try fixture.call(Self.login, Self.properties, "Set", "('\(Self.collectionInterface)', 'Label', <'fence-1'>)")
+        #expect(app.waitForExit(timeout: 60) == 0, "\(app.log)")
+        _ = try fixture.call(Self.login, Self.properties, "Set", "('\(Self.collectionInterface)', 'Label', <'fence-2'>)")
+        #expect(client.waitForExit(timeout: 60) == 0, "\(client.log)")
+        #expect(silent.waitForExit(timeout: 60) == 0, "\(silent.log)")
+        let defaults = [first, second]
+
+        // The app: secretd names it by its /.flatpak-info, it talks through the proxy (which hides
+        // the other clients from it), and broadcasts reach it (the fence).
+        let appReport = try Self.report(app)
+        #expect(appReport.whoami == ["flatpak:\(Self.appID)", [Self.appID], Self.appID, true] as [AnyHashable])
+        let clientReport = try Self.report(client)
+        #expect(appReport.names.contains(SecretServiceNames.busName))
+        #expect(!appReport.names.contains(fixture.control.uniqueName) && !appReport.names.contains(clientReport.uniqueName),
+                "the proxy shows no other client: \(appReport.names)")
+        let fence = try #require(appReport.signals.firstIndex { $0.changed?["Label"] as? String == "fence-1" }, "\(appReport.signals)")
+        #expect(appReport.signals[fence].unicast == false && appReport.signals[fence].path == Self.login)
+        // Before the fence, nothing at all reached it: no item signal, no Items invalidation,
+        // no item's PropertiesChanged.
+        #expect(appReport.signals[..<fence].isEmpty, "\(appReport.signals[..<fence])")
+        for path in defaults {
+            #expect(!appReport.signals.contains { $0.mentions(path) }, "\(path) reached the app")
+        }
+        // Its own item: every signal, each sent to it alone.
+        let own = try #require(appReport.ownItem)
+        let after = Array(appReport.signals[(fence + 1)...]).filter { $0.member != "CollectionChanged" }
+        #expect(after.map(\.summary) == [
+            "ItemCreated \(own)", "PropertiesChanged \(Self.login) -Items",
+            "ItemChanged \(own)", "PropertiesChanged \(own) Attributes,Label,Modified",
+            "ItemDeleted \(own)", "PropertiesChanged \(Self.login) -Items",
+        ], "\(after)")
+        #expect(after.allSatisfy { $0.unicast })
+        let renamed = after.first { $0.path == own }
+        #expect(renamed?.changed?["Label"] as? String == "own item renamed")
+
+        // The unconfined client hears every signal about the default items, unicast, and
+        // nothing about the app's.
+        #expect((clientReport.whoami.first as? String)?.hasPrefix("exe:") == true && clientReport.whoami.last == AnyHashable(false))
+        let heard = clientReport.signals.filter { signal in defaults.contains { signal.mentions($0) } }
+        #expect(heard.allSatisfy { $0.unicast }, "\(heard)")
+        for path in defaults {
+            for member in ["ItemCreated", "ItemChanged", "ItemDeleted"] {
+                #expect(heard.contains { $0.member == member && $0.arguments == [path] }, "\(member) \(path): \(heard)")
+            }
+        }
+        #expect(heard.contains { $0.path == first && $0.changed?["Label"] as? String == "renamed" })
+        #expect(heard.contains { $0.path == first && ($0.changed?["Attributes"] as? [String: String])?["account"] == "b" })
+        #expect(heard.contains { $0.path == second && $0.changed?["Label"] as? String == "web 2" })  // secret-tool's replace
+        #expect(clientReport.signals.contains { $0.path == Self.login && $0.invalidated == ["Items"] && $0.unicast })
+        #expect(!clientReport.signals.contains { $0.mentions(own) }, "the app's item reached an outsider")
+
+        // A client that never called secretd hears about collections only (the fences).
+        let silentReport = try Self.report(silent)
+        #expect(silentReport.signals.allSatisfy { !$0.unicast && $0.invalidated?.isEmpty != false }, "\(silentReport.signals)")
+        #expect(Set(silentReport.signals.map(\.member)) == ["PropertiesChanged", "CollectionChanged"], "\(silentReport.signals)")
+        #expect(silentReport.signals.filter { $0.changed?["Label"] != nil }.count == 2)
+    }
+
+    // MARK: - Moves between groups
+
+    @Test("moving an item between groups: clients that lose sight of it hear ItemDeleted, those that gain it ItemCreated, the others ItemChanged")
+    func moves() throws {
+        let fixture = try SecretdFixture()
+        // Two copies of Python are two callers: one a member of the group, one not. This test
+        // process is a member too, so it may move items into the group and out.
+        let bin = fixture.root.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        let member = URL(fileURLWithPath: bin.resolvingSymlinksInPath().path).appendingPathComponent("py-member").path
+        let outsider = URL(fileURLWithPath: bin.resolvingSymlinksInPath().path).appendingPathComponent("py-outsider").path
+        for copy in [member, outsider] {
+            try AccessGroupTests.Setup.copyExecutable("/usr/bin/python3.11", to: copy)
+        }
+        let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        try Self.writePolicy("""
+            [group "com.example.team"]
+            member = exe:\(member)
+            member = exe:\(me)
+            """, in: fixture)
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let inside = try Self.listener(fixture, "client", fence: "done", python: member)
+        defer { inside.stop() }
+        let outside = try Self.listener(fixture, "client", fence: "done", python: outsider)
+        defer { outside.stop() }
+        for listener in [inside, outside] {
+            #expect(Self.wait(30) { listener.log.contains("{\"ready\"") }, "\(listener.log)")
+        }
+        let session = try openPlainSession(fixture)
+        let item = try createItem(fixture, session, attributes: "{'service': 'moving'}", value: "x")
+        _ = try fixture.call(item, Self.properties, "Set",
+                             "('\(Self.itemInterface)', 'Attributes', <{'service': 'moving', 'keychain:access-group': 'com.example.team'}>)")
+        // Back: attributes without the group would keep the item where it is.
+        _ = try fixture.call(item, Self.properties, "Set",
+                             "('\(Self.itemInterface)', 'Attributes', <{'service': 'moving', 'keychain:access-group': 'default'}>)")
+        _ = try fixture.call(Self.login, Self.properties, "Set", "('\(Self.collectionInterface)', 'Label', <'done'>)")
+        #expect(inside.waitForExit(timeout: 60) == 0, "\(inside.log)")
+        #expect(outside.waitForExit(timeout: 60) == 0, "\(outside.log)")
+
+        let insideReport = try Self.report(inside)
+        #expect(insideReport.whoami.first == "exe:\(member)" as AnyHashable)
+        // The member sees the item all along: it hears of each move as a change.
+        #expect(insideReport.signals.filter { $0.mentions(item) }.map(\.summary) == [
+            "ItemCreated \(item)",
+            "ItemChanged \(item)", "PropertiesChanged \(item) Attributes,Label,Modified",
+            "ItemChanged \(item)", "PropertiesChanged \(item) Attributes,Label,Modified",
+        ], "\(insideReport.signals)")
+        // The outsider loses the item while it is in the group, and has it back after: its
+        // group never reaches it.
+        let outsideReport = try Self.report(outside)
+        let told = outsideReport.signals.filter { $0.mentions(item) || $0.invalidated == ["Items"] }.map(\.summary)
+        #expect(told == [
+            "ItemCreated \(item)", "PropertiesChanged \(Self.login) -Items",
+            "ItemDeleted \(item)", "PropertiesChanged \(Self.login) -Items",
+            "ItemCreated \(item)", "PropertiesChanged \(Self.login) -Items",
+        ], "\(outsideReport.signals)")
+        #expect(!outsideReport.signals.contains { $0.changed?["Attributes"].map { "\($0)".contains("com.example.team") } == true })
+    }
+
+    // MARK: - The audience, in process
+
+    @Test("the audience of a change: each side of a move hears its own news, locked viewers only Modified")
+    func audienceOfAChange() {
+        let audience = SignalAudience(
+            before: [":1.1": .full, ":1.2": .full, ":1.3": .askable], after: [":1.2": .full, ":1.3": .full, ":1.4": .askable])
+        #expect(audience.listeners == [
+            .init(name: ":1.1", news: .deleted, access: .full, accessChanged: false),
+            .init(name: ":1.2", news: .changed, access: .full, accessChanged: false),
+            .init(name: ":1.3", news: .changed, access: .full, accessChanged: true),
+            .init(name: ":1.4", news: .created, access: .askable, accessChanged: false),
+        ])
+        #expect(SignalAudience(before: [:], after: [:]).listeners.isEmpty)
+    }
+
+    @Test("who may see an item of a group: default reaches unconfined callers and apps confined to it; ask groups show locked")
+    func sight() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sight-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let daemon = try Daemon(options: .init(dataDirectory: directory))
+        daemon.policy = try AccessPolicy.parse("""
+            [group "com.example.team"]
+            member = exe:/usr/bin/member
+            [group "com.example.ask"]
+            ask = yes
+            [app "flatpak:org.example.App"]
+            groups = org.example.App
+            [app "flatpak:org.example.Shared"]
+            groups = org.example.Shared, default
+            """, file: "f")
+        let tool = Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/tool"), pid: 1)
+        daemon.callers = [
+            ":1.1": tool, ":1.2": Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/member"), pid: 2),
+            ":1.3": Caller(identity: CallerIdentity(kind: .flatpak, name: "org.example.App"), pid: 3),
+            ":1.4": Caller(identity: CallerIdentity(kind: .flatpak, name: "org.example.Shared"), pid: 4),
+        ]
+        let unconfinedAndShared: [String: ItemAccess] = [":1.1": .full, ":1.2": .full, ":1.4": .full]
+        #expect(daemon.sight(ofGroup: nil) == unconfinedAndShared)  // an item from before groups
+        #expect(daemon.sight(ofGroup: "default") == unconfinedAndShared)
+        #expect(daemon.sight(ofGroup: "com.example.team") == [":1.2": .full])
+        #expect(daemon.sight(ofGroup: "org.example.App") == [":1.3": .full])
+        #expect(daemon.sight(ofGroup: "com.example.ask") == [":1.1": .askable, ":1.2": .askable, ":1.3": .askable, ":1.4": .askable])
+        tool.allowedOnce.insert("com.example.ask")
+        #expect(daemon.sight(ofGroup: "com.example.ask")[":1.1"] == .full)
+        #expect(daemon.sight(ofGroup: "com.example.other") == [:])
+        daemon.close()
+    }
+
+    @Test("in process: each item signal goes to every entitled caller by name, and one Items invalidation per client and commit")
+    func destinations() throws {
+        let fixture = try InProcessDaemonTests.Fixture()
+        defer { fixture.remove() }
+        let daemon = fixture.daemon
+        daemon.policy = try AccessPolicy.parse("[group \"\(Self.appID)\"]\n[app \"flatpak:\(Self.appID)\"]\ngroups = \(Self.appID)\n", file: "f")
+        let session = try fixture.openSession()  // the test client, :1.42, is an unconfined caller now
+        let app = ":1.50", other = ":1.51", never = ":1.52"  // never: connected, but it has not called
+        daemon.callers[app] = Caller(identity: CallerIdentity(kind: .flatpak, name: Self.appID), pid: 50)
+        daemon.callers[other] = Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/other"), pid: 51)
+        let client = InProcessDaemonTests.Fixture.client
+        func create(_ n: Int) -> MethodCall {
+            MethodCall(sender: client, path: Self.login, interface: Self.collectionInterface, method: "CreateItem", arguments: [
+                .properties([SecretServiceNames.Property.itemLabel: .string("item \(n)"),
+                             SecretServiceNames.Property.itemAttributes: .stringMap(["n": "\(n)"])]),
+                InProcessDaemonTests.Fixture.secret(session, "s"), .boolean(false),
+            ])
+        }
+        fixture.endpoint.signals.removeAll()
+        // Three stores that share a commit, then one more.
+        let items = try (0..<3).map { try #require(daemon.handle(create($0)).get().tuple?.first?.objectPath) }
+        _ = daemon.commitPending()
+        let last = try #require(daemon.handle(create(3)).get().tuple?.first?.objectPath)
+        _ = daemon.commitPending()
+        let sent = fixture.endpoint.signals
+        #expect(sent.allSatisfy { $0.destination != nil && $0.destination != app && $0.destination != never }, "\(sent)")
+        for item in items + [last] {
+            #expect(Set(sent.filter { $0.name == "ItemCreated" && $0.arguments == [.objectPath(item)] }.compactMap(\.destination))
+                    == [client, other])
+        }
+        let invalidations = sent.filter { $0.name == "PropertiesChanged" && $0.arguments.last == .strings(["Items"]) }
+        #expect(invalidations.compactMap(\.destination).sorted() == [client, client, other, other], "\(invalidations)")
+
+        // A rename tells the label to those who may read it, and nothing to the app.
+        fixture.endpoint.signals.removeAll()
+        #expect(daemon.setProperty("Label", interface: Self.itemInterface, path: last, value: .string("renamed"), sender: client) == nil)
+        _ = daemon.commitPending()
+        #expect(fixture.endpoint.signals.map { "\($0.name) \($0.path) \($0.destination ?? "everyone")" }.sorted() == [
+            "ItemChanged \(Self.login) \(client)", "ItemChanged \(Self.login) \(other)",
+            "PropertiesChanged \(last) \(client)", "PropertiesChanged \(last) \(other)",
+        ])
+        // The collection's own Label is everyone's.
+        fixture.endpoint.signals.removeAll()
+        #expect(daemon.setProperty("Label", interface: Self.collectionInterface, path: Self.login, value: .string("Main"), sender: client) == nil)
+        #expect(fixture.endpoint.signals.map(\.destination) == [nil, nil])
+    }
+
+    // MARK: - Helpers
+
+    /// Writes `access-groups.conf` (0600) into `fixture`'s configuration directory.
+    static func writePolicy(_ text: String, in fixture: SecretdFixture) throws {
+        let file = fixture.configDirectory.appendingPathComponent("access-groups.conf")
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        chmod(file.path, 0o600)
+    }
+
+    /// Starts `signal-listener.py MODE FENCE` on `fixture`'s bus, under `python` (a copy of
+    /// Python is a caller of its own), or `sandboxed` as a Flatpak app.
+    static func listener(
+        _ fixture: SecretdFixture, _ mode: String, fence: String, sandboxed: Bool = false, python: String = "/usr/bin/python3"
+    ) throws -> SupervisedProcess {
+        var command = DBusClients.command("signal-listener.py", [mode, fence])
+        command[0] = python
+        if sandboxed { command = try flatpakSandbox(command, fixture: fixture) }
+        return try SupervisedProcess(command, environment: fixture.environment,
+                                     logURL: fixture.root.appendingPathComponent("\(mode)-\(UUID().uuidString.prefix(6)).log"))
+    }
+
+    /// `command` run as flatpak runs an app: in a bubblewrap sandbox of its own namespaces, with
+    /// the host's /usr, the app's `/.flatpak-info`, and the session bus only through
+    /// xdg-dbus-proxy, started inside the same sandbox with the filters flatpak 1.14 gives
+    /// an app (its own names, the portals) plus the manifest's `--talk-name=org.freedesktop.secrets`.
+    /// The proxy's socket is the app's `$XDG_RUNTIME_DIR/bus`. The bus sees the proxy's
+    /// process, so secretd names the app from the proxy's `/proc/PID/root/.flatpak-info`.
+    static func flatpakSandbox(_ command: [String], fixture: SecretdFixture) throws -> [String] {
+        let info = fixture.root.appendingPathComponent("flatpak-info")
+        try """
+            [Application]
+            name=\(appID)
+            runtime=runtime/org.freedesktop.Platform/x86_64/23.08
+
+            [Instance]
+            instance-id=1
+            session-bus-proxy=true
+
+            """.write(to: info, atomically: true, encoding: .utf8)
+        let realBus = String(fixture.bus.address.dropFirst("unix:path=".count))
+        let runtime = "/run/user/\(getuid())"
+        var arguments = ["bwrap", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+        for top in ["/bin", "/lib", "/lib64", "/sbin"] {
+            if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: top) {
+                arguments += ["--symlink", target, top]
+            } else if FileManager.default.fileExists(atPath: top) {
+                arguments += ["--ro-bind", top, top]
+            }
+        }
+        arguments += [
+            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run", "--dir", runtime,
+            "--ro-bind", info.path, "/.flatpak-info",
+            // The client's script, and the real bus for the proxy alone.
+            "--ro-bind", DBusClients.directory.path, DBusClients.directory.path, "--ro-bind", realBus, realBus,
+            "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts",
+            "--die-with-parent", "--new-session",
+            "--setenv", "XDG_RUNTIME_DIR", runtime, "--setenv", "DBUS_SESSION_BUS_ADDRESS", "unix:path=\(runtime)/bus",
+        ]
+        let filters = [
+            "--filter", "--own=\(appID).*", "--own=org.mpris.MediaPlayer2.\(appID).*", "--talk=org.freedesktop.secrets",
+            "--call=org.freedesktop.portal.*=*", "--broadcast=org.freedesktop.portal.*=@/org/freedesktop/portal/*",
+        ]
+        // The sandbox's first process starts the proxy (the real bus is $0), then becomes the app.
+        let script = "xdg-dbus-proxy \"$0\" \"$XDG_RUNTIME_DIR/bus\" " + filters.map { "'\($0)'" }.joined(separator: " ")
+            + " & exec \"$@\""
+        return arguments + ["--", "/bin/sh", "-c", script, fixture.bus.address] + command
+    }
+
+    /// What a listener printed last.
+    struct Report {
+        var uniqueName: String
+        var whoami: [AnyHashable]
+        var names: [String]
+        var ownItem: String?
+        var signals: [Signal]
+    }
+
+    /// One signal a listener received.
+    struct Signal: CustomStringConvertible {
+        var member: String
+        var path: String
+        var unicast: Bool
+        var arguments: [String]?
+        var changed: [String: Any]?
+        var invalidated: [String]?
+
+        /// `ItemCreated /path`, `PropertiesChanged /path Label,Modified`, or `… -Items`.
+        var summary: String {
+            if member == "PropertiesChanged" {
+                let names = (changed ?? [:]).keys.sorted().joined(separator: ",")
+                return "\(member) \(path) \(names)\((invalidated ?? []).map { "-" + $0 }.joined())"
+            }
+            return "\(member) \(arguments?.joined(separator: " ") ?? "")"
+        }
+
+        /// Whether it names `item`: as its argument, or as the object whose properties changed.
+        func mentions(_ item: String) -> Bool { path == item || arguments?.contains(item) == true }
+
+        var description: String { summary + (unicast ? " (unicast)" : " (broadcast)") }
+    }
+
+    /// The report on the last line of `listener`'s output.
+    static func report(_ listener: SupervisedProcess) throws -> Report {
+        let line = try #require(listener.log.split(separator: "\n").last { $0.hasPrefix("{\"mode\"") }, "\(listener.log)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let signals = (object["signals"] as? [[String: Any]] ?? []).map { signal in
+            Signal(
+                member: signal["member"] as? String ?? "", path: signal["path"] as? String ?? "",
+                unicast: signal["unicast"] as? Bool ?? false, arguments: signal["args"] as? [String],
+                changed: signal["changed"] as? [String: Any], invalidated: signal["invalidated"] as? [String])
+        }
+        let whoami = (object["whoami"] as? [Any] ?? []).map { value -> AnyHashable in
+            if let text = value as? String { return text }
+            if let list = value as? [String] { return list }
+            return (value as? Bool) ?? false
+        }
+        return Report(uniqueName: object["unique_name"] as? String ?? "", whoami: whoami,
+                      names: object["names"] as? [String] ?? [], ownItem: object["own_item"] as? String, signals: signals)
+    }
+
+    /// Polls `condition` for up to `seconds`.
+    static func wait(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(50_000)
+        }
+        return condition()
+    }
+}
