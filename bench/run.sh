@@ -124,10 +124,15 @@ start_provider() {
     startup_ms=$(( ($(date +%s%N) - started) / 1000000 ))
 }
 
-# Stops the provider and its bus.
+# Stops the provider and its bus; what has not exited 5 s after SIGTERM gets SIGKILL.
 stop_provider() {
     for p in $pids; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+    (sleep 5; for p in $pids; do kill -9 "$p" 2>/dev/null || true; done) &
+    killer=$!
+    # shellcheck disable=SC2086 # a list of pids
+    wait $pids 2>/dev/null || true
+    kill "$killer" 2>/dev/null || true
+    wait "$killer" 2>/dev/null || true
 }
 
 # Adds $3 (a JSON file) to the report of provider $1 (created when missing) under key $2, a
