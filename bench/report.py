@@ -223,7 +223,8 @@ if sized:
     say()
     say("== CPU per call: each provider's own user + system time (/proc/PID/stat, all its threads), ms, "
         "median [min-max] over rounds")
-    say("provider | stores | CPU per store | lookups | CPU per lookup | floor service CPU per no-op | wall: store, lookup")
+    say("provider | stores | CPU per store | lookups | CPU per lookup | floor service CPU per no-op (main loop) | "
+        "per Peer.Ping (GDBus's thread) | wall: store, lookup")
     for name in sized:
         rs = [r["cpu"] for r in rounds_of(name).values() if "cpu" in r]
         if not rs:
@@ -232,11 +233,12 @@ if sized:
              "store": spread(r.get("store_cpu_ms_per_call") for r in rs),
              "lookup": spread(r.get("lookup_cpu_ms_per_call") for r in rs),
              "floor_service": spread(r.get("floor_service_cpu_ms_per_call") for r in rs),
+             "floor_service_ping": spread(r.get("floor_service_ping_cpu_ms_per_call") for r in rs),
              "store_wall": spread(r["store"]["median_ms"] for r in rs),
              "lookup_wall": spread(r["lookup"]["median_ms"] for r in rs)}
         summary["cpu"][name] = c
         say(f"{name} | {c['stores']:,} | {show(c['store'], 3)} | {c['lookups']:,} | {show(c['lookup'], 3)} | "
-            f"{show(c['floor_service'], 3)} | {show(c['store_wall'])}, {show(c['lookup_wall'])}")
+            f"{show(c['floor_service'], 3)} | {show(c['floor_service_ping'], 3)} | {show(c['store_wall'])}, {show(c['lookup_wall'])}")
 
     if "secretd" in sized:
         say()

@@ -76,8 +76,9 @@ struct Workload {
 
     /// The provider's own CPU time per store and per lookup (user + system, from
     /// /proc/PID/stat) over `stores` new items and `lookups` lookups of them in random order,
-    /// and the floor service's CPU per no-op call over as many calls as lookups: what GDBus
-    /// alone costs a service per call.
+    /// and the floor service's CPU per call over as many calls as lookups, of its no-op (through
+    /// its main loop) and of `Peer.Ping` (GDBus's thread only): what GDBus alone costs a service
+    /// per call.
     private func cpuPerCall(stores: Int, lookups: Int) throws -> [String: Any] {
         let cpuService = "bench.cpu"
         func attributes(_ index: Int) -> [String: String] { ["service": cpuService, "account": account(index)] }
@@ -105,13 +106,17 @@ struct Workload {
         }
         result["lookup"] = lookup.summary
         if let floorPID = options.floorPID {
-            progress("CPU per call: \(lookups) no-op calls to the floor service")
-            let before = Self.cpuSeconds(pid: floorPID)
-            let noop = try floor.samples(lookups)
-            if let before, let after = Self.cpuSeconds(pid: floorPID) {
-                result["floor_service_cpu_ms_per_call"] = round3((after - before) * 1000 / Double(lookups))
+            // The no-op through the main loop, as the floor; Peer.Ping in GDBus's thread alone.
+            for ping in [false, true] {
+                progress("CPU per call: \(lookups) \(ping ? "Peer.Ping" : "no-op") calls to the floor service")
+                let before = Self.cpuSeconds(pid: floorPID)
+                let calls = try floor.samples(lookups, ping: ping)
+                if let before, let after = Self.cpuSeconds(pid: floorPID) {
+                    result[ping ? "floor_service_ping_cpu_ms_per_call" : "floor_service_cpu_ms_per_call"] =
+                        round3((after - before) * 1000 / Double(lookups))
+                }
+                result[ping ? "ping" : "noop"] = calls.summary
             }
-            result["noop"] = noop.summary
         }
         return result
     }
