@@ -5,8 +5,9 @@
 # make fuzz     build keychain-fuzz with libFuzzer (in .build/fuzz) and fuzz every parser of
 #               outside input for FUZZ_SECONDS (30) each; fails on a crash (see README.md)
 # make demo     run the library's example program against a throw-away secretd
-# make bench    secretd against gnome-keyring, side by side (SIZES="100 1000" for a quick run;
-#               PARTS=memory for the memory scenarios alone, see bench/README.md)
+# make bench    secretd against gnome-keyring and KeePassXC, in alternating rounds (SIZES="100 1000"
+#               for a quick run; ROUNDS=3; PROVIDERS=...; PARTS=memory for the memory scenarios alone,
+#               see bench/README.md)
 # make leaks    secretd under AddressSanitizer/LeakSanitizer through 10,000 operations
 #               (make test runs 1,000)
 # make install  release build, then secretd, secretctl, man pages, systemd units and D-Bus activation file
@@ -24,9 +25,10 @@ DEB_BUILD := pkg-config libsecret-1-dev libsystemd-dev libglib2.0-dev libgcrypt2
 	libpam0g-dev
 DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-jeepney python3-keyring \
 	python3-secretstorage groff-base man-db systemd git gcc libpam-wrapper pamtester
-# make bench: the bus, the peer provider, secret-tool, and Python with jeepney and secretstorage
-# for the commit floor, the report and the memory scenarios' clients (scripts/dbus-clients).
-DEB_BENCH := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-jeepney python3-secretstorage
+# make bench: the bus, the peer providers (gnome-keyring; KeePassXC, whose package brings
+# keepassxc-cli), secret-tool, and Python with jeepney and secretstorage for the commit floor,
+# the report and the memory scenarios' clients (scripts/dbus-clients).
+DEB_BENCH := dbus-daemon dbus-bin gnome-keyring keepassxc libsecret-tools python3 python3-jeepney python3-secretstorage
 # make e2e: a Debian 12 system built from Debian packages, booted in a container, logged into over ssh.
 DEB_E2E := mmdebstrap systemd-container sshpass
 SWIFT ?= swift
@@ -152,9 +154,9 @@ run: build
 demo: build
 	scripts/run-demo.sh "$$($(SWIFT) build --show-bin-path)"
 
-# Release build; gnome-keyring runs the sizes up to 3000 only. PARTS, MEMORY_SCENARIOS,
-# FLOOD_SECONDS, LOAD_CLIENTS and LOAD_OPERATIONS reach bench/run.sh from make's command line.
-# See bench/README.md.
+# Release build; gnome-keyring and KeePassXC run the sizes up to 3000 only. ROUNDS, PROVIDERS,
+# PARTS, CPU_CALLS, MEMORY_SCENARIOS, FLOOD_SECONDS, LOAD_CLIENTS, LOAD_OPERATIONS and the other
+# variables of bench/run.sh reach it from make's command line. See bench/README.md.
 SIZES ?= 100 1000 3000 10000 100000
 bench: static-cxx
 	@scripts/install-deps.sh $(DEB_BENCH)

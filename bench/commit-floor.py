@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 """The durable-commit floor for `make bench`: single-row SQLite transactions in WAL mode with
 synchronous=FULL (as secretd commits), in a scratch database in DIR (same disk as the providers'
-data). Prints {"median_ms", "p99_ms", "count"} as JSON."""
+data), made anew each time. keychain-bench runs it right before and right after each phase that
+writes (50 commits each time), bench/run.sh once before each provider's round.
+usage: commit-floor.py DIR [COUNT]      (COUNT: 300)
+Prints {"median_ms", "p99_ms", "count", "samples_ms"} as JSON."""
 import json, os, sqlite3, sys, time
 
 directory = sys.argv[1]
+count = int(sys.argv[2]) if len(sys.argv) > 2 else 300
 path = os.path.join(directory, "commit-floor.sqlite3")
+for stale in (path, path + "-wal", path + "-shm"):
+    if os.path.exists(stale):
+        os.remove(stale)
 db = sqlite3.connect(path, isolation_level=None)
 db.execute("PRAGMA journal_mode = WAL")
 db.execute("PRAGMA synchronous = FULL")
 db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, sealed BLOB NOT NULL)")
 samples = []
-for index in range(300):
+for index in range(count):
     blob = os.urandom(200)
     start = time.perf_counter()
     db.execute("BEGIN IMMEDIATE")
@@ -19,7 +26,8 @@ for index in range(300):
     db.execute("COMMIT")
     samples.append((time.perf_counter() - start) * 1000)
 db.close()
+timed = [round(s, 4) for s in samples]
 samples.sort()
 def rank(fraction):
     return samples[min(len(samples) - 1, max(0, int(-(-len(samples) * fraction // 1)) - 1))]
-print(json.dumps({"median_ms": round(rank(0.5), 3), "p99_ms": round(rank(0.99), 3), "count": len(samples)}))
+print(json.dumps({"median_ms": round(rank(0.5), 3), "p99_ms": round(rank(0.99), 3), "count": len(samples), "samples_ms": timed}))

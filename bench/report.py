@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Prints the tables of `make bench` and writes the merged JSON report.
-usage: report.py [--commit-floor COMMIT_FLOOR.json] [--no-work MAIN_LOOP.json WORKER_THREAD.json] PROVIDER.json... --out RESULTS.json
+usage: report.py [--no-work MAIN_LOOP.json WORKER_THREAD.json] PROVIDER.json... --out RESULTS.json
+Each PROVIDER.json holds the provider's rounds ({"provider", "rounds": {"1": {...}, ...}}, one
+keychain-bench run each, with that round's commit floor) and its memory scenarios. Every figure
+of a phase is the median of its per-round medians, with their min-max as the spread; a phase's
+floor multiple is taken in each round against that round's floors, then summarised the same way.
 A run of some parts only (bench/run.sh PARTS=...) leaves out the tables of the others."""
-import json, platform, subprocess, sys, time
+import json, platform, statistics, subprocess, sys, time
 
 args = sys.argv[1:]
 
@@ -20,11 +24,23 @@ def option(name, count):
 out = option("--out", 1)[0]
 no_work_files = option("--no-work", 2)
 no_work = {mode: json.load(open(path)) for mode, path in zip(["main-loop", "worker-thread"], no_work_files or [])}
-commit_floor_file = option("--commit-floor", 1)
-commit_floor = json.load(open(commit_floor_file[0])) if commit_floor_file else None
 reports = {r["provider"]: r for r in (json.load(open(f)) for f in args)}
+PROVIDERS = [p for p in ["secretd", "gnome-keyring", "keepassxc"] if p in reports] + \
+    [p for p in reports if p not in ("secretd", "gnome-keyring", "keepassxc")]
 PHASES = ["store", "lookup", "search_all_load_secrets", "replace", "delete", "keychain_set", "keychain_get",
           "secretctl_get_process", "secret_tool_lookup_process"]
+# Each phase's floor: (round trips, durable commits, the phase whose floor samples it uses). The
+# round trips are those libsecret makes for one operation against secretd and gnome-keyring
+# (counted with dbus-monitor, bench/README.md): a store is CreateItem; a lookup SearchItems and
+# GetSecrets; a clear SearchItems and Item.Delete. The library's set needs at least SearchItems
+# and CreateItem, its get SearchItems and GetSecrets (it makes more: bench/README.md). A round
+# trip is the floor service's no-op and a commit bench/commit-floor.py's, both timed right
+# before and right after the phase in the same round (Workload.withFloors).
+FLOORS = {"store": (1, 1, "store"), "replace": (1, 1, "replace"), "lookup": (2, 0, "lookup"),
+          "delete": (2, 1, "delete"), "keychain_set": (2, 1, "library"), "keychain_get": (2, 0, "library")}
+# Issue 20's targets for secretd: each phase's median at most this multiple of its floor.
+FLOOR_TARGETS = {"store": 1.5, "lookup": 1.3, "delete": 1.5}
+CPU_TARGETS = {"store": 0.12, "lookup": 0.05}
 
 
 def machine():
@@ -36,15 +52,86 @@ def machine():
         except Exception:
             return "?"
     return {"cpu": cpu, "cores": cores, "kernel": platform.release(),
-            "gnome_keyring": version(["gnome-keyring-daemon", "--version"]), "date": time.strftime("%Y-%m-%d")}
+            "gnome_keyring": version(["gnome-keyring-daemon", "--version"]),
+            "keepassxc": version(["keepassxc-cli", "--version"]), "date": time.strftime("%Y-%m-%d")}
 
 
-def fmt(value):
-    return "-" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
+def fmt(value, digits=2):
+    return "-" if value is None else (f"{value:.{digits}f}" if isinstance(value, float) else str(value))
 
 
-def size_row(report, items):
-    return next((s for s in report["sizes"] if s["items"] == items), None)
+def spread(values):
+    """{"median", "min", "max", "rounds"} of the values that are there, or None."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3), "max": round(max(values), 3),
+            "rounds": len(values)}
+
+
+def show(s, digits=2, unit=""):
+    """`median [min-max]`, the spread left out for a single round."""
+    if s is None:
+        return "-"
+    if s["rounds"] == 1:
+        return f"{s['median']:.{digits}f}{unit}"
+    return f"{s['median']:.{digits}f}{unit} [{s['min']:.{digits}f}-{s['max']:.{digits}f}]"
+
+
+def rounds_of(name):
+    """The provider's rounds that ran to the end, by round number."""
+    return {int(k): v for k, v in reports[name].get("rounds", {}).items() if "failed" not in v}
+
+
+def size_row(round_report, items):
+    return next((s for s in round_report.get("sizes", []) if s["items"] == items), None)
+
+
+def phase_value(round_report, items, phase):
+    row = size_row(round_report, items)
+    return row[phase]["median_ms"] if row and phase in row else None
+
+
+def floor_value(round_report, items, phase):
+    """The phase's floor in this round (ms), or None."""
+    if phase not in FLOORS:
+        return None
+    trips, commits, sampled = FLOORS[phase]
+    row = size_row(round_report, items)
+    floor = (row or {}).get("floors", {}).get(sampled)
+    if not floor:
+        return None
+    commit = floor.get("commit", round_report.get("commit_floor"))
+    if commits and not commit:
+        return None
+    return trips * floor["roundtrip"]["median_ms"] + (commits * commit["median_ms"] if commits else 0)
+
+
+def multiple(round_report, items, phase):
+    value, floor = phase_value(round_report, items, phase), floor_value(round_report, items, phase)
+    return value / floor if value is not None and floor else None
+
+
+def memory_and_disk(name, items):
+    """The provider's RSS after the stores and its data on disk at `items`, medians over rounds."""
+    rows = [size_row(r, items) for r in rounds_of(name).values()]
+    rows = [row for row in rows if row]
+    if not rows:
+        return None
+    rss = spread(row.get("rss_kib") for row in rows)
+    after = spread(row.get("rss_kib_after_delete") for row in rows)
+    text = f"{name} RSS {rss['median'] / 1024:.1f} MiB after the stores" if rss else f"{name}"
+    if after:
+        text += f" ({after['median'] / 1024:.1f} after the deletes)"
+    data = spread(row.get("data_bytes") for row in rows)
+    if data:
+        wal = spread(row.get("journal_bytes") for row in rows)
+        text += f", data {data['median'] / 1024:.0f} KiB" + (f" (WAL {wal['median'] / 1024:.0f})" if wal and wal["median"] else "")
+    return text
+
+
+def plaintext(items):
+    return next(size_row(r, items)["plaintext_bytes"] for p in sized for r in rounds_of(p).values() if size_row(r, items))
 
 
 lines = []
@@ -53,76 +140,168 @@ def say(text=""):
     print(text)
 
 info = machine()
-say(f"machine: {info['cpu']}, {info['cores']} cores, Linux {info['kernel']}; {info['gnome_keyring']}; {info['date']}")
-if commit_floor:
-    say(f"floors: durable SQLite commit (WAL, synchronous=FULL) median {commit_floor['median_ms']:.3f} ms")
-for name, report in reports.items():
-    if "sizes" not in report:
-        continue
-    rt = report["roundtrip_floor"]["median_ms"]
-    say()
-    say(f"== {name}: D-Bus round trip median {rt:.3f} ms; started and unlocked in {report['startup_to_name_ms']} ms; "
-        f"unlock {fmt(report.get('unlock', {}).get('median_ms'))} ms")
-    say("items | " + " | ".join(f"{p} med/p99" for p in PHASES) + " | store first/last 100 med | RSS MiB (after delete) | data KiB (of which WAL; plain KiB)")
-    for row in report["sizes"]:
-        cells = [f"{fmt(row[p]['median_ms'])}/{fmt(row[p]['p99_ms'])}" if p in row else "-" for p in PHASES]
-        rss = row.get("rss_kib")
-        say(f"{row['items']} | " + " | ".join(cells)
-            + f" | {fmt(row['store_first_100']['median_ms'])}/{fmt(row['store_last_100']['median_ms'])}"
-            + f" | {fmt(rss / 1024 if rss else None)} ({fmt(after / 1024 if (after := row.get('rss_kib_after_delete')) else None)})"
-            + f" | {fmt((row.get('data_bytes') or 0) // 1024)} ({fmt((row.get('journal_bytes') or 0) // 1024)}; {row['plaintext_bytes'] // 1024})")
-    conc = report.get("concurrency", {})
-    if conc:
-        one, eight = conc.get("stores_per_second_1"), conc.get("stores_per_second_8")
-        say(f"stores/s: 1 client {fmt(one)}, 8 clients {fmt(eight)} ({fmt(eight / one if one else None)}x)")
-        for n in (1, 8):
-            busy = conc.get(f"cpu_busy_fraction_{n}")
-            if busy is not None:
-                say(f"  {n} client{'s' if n > 1 else ''}: machine CPUs {busy * 100:.0f}% busy; CPU per store "
-                    f"{fmt(conc.get(f'cpu_ms_per_store_{n}'))} ms in all processes, "
-                    f"{fmt(conc.get(f'provider_cpu_ms_per_store_{n}'))} ms in the provider")
+say(f"machine: {info['cpu']}, {info['cores']} cores, Linux {info['kernel']}; {info['gnome_keyring']}; "
+    f"KeePassXC {info['keepassxc']}; {info['date']}")
+summary = {"phases": {}, "cpu": {}, "floors": {}, "targets": {}}
+sized = [p for p in PROVIDERS if rounds_of(p)]
+for name in PROVIDERS:
+    for number, r in sorted(reports[name].get("rounds", {}).items()):
+        if "failed" in r:
+            say(f"{name}, round {number}: FAILED ({r['failed']})")
+if sized:
+    count = max(len(reports[p].get("rounds", {})) for p in sized)
+    orders = {}
+    for name in sized:
+        for number, r in reports[name].get("rounds", {}).items():
+            orders.setdefault(int(number), []).append((r.get("position", 0), name))
+    say(f"method: {count} round(s), each provider on its own private bus with a fresh HOME, one after the other, "
+        f"the order turning each round ({'; '.join(' '.join(n for _, n in sorted(o)) for _, o in sorted(orders.items()))}). "
+        "A figure is the median of the per-round medians, [min-max] of the per-round medians; 'x' is the multiple of "
+        "the phase's floor (taken per round, then the median over rounds).")
 
-summary = {}
-if "sizes" in reports.get("secretd", {}) and commit_floor:
-    s = reports["secretd"]
-    rt = s["roundtrip_floor"]["median_ms"]
-    store_floor = rt + commit_floor["median_ms"]
     say()
-    say(f"== secretd against its floors (store floor = 1 round trip + 1 commit = {store_floor:.3f} ms; lookup floor = 2 round trips = {2 * rt:.3f} ms)")
-    for row in s["sizes"]:
-        say(f"{row['items']}: store {row['store']['median_ms'] / store_floor:.2f}x floor, lookup {row['lookup']['median_ms'] / (2 * rt):.2f}x floor")
-    for mode, nw in no_work.items():
-        floor, lookup = nw["roundtrip_floor"]["median_ms"], nw["lookup"]["median_ms"]
-        say(f"a provider that does no work, answering {'on its GLib main loop' if mode == 'main-loop' else 'in GDBus’s thread'}: "
-            f"lookup {lookup:.3f} ms = {lookup / (2 * floor):.2f}x its floor (round trip {floor:.3f} ms)")
-    if "main-loop" in no_work:
-        ideal = no_work["main-loop"]["lookup"]["median_ms"]
-        say("secretd lookup / no-work main-loop lookup: "
-            + ", ".join(f"{row['items']}: {row['lookup']['median_ms'] / ideal:.2f}x" for row in s["sizes"]))
-    # Until the first checkpoint (about 4 MiB of writes) the items sit in the WAL itself.
-    in_file = [(row["items"], row["data_bytes"] - row["journal_bytes"]) for row in s["sizes"]
-               if row.get("data_bytes") and row.get("journal_bytes") is not None and row["data_bytes"] - row["journal_bytes"] > row["plaintext_bytes"]]
-    if in_file:
-        say("database file without its WAL (a fixed overhead, about 4 MiB) / plaintext: "
-            + ", ".join(f"{items}: {size / size_row(s, items)['plaintext_bytes']:.2f}x" for items, size in in_file))
-    first, last = s["sizes"][0], s["sizes"][-1]
-    say(f"flat in N: store {last['store']['median_ms'] / first['store']['median_ms']:.2f}x and lookup "
-        f"{last['lookup']['median_ms'] / first['lookup']['median_ms']:.2f}x from {first['items']} to {last['items']} items")
-    if "secretctl_get_process" in last:
-        say(f"secretctl get / secret-tool lookup (whole processes): "
-            f"{last['secretctl_get_process']['median_ms'] / last['secret_tool_lookup_process']['median_ms']:.2f}x")
-    if "sizes" in reports.get("gnome-keyring", {}):
-        g = reports["gnome-keyring"]
+    say("== floors on each provider's bus, ms (median [min-max] over rounds)")
+    say("provider | no-op round trip (floor service, on its main loop), next to the phases | at the start | "
+        "floor service Peer.Ping (GDBus's thread) | provider's own Peer.Ping (reference only) | "
+        "durable commit (SQLite WAL, synchronous=FULL), next to the phases | before the round")
+    say("(next to the phases: the spread is over every phase's floor in every round)")
+    for name in sized:
+        rs = rounds_of(name).values()
+        beside = [f for r in rs for s in r.get("sizes", []) for f in s.get("floors", {}).values()]
+        f = {"noop_phases": spread(f["roundtrip"]["median_ms"] for f in beside),
+             "noop": spread(r["floor_service"]["noop"]["median_ms"] for r in rs),
+             "ping": spread(r["floor_service"]["ping"]["median_ms"] for r in rs),
+             "provider_ping": spread(r.get("provider_ping", {}).get("median_ms") for r in rs),
+             "commit_phases": spread(f["commit"]["median_ms"] for f in beside if "commit" in f),
+             "commit": spread(r["commit_floor"]["median_ms"] for r in rs)}
+        summary["floors"][name] = f
+        say(f"{name} | {show(f['noop_phases'], 3)} | {show(f['noop'], 3)} | {show(f['ping'], 3)} | "
+            f"{show(f['provider_ping'], 3)} | {show(f['commit_phases'], 3)} | {show(f['commit'], 3)}")
+    say("phase floors: store and replace 1 round trip + 1 commit; lookup 2 round trips; delete (libsecret's clear) "
+        "2 round trips + 1 commit; library set 2 + 1 commit; library get 2. The round trip is the floor service's "
+        "no-op and the commit bench/commit-floor.py's, both timed right before and right after the phase; the round trips are libsecret's against secretd and gnome-keyring "
+        "(KeePassXC answers CreateItem and Delete with a prompt: libsecret then calls Prompt, makes 9 calls to the "
+        "bus daemon and waits for the Completed signal; COUNT_CALLS=yes bench/run.sh counts them, bench/README.md).")
+
+    sizes = sorted({s["items"] for p in sized for r in rounds_of(p).values() for s in r.get("sizes", [])})
+    for items in sizes:
         say()
-        say("== gnome-keyring median / secretd median (how many times faster secretd is; > 1 is faster)")
-        say("items | " + " | ".join(PHASES))
-        for row in g["sizes"]:
-            mine = size_row(s, row["items"])
-            if not mine:
-                continue
-            ratios = {p: row[p]["median_ms"] / mine[p]["median_ms"] for p in PHASES if p in row and p in mine}
-            summary[str(row["items"])] = {p: round(v, 2) for p, v in ratios.items()}
-            say(f"{row['items']} | " + " | ".join(fmt(ratios.get(p)) for p in PHASES))
+        say(f"== {items:,} items: ms, median [min-max] over rounds, then x its floor")
+        say("phase | " + " | ".join(sized) + " | secretd slower than a peer")
+        for phase in PHASES:
+            cells, row_summary = [], {}
+            for name in sized:
+                rs = rounds_of(name)
+                value = spread(phase_value(r, items, phase) for r in rs.values())
+                times = spread(multiple(r, items, phase) for r in rs.values())
+                floor = spread(floor_value(r, items, phase) for r in rs.values())
+                if value:
+                    row_summary[name] = {"ms": value, "floor_ms": floor, "floor_multiple": times}
+                digits = 1 if value and value["median"] >= 100 else 2
+                cells.append(show(value, digits) + (f" {times['median']:.2f}x" if times else ""))
+            flags = []
+            mine = row_summary.get("secretd")
+            if mine:
+                for peer, theirs in row_summary.items():
+                    if peer == "secretd":
+                        continue
+                    both = [n for n in rounds_of("secretd") if n in rounds_of(peer)]
+                    slower = sum(1 for n in both if (a := phase_value(rounds_of("secretd")[n], items, phase)) is not None
+                                 and (b := phase_value(rounds_of(peer)[n], items, phase)) is not None and a > b)
+                    if mine["ms"]["median"] > theirs["ms"]["median"]:
+                        flags.append(f"SLOWER than {peer} ({mine['ms']['median']:.2f} vs {theirs['ms']['median']:.2f}; "
+                                     f"in {slower}/{len(both)} rounds)")
+                    elif slower:
+                        flags.append(f"slower than {peer} in {slower}/{len(both)} rounds")
+                row_summary["secretd_slower_than"] = flags
+            if any(name in row_summary for name in sized):
+                summary["phases"].setdefault(str(items), {})[phase] = row_summary
+                say(f"{phase} | " + " | ".join(cells) + f" | {'; '.join(flags) or '-'}")
+        say("memory and disk: " + "; ".join(filter(None, (memory_and_disk(name, items) for name in sized)))
+            + f"; plaintext {plaintext(items) // 1024} KiB")
+
+    say()
+    say("== CPU per call: each provider's own user + system time (/proc/PID/stat, all its threads), ms, "
+        "median [min-max] over rounds")
+    say("provider | stores | CPU per store | lookups | CPU per lookup | floor service CPU per no-op (main loop) | "
+        "per Peer.Ping (GDBus's thread) | wall: store, lookup")
+    for name in sized:
+        rs = [r["cpu"] for r in rounds_of(name).values() if "cpu" in r]
+        if not rs:
+            continue
+        c = {"stores": rs[0]["stores"], "lookups": rs[0]["lookups"],
+             "store": spread(r.get("store_cpu_ms_per_call") for r in rs),
+             "lookup": spread(r.get("lookup_cpu_ms_per_call") for r in rs),
+             "floor_service": spread(r.get("floor_service_cpu_ms_per_call") for r in rs),
+             "floor_service_ping": spread(r.get("floor_service_ping_cpu_ms_per_call") for r in rs),
+             "store_wall": spread(r["store"]["median_ms"] for r in rs),
+             "lookup_wall": spread(r["lookup"]["median_ms"] for r in rs)}
+        summary["cpu"][name] = c
+        say(f"{name} | {c['stores']:,} | {show(c['store'], 3)} | {c['lookups']:,} | {show(c['lookup'], 3)} | "
+            f"{show(c['floor_service'], 3)} | {show(c['floor_service_ping'], 3)} | {show(c['store_wall'])}, {show(c['lookup_wall'])}")
+
+    if "secretd" in sized:
+        say()
+        say("== secretd against issue 20's targets")
+        targets = summary["targets"]
+        for phase, bound in FLOOR_TARGETS.items():
+            results = []
+            for items in sizes:
+                times = summary["phases"].get(str(items), {}).get(phase, {}).get("secretd", {}).get("floor_multiple")
+                if times:
+                    met = times["median"] <= bound
+                    targets[f"{phase}_{items}"] = {"target": f"<= {bound}x floor", "value": times, "met": met}
+                    results.append(f"{items:,}: {show(times, 2, 'x')} {'met' if met else 'NOT MET'}")
+            say(f"{phase} <= {bound}x its floor: " + ", ".join(results))
+        cpu = summary["cpu"].get("secretd")
+        if cpu:
+            for phase, bound in CPU_TARGETS.items():
+                if cpu[phase]:
+                    met = cpu[phase]["median"] <= bound
+                    targets[f"cpu_{phase}"] = {"target": f"<= {bound} ms", "value": cpu[phase], "met": met}
+                    say(f"CPU per {phase} <= {bound} ms: {show(cpu[phase], 3)} ms over {cpu[phase + 's']:,} calls: "
+                        f"{'met' if met else 'NOT MET'}")
+        slower = [f"{items} items {phase}: {'; '.join(row['secretd_slower_than'])}"
+                  for items, phases in summary["phases"].items() for phase, row in phases.items()
+                  if any(flag.startswith("SLOWER") for flag in row.get("secretd_slower_than", []))]
+        targets["no_phase_slower_than_a_peer"] = {"met": not slower, "slower": slower}
+        say("no phase slower than any peer: " + ("met" if not slower else "NOT MET: " + " | ".join(slower)))
+        for mode, nw in no_work.items():
+            floor, lookup = nw["roundtrip_floor"]["median_ms"], nw["lookup"]["median_ms"]
+            say(f"a provider that does no work, answering {'on its GLib main loop' if mode == 'main-loop' else 'in GDBus’s thread'}: "
+                f"lookup {lookup:.3f} ms = {lookup / (2 * floor):.2f}x its floor (no-op round trip {floor:.3f} ms, once before the rounds)")
+        s = {n: r for n, r in rounds_of("secretd").items()}
+        first, last = sizes[0], sizes[-1]
+        if first != last:
+            for phase in ("store", "lookup"):
+                ratios = spread(phase_value(r, last, phase) / phase_value(r, first, phase) for r in s.values()
+                                if phase_value(r, last, phase) and phase_value(r, first, phase))
+                say(f"flat in N: {phase} at {last:,} / at {first:,} items: {show(ratios, 2, 'x')}")
+        ratio = spread(phase_value(r, last, "secretctl_get_process") / phase_value(r, last, "secret_tool_lookup_process")
+                       for r in s.values() if phase_value(r, last, "secretctl_get_process") and phase_value(r, last, "secret_tool_lookup_process"))
+        if ratio:
+            say(f"secretctl get / secret-tool lookup (whole processes, {last:,} items): {show(ratio, 2, 'x')}")
+
+    say()
+    say("== the rest, per provider (unlock and the concurrent clients: round 1 only)")
+    for name in sized:
+        rs = rounds_of(name)
+        startup = spread(r.get("startup_to_name_ms") for r in rs.values())
+        first = rs.get(min(rs))
+        unlock = first.get("unlock", {}).get("median_ms")
+        say(f"{name}: start to name owned {show(startup, 0)} ms (unlock included); unlock "
+            f"{fmt(unlock) + ' ms' if unlock is not None else 'not measured (no unlock with a password over D-Bus)'}")
+        conc = first.get("concurrency", {})
+        if conc:
+            one, eight = conc.get("stores_per_second_1"), conc.get("stores_per_second_8")
+            say(f"  stores/s ({conc.get('stores_per_client', 300)} stores per client): 1 client {fmt(one)}, "
+                f"8 clients {fmt(eight)} ({fmt(eight / one if one else None)}x)")
+            for n in (1, 8):
+                busy = conc.get(f"cpu_busy_fraction_{n}")
+                if busy is not None:
+                    say(f"  {n} client{'s' if n > 1 else ''}: machine CPUs {busy * 100:.0f}% busy; CPU per store "
+                        f"{fmt(conc.get(f'cpu_ms_per_store_{n}'))} ms in all processes, "
+                        f"{fmt(conc.get(f'provider_cpu_ms_per_store_{n}'))} ms in the provider")
 
 def mib(kib):
     return "-" if kib is None else f"{kib / 1024:.1f}"
@@ -192,7 +371,7 @@ def memory_tables(reports):
 
 
 memory = memory_tables(reports)
-json.dump({"machine": info, "commit_floor": commit_floor, "no_work_provider": no_work, "providers": reports,
-           "gnome_keyring_over_secretd": summary, "memory_expectations": memory},
+json.dump({"machine": info, "no_work_provider": no_work, "providers": reports, "summary": summary,
+           "memory_expectations": memory},
           open(out, "w"), indent=1, sort_keys=True)
 print(f"\nJSON report: {out}")

@@ -4,6 +4,11 @@ import Foundation
 struct Samples {
     private(set) var values: [Double] = []
 
+    init(_ values: [Double] = []) { self.values = values }
+
+    /// Adds `other`'s samples to these.
+    mutating func add(_ other: Samples) { values += other.values }
+
     /// Times `body` and records it; returns its result.
     mutating func time<T>(_ body: () throws -> T) rethrows -> T {
         let start = DispatchTime.now().uptimeNanoseconds

@@ -4,8 +4,9 @@ import Keychain
 /// The phases `make bench` times, for each size N, starting from an empty keyring, through
 /// libsecret's own calls: store N, look up N in random order, search all and load all
 /// secrets, replace N/10, delete N. Also the Keychain library's set and get, the round-trip
-/// floor, whole-process lookups, the provider's memory and disk use, unlock, and concurrent
-/// storing clients.
+/// floor (a no-op call to ``FloorService`` right before each phase), whole-process lookups, the
+/// provider's memory and disk use, unlock, concurrent storing clients, and the provider's CPU
+/// per store and per lookup.
 struct Workload {
     let options: Options
     let service = "bench"
@@ -18,25 +19,114 @@ struct Workload {
     func run() throws -> [String: Any] {
         var report: [String: Any] = [:]
         try KeychainProvider.ping()  // opens the connection and session outside the timings
-        var floor = Samples()
-        for _ in 0..<500 { try floor.time { try KeychainProvider.ping() } }
-        report["roundtrip_floor"] = floor.summary
+        _ = try floor.samples(50)
+        // The provider's own Peer.Ping: a reference only; the floors are the floor service's.
+        var ping = Samples()
+        for _ in 0..<300 { try ping.time { try KeychainProvider.ping() } }
+        report["provider_ping"] = ping.summary
+        report["floor_service"] = ["noop": try floor.samples(500).summary, "ping": try floor.samples(500, ping: true).summary]
         report["rss_kib_start"] = rssKiB()
         var sizes: [[String: Any]] = []
         for size in options.sizes { sizes.append(try cycle(size)) }
         report["sizes"] = sizes
-        if let password = options.password { report["unlock"] = try unlock(password: password).summary }
-        report["concurrency"] = try concurrency()
+        // After the sizes' deletes the keyring is empty again: the CPU phase starts from none.
+        if options.cpuStores > 0 { report["cpu"] = try cpuPerCall(stores: options.cpuStores, lookups: options.cpuLookups) }
+        if options.extras {
+            if let password = options.password { report["unlock"] = try unlock(password: password).summary }
+            report["concurrency"] = try concurrency()
+        }
         report["rss_kib_end"] = rssKiB()
         return report
+    }
+
+    /// The floor service on the provider's bus (bench/run.sh starts it; ``FloorService``).
+    private let floor = FloorClient()
+    /// No-op round trips timed right before and right after each phase they are the floor of.
+    private let floorCalls = 100
+    /// Durable commits (bench/commit-floor.py) timed right before and right after each phase that writes.
+    private let floorCommits = 50
+
+    /// Runs `body`, a phase, between two runs of the floors: round trips to the floor service
+    /// and, for a phase that writes (`commits`) and when ``Options/commitFloor`` is set, durable
+    /// commits. Both runs go into `floors[name]` (`roundtrip` and `commit`), so that the floor
+    /// of a phase is measured next to it in time, and moves with the machine as it does.
+    private func withFloors(_ name: String, commits: Bool, into floors: inout [String: Any], _ body: () throws -> Void) throws {
+        var trips = try floor.samples(floorCalls)
+        var durable = commits ? try commitSamples() : nil
+        try body()
+        trips.add(try floor.samples(floorCalls))
+        if let more = commits ? try commitSamples() : nil { durable?.add(more) }
+        var result: [String: Any] = ["roundtrip": trips.summary]
+        if let durable { result["commit"] = durable.summary }
+        floors[name] = result
+    }
+
+    /// ``floorCommits`` durable commits from bench/commit-floor.py, in the directory given, or
+    /// nil without one.
+    private func commitSamples() throws -> Samples? {
+        guard let directory = options.commitFloorDirectory else { return nil }
+        let child = try Child([options.python, options.commitFloor, directory, "\(floorCommits)"])
+        let text = child.readLine()
+        guard child.waitForExit() == 0,
+            let report = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+            let values = report["samples_ms"] as? [Double]
+        else { throw BenchError("\(options.commitFloor) failed") }
+        return Samples(values)
+    }
+
+    /// The provider's own CPU time per store and per lookup (user + system, from
+    /// /proc/PID/stat) over `stores` new items and `lookups` lookups of them in random order,
+    /// and the floor service's CPU per call over as many calls as lookups, of its no-op (through
+    /// its main loop) and of `Peer.Ping` (GDBus's thread only): what GDBus alone costs a service
+    /// per call.
+    private func cpuPerCall(stores: Int, lookups: Int) throws -> [String: Any] {
+        let cpuService = "bench.cpu"
+        func attributes(_ index: Int) -> [String: String] { ["service": cpuService, "account": account(index)] }
+        var result: [String: Any] = ["stores": stores, "lookups": lookups]
+        progress("CPU per call: \(stores) stores")
+        var store = Samples()
+        let storesBefore = providerCPUSeconds()
+        for index in 0..<stores {
+            try store.time { try KeychainAttributes.libsecretStore(attributes(index), label: label(index), secret: Data(secret(index).utf8)) }
+        }
+        if let before = storesBefore, let after = providerCPUSeconds() {
+            result["store_cpu_ms_per_call"] = round3((after - before) * 1000 / Double(stores))
+        }
+        result["store"] = store.summary
+        progress("CPU per call: \(lookups) lookups")
+        var lookup = Samples()
+        let indices = (0..<lookups).map { _ in Int.random(in: 0..<stores) }
+        let lookupsBefore = providerCPUSeconds()
+        for index in indices {
+            let value = try lookup.time { try KeychainAttributes.libsecretLookup(attributes(index)) }
+            guard value == Data(secret(index).utf8) else { throw BenchError("lookup of \(account(index)) returned the wrong secret") }
+        }
+        if let before = lookupsBefore, let after = providerCPUSeconds() {
+            result["lookup_cpu_ms_per_call"] = round3((after - before) * 1000 / Double(lookups))
+        }
+        result["lookup"] = lookup.summary
+        if let floorPID = options.floorPID {
+            // The no-op through the main loop, as the floor; Peer.Ping in GDBus's thread alone.
+            for ping in [false, true] {
+                progress("CPU per call: \(lookups) \(ping ? "Peer.Ping" : "no-op") calls to the floor service")
+                let before = Self.cpuSeconds(pid: floorPID)
+                let calls = try floor.samples(lookups, ping: ping)
+                if let before, let after = Self.cpuSeconds(pid: floorPID) {
+                    result[ping ? "floor_service_ping_cpu_ms_per_call" : "floor_service_cpu_ms_per_call"] =
+                        round3((after - before) * 1000 / Double(lookups))
+                }
+                result[ping ? "ping" : "noop"] = calls.summary
+            }
+        }
+        return result
     }
 
     /// The round-trip floor and `count` lookups of item 0, timed as ``cycle(_:)`` times its
     /// lookups: what `make bench` runs against ``NoWorkProvider``.
     func lookupsOnly(count: Int) throws -> [String: Any] {
         for _ in 0..<50 { _ = try KeychainAttributes.libsecretLookup(attributes(0)) }  // session and proxies
-        var floor = Samples()
-        for _ in 0..<500 { try floor.time { try KeychainProvider.ping() } }
+        _ = try floor.samples(50)
+        let floor = try floor.samples(500)
         var lookup = Samples()
         for _ in 0..<count {
             let value = try lookup.time { try KeychainAttributes.libsecretLookup(attributes(0)) }
@@ -54,10 +144,13 @@ struct Workload {
     /// keyring and most clients make them), then a sample through the Keychain library.
     private func cycle(_ size: Int) throws -> [String: Any] {
         var result: [String: Any] = ["items": size]
+        var floors: [String: Any] = [:]
         progress("\(size): store")
         var store = Samples()
-        for index in 0..<size {
-            try store.time { try KeychainAttributes.libsecretStore(attributes(index), label: label(index), secret: Data(secret(index).utf8)) }
+        try withFloors("store", commits: true, into: &floors) {
+            for index in 0..<size {
+                try store.time { try KeychainAttributes.libsecretStore(attributes(index), label: label(index), secret: Data(secret(index).utf8)) }
+            }
         }
         result["store"] = store.summary
         result["store_first_100"] = store.slice(first: true, 100).summary
@@ -69,9 +162,11 @@ struct Workload {
 
         progress("\(size): lookup")
         var lookup = Samples()
-        for index in (0..<size).shuffled() {
-            let value = try lookup.time { try KeychainAttributes.libsecretLookup(attributes(index)) }
-            guard value == Data(secret(index).utf8) else { throw BenchError("lookup of \(account(index)) returned the wrong secret") }
+        try withFloors("lookup", commits: false, into: &floors) {
+            for index in (0..<size).shuffled() {
+                let value = try lookup.time { try KeychainAttributes.libsecretLookup(attributes(index)) }
+                guard value == Data(secret(index).utf8) else { throw BenchError("lookup of \(account(index)) returned the wrong secret") }
+            }
         }
         result["lookup"] = lookup.summary
 
@@ -79,10 +174,12 @@ struct Workload {
         let keychain = try Keychain(service: "bench.library")
         var librarySet = Samples()
         var libraryGet = Samples()
-        for index in 0..<200 {
-            try librarySet.time { try keychain.set(secret(index), for: account(index)) }
-            let value = try libraryGet.time { try keychain.string(for: account(index)) }
-            guard value == secret(index) else { throw BenchError("the library read back the wrong secret") }
+        try withFloors("library", commits: true, into: &floors) {
+            for index in 0..<200 {
+                try librarySet.time { try keychain.set(secret(index), for: account(index)) }
+                let value = try libraryGet.time { try keychain.string(for: account(index)) }
+                guard value == secret(index) else { throw BenchError("the library read back the wrong secret") }
+            }
         }
         _ = try keychain.removeAll()
         result["keychain_set"] = librarySet.summary
@@ -98,32 +195,39 @@ struct Workload {
 
         progress("\(size): search all")
         var searchAll = Samples()
-        for _ in 0..<(size <= 3000 ? 3 : 1) {
-            let found = try searchAll.time {
-                try KeychainAttributes.search(["service": service], unlock: false, loadSecrets: true)
-            }
-            guard found.count == size, found.allSatisfy({ $0.secret != nil }) else {
-                throw BenchError("search all found \(found.count) of \(size) items")
+        try withFloors("search_all", commits: false, into: &floors) {
+            for _ in 0..<(size <= 3000 ? 3 : 1) {
+                let found = try searchAll.time {
+                    try KeychainAttributes.search(["service": service], unlock: false, loadSecrets: true)
+                }
+                guard found.count == size, found.allSatisfy({ $0.secret != nil }) else {
+                    throw BenchError("search all found \(found.count) of \(size) items")
+                }
             }
         }
         result["search_all_load_secrets"] = searchAll.summary
 
         progress("\(size): replace")
         var replace = Samples()
-        for index in (0..<size).shuffled().prefix(max(1, size / 10)) {
-            try replace.time {
-                try KeychainAttributes.libsecretStore(attributes(index), label: label(index), secret: Data(secret(index, round: 1).utf8))
+        try withFloors("replace", commits: true, into: &floors) {
+            for index in (0..<size).shuffled().prefix(max(1, size / 10)) {
+                try replace.time {
+                    try KeychainAttributes.libsecretStore(attributes(index), label: label(index), secret: Data(secret(index, round: 1).utf8))
+                }
             }
         }
         result["replace"] = replace.summary
 
         progress("\(size): delete")
         var delete = Samples()
-        for index in 0..<size {
-            let removed = try delete.time { try KeychainAttributes.libsecretClear(attributes(index)) }
-            guard removed else { throw BenchError("\(account(index)) was not there to delete") }
+        try withFloors("delete", commits: true, into: &floors) {
+            for index in 0..<size {
+                let removed = try delete.time { try KeychainAttributes.libsecretClear(attributes(index)) }
+                guard removed else { throw BenchError("\(account(index)) was not there to delete") }
+            }
         }
         result["delete"] = delete.summary
+        result["floors"] = floors
         result["rss_kib_after_delete"] = rssKiB()
         return result
     }
@@ -139,12 +243,12 @@ struct Workload {
     }
 
     /// Stores per second of one client, and of eight clients (separate processes, so separate
-    /// connections) storing at once; with how busy the machine's CPUs were and the CPU time
+    /// connections) storing at once, each storing ``Options/concurrencyStores`` new items; with how busy the machine's CPUs were and the CPU time
     /// one store took, in the provider and in all processes, which tell whether more clients
     /// could have gone faster.
     private func concurrency() throws -> [String: Any] {
-        let perClient = 300
-        var result: [String: Any] = [:]
+        let perClient = options.concurrencyStores
+        var result: [String: Any] = ["stores_per_client": perClient]
         for clients in [1, 8] {
             progress("concurrency: \(clients) clients")
             // Every client starts, connects and stores once before the clock starts; then all
@@ -188,8 +292,12 @@ struct Workload {
 
     /// CPU seconds the provider has used (user and system), when its pid was given.
     private func providerCPUSeconds() -> Double? {
-        guard let pid = options.providerPID,
-            let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        options.providerPID.flatMap(Self.cpuSeconds(pid:))
+    }
+
+    /// CPU seconds process `pid` has used, all its threads, user and system (/proc/PID/stat).
+    private static func cpuSeconds(pid: Int32) -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let end = stat.lastIndex(of: ")")
         else { return nil }
         // After "pid (comm)": state is field 3, utime and stime are fields 14 and 15.
