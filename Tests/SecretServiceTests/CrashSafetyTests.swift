@@ -10,18 +10,24 @@ import Testing
 @Suite struct CrashSafetyTests {
     /// One writer: a shell loop over its own keys that logs `start KEY VALUE` before each
     /// secret-tool call and `ack KEY VALUE` after it succeeded (`-` as the value: a delete).
+    ///
+    /// Told to stop (SIGTERM), it ends its secret-tool and waits for it first: a secret-tool
+    /// left running would write into the next round, after its round's checks (under load it
+    /// can still be starting when secretd comes back).
     static let writer = #"""
         #!/bin/sh
-        log="$1"; name="$2"; n=0
+        log="$1"; name="$2"; n=0; tool=
+        trap '[ -n "$tool" ] && kill "$tool" 2>/dev/null; wait; exit 0' TERM
         while :; do
             n=$((n + 1)); key="$name-$((n % 5))"
             if [ $((n % 4)) = 0 ]; then
                 echo "start $key -" >>"$log"
-                secret-tool clear writer "$name" key "$key" && echo "ack $key -" >>"$log"
+                secret-tool clear writer "$name" key "$key" & tool=$!
+                wait "$tool" && echo "ack $key -" >>"$log"
             else
                 echo "start $key v$n" >>"$log"
-                printf %s "v$n" | secret-tool store --label="$key" writer "$name" key "$key" \
-                    && echo "ack $key v$n" >>"$log"
+                printf %s "v$n" | secret-tool store --label="$key" writer "$name" key "$key" & tool=$!
+                wait "$tool" && echo "ack $key v$n" >>"$log"
             fi
         done
         """#
@@ -85,7 +91,12 @@ import Testing
                     let found = try fixture.run(["secret-tool", "lookup", "writer", "w\(writer)", "key", key])
                     let value = found.status == 0 ? found.text : "-"
                     let allowed = [expected[key] ?? "-", inFlight[key]].compactMap { $0 }
-                    #expect(allowed.contains(value), "round \(round): \(key) is \(value), expected one of \(allowed)")
+                    if !allowed.contains(value) {
+                        let all = try fixture.run(["secret-tool", "search", "--all", "writer", "w\(writer)", "key", key])
+                        let logLines = logs.flatMap { ((try? String(contentsOf: $0, encoding: .utf8)) ?? "").split(separator: "\n") }
+                            .filter { $0.contains(" \(key) ") }
+                        Issue.record("round \(round): \(key) is \(value), expected one of \(allowed); items: \(all.text) \(all.errorOutput); log: \(logLines)")
+                    }
                     if value != expected[key] ?? "-" { expected[key] = value }  // the in-flight one landed
                 }
             }
