@@ -28,7 +28,7 @@ extension Daemon {
             }
         case "Delete":
             do {
-                try store.deleteItem(item)
+                try store.deleteItem(item, in: collection, key: key)
                 announceDeleted(item, in: collection)
                 return .success(.tuple([.objectPath(ObjectPaths.none)]))
             } catch {

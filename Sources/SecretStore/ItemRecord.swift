@@ -17,11 +17,11 @@ extension Store {
 }
 
 extension Store.ItemRecord {
-    /// The columns a record is read from: every column of `items` but the sealed contents and
-    /// the index keys, which are read only when needed (a search reads thousands of records).
+    /// The columns a record is read from: every column of `items` but the sealed contents,
+    /// which are read only when needed (a search reads thousands of records).
     /// A column added to `items` is read here too, so the record's decoder must take it (a
     /// test checks).
-    package static let columns = Selection<ItemColumn>(allBut: [.sealed, .attributeKeys])
+    package static let columns = Selection<ItemColumn>(allBut: [.sealed])
 
     /// The record of a row of ``columns``. A time before 1970 (only a damaged or edited file
     /// holds one) reads as 1970.
@@ -29,6 +29,6 @@ extension Store.ItemRecord {
         self.init(
             id: row.integer(.id) ?? 0, collectionID: row.integer(.collectionID) ?? 0,
             created: UInt64(clamping: row.integer(.created) ?? 0), modified: UInt64(clamping: row.integer(.modified) ?? 0),
-            accessGroup: row.text(.accessGroup))
+            accessGroup: StoredAccessGroup.group(row.text(.accessGroup)))
     }
 }

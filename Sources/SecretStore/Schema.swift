@@ -7,6 +7,8 @@
 // order: an added column comes last), and, if a record holds it, its field and its line in
 // that record's decoder (ItemRecord.swift, CollectionRecord.swift).
 
+import KeychainCore
+
 /// The columns of `collections`: one row per collection, with its wrapped master key.
 package enum CollectionColumn: Int, TableColumn {
     /// The database id.
@@ -80,10 +82,9 @@ package enum ItemColumn: Int, TableColumn {
     case modified
     /// Label, attributes and secret, sealed with the collection's master key (ItemContents).
     case sealed
-    /// The access group, in the clear so it is enforced while locked (schema version 2).
+    /// The access group, in the clear so it is enforced while locked (schema version 2), as
+    /// ``StoredAccessGroup`` writes it.
     case accessGroup
-    /// The item's keys in `attribute_index`, concatenated (schema version 3).
-    case attributeKeys
 
     package static let table = "items"
 
@@ -95,9 +96,40 @@ package enum ItemColumn: Int, TableColumn {
         case .modified: ("modified", "INTEGER")
         case .sealed: ("sealed", "BLOB")
         case .accessGroup: ("access_group", "TEXT")
-        case .attributeKeys: ("attribute_keys", "BLOB")
         }
     }
+}
+
+/// How `items.access_group` holds an item's group (schema version 4): NULL for `default`,
+/// the group of nearly every item, so it takes no space; the empty text (never a group's name)
+/// for an item from before version 2, whose group is unknown until its collection is next
+/// unlocked; any other group by its name.
+package enum StoredAccessGroup {
+    /// The column's value for `group` (nil: unknown).
+    static func value(_ group: String?) -> Database.Value {
+        switch group {
+        case nil: .text("")
+        case AccessGroupNames.defaultGroup: .null
+        case let name?: .text(name)
+        }
+    }
+
+    /// The group a column value stands for (nil: unknown).
+    static func group(_ value: String?) -> String? {
+        switch value {
+        case nil: AccessGroupNames.defaultGroup
+        case "": nil
+        case let name?: name
+        }
+    }
+
+    /// The SQL condition on `column` that holds for the items of `group`, with its value.
+    static func condition(_ column: String, isIn group: String) -> (sql: String, values: [Database.Value]) {
+        group == AccessGroupNames.defaultGroup ? ("\(column) IS NULL", []) : ("\(column) = ?", [.text(group)])
+    }
+
+    /// The SQL condition on `column` that holds for items whose group is unknown.
+    static func unknownCondition(_ column: String) -> String { "\(column) = ''" }
 }
 
 /// The columns of `attribute_index`: the search index, one row per attribute of each item.

@@ -287,8 +287,9 @@ public final class Store {
             values.append(.integer(collection.id))
         }
         if let group {
-            query.sql += " AND i.access_group = ?"
-            values.append(.text(group))
+            let condition = StoredAccessGroup.condition("i.access_group", isIn: group)
+            query.sql += " AND " + condition.sql
+            values += condition.values
         }
         query.sql += " ORDER BY i.id"
         return try database.rows(query, values, ItemRecord.init)
@@ -395,19 +396,20 @@ public final class Store {
         try database.transaction { () throws(StoreError) in
             for item in pending {
                 let group = try readItem(item, in: collection, key: key).accessGroup
-                try database.update([ItemColumn.accessGroup: .text(group)], where: .id, is: .integer(item.id))
+                try database.update([ItemColumn.accessGroup: StoredAccessGroup.value(group)], where: .id, is: .integer(item.id))
             }
         }
         return pending.count
     }
 
     private static let itemsWithoutGroup = Query(
-        ItemRecord.columns, "FROM items WHERE collection_id = ? AND access_group IS NULL")
+        ItemRecord.columns, "FROM items WHERE collection_id = ? AND " + StoredAccessGroup.unknownCondition("access_group"))
 
-    /// Deletes an item with its index entries.
-    public func deleteItem(_ item: ItemRecord) throws(StoreError) {
+    /// Deletes an item of `collection` with its index entries, which its attributes, opened
+    /// with the collection's master `key`, name.
+    public func deleteItem(_ item: ItemRecord, in collection: CollectionRecord, key: SecureBytes) throws(StoreError) {
         try database.transaction { () throws(StoreError) in
-            try removeIndexEntries(of: item.id)
+            try removeIndexEntries(of: item, in: collection, key: key)
             try database.run("DELETE FROM items WHERE id = ?", [.integer(item.id)])
         }
     }
@@ -426,28 +428,38 @@ public final class Store {
                 try Gcrypt.seal(bytes, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
             }
         }
-        if replacing { try removeIndexEntries(of: item.id) }
-        let keys = contents.attributes.map { Self.attributeKey(name: $0.key, value: $0.value) }
+        if replacing { try removeIndexEntries(of: item, in: collection, key: key) }
         try database.update(
-            [ItemColumn.sealed: .blob(sealed), .modified: .integer(Int64(modified)), .accessGroup: .text(contents.accessGroup),
-             .attributeKeys: .blob(keys.flatMap { $0 })],
+            [ItemColumn.sealed: .blob(sealed), .modified: .integer(Int64(modified)),
+             .accessGroup: StoredAccessGroup.value(contents.accessGroup)],
             where: .id, is: .integer(item.id))
-        for key in keys {
-            try database.insert([IndexColumn.hash: .blob(key), .itemID: .integer(item.id)], onConflict: .ignore)
+        for (name, value) in contents.attributes {
+            try database.insert(
+                [IndexColumn.hash: .blob(Self.attributeKey(name: name, value: value)), .itemID: .integer(item.id)],
+                onConflict: .ignore)
         }
     }
 
-    /// Removes the index entries an item's `attribute_keys` lists.
-    private func removeIndexEntries(of id: Int64) throws(StoreError) {
-        let found = try database.firstRow(Self.indexKeys, [.integer(id)]) { $0.blob(.attributeKeys) }
-        guard let found, let keys = found, !keys.isEmpty else { return }
-        for start in stride(from: 0, to: keys.count, by: Self.attributeKeySize) {
-            let key = Array(keys[start..<min(start + Self.attributeKeySize, keys.count)])
-            try database.run("DELETE FROM attribute_index WHERE hash = ? AND item_id = ?", [.blob(key), .integer(id)])
+    /// Removes an item's index entries: those of the attributes its sealed contents hold or,
+    /// when they do not open (a damaged row), every entry naming it, found by a scan.
+    private func removeIndexEntries(of item: ItemRecord, in collection: CollectionRecord, key: SecureBytes)
+        throws(StoreError)
+    {
+        let attributes: [String: String]
+        do {
+            attributes = try readItem(item, in: collection, key: key).attributes
+        } catch .notFound {
+            return
+        } catch {
+            try database.run("DELETE FROM attribute_index WHERE item_id = ?", [.integer(item.id)])
+            return
+        }
+        for (name, value) in attributes {
+            try database.run(
+                "DELETE FROM attribute_index WHERE hash = ? AND item_id = ?",
+                [.blob(Self.attributeKey(name: name, value: value)), .integer(item.id)])
         }
     }
-
-    private static let indexKeys = Query(Selection<ItemColumn>([.attributeKeys]), "FROM items WHERE id = ?")
 
     private func wrap(
         _ masterKey: SecureBytes, password: SecureBytes, salt: [UInt8], parameters: KDFParameters, uuid: [UInt8]

@@ -111,7 +111,7 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(!moved())
         _ = try store.updateItem(item, in: login, key: key, contents: contents("l2", ["a": "1"], "s"))
         #expect(moved())
-        try store.deleteItem(item)
+        try store.deleteItem(item, in: login, key: key)
         #expect(moved())
     }
 
@@ -149,7 +149,7 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(try store.search([:], in: other).map(\.id) == [c.id])
         _ = try store.updateItem(a, in: login, key: key, contents: contents("a", ["service": "web"], "1"))
         #expect(try store.search(["service": "mail"], in: login).map(\.id) == [b.id])
-        try store.deleteItem(b)
+        try store.deleteItem(b, in: login, key: key)
         #expect(try store.search(["service": "mail"], in: login).isEmpty)
         try store.deleteCollection(other)
         #expect(try store.search(["service": "mail"]).isEmpty)
@@ -157,6 +157,14 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         let database = try Database(path: store.databaseURL.path)
         #expect(try database.rows("SELECT hash FROM attribute_index WHERE item_id = ?", [.integer(a.id)]).count == 1)
         #expect(try database.rows("SELECT 1 FROM attribute_index WHERE item_id NOT IN (SELECT id FROM items)").isEmpty)
+
+        // An item whose sealed contents no longer open (a damaged row) is still deleted whole:
+        // its index entries are found by a scan.
+        let damaged = try store.createItem(in: login, key: key, contents: contents("d", ["service": "d", "n": "1"], "4"))
+        try database.run("UPDATE items SET sealed = x'00' WHERE id = ?", [.integer(damaged.id)])
+        try store.deleteItem(damaged, in: login, key: key)
+        #expect(try database.rows("SELECT 1 FROM attribute_index WHERE item_id = ?", [.integer(damaged.id)]).isEmpty)
+        #expect(try store.item(id: damaged.id) == nil)
     }
 
     @Test("search picks the rare attribute to drive the query and still matches exactly")
@@ -207,14 +215,19 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(throws: StoreError.corrupted("authentication failed")) { try store.readItem(first, in: login, key: key) }
     }
 
-    @Test("item contents decode from both formats; the current one is smaller; bad ones are refused")
-    func contentsFormats() throws {
+    @Test("item contents decode from every format; each is smaller than the one before; bad ones are refused",
+          arguments: ["application/octet-stream", "text/plain", "", "text/plain; charset=utf-8"])
+    func contentsFormats(contentType: String) throws {
         let original = ItemContents(label: "Lábel", attributes: ["service": "s", "account": "ä"],
-                                    secret: SecureBytes([0, 1, 2, 255]), contentType: "application/octet-stream")
+                                    secret: SecureBytes([0, 1, 2, 255]), contentType: contentType)
         let fixed = original.encoded(format: .fixedLengths)
-        let varint = original.encoded()
+        let varint = original.encoded(format: .varintLengths)
+        let compact = original.encoded()
         #expect(varint.count + 23 == fixed.count)  // 7 lengths and the count: 4 bytes each against 1, plus the format byte
-        for encoded in [fixed, varint] {
+        // Format 3: no secret length, and a common content type in its one byte.
+        let common = ItemContents.commonContentTypes.contains(contentType)
+        #expect(compact.count == varint.count - 1 - (common ? contentType.utf8.count : 0))
+        for encoded in [fixed, varint, compact] {
             let decoded = try ItemContents.decode(encoded)
             #expect(decoded.label == original.label && decoded.attributes == original.attributes)
             #expect(decoded.contentType == original.contentType && decoded.secret.constantTimeEquals(original.secret))
@@ -227,6 +240,12 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         }
         #expect(throws: StoreError.corrupted("item is truncated")) { try ItemContents.decode(SecureBytes([2, 5, 0x61])) }
         #expect(throws: StoreError.corrupted("item is truncated")) { try ItemContents.decode(SecureBytes([])) }
+        // Format 3: a content type text longer than what follows; an attribute cut short.
+        #expect(throws: StoreError.corrupted("item is truncated")) { try ItemContents.decode(SecureBytes([3, 0, 9, 0x61])) }
+        #expect(throws: StoreError.corrupted("item is truncated")) { try ItemContents.decode(SecureBytes([3, 0, 0, 1, 3, 0x61])) }
+        // An empty secret in format 3 is the end of the bytes.
+        #expect(try ItemContents.decode(SecureBytes([3, 0, 1, 0])).secret.count == 0)
+        #expect(try ItemContents.decode(SecureBytes([3, 0, 1, 0])).contentType == "application/octet-stream")
     }
 
     @Test("a database with a negative schema version is refused, not migrated from step -1")
