@@ -123,10 +123,20 @@ def memory_and_disk(name, items):
     text = f"{name} RSS {rss['median'] / 1024:.1f} MiB after the stores" if rss else f"{name}"
     if after:
         text += f" ({after['median'] / 1024:.1f} after the deletes)"
+    before = spread(row.get("rss_kib_before_search_all") for row in rows)
+    peak = spread(row.get("rss_kib_search_all_peak") for row in rows)
+    settled = spread(row.get("rss_kib_after_search_all") for row in rows)
+    if before and settled:
+        text += (f", search all: {before['median'] / 1024:.1f} MiB before"
+                 + (f", {peak['median'] / 1024:.1f} at its peak" if peak else "")
+                 + f", {settled['median'] / 1024:.1f} settled after ({(settled['median'] / before['median'] - 1) * 100:+.0f}%)")
     data = spread(row.get("data_bytes") for row in rows)
     if data:
         wal = spread(row.get("journal_bytes") for row in rows)
         text += f", data {data['median'] / 1024:.0f} KiB" + (f" (WAL {wal['median'] / 1024:.0f})" if wal and wal["median"] else "")
+        if wal and wal["median"] is not None:
+            file = data["median"] - wal["median"]
+            text += f", the database file {file / 1024:.0f} KiB = {file / plaintext(items):.2f}x the plaintext"
     return text
 
 

@@ -9,7 +9,7 @@ extension Daemon {
     /// Answers one request; its writes are committed before the reply goes out, so a login
     /// keyring re-wrapped under a new password is on disk when `passwd` finishes.
     func handleLoginControl(_ request: LoginControlRequest) -> LoginControlResult {
-        lastActivity = Date()  // a login is use: lock-after-idle counts from here
+        lastActivity = clock()  // a login is use: lock-after-idle counts from here
         let result: LoginControlResult
         switch request {
         case .ping: return .ok

@@ -57,8 +57,10 @@ public final class Daemon: BusHandler {
     private var nextPromptID = 1
     /// The waits after wrong passwords.
     var passwordThrottle: PasswordThrottle
-    /// When a client last called the daemon (for `lock-after-idle`).
-    var lastActivity = Date()
+    /// The clock the waits after wrong passwords and `lock-after-idle` are measured on.
+    let clock: () -> Date
+    /// When a client last called the daemon (for `lock-after-idle`), on ``clock``.
+    var lastActivity: Date
     /// Clients identified so far, by unique bus name (forgotten when they disconnect).
     var callers: [String: Caller] = [:]
     /// Method calls of clients being identified, run once the bus has said who they are.
@@ -87,13 +89,15 @@ public final class Daemon: BusHandler {
 
     /// Opens the store (refusing a damaged or newer one) and prepares the session collection.
     public convenience init(options: Options) throws(StoreError) {
-        try self.init(options: options, passwordClock: PasswordClock.now)
+        try self.init(options: options, clock: PasswordClock.now)
     }
 
-    /// The same, with the waits after wrong passwords on `passwordClock` (in-process tests).
-    init(options: Options, passwordClock: @escaping () -> Date) throws(StoreError) {
+    /// The same, on `clock` (in-process tests move it by hand).
+    init(options: Options, clock: @escaping () -> Date) throws(StoreError) {
         self.options = options
-        passwordThrottle = PasswordThrottle(now: passwordClock)
+        self.clock = clock
+        lastActivity = clock()
+        passwordThrottle = PasswordThrottle(now: clock)
         store = try Store(directory: options.dataDirectory)
         try resetSessionCollection()
         // A bad policy at start leaves the empty one: named groups are closed to everyone.
@@ -200,13 +204,19 @@ public final class Daemon: BusHandler {
 
     /// Checks once a second whether the daemon has been idle for `lock-after-idle` seconds.
     private func scheduleIdleLock() {
-        let limit = options.configuration.lockAfterIdle
-        guard limit > 0 else { return }
+        guard options.configuration.lockAfterIdle > 0 else { return }
         MainLoop.after(seconds: 1) { [weak self] in
             guard let self else { return }
-            if Date().timeIntervalSince(self.lastActivity) >= Double(limit) { self.lockAll(reason: "after \(limit) s idle") }
+            self.lockIfIdle()
             self.scheduleIdleLock()
         }
+    }
+
+    /// Locks every keyring when no call or login came for `lock-after-idle` seconds (0: never).
+    func lockIfIdle() {
+        let limit = options.configuration.lockAfterIdle
+        guard limit > 0, clock().timeIntervalSince(lastActivity) >= Double(limit) else { return }
+        lockAll(reason: "after \(limit) s idle")
     }
 
     /// Locks every unlocked keyring except the session one.
@@ -309,7 +319,7 @@ public final class Daemon: BusHandler {
     // MARK: - BusHandler
 
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
-        lastActivity = Date()
+        lastActivity = clock()
         // Every call comes from an identified client of this user; others are refused here.
         if case .failure(let refusal) = caller(call.sender) { return .failure(refusal) }
         switch (ObjectPaths.parse(call.path), call.interface) {

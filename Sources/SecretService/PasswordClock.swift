@@ -2,7 +2,7 @@ import FoundationEssentials
 import Glibc
 import KeychainCore
 
-/// The clock the waits after wrong passwords are measured on.
+/// The clock the waits after wrong passwords, and `lock-after-idle`, are measured on.
 ///
 /// Release builds read the system clock and nothing else. Debug builds, which the tests run,
 /// add the number of seconds written in the file named by ``TestHooks/passwordClockOffsetFile``

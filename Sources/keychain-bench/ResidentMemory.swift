@@ -75,6 +75,34 @@ struct ResidentMemory {
         return since
     }
 
+    /// Starts reading it every 20 ms in the background, until ``PeakWatch/stop()``.
+    func watchPeak() -> PeakWatch { PeakWatch(self) }
+
+    /// The highest reading while it watches.
+    final class PeakWatch: @unchecked Sendable {
+        private let lock = NSLock()
+        private var peak = 0
+        private var stopped = false
+        private let done = DispatchSemaphore(value: 0)
+
+        fileprivate init(_ memory: ResidentMemory) {
+            Thread.detachNewThread { [self] in
+                while !lock.withLock({ stopped }), let kib = memory.kib() {
+                    lock.withLock { peak = max(peak, kib) }
+                    Thread.sleep(forTimeInterval: 0.02)
+                }
+                done.signal()
+            }
+        }
+
+        /// Stops watching; the highest reading (KiB).
+        func stop() -> Int {
+            lock.withLock { stopped = true }
+            done.wait()
+            return lock.withLock { peak }
+        }
+    }
+
     /// Seconds on a monotonic clock.
     static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 }

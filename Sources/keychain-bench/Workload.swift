@@ -194,6 +194,10 @@ struct Workload {
             [options.secretTool, "lookup", "service", service, "account", probe], expect: secret(size / 2)).summary
 
         progress("\(size): search all")
+        // RSS settled before the search, at its peak, and settled again after it: the memory a
+        // search that loads every secret takes should be given back once it is over.
+        result["rss_kib_before_search_all"] = settledRSSKiB(deadline: 5)
+        let peakWatch = options.providerPID.map { ResidentMemory(pid: $0).watchPeak() }
         var searchAll = Samples()
         try withFloors("search_all", commits: false, into: &floors) {
             for _ in 0..<(size <= 3000 ? 3 : 1) {
@@ -206,6 +210,8 @@ struct Workload {
             }
         }
         result["search_all_load_secrets"] = searchAll.summary
+        result["rss_kib_search_all_peak"] = peakWatch?.stop()
+        result["rss_kib_after_search_all"] = settledRSSKiB(deadline: 10)
 
         progress("\(size): replace")
         var replace = Samples()
@@ -346,6 +352,11 @@ struct Workload {
     /// The provider's resident memory in KiB, when its pid was given.
     private func rssKiB() -> Int? {
         options.providerPID.flatMap { ResidentMemory(pid: $0).kib() }
+    }
+
+    /// ``rssKiB()`` once it has settled (or after `deadline` seconds).
+    private func settledRSSKiB(deadline: Double) -> Int? {
+        options.providerPID.flatMap { ResidentMemory(pid: $0).settled(deadline: deadline).kib }
     }
 
     /// The bytes of every file under the provider's data directory; with `journalOnly`, of

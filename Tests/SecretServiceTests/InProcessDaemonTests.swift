@@ -67,11 +67,12 @@ import Testing
         static let service = SecretServiceNames.Path.service
         static let login = SecretServiceNames.Path.collection("login")
 
-        init(password: String = "right") throws {
+        init(password: String = "right", configuration: Configuration = Configuration()) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("inprocess-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let clock = self.clock
-            daemon = try Daemon(options: Daemon.Options(dataDirectory: directory, kdf: .testing), passwordClock: { clock.now })
+            daemon = try Daemon(
+                options: Daemon.Options(dataDirectory: directory, kdf: .testing, configuration: configuration), clock: { clock.now })
             try daemon.unlockLogin(password: SecureBytes(Array(password.utf8)))
             daemon.serve(on: endpoint)
         }
@@ -157,6 +158,35 @@ import Testing
         fixture.clock.now += 0.5
         #expect(throws: Never.self) { try unlock("right").get() }
         #expect(fixture.endpoint.lockedAnnouncements(Fixture.login) == [true, false])
+    }
+
+    @Test("lock-after-idle counts from the last call or login, on the daemon's clock")
+    func idleLock() throws {
+        var configuration = Configuration()
+        configuration.lockAfterIdle = 3
+        let fixture = try Fixture(configuration: configuration)
+        defer { fixture.remove() }
+        func locked() -> Bool { fixture.endpoint.lockedAnnouncements(Fixture.login).last == true }
+        fixture.clock.now += 2.9
+        fixture.daemon.lockIfIdle()
+        #expect(!locked())
+        // A call is activity: the 3 s start again from it.
+        _ = try fixture.openSession()
+        fixture.clock.now += 2.9
+        fixture.daemon.lockIfIdle()
+        #expect(!locked())
+        fixture.clock.now += 0.1
+        fixture.daemon.lockIfIdle()
+        #expect(fixture.endpoint.lockedAnnouncements(Fixture.login) == [true])
+        // A login unlocks it, and counts as activity too: it does not lock again at once.
+        #expect(fixture.daemon.handleLoginControl(.unlock(password: SecureBytes(Array("right".utf8)))) == .ok)
+        #expect(fixture.endpoint.lockedAnnouncements(Fixture.login) == [true, false])
+        fixture.clock.now += 1.5
+        fixture.daemon.lockIfIdle()
+        #expect(!locked())
+        fixture.clock.now += 1.5
+        fixture.daemon.lockIfIdle()
+        #expect(fixture.endpoint.lockedAnnouncements(Fixture.login) == [true, false, true])
     }
 
     @Test("the throttle doubles each source's wait up to 60 s, and the right password clears both sources")

@@ -140,24 +140,6 @@ import Testing
         daemon.stop()
     }
 
-    @Test("a login counts as activity: lock-after-idle does not lock the keyring it just unlocked")
-    func loginIsActivity() throws {
-        let fixture = try SecretdFixture()
-        try fixture.writeConfiguration("lock-after-idle = 3\n")
-        let daemon = try fixture.start()
-        // Idle past the limit: locked (the check runs once a second).
-        var waited = 0.0
-        while try !Self.isLocked(fixture), waited < 10 {
-            Thread.sleep(forTimeInterval: 0.5)
-            waited += 0.5
-        }
-        #expect(try Self.isLocked(fixture))
-        #expect(try Self.send(fixture, [Self.unlock("login-password")]) == ["0"])
-        Thread.sleep(forTimeInterval: 1.5)  // two idle checks, well inside the 3 s since the login
-        #expect(try !Self.isLocked(fixture))
-        daemon.stop()
-    }
-
     @Test("the protocol's password limit is the one secretd and secretctl read passwords with")
     func passwordLimit() {
         #expect(LoginControlRequest.maximumPasswordLength == KeychainLimits.passwordSize)
