@@ -30,58 +30,13 @@ struct PolicyChange: Equatable {
 extension Daemon {
     // MARK: - Callers
 
-    /// The caller behind `sender`, identified on its first call: the bus vouches for its
-    /// uid and pid, which must be this user's, then /proc names it. Method calls identify
-    /// their caller first without stopping the main loop (``identify(_:then:)``); this asks the
-    /// bus and waits only for what comes before any method call (a property read).
+    /// The caller behind `sender` (``CallerRegistry/caller(_:on:)``).
     func caller(_ sender: String) -> Result<Caller, SecretServiceError> {
-        if let known = callers[sender] { return .success(known) }
-        let receivedAt = CallerIdentity.ticksSinceBoot()
-        return identified(sender, credentials: server.credentials(of: sender), receivedAt: receivedAt)
+        callers.caller(sender, on: server)
     }
 
     func identify(_ sender: String, then body: @escaping (SecretServiceError?) -> Void) -> Bool {
-        if callers[sender] != nil { return false }
-        if identifying[sender] != nil {
-            identifying[sender]?.append(body)
-            return true
-        }
-        identifying[sender] = [body]
-        let receivedAt = CallerIdentity.ticksSinceBoot()
-        server.credentials(of: sender) { [weak self] credentials in
-            guard let self else { return }
-            let waiting = self.identifying.removeValue(forKey: sender) ?? []
-            var refusal: SecretServiceError?
-            if self.callers[sender] == nil,
-                case .failure(let failure) = self.identified(sender, credentials: credentials, receivedAt: receivedAt)
-            {
-                refusal = failure
-            }
-            for body in waiting { body(refusal) }
-        }
-        return true
-    }
-
-    /// Records the caller behind `sender` from the bus's `credentials`, or refuses it.
-    private func identified(
-        _ sender: String, credentials: (uid: UInt32, pid: UInt32?)?, receivedAt: UInt64
-    ) -> Result<Caller, SecretServiceError> {
-        guard let credentials, let pid = credentials.pid else {
-            return .failure(.forbidden("secretd cannot tell who \(sender) is"))
-        }
-        guard credentials.uid == getuid() else {
-            Log.warning("refused a call from uid \(credentials.uid): secretd serves uid \(getuid()) only")
-            return .failure(.forbidden("secretd serves only its own user"))
-        }
-        switch CallerIdentity.resolve(pid: Int32(bitPattern: pid), receivedAt: receivedAt) {
-        case .success(let identity):
-            let caller = Caller(identity: identity, pid: Int32(bitPattern: pid))
-            callers[sender] = caller
-            return .success(caller)
-        case .failure(let problem):
-            Log.warning("refused a call from \(sender): \(problem)")
-            return .failure(.forbidden("secretd cannot identify the calling process: \(problem)"))
-        }
+        callers.identify(sender, on: server, then: body)
     }
 
     /// The groups `caller` belongs to under the current policy.

@@ -47,7 +47,7 @@ extension Daemon {
     func complete(id: Int, result: DBusValue?) {
         guard let prompt = prompts[id], !prompt.finished else { return }
         prompt.finished = true
-        prompts[id] = nil
+        prompts.remove(id)
         prompt.cancellation.cancel()
         server.emitSignal(
             path: ObjectPaths.prompt(id), interface: Introspection.prompt, name: "Completed",

@@ -63,7 +63,7 @@ extension Daemon {
     /// secretd cannot tell who they are.
     func sight(ofGroup group: String?) -> [String: ItemAccess] {
         var sight: [String: ItemAccess] = [:]
-        for (name, caller) in callers {
+        for (name, caller) in callers.byName {
             let access = access(caller, to: group)
             if access != .hidden { sight[name] = access }
         }
@@ -152,7 +152,7 @@ extension Daemon {
         // A change with values: the next Items invalidation of every client is sent again. (A
         // Locked announcement does not reset it; skipping the repeat after one is harmless, as
         // every signal held for one commit goes out after all of its writes.)
-        for caller in callers.values { caller.heldItemsInvalidation = nil }
+        for caller in callers.all { caller.heldItemsInvalidation = nil }
         server.emitPropertiesChanged(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
                                      changed: changed)
     }

@@ -53,8 +53,8 @@ public final class Daemon: BusHandler {
     let keys = MasterKeys()
     /// The clients' open sessions.
     let sessions = SessionRegistry(limit: Limits.sessionsPerClient)
-    var prompts: [Int: Prompt] = [:]
-    private var nextPromptID = 1
+    /// The prompts clients have open.
+    let prompts = PromptRegistry(limit: Limits.promptsPerClient)
     /// The waits after wrong passwords.
     var passwordThrottle: PasswordThrottle
     /// The clock the waits after wrong passwords and `lock-after-idle` are measured on.
@@ -62,9 +62,7 @@ public final class Daemon: BusHandler {
     /// When a client last called the daemon (for `lock-after-idle`), on ``clock``.
     var lastActivity: Date
     /// Clients identified so far, by unique bus name (forgotten when they disconnect).
-    var callers: [String: Caller] = [:]
-    /// Method calls of clients being identified, run once the bus has said who they are.
-    var identifying: [String: [(SecretServiceError?) -> Void]] = [:]
+    let callers = CallerRegistry()
     /// The access group policy in force.
     var policy = AccessPolicy()
     /// The label and attributes of the item whose properties were read last, while the store
@@ -231,26 +229,18 @@ public final class Daemon: BusHandler {
 
     private func clientDisconnected(_ name: String) {
         sessions.forget(name)
-        for (id, prompt) in prompts where prompt.owner == name {
-            prompts[id] = nil
+        for (id, prompt) in prompts.removeAll(of: name) {
             if prompt.started && !prompt.finished {
                 Log.info("the client of prompt \(id) disconnected; its pinentry is closed")
             }
             prompt.cancellation.cancel()
         }
-        callers[name] = nil
+        callers.forget(name)
     }
 
     /// Adds a prompt, unless its client already has ``Limits/promptsPerClient`` of them.
     func addPrompt(_ prompt: Prompt) -> Result<String, SecretServiceError> {
-        guard prompts.values.lazy.filter({ $0.owner == prompt.owner }).count < Limits.promptsPerClient else {
-            return .failure(.limitsExceeded(
-                "this connection has \(Limits.promptsPerClient) prompts open; complete or dismiss some first"))
-        }
-        let id = nextPromptID
-        nextPromptID += 1
-        prompts[id] = prompt
-        return .success(ObjectPaths.prompt(id))
+        prompts.add(prompt)
     }
 
     /// The caller's session at `path`; `NoSession` for a bogus path or another client's session.
@@ -387,7 +377,7 @@ public final class Daemon: BusHandler {
         case ObjectPaths.aliasPrefix:
             return Array(((try? store.aliases()) ?? [:]).keys) + [Self.sessionName]
         case ObjectPaths.sessionPrefix: return sessions.ids.map { "s\($0)" }
-        case ObjectPaths.promptPrefix: return prompts.keys.sorted().map { "p\($0)" }
+        case ObjectPaths.promptPrefix: return prompts.ids.map { "p\($0)" }
         case ObjectPaths.collectionPrefix: return ((try? store.collections()) ?? []).map(\.name)
         default:
             guard let collection = collection(at: path) else { return [] }

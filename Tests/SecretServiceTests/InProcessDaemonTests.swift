@@ -189,6 +189,56 @@ import Testing
         #expect(fixture.endpoint.lockedAnnouncements(Fixture.login) == [true, false, true])
     }
 
+    @Test("prompts: at most the limit per client, numbered on, and a client's all closed when it leaves")
+    func promptLimit() {
+        let registry = PromptRegistry(limit: 2)
+        func add(_ owner: String) -> Result<String, SecretServiceError> {
+            registry.add(Prompt(owner: owner, action: .createCollection(label: "x", alias: "")))
+        }
+        #expect(add("a").success == ObjectPaths.prompt(1))
+        #expect(add("a").success == ObjectPaths.prompt(2))
+        #expect(add("a").failure?.dbusName == SecretServiceError.limitsExceeded("").dbusName)
+        #expect(add("b").success == ObjectPaths.prompt(3))
+        registry.remove(1)
+        #expect(add("a").success == ObjectPaths.prompt(4))  // numbers are never reused
+        #expect(registry.removeAll(of: "a").map(\.id).sorted() == [2, 4])
+        #expect(registry.ids == [3] && registry[3]?.owner == "b" && registry[2] == nil)
+    }
+
+    @Test("callers: the bus is asked once per client, calls that wait for it all run, other users are refused")
+    func callerIdentification() {
+        final class Endpoint: BusEndpoint {
+            var uid = getuid()
+            var asked: [String] = []
+            var answer: (() -> Void)?
+            func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue], destination: String?) -> Bool { false }
+            func emitPropertiesChanged(
+                path: String, interface: String, changed: [String: DBusValue], invalidated: [String], destination: String?
+            ) {}
+            func credentials(of sender: String) -> (uid: UInt32, pid: UInt32?)? { (uid, UInt32(getpid())) }
+            func credentials(of sender: String, completion: @escaping ((uid: UInt32, pid: UInt32?)?) -> Void) {
+                asked.append(sender)
+                let credentials = self.credentials(of: sender)
+                answer = { completion(credentials) }  // answered when the test says so
+            }
+        }
+        let endpoint = Endpoint()
+        let registry = CallerRegistry()
+        var refusals: [SecretServiceError?] = []
+        #expect(registry.identify(":1.7", on: endpoint) { refusals.append($0) })
+        #expect(registry.identify(":1.7", on: endpoint) { refusals.append($0) })
+        #expect(endpoint.asked == [":1.7"] && refusals.isEmpty)
+        endpoint.answer?()
+        #expect(refusals.count == 2 && refusals.allSatisfy { $0 == nil })
+        #expect(registry[":1.7"]?.pid == getpid())
+        #expect(!registry.identify(":1.7", on: endpoint) { _ in Issue.record("an identified caller waited") })
+        endpoint.uid = getuid() + 1
+        #expect(registry.caller(":1.8", on: endpoint).failure == .forbidden("secretd serves only its own user"))
+        #expect(registry[":1.8"] == nil)
+        registry.forget(":1.7")
+        #expect(registry[":1.7"] == nil)
+    }
+
     @Test("the throttle doubles each source's wait up to 60 s, and the right password clears both sources")
     func throttle() {
         let clock = ManualClock()
@@ -236,4 +286,7 @@ extension Result {
         if case .failure(let error) = self { return error }
         return nil
     }
+
+    /// The value, if it succeeded.
+    var success: Success? { try? get() }
 }

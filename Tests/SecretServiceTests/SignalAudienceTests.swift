@@ -204,11 +204,13 @@ import Testing
             groups = org.example.Shared, default
             """, file: "f")
         let tool = Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/tool"), pid: 1)
-        daemon.callers = [
+        for (name, caller) in [
             ":1.1": tool, ":1.2": Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/member"), pid: 2),
             ":1.3": Caller(identity: CallerIdentity(kind: .flatpak, name: "org.example.App"), pid: 3),
             ":1.4": Caller(identity: CallerIdentity(kind: .flatpak, name: "org.example.Shared"), pid: 4),
-        ]
+        ] {
+            daemon.callers.add(caller, as: name)
+        }
         let unconfinedAndShared: [String: ItemAccess] = [":1.1": .full, ":1.2": .full, ":1.4": .full]
         #expect(daemon.sight(ofGroup: nil) == unconfinedAndShared)  // an item from before groups
         #expect(daemon.sight(ofGroup: "default") == unconfinedAndShared)
@@ -229,8 +231,8 @@ import Testing
         daemon.policy = try AccessPolicy.parse("[group \"\(Self.appID)\"]\n[app \"flatpak:\(Self.appID)\"]\ngroups = \(Self.appID)\n", file: "f")
         let session = try fixture.openSession()  // the test client, :1.42, is an unconfined caller now
         let app = ":1.50", other = ":1.51", never = ":1.52"  // never: connected, but it has not called
-        daemon.callers[app] = Caller(identity: CallerIdentity(kind: .flatpak, name: Self.appID), pid: 50)
-        daemon.callers[other] = Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/other"), pid: 51)
+        daemon.callers.add(Caller(identity: CallerIdentity(kind: .flatpak, name: Self.appID), pid: 50), as: app)
+        daemon.callers.add(Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/other"), pid: 51), as: other)
         let client = InProcessDaemonTests.Fixture.client
         func create(_ n: Int) -> MethodCall {
             MethodCall(sender: client, path: Self.login, interface: Self.collectionInterface, method: "CreateItem", arguments: [

@@ -1,0 +1,86 @@
+import Glibc
+import KeychainCore
+
+/// The clients secretd has identified, by unique bus name: the bus vouches for each one's uid
+/// and pid, which must be this user's, then /proc names it (``CallerIdentity``). A client is
+/// identified on its first call and forgotten when it disconnects.
+final class CallerRegistry {
+    private var callers: [String: Caller] = [:]
+    /// Clients whose credentials were asked of the bus, with what waits for the answer.
+    private var identifying: [String: [(SecretServiceError?) -> Void]] = [:]
+
+    /// The identified client `sender`, if it is.
+    subscript(sender: String) -> Caller? { callers[sender] }
+
+    /// Every identified client.
+    var all: Dictionary<String, Caller>.Values { callers.values }
+
+    /// Every identified client with its unique bus name.
+    var byName: [String: Caller] { callers }
+
+    /// Records `caller` as the client `sender`, as identifying it would (in-process tests
+    /// bring their own).
+    func add(_ caller: Caller, as sender: String) {
+        callers[sender] = caller
+    }
+
+    /// Forgets `sender` (it disconnected).
+    func forget(_ sender: String) {
+        callers[sender] = nil
+    }
+
+    /// The caller behind `sender`, identified now if it is new: this asks the bus and waits,
+    /// which only what comes before any method call needs (a property read); method calls are
+    /// identified first without stopping the main loop (``identify(_:on:then:)``).
+    func caller(_ sender: String, on endpoint: any BusEndpoint) -> Result<Caller, SecretServiceError> {
+        if let known = callers[sender] { return .success(known) }
+        let receivedAt = CallerIdentity.ticksSinceBoot()
+        return identified(sender, credentials: endpoint.credentials(of: sender), receivedAt: receivedAt)
+    }
+
+    /// Identifies `sender` without waiting, then runs `body` on the main loop with the refusal,
+    /// if any. Returns false, without running `body`, when `sender` is already identified.
+    func identify(_ sender: String, on endpoint: any BusEndpoint, then body: @escaping (SecretServiceError?) -> Void) -> Bool {
+        if callers[sender] != nil { return false }
+        if identifying[sender] != nil {
+            identifying[sender]?.append(body)
+            return true
+        }
+        identifying[sender] = [body]
+        let receivedAt = CallerIdentity.ticksSinceBoot()
+        endpoint.credentials(of: sender) { [weak self] credentials in
+            guard let self else { return }
+            let waiting = self.identifying.removeValue(forKey: sender) ?? []
+            var refusal: SecretServiceError?
+            if self.callers[sender] == nil,
+                case .failure(let failure) = self.identified(sender, credentials: credentials, receivedAt: receivedAt)
+            {
+                refusal = failure
+            }
+            for body in waiting { body(refusal) }
+        }
+        return true
+    }
+
+    /// Records the caller behind `sender` from the bus's `credentials`, or refuses it.
+    private func identified(
+        _ sender: String, credentials: (uid: UInt32, pid: UInt32?)?, receivedAt: UInt64
+    ) -> Result<Caller, SecretServiceError> {
+        guard let credentials, let pid = credentials.pid else {
+            return .failure(.forbidden("secretd cannot tell who \(sender) is"))
+        }
+        guard credentials.uid == getuid() else {
+            Log.warning("refused a call from uid \(credentials.uid): secretd serves uid \(getuid()) only")
+            return .failure(.forbidden("secretd serves only its own user"))
+        }
+        switch CallerIdentity.resolve(pid: Int32(bitPattern: pid), receivedAt: receivedAt) {
+        case .success(let identity):
+            let caller = Caller(identity: identity, pid: Int32(bitPattern: pid))
+            add(caller, as: sender)
+            return .success(caller)
+        case .failure(let problem):
+            Log.warning("refused a call from \(sender): \(problem)")
+            return .failure(.forbidden("secretd cannot identify the calling process: \(problem)"))
+        }
+    }
+}
