@@ -123,7 +123,7 @@ let package = Package(
             name: "SecretCtlTests", dependencies: ["KeychainCore", "SecretCtl", "SecretCrypto", "Keychain"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "SecretServiceTests", dependencies: ["DBusValues", "KeychainCore", "KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService"],
+            name: "SecretServiceTests", dependencies: ["CSystemd", "DBusValues", "KeychainCore", "KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "KeychainCore", "KeychainTestSupport"],

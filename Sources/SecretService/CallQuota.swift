@@ -9,8 +9,9 @@ import Synchronization
 /// calls then (or sends calls flagged `NO_REPLY_EXPECTED`, which the bus does not count against
 /// its pending replies) would make that backlog grow without bound. ``BusServer`` asks
 /// ``admit(sender:serial:bytes:silent:)`` for every call and refuses the ones over the limits
-/// at once; ``replied(to:serial:)`` sees every reply go out. secretd counts each call as
-/// ``Limits/overhead`` bytes (sd-bus does not say a message's size).
+/// at once; ``replied(to:serial:)`` sees every reply go out. A call counts the bytes of its
+/// arguments (``SDBusValues/payloadSize(_:)``: sd-bus does not say a message's size) plus
+/// ``Limits/overhead``.
 ///
 /// Used from the main loop only; the lock keeps it safe to share.
 final class CallQuota: Sendable {
@@ -23,7 +24,7 @@ final class CallQuota: Sendable {
         var silentCalls: Int
         /// Bytes of arguments of those calls (each call counts ``overhead`` more).
         var bytes: Int
-        /// What one waiting call costs besides its arguments (GDBus's message and invocation).
+        /// What one waiting call costs besides its arguments (its sd-bus message and queue entry).
         var overhead: Int = 1024
     }
 

@@ -23,6 +23,49 @@ enum SDBusValues {
         }
     }
 
+    /// What a message's arguments take: strings and byte arrays by their length, every other
+    /// value as 8 bytes. It reads the whole body from its start, then rewinds the message to
+    /// its start again, as received; a body it cannot read counts what was read up to there (``readAll(_:)`` then
+    /// refuses the call).
+    static func payloadSize(_ message: OpaquePointer) -> Int {
+        var total = 0
+        sd_bus_message_rewind(message, 1)
+        _ = addSizes(message, to: &total)
+        sd_bus_message_rewind(message, 1)
+        return total
+    }
+
+    /// Adds the sizes of the values from the current position to the end of the current
+    /// container to `total`; false when one cannot be read.
+    private static func addSizes(_ message: OpaquePointer, to total: inout Int) -> Bool {
+        while true {
+            var type: CChar = 0
+            var contents: UnsafePointer<CChar>?
+            let more = sd_bus_message_peek_type(message, &type, &contents)
+            if more <= 0 { return more == 0 }
+            switch UInt8(bitPattern: type) {
+            case UInt8(ascii: "a") where contents.map({ String(cString: $0) }) == "y":
+                var bytes: UnsafeRawPointer?
+                var count = 0
+                guard sd_bus_message_read_array(message, CChar(UInt8(ascii: "y")), &bytes, &count) >= 0 else { return false }
+                total += count
+            case UInt8(ascii: "a"), UInt8(ascii: "r"), UInt8(ascii: "v"), UInt8(ascii: "e"):
+                guard sd_bus_message_enter_container(message, type, contents) >= 0, addSizes(message, to: &total),
+                    sd_bus_message_exit_container(message) >= 0
+                else { return false }
+            case UInt8(ascii: "s"), UInt8(ascii: "o"), UInt8(ascii: "g"):
+                var text: UnsafePointer<CChar>?
+                guard sd_bus_message_read_basic(message, type, &text) > 0, let text else { return false }
+                total += strlen(text)
+            default:
+                var storage: (UInt64, UInt64) = (0, 0)
+                let read = withUnsafeMutableBytes(of: &storage) { sd_bus_message_read_basic(message, type, $0.baseAddress) }
+                guard read > 0 else { return false }
+                total += 8
+            }
+        }
+    }
+
     /// The next value, whose type `peek_type` gave.
     private static func read(_ message: OpaquePointer, type: UInt8, contents: UnsafePointer<CChar>?) -> DBusValue? {
         switch type {

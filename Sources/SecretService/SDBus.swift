@@ -199,14 +199,16 @@ final class BusServer {
         var serial: UInt64 = 0
         sd_bus_message_get_cookie(message, &serial)
         let silent = sd_bus_message_get_expect_reply(message) <= 0
-        switch quota.admit(sender: sender, serial: UInt32(truncatingIfNeeded: serial), bytes: 0, silent: silent) {
+        let bytes = SDBusValues.payloadSize(message)
+        switch quota.admit(sender: sender, serial: UInt32(truncatingIfNeeded: serial), bytes: bytes, silent: silent) {
         case .admitted:
             queue(message, from: sender)
         case .refused(let first):
             if first {
                 let limits = quota.limits
                 Log.warning(
-                    "client \(sender) has \(limits.calls) calls (\(limits.silentCalls) expecting no reply) waiting; "
+                    "client \(sender) has \(limits.calls) calls (\(limits.silentCalls) expecting no reply) "
+                        + "or \(limits.bytes >> 20) MiB of arguments waiting; "
                         + "its calls over that are refused with LimitsExceeded (logged once per client)")
             }
             sendError(to: message, name: SecretServiceError.limitsExceeded("").dbusName,
@@ -222,14 +224,41 @@ final class BusServer {
     /// floods secretd delays the others by one call of its own, not by its whole backlog: the
     /// bus delivers calls in the order they were sent, a flood's first. The call quota bounds
     /// each queue.
-    private var queued: [String: [OpaquePointer]] = [:]
+    private var queued: [String: CallQueue] = [:]
     private var turns: [String] = []
+
+    /// One client's calls waiting for their turns, first in first out; taking the first does
+    /// not move the others (a flooder's queue holds thousands).
+    private struct CallQueue {
+        private var calls: [OpaquePointer] = []
+        private var head = 0
+
+        var isEmpty: Bool { head == calls.count }
+
+        mutating func append(_ call: OpaquePointer) {
+            // The taken calls' slots are given back once they are most of the array: each call
+            // is moved at most once on average, and a queue that never empties stays small.
+            if head >= 64 && head * 2 >= calls.count {
+                calls.removeFirst(head)
+                head = 0
+            }
+            calls.append(call)
+        }
+
+        mutating func removeFirst() -> OpaquePointer {
+            defer { head += 1 }
+            return calls[head]
+        }
+
+        /// The calls not yet taken.
+        var remaining: ArraySlice<OpaquePointer> { calls[head...] }
+    }
 
     /// Keeps `message` (a call from `sender`) for its turn.
     private func queue(_ message: OpaquePointer, from sender: String) {
         sd_bus_message_ref(message)
-        if queued[sender, default: []].isEmpty { turns.append(sender) }
-        queued[sender, default: []].append(message)
+        if queued[sender]?.isEmpty ?? true { turns.append(sender) }
+        queued[sender, default: CallQueue()].append(message)
     }
 
     /// Whether calls are waiting for their turn.
@@ -242,11 +271,9 @@ final class BusServer {
             let round = turns
             turns = []
             for sender in round {
-                guard var calls = queued[sender], !calls.isEmpty else { continue }
-                if left > 0 {
-                    let message = calls.removeFirst()
+                guard queued[sender]?.isEmpty == false else { continue }
+                if left > 0, let message = queued[sender]?.removeFirst() {
                     left -= 1
-                    queued[sender] = calls
                     dispatch(message, from: sender)
                     sd_bus_message_unref(message)
                 }
@@ -258,7 +285,7 @@ final class BusServer {
     /// Drops the calls of a client that left the bus: nobody would read their replies.
     func dropQueuedCalls(of sender: String) {
         guard let calls = queued.removeValue(forKey: sender) else { return }
-        for message in calls { sd_bus_message_unref(message) }
+        for message in calls.remaining { sd_bus_message_unref(message) }
         turns.removeAll { $0 == sender }
     }
 
