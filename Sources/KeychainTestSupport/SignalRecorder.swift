@@ -9,10 +9,12 @@ import KeychainCore
 /// Collects every signal sent by `org.freedesktop.secrets` on a bus, broadcast or sent to the
 /// connection it listens on.
 ///
-/// secretd sends signals about items only to the clients that have called it and may see the
-/// item: a recorder of its own connection (``init(address:)``) that never calls secretd hears
-/// only about collections; one on a connection that calls (``init(listeningOn:)``) hears
-/// about the items that connection may see.
+/// secretd sends signals about items only to the clients that have called it, read a
+/// collection's or an item's properties, and may see the item: a recorder of its own
+/// connection (``init(address:)``) that never calls secretd hears only about collections; one
+/// on a connection that calls (``init(listeningOn:)``, which reads the default collection's
+/// properties as libsecret's collection objects do) hears about the items that connection may
+/// see.
 public final class SignalRecorder: @unchecked Sendable {
     /// One received signal; `arguments` is in GVariant text format.
     public struct Signal: Sendable, CustomStringConvertible {
@@ -54,12 +56,17 @@ public final class SignalRecorder: @unchecked Sendable {
         subscribe()
     }
 
-    /// Starts recording what reaches `bus`, a connection the test makes its calls on.
+    /// Starts recording what reaches `bus`, a connection the test makes its calls on, after
+    /// reading the default collection's properties on it (a provider without one answers an
+    /// error, which does not matter).
     public init(listeningOn bus: BusConnection) {
         context = g_main_context_new()!
         connection = bus.connection
         borrowed = bus
         subscribe()
+        _ = try? bus.call(
+            SecretServiceNames.Path.alias("default"), SecretServiceNames.Interface.properties, "GetAll",
+            "('\(SecretServiceNames.Interface.collection)',)")
     }
 
     private func subscribe() {

@@ -14,6 +14,12 @@ final class Caller {
     var allowedOnce: Set<String> = []
     /// Ask-mode groups the person denied it; it is not asked again.
     var denied: Set<String> = []
+    /// Whether it has read a property of a collection or an item, as libsecret's collection
+    /// and item objects, Seahorse and every client that lists items do when they start: only
+    /// such clients are told about items (Daemon+Signals.swift). libsecret's one-call API
+    /// (store, lookup, clear: what `secret-tool` and most scripts use) reads none, and would
+    /// only drop the signals of every other client's writes.
+    var watchesItems = false
     /// The collection whose `Items` it was last told were invalidated, while that signal waits
     /// for the commit numbered here (``SecretStore/Store/commitCount``); nil once anything with
     /// values was sent to it since. Another one would tell it nothing new (Daemon+Signals.swift).

@@ -7,8 +7,9 @@ import DBusValues
 
 /// Who hears what about one change to an item.
 ///
-/// Only identified callers (``Daemon/callers``: clients that have called secretd) hear
-/// anything, each by signals sent to it alone, and only about an item it may see: in full if
+/// Only identified callers (``Daemon/callers``: clients that have called secretd) that watch
+/// items (``Caller/watchesItems``) hear anything, each by signals sent to it alone, and only
+/// about an item it may see: in full if
 /// it belongs to the item's group, as a locked item (its path and times, no label or
 /// attributes) if the group is an `ask` group it is not allowed into. A change that moves an
 /// item between groups is different news to each side: clients that see the item before and
@@ -58,12 +59,13 @@ struct SignalAudience: Equatable {
 extension Daemon {
     // MARK: - Items
 
-    /// What each identified caller may see of an item of `group` (nil: `default`), for the
-    /// callers that may see it at all. Clients that never called secretd are not among them:
-    /// secretd cannot tell who they are.
+    /// What each caller that watches items may see of an item of `group` (nil: `default`),
+    /// for the callers that may see it at all. Clients that never called secretd are not among
+    /// them (secretd cannot tell who they are), nor are those that never read a collection's
+    /// or an item's properties (``Caller/watchesItems``).
     func sight(ofGroup group: String?) -> [String: ItemAccess] {
         var sight: [String: ItemAccess] = [:]
-        for (name, caller) in callers.byName {
+        for (name, caller) in callers.byName where caller.watchesItems {
             let access = access(caller, to: group)
             if access != .hidden { sight[name] = access }
         }

@@ -345,11 +345,13 @@ public final class Daemon: BusHandler {
             return .success(.objectPaths(((try? store.collections()) ?? []).map { ObjectPaths.collection($0.name) }))
         case (.collection, Introspection.collection), (.alias, Introspection.collection):
             guard let collection = collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }
+            callers[sender]?.watchesItems = true
             return collectionProperty(name, collection, for: sender)
         case (.item, Introspection.item):
             guard let (item, collection, access) = visibleItem(at: path, for: sender) else {
                 return .failure(.noSuchObject("no item \(path)"))
             }
+            callers[sender]?.watchesItems = true
             return itemProperty(name, item, collection, access: access)
         default:
             return .failure(.noSuchObject("no property \(name) at \(path)"))

@@ -100,17 +100,29 @@ import Testing
         func remove() { try? FileManager.default.removeItem(at: directory) }
     }
 
-    @Test("store, search and read back through the handlers; ItemCreated goes out once")
+    @Test("store, search and read back through the handlers; ItemCreated goes out once, once the client reads the collection")
     func storeAndRead() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
         let session = try fixture.openSession()
+        func create(_ account: String) throws -> String {
+            let created = try fixture.call(Fixture.login, SecretServiceNames.Interface.collection, "CreateItem", [
+                .properties([SecretServiceNames.Property.itemLabel: .string("Mail"),
+                             SecretServiceNames.Property.itemAttributes: .stringMap(["service": "mail", "account": account])]),
+                Fixture.secret(session, "s3cret"), .boolean(true),
+            ]).get()
+            return try #require(created.tuple?.first?.objectPath)
+        }
+        // A client that only stores (libsecret's one-call API) is told nothing about items.
+        _ = try create("bob")
+        #expect(fixture.endpoint.signals.filter { $0.name == "ItemCreated" }.isEmpty)
+        // Reading a collection's property (what the bus server asks the daemon for a Get).
+        #expect(throws: Never.self) {
+            try fixture.daemon.property("Label", interface: SecretServiceNames.Interface.collection, path: Fixture.login,
+                                        sender: Fixture.client).get()
+        }
         let attributes = DBusValue.stringMap(["service": "mail", "account": "alice"])
-        let created = try fixture.call(Fixture.login, SecretServiceNames.Interface.collection, "CreateItem", [
-            .properties([SecretServiceNames.Property.itemLabel: .string("Mail"), SecretServiceNames.Property.itemAttributes: attributes]),
-            Fixture.secret(session, "s3cret"), .boolean(true),
-        ]).get()
-        let item = try #require(created.tuple?.first?.objectPath)
+        let item = try create("alice")
         #expect(fixture.endpoint.signals.filter { $0.name == "ItemCreated" }.map(\.arguments) == [[.objectPath(item)]])
         let found = try fixture.call(Fixture.service, SecretServiceNames.Interface.service, "SearchItems", [attributes]).get()
         #expect(found.tuple?.first?.objectPaths == [item])

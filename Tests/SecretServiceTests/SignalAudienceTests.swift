@@ -36,7 +36,9 @@ import Testing
         defer { client.stop() }
         let silent = try Self.listener(fixture, "silent", fence: "fence-2")
         defer { silent.stop() }
-        for listener in [app, client, silent] {
+        let caller = try Self.listener(fixture, "caller", fence: "fence-2")
+        defer { caller.stop() }
+        for listener in [app, client, silent, caller] {
             #expect(Self.wait(30) { listener.log.contains("{\"ready\"") }, "\(listener.log)")
         }
 
@@ -60,6 +62,7 @@ import Testing
         _ = try fixture.call(Self.login, Self.properties, "Set", "('\(Self.collectionInterface)', 'Label', <'fence-2'>)")
         #expect(client.waitForExit(timeout: 60) == 0, "\(client.log)")
         #expect(silent.waitForExit(timeout: 60) == 0, "\(silent.log)")
+        #expect(caller.waitForExit(timeout: 60) == 0, "\(caller.log)")
         let defaults = [first, second]
 
         // The app: secretd names it by its /.flatpak-info, it talks through the proxy (which hides
@@ -111,6 +114,13 @@ import Testing
         #expect(silentReport.signals.allSatisfy { !$0.unicast && $0.invalidated?.isEmpty != false }, "\(silentReport.signals)")
         #expect(Set(silentReport.signals.map(\.member)) == ["PropertiesChanged", "CollectionChanged"], "\(silentReport.signals)")
         #expect(silentReport.signals.filter { $0.changed?["Label"] != nil }.count == 2)
+
+        // Nor does one that calls but never reads a collection or an item, as libsecret's
+        // store, lookup and clear: it would only have dropped every other client's item signals.
+        let callerReport = try Self.report(caller)
+        #expect((callerReport.whoami.first as? String)?.hasPrefix("exe:") == true)
+        #expect(callerReport.signals.allSatisfy { !$0.unicast && $0.invalidated?.isEmpty != false }, "\(callerReport.signals)")
+        #expect(Set(callerReport.signals.map(\.member)) == ["PropertiesChanged", "CollectionChanged"], "\(callerReport.signals)")
     }
 
     // MARK: - Moves between groups
@@ -209,8 +219,11 @@ import Testing
             ":1.3": Caller(identity: CallerIdentity(kind: .flatpak, name: "org.example.App"), pid: 3),
             ":1.4": Caller(identity: CallerIdentity(kind: .flatpak, name: "org.example.Shared"), pid: 4),
         ] {
+            caller.watchesItems = true
             daemon.callers.add(caller, as: name)
         }
+        // A caller that never read a collection or an item sees nothing: it is not told.
+        daemon.callers.add(Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/member"), pid: 5), as: ":1.5")
         let unconfinedAndShared: [String: ItemAccess] = [":1.1": .full, ":1.2": .full, ":1.4": .full]
         #expect(daemon.sight(ofGroup: nil) == unconfinedAndShared)  // an item from before groups
         #expect(daemon.sight(ofGroup: "default") == unconfinedAndShared)
@@ -230,10 +243,19 @@ import Testing
         let daemon = fixture.daemon
         daemon.policy = try AccessPolicy.parse("[group \"\(Self.appID)\"]\n[app \"flatpak:\(Self.appID)\"]\ngroups = \(Self.appID)\n", file: "f")
         let session = try fixture.openSession()  // the test client, :1.42, is an unconfined caller now
-        let app = ":1.50", other = ":1.51", never = ":1.52"  // never: connected, but it has not called
-        daemon.callers.add(Caller(identity: CallerIdentity(kind: .flatpak, name: Self.appID), pid: 50), as: app)
-        daemon.callers.add(Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/other"), pid: 51), as: other)
         let client = InProcessDaemonTests.Fixture.client
+        // It reads the collection, as libsecret's collection objects do: secretd tells it about items.
+        #expect(throws: Never.self) {
+            try daemon.property("Label", interface: Self.collectionInterface, path: Self.login, sender: client).get()
+        }
+        let app = ":1.50", other = ":1.51", never = ":1.52"  // never: connected, but it has not called
+        let storer = ":1.53"  // it calls, but reads no collection or item
+        for (name, caller) in [app: Caller(identity: CallerIdentity(kind: .flatpak, name: Self.appID), pid: 50),
+                               other: Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/other"), pid: 51)] {
+            caller.watchesItems = true
+            daemon.callers.add(caller, as: name)
+        }
+        daemon.callers.add(Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/storer"), pid: 53), as: storer)
         func create(_ n: Int) -> MethodCall {
             MethodCall(sender: client, path: Self.login, interface: Self.collectionInterface, method: "CreateItem", arguments: [
                 .properties([SecretServiceNames.Property.itemLabel: .string("item \(n)"),
@@ -248,7 +270,7 @@ import Testing
         let last = try #require(daemon.handle(create(3)).get().tuple?.first?.objectPath)
         _ = daemon.commitPending()
         let sent = fixture.endpoint.signals
-        #expect(sent.allSatisfy { $0.destination != nil && $0.destination != app && $0.destination != never }, "\(sent)")
+        #expect(sent.allSatisfy { $0.destination != nil && ![app, never, storer].contains($0.destination) }, "\(sent)")
         for item in items + [last] {
             #expect(Set(sent.filter { $0.name == "ItemCreated" && $0.arguments == [.objectPath(item)] }.compactMap(\.destination))
                     == [client, other])

@@ -12,6 +12,8 @@ conn = connect()
 session = plain_session(conn)
 rule = MatchRule(type="signal", interface="org.freedesktop.DBus.Properties", member="PropertiesChanged", path=LOGIN)
 conn.send_and_get_reply(message_bus.AddMatch(rule))
+# Read the collection, as libsecret's collection objects do: secretd then tells this client about items.
+conn.send_and_get_reply(new_method_call(PROPERTIES, "GetAll", "s", ("org.freedesktop.Secret.Collection",)))
 
 
 def create(n):

@@ -3,9 +3,12 @@
 
     signal-listener.py MODE FENCE
 
-MODE is `client` (calls secretd first, as libsecret and secretstorage do before they listen),
-`silent` (never calls secretd, only listens) or `app` (a client that, once the fence has
-passed, creates, renames and deletes an item of its own and waits for the signals of each).
+MODE is `client` (calls secretd first and reads the login collection's properties, as
+libsecret's collection objects and Seahorse do before they listen), `silent` (never calls
+secretd, only listens), `caller` (calls secretd but reads no collection or item, as
+libsecret's store, lookup and clear do: secretd tells it nothing about items) or `app` (a
+`client` that, once the fence has passed, creates, renames and deletes an item of its own and
+waits for the signals of each).
 The listener subscribes to every signal of org.freedesktop.secrets, prints `{"ready": ...}`
 once subscribed, and records signals until the login collection's Label becomes FENCE (the
 signals of one sender arrive in order, so whatever it would have heard before the fence has
@@ -56,6 +59,9 @@ conn.filter(MatchRule(type="signal"), queue=queue)
 if mode != "silent":
     # A call first: secretd learns who this client is. WhoAmI is secretd's own AccessGroups call.
     report["whoami"] = list(call(conn, address(ROOT, "io.github.secretd.AccessGroups1"), "WhoAmI"))
+if mode in ("client", "app"):
+    # What a collection object does when it is made: from then on secretd tells it about items.
+    call(conn, address(LOGIN, "org.freedesktop.DBus.Properties"), "GetAll", "s", ("org.freedesktop.Secret.Collection",))
 conn.send_and_get_reply(message_bus.AddMatch(MatchRule(type="signal", sender=B)), timeout=30)
 report["names"] = list(conn.send_and_get_reply(message_bus.ListNames(), timeout=30).body[0])
 print(json.dumps({"ready": conn.unique_name}), flush=True)
