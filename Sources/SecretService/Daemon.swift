@@ -339,22 +339,41 @@ public final class Daemon: BusHandler {
     }
 
     func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError> {
+        propertyReader(interface: interface, path: path, sender: sender).flatMap { read in read(name) }
+    }
+
+    func properties(_ names: [String], interface: String, path: String, sender: String)
+        -> Result<[(name: String, value: DBusValue)], SecretServiceError>
+    {
+        propertyReader(interface: interface, path: path, sender: sender).map { read in
+            names.compactMap { name in (try? read(name).get()).map { (name, $0) } }
+        }
+    }
+
+    /// What reads the properties of the object at `path` for `sender`, the object looked up
+    /// once; `NoSuchObject` when there is none it may see.
+    private func propertyReader(interface: String, path: String, sender: String)
+        -> Result<(String) -> Result<DBusValue, SecretServiceError>, SecretServiceError>
+    {
         if case .failure(let refusal) = caller(sender) { return .failure(refusal) }
         switch (ObjectPaths.parse(path), interface) {
-        case (.service, Introspection.service) where name == "Collections":
-            return .success(.objectPaths(((try? store.collections()) ?? []).map { ObjectPaths.collection($0.name) }))
+        case (.service, Introspection.service):
+            return .success { [store] name in
+                guard name == "Collections" else { return .failure(.noSuchObject("no property \(name) at \(path)")) }
+                return .success(.objectPaths(((try? store.collections()) ?? []).map { ObjectPaths.collection($0.name) }))
+            }
         case (.collection, Introspection.collection), (.alias, Introspection.collection):
             guard let collection = collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }
             callers[sender]?.watchesItems = true
-            return collectionProperty(name, collection, for: sender)
+            return .success { [unowned self] name in collectionProperty(name, collection, for: sender) }
         case (.item, Introspection.item):
             guard let (item, collection, access) = visibleItem(at: path, for: sender) else {
                 return .failure(.noSuchObject("no item \(path)"))
             }
             callers[sender]?.watchesItems = true
-            return itemProperty(name, item, collection, access: access)
+            return .success { [unowned self] name in itemProperty(name, item, collection, access: access) }
         default:
-            return .failure(.noSuchObject("no property \(name) at \(path)"))
+            return .failure(.noSuchObject("no property at \(path)"))
         }
     }
 

@@ -34,6 +34,10 @@ protocol BusHandler: AnyObject {
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError>
     /// Reads a property.
     func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError>
+    /// Reads the properties `names` of one object, looked up once (`GetAll`): those that cannot
+    /// be read are left out; an object that does not exist is `NoSuchObject`.
+    func properties(_ names: [String], interface: String, path: String, sender: String)
+        -> Result<[(name: String, value: DBusValue)], SecretServiceError>
     /// Starts finding out who `sender` is, unless that is known; returns false when it is (the
     /// call goes ahead at once). Otherwise `then` runs once the bus has answered, with the
     /// refusal to send if the sender may not use secretd.
@@ -463,15 +467,10 @@ final class BusServer {
             return .failure(.unknownInterface("the object \(call.path) has no interface \(interfaceName)"))
         }
         if call.method == "GetAll" {
-            var entries: [DBusValue.Entry] = []
-            for property in interface.properties {
-                switch handler.property(property.name, interface: interfaceName, path: call.path, sender: call.sender) {
-                case .success(let value): entries.append(DBusValue.Entry(key: .string(property.name), value: .variant(value)))
-                case .failure(.noSuchObject(let message)): return .failure(.noSuchObject(message))
-                case .failure: continue  // a property that cannot be read is left out
+            return handler.properties(interface.properties.map(\.name), interface: interfaceName, path: call.path, sender: call.sender)
+                .map { read in
+                    .tuple([.dictionary(key: "s", value: "v", read.map { DBusValue.Entry(key: .string($0.name), value: .variant($0.value)) })])
                 }
-            }
-            return .success(.tuple([.dictionary(key: "s", value: "v", entries)]))
         }
         guard let name = call.arguments[1].string, let property = interface.property(name) else {
             return .failure(.unknownProperty("\(interfaceName) has no property \(call.arguments[1].string ?? "")"))
