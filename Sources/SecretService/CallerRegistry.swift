@@ -48,8 +48,9 @@ final class CallerRegistry {
         }
         identifying[sender] = [body]
         let receivedAt = CallerIdentity.ticksSinceBoot()
-        endpoint.credentials(of: sender) { [weak self] credentials in
-            guard let self else { return }
+        // Held strongly: the registry lives as long as the daemon, and a weak reference's side
+        // table leaked (LeakSanitizer) when secretd stopped with an identification in flight.
+        endpoint.credentials(of: sender) { [self] credentials in
             let waiting = self.identifying.removeValue(forKey: sender) ?? []
             var refusal: SecretServiceError?
             if self.callers[sender] == nil,
