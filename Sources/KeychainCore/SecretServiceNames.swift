@@ -46,6 +46,9 @@ package enum SecretServiceNames {
         package static let gnomeExtension = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
         /// secretd's own interface for access groups (see secretd(1)).
         package static let accessGroups = "io.github.secretd.AccessGroups1"
+        /// secretd's own interface for importing a whole keyring from another provider's files
+        /// (see secretd(1)).
+        package static let importing = "io.github.secretd.Import1"
         /// The standard properties interface.
         package static let properties = "org.freedesktop.DBus.Properties"
         /// The standard peer interface (`Ping`).
@@ -74,5 +77,22 @@ package enum SecretServiceNames {
         package static let denied = "org.gnome.keyring.Error.Denied"
         /// A refusal some providers send under the specification's namespace.
         package static let accessDenied = "org.freedesktop.Secret.Error.AccessDenied"
+    }
+
+    /// Whether `name` may name a collection (the last part of its object path): 1 to 64 ASCII
+    /// letters, digits and `_`, as the names ``collectionName(fromLabel:)`` makes are and
+    /// gnome-keyring's usually are (`login`).
+    package static func isCollectionName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count) && name.utf8.allSatisfy {
+            $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5a).contains($0) || (0x61...0x7a).contains($0)
+        }
+    }
+
+    /// A collection name made from a label: lower-case ASCII letters, digits and `_`, never empty.
+    package static func collectionName(fromLabel label: String) -> String {
+        let cleaned = String(label.lowercased().unicodeScalars.map {
+            ($0.properties.isAlphabetic && $0.isASCII) || ("0"..."9").contains(Character($0)) ? Character($0) : "_"
+        })
+        return cleaned.isEmpty ? "collection" : String(cleaned.prefix(64))
     }
 }

@@ -74,11 +74,9 @@ enum ObjectPaths {
         return value
     }
 
-    /// A collection name made from a label: letters, digits and `_`, never empty.
-    static func name(fromLabel label: String) -> String {
-        let cleaned = String(label.lowercased().unicodeScalars.map {
-            ($0.properties.isAlphabetic && $0.isASCII) || ("0"..."9").contains(Character($0)) ? Character($0) : "_"
-        })
-        return cleaned.isEmpty ? "collection" : String(cleaned.prefix(64))
-    }
+    /// Whether `name` may name a collection (``SecretServiceNames/isCollectionName(_:)``).
+    static func isCollectionName(_ name: String) -> Bool { SecretServiceNames.isCollectionName(name) }
+
+    /// A collection name made from a label (``SecretServiceNames/collectionName(fromLabel:)``).
+    static func name(fromLabel label: String) -> String { SecretServiceNames.collectionName(fromLabel: label) }
 }
