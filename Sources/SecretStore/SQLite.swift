@@ -110,6 +110,8 @@ package final class Database {
     var groupsCommits = false
     /// Whether a grouped transaction is open and holds writes not yet committed.
     private(set) var hasPendingCommit = false
+    /// How many calls of ``transaction(_:)`` are running (nested ones are savepoints).
+    private var transactionDepth = 0
 
     /// Rows inserted, updated or deleted through this connection since it opened (rolled back
     /// ones included): it only grows, so it changes whenever the data may have.
@@ -130,13 +132,16 @@ package final class Database {
     /// Runs `body` in an IMMEDIATE transaction (or, when commits are grouped, a savepoint of
     /// the open one), rolling back what it did when it throws. The statements that open and
     /// close it are prepared once, like any other (parsing them each time cost 2% of a store).
+    /// A transaction inside another is a savepoint of it.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        if groupsCommits {
-            if !hasPendingCommit {
+        if groupsCommits || transactionDepth > 0 {
+            if groupsCommits && !hasPendingCommit {
                 try run("BEGIN IMMEDIATE")
                 hasPendingCommit = true
             }
             try run("SAVEPOINT write")
+            transactionDepth += 1
+            defer { transactionDepth -= 1 }
             do {
                 let result = try body()
                 try run("RELEASE write")
@@ -148,6 +153,8 @@ package final class Database {
             }
         }
         try run("BEGIN IMMEDIATE")
+        transactionDepth += 1
+        defer { transactionDepth -= 1 }
         do {
             let result = try body()
             try run("COMMIT")

@@ -93,6 +93,17 @@ public final class Store {
         }
     }
 
+    /// Runs `body` as one transaction inside the store's: every write it makes lands, or
+    /// none does (a keyring imported whole or not at all).
+    public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        do {
+            return try database.transaction(body)
+        } catch {
+            forgetCollections()  // a collection it created is gone again
+            throw error
+        }
+    }
+
     // MARK: - Collections
 
     /// Collections and aliases as last read. Nearly every call names one, so they are kept
@@ -124,7 +135,8 @@ public final class Store {
     /// Creates a collection whose fresh random master key is wrapped by `password`; returns it
     /// with the (unlocked) master key.
     public func createCollection(
-        name: String, label: String, password: SecureBytes, parameters: KDFParameters = .standard
+        name: String, label: String, password: SecureBytes, parameters: KDFParameters = .standard,
+        times: Times? = nil
     ) throws(StoreError) -> (CollectionRecord, SecureBytes) {
         guard !name.isEmpty else { throw .invalidInput("collection name is empty") }
         if try collection(named: name) != nil { throw .invalidInput("a collection named '\(name)' exists") }
@@ -133,15 +145,17 @@ public final class Store {
         let salt = Gcrypt.randomBytes(count: 16)
         let wrapped = try wrap(masterKey, password: password, salt: salt, parameters: parameters, uuid: uuid)
         let now = Self.now()
+        let created = times?.created ?? now
+        let modified = times?.modified ?? now
         forgetCollections()
         try database.insert([
-            CollectionColumn.name: .text(name), .uuid: .blob(uuid), .label: .text(label), .created: .integer(Int64(now)),
-            .modified: .integer(Int64(now)), .kdfSalt: .blob(salt), .kdfIterations: .integer(Int64(parameters.iterations)),
+            CollectionColumn.name: .text(name), .uuid: .blob(uuid), .label: .text(label), .created: .integer(Int64(created)),
+            .modified: .integer(Int64(modified)), .kdfSalt: .blob(salt), .kdfIterations: .integer(Int64(parameters.iterations)),
             .kdfMemoryKiB: .integer(Int64(parameters.memoryKiB)), .kdfLanes: .integer(Int64(parameters.lanes)),
             .wrappedKey: .blob(wrapped),
         ])
         let record = CollectionRecord(
-            id: database.lastInsertID, name: name, label: label, created: now, modified: now, uuid: uuid)
+            id: database.lastInsertID, name: name, label: label, created: created, modified: modified, uuid: uuid)
         return (record, masterKey)
     }
 
@@ -338,21 +352,34 @@ public final class Store {
 
     private static let itemByID = Query(ItemRecord.columns, "FROM items WHERE id = ?")
 
-    /// Creates an item in `collection`, sealed under its master `key`.
+    /// When an item or a collection was created and last changed (seconds since 1970), for
+    /// one brought over from another keyring; new ones get the present time.
+    public struct Times: Sendable, Equatable {
+        public var created: UInt64
+        public var modified: UInt64
+        public init(created: UInt64, modified: UInt64) {
+            self.created = created
+            self.modified = modified
+        }
+    }
+
+    /// Creates an item in `collection`, sealed under its master `key`, created now or at `times`.
     public func createItem(
-        in collection: CollectionRecord, key: SecureBytes, contents: ItemContents
+        in collection: CollectionRecord, key: SecureBytes, contents: ItemContents, times: Times? = nil
     ) throws(StoreError) -> ItemRecord {
         let now = Self.now()
+        let created = times?.created ?? now
+        let modified = times?.modified ?? now
         return try database.transaction { () throws(StoreError) -> ItemRecord in
             // Sealed once the row has its id, which the sealed contents are bound to.
             try database.insert([
-                ItemColumn.collectionID: .integer(collection.id), .created: .integer(Int64(now)), .modified: .integer(Int64(now)),
-                .sealed: .blob([]),
+                ItemColumn.collectionID: .integer(collection.id), .created: .integer(Int64(created)),
+                .modified: .integer(Int64(modified)), .sealed: .blob([]),
             ])
             let record = ItemRecord(
-                id: database.lastInsertID, collectionID: collection.id, created: now, modified: now,
+                id: database.lastInsertID, collectionID: collection.id, created: created, modified: modified,
                 accessGroup: contents.accessGroup)
-            try write(record, in: collection, key: key, contents: contents, modified: now, replacing: false)
+            try write(record, in: collection, key: key, contents: contents, modified: modified, replacing: false)
             return record
         }
     }
