@@ -83,10 +83,15 @@ let package = Package(
             name: "SecretService", dependencies: ["CGio", "CLoginControl", "CProcess", "CSystemd", "DBusValues", "KeychainCore", "Pinentry", "SecretCrypto", "SecretStore"],
             swiftSettings: strictSettings),
 
+        // MARK: Reading gnome-keyring's keyring files (for `secretctl import gnome-keyring`)
+        .target(
+            name: "GnomeKeyringFormat", dependencies: ["SecretCrypto"],
+            swiftSettings: strictSettings),
+
         // MARK: The command line (SecretCrypto for export files; not SecretStore, so secretctl
         // does not load SQLite)
         .target(
-            name: "SecretCtl", dependencies: ["KeychainCore", "Keychain", "ProcessSpawning", "SecretCrypto"],
+            name: "SecretCtl", dependencies: ["GnomeKeyringFormat", "KeychainCore", "Keychain", "ProcessSpawning", "SecretCrypto"],
             swiftSettings: strictSettings),
 
         // MARK: Executables
@@ -105,7 +110,7 @@ let package = Package(
         // Replays fuzz inputs through the parsers of outside input; drives libFuzzer in the
         // fuzz build (`make fuzz`; see "Fuzzing" in README.md).
         .executableTarget(
-            name: "keychain-fuzz", dependencies: ["CFuzzer", "DBusValues", "KeychainCore", "SecretCrypto", "SecretCtl", "SecretService", "SecretStore"],
+            name: "keychain-fuzz", dependencies: ["CFuzzer", "DBusValues", "GnomeKeyringFormat", "KeychainCore", "SecretCrypto", "SecretCtl", "SecretService", "SecretStore"],
             swiftSettings: strictSettings),
 
         // MARK: Test support and tests
@@ -118,6 +123,9 @@ let package = Package(
         // Fixtures/: a database written by each schema version, for the migration tests.
         .testTarget(
             name: "SecretStoreTests", dependencies: ["SecretCrypto", "SecretStore"], resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "GnomeKeyringFormatTests", dependencies: ["GnomeKeyringFormat", "SecretCrypto"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "SecretCtlTests", dependencies: ["KeychainCore", "SecretCtl", "SecretCrypto", "Keychain"],

@@ -190,6 +190,62 @@ public enum Gcrypt {
         return digest
     }
 
+    /// MD5 of `bytes`: only for reading gnome-keyring's files, whose decrypted part starts with
+    /// the MD5 of the rest (the check for a right password). Never for anything new.
+    public static func md5(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        initialize()
+        var digest = [UInt8](repeating: 0, count: 16)
+        digest.withUnsafeMutableBytes { out in
+            gcry_md_hash_buffer(Int32(GCRY_MD_MD5.rawValue), out.baseAddress, bytes.baseAddress, bytes.count)
+        }
+        return digest
+    }
+
+    // MARK: - gnome-keyring's file encryption (for reading its keyrings)
+
+    /// The AES-128 key and IV of a gnome-keyring file: SHA-256 of `password` then `salt`,
+    /// hashed again `iterations - 1` times; the first 16 bytes are the key, the next 16 the IV
+    /// (gnome-keyring's `egg_symkey_generate_simple`, which is not PBKDF2).
+    public static func gnomeKeyringKey(
+        password: SecureBytes, salt: [UInt8], iterations: Int
+    ) throws(CryptoError) -> (key: SecureBytes, iv: [UInt8]) {
+        initialize()
+        guard iterations >= 1 else { throw .invalidInput("a key derivation needs at least one iteration") }
+        var handle: gcry_md_hd_t?
+        let error = gcry_md_open(&handle, Int32(GCRY_MD_SHA256.rawValue), UInt32(GCRY_MD_FLAG_SECURE.rawValue))
+        guard error == 0, let handle else { throw .library("sha256: \(describe(error))") }
+        defer { gcry_md_close(handle) }
+        let digest = SecureBytes(count: 32)
+        password.withBytes { if $0.count > 0 { gcry_md_write(handle, $0.baseAddress, $0.count) } }
+        salt.withUnsafeBytes { gcry_md_write(handle, $0.baseAddress, $0.count) }
+        digest.withMutableBytes { $0.baseAddress!.copyMemory(from: gcry_md_read(handle, 0), byteCount: 32) }
+        for _ in 1..<iterations {
+            gcry_md_reset(handle)
+            digest.withBytes { gcry_md_write(handle, $0.baseAddress, 32) }
+            digest.withMutableBytes { $0.baseAddress!.copyMemory(from: gcry_md_read(handle, 0), byteCount: 32) }
+        }
+        return digest.withBytes { bytes in
+            (SecureBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[0..<16])), Array(bytes[16..<32]))
+        }
+    }
+
+    /// AES-128-CBC decryption of whole blocks with no padding to remove, as gnome-keyring's
+    /// files use it (they pad with zeros and check an MD5 instead).
+    public static func decryptAES128CBCBlocks(
+        _ ciphertext: ArraySlice<UInt8>, key: SecureBytes, iv: [UInt8]
+    ) throws(CryptoError) -> SecureBytes {
+        guard ciphertext.count % 16 == 0 else { throw .invalidInput("encrypted data is not a whole number of AES blocks") }
+        let cipher = try cbcCipher(key: key, iv: iv)
+        defer { gcry_cipher_close(cipher) }
+        let plaintext = SecureBytes(count: ciphertext.count)
+        guard !ciphertext.isEmpty else { return plaintext }
+        let error = plaintext.withMutableBytes { out in
+            ciphertext.withUnsafeBytes { gcry_cipher_decrypt(cipher, out.baseAddress, out.count, $0.baseAddress, $0.count) }
+        }
+        guard error == 0 else { throw .library("aes-cbc: \(describe(error))") }
+        return plaintext
+    }
+
     // MARK: - Secret Service transport encryption (dh-ietf1024-sha256-aes128-cbc-pkcs7)
 
     /// HKDF-SHA256 (RFC 5869) of `inputKey`; an empty `salt` means HashLen zero bytes.
