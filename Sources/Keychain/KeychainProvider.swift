@@ -107,6 +107,16 @@ package enum KeychainProvider {
         return (policy.groups.map { AccessGroup(name: $0.name, ask: $0.ask, members: $0.members) }, policy.apps)
     }
 
+    /// Hands `keyring` to secretd, which writes it whole or not at all into the keyring of its
+    /// name (created with `password` when there is none; an existing one must be unlocked) and
+    /// skips every item that keyring holds already with the same attributes and secret.
+    /// Returns how many items were written and skipped; a provider other than secretd is
+    /// ``KeychainError/notSupported(feature:)``.
+    package static func importKeyring(_ keyring: ImportedKeyring, password: [UInt8]) throws(KeychainError) -> (imported: Int, skipped: Int) {
+        let buffer = password.withUnsafeBytes { SecretBuffer(copying: $0) }
+        return try LibSecret.importKeyring(keyring, password: buffer)
+    }
+
     /// Adds `identity` to `group` (or removes it); the person consents with the login
     /// `password`, or through secretd's prompt when it is nil.
     package static func changeAccessGroup(add: Bool, group: String, identity: String, password: [UInt8]?) throws(KeychainError) {

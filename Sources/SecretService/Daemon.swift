@@ -316,6 +316,7 @@ public final class Daemon: BusHandler {
         case (.service, Introspection.service): return handleService(call)
         case (.service, Introspection.gnomeExtension): return handleGnomeExtension(call)
         case (.service, Introspection.accessGroups): return handleAccessGroups(call)
+        case (.service, Introspection.importing): return handleImport(call)
         case (.collection, Introspection.collection), (.alias, Introspection.collection):
             guard let collection = collection(at: call.path) else { return .failure(.noSuchObject("no collection \(call.path)")) }
             return handleCollection(call, collection)
@@ -431,7 +432,7 @@ public final class Daemon: BusHandler {
 
     func interfaces(at path: String) -> [String] {
         switch ObjectPaths.parse(path) {
-        case .service: return [Introspection.service, Introspection.gnomeExtension, Introspection.accessGroups]
+        case .service: return [Introspection.service, Introspection.gnomeExtension, Introspection.accessGroups, Introspection.importing]
         case .collection, .alias: return [Introspection.collection]
         case .item: return [Introspection.item]
         case .session: return [Introspection.session]

@@ -13,6 +13,8 @@ enum Introspection {
     static let gnomeExtension = SecretServiceNames.Interface.gnomeExtension
     /// secretd's own interface for access groups (see secretd(1)).
     static let accessGroups = SecretServiceNames.Interface.accessGroups
+    /// secretd's own interface for importing keyrings (see secretd(1)).
+    static let importing = SecretServiceNames.Interface.importing
     /// The standard interfaces every object has (sd-bus answers `Peer` itself).
     static let properties = SecretServiceNames.Interface.properties
     static let introspectable = "org.freedesktop.DBus.Introspectable"
@@ -42,6 +44,14 @@ enum Introspection {
                 Argument(name: "group", type: "s"), Argument(name: "identity", type: "s"),
                 Argument(name: "login_password", type: secret),
             ], results: [Argument(name: "prompt", type: "o")]),
+        ]),
+        BusInterface(name: importing, methods: [
+            Method(name: "ImportKeyring", arguments: [
+                Argument(name: "name", type: "s"), Argument(name: "properties", type: "a{sv}"),
+                Argument(name: "master", type: secret), Argument(name: "items", type: "a(a{sv}\(secret))"),
+            ], results: [
+                Argument(name: "collection", type: "o"), Argument(name: "imported", type: "u"), Argument(name: "skipped", type: "u"),
+            ]),
         ]),
         BusInterface(name: service, methods: [
             Method(name: "OpenSession", arguments: [Argument(name: "algorithm", type: "s"), Argument(name: "input", type: "v")],

@@ -1,0 +1,141 @@
+import DBusValues
+import KeychainCore
+import SecretCrypto
+import SecretStore
+
+/// secretd's import interface (`io.github.secretd.Import1`): a whole keyring from another
+/// provider's files (`secretctl import gnome-keyring`), with its name, label and times and its
+/// items' times, which the Secret Service's own CreateItem cannot carry, in one transaction.
+extension Daemon {
+    /// One item of an import, as the call carries it.
+    private struct ImportedItem {
+        var label: String
+        var attributes: [String: String]
+        var secret: SecureBytes
+        var times: Store.Times?
+    }
+
+    func handleImport(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+        guard call.method == "ImportKeyring" else { return .failure(.unknownMethod("no method \(call.method)")) }
+        let args = call.arguments
+        guard let name = args[0].string, let properties = args[1].variantMap, case .array(_, let itemValues) = args[3] else {
+            return .failure(.invalidArgs("(sa{sv}(oayays)a(a{sv}(oayays))) expected"))
+        }
+        switch caller(call.sender) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let caller) where membership(caller).confined:
+            return .failure(.forbidden("\(caller.identity) is confined to its access groups and cannot import keyrings"))
+        case .success: break
+        }
+        guard ObjectPaths.isCollectionName(name), name != Self.sessionName else {
+            return .failure(.invalidArgs("“\(name)” cannot name a keyring (letters, digits and _, at most 64)"))
+        }
+        guard let label = properties[SecretServiceNames.Property.collectionLabel].map(\.string) ?? name else {
+            return .failure(.invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)"))
+        }
+        let collectionTimes: Store.Times?
+        switch Self.times(properties, prefix: SecretServiceNames.Interface.collection) {
+        case .failure(let problem): return .failure(problem)
+        case .success(let times): collectionTimes = times
+        }
+        var items: [ImportedItem] = []
+        for value in itemValues {
+            guard let fields = value.tuple, fields.count == 2, let itemProperties = fields[0].variantMap else {
+                return .failure(.invalidArgs("each item must be (a{sv}(oayays))"))
+            }
+            guard let itemLabel = itemProperties[SecretServiceNames.Property.itemLabel].map(\.string) ?? "",
+                let requested = itemProperties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
+            else { return .failure(.invalidArgs("an item's Label must be s and its Attributes a{ss}")) }
+            if let problem = Self.checkItemText(label: itemLabel, attributes: requested) { return .failure(problem) }
+            let placed: [String: String]
+            switch placeInGroup(requested, for: call.sender) {
+            case .failure(let refusal): return .failure(refusal)
+            case .success(let attributes): placed = attributes
+            }
+            let times: Store.Times?
+            switch Self.times(itemProperties, prefix: SecretServiceNames.Interface.item) {
+            case .failure(let problem): return .failure(problem)
+            case .success(let found): times = found
+            }
+            switch decodeSecret(fields[1], from: call.sender) {
+            case .failure(let problem): return .failure(problem)
+            case .success(let (secret, _)):
+                items.append(ImportedItem(label: itemLabel, attributes: placed, secret: secret, times: times))
+            }
+        }
+        let existing: Store.CollectionRecord?
+        do { existing = try store.collection(named: name) } catch { return .failure(storeFailure(error)) }
+        var password: SecureBytes?
+        if let existing {
+            guard keys[existing.id] != nil else { return .failure(.isLocked("the keyring \(name) is locked; unlock it first")) }
+        } else {
+            switch decodeSecret(args[2], from: call.sender) {
+            case .failure(let problem): return .failure(problem)
+            case .success(let (secret, _)):
+                guard secret.count > 0 else { return .failure(.invalidArgs("a new keyring needs a password")) }
+                password = secret
+            }
+        }
+        return importItems(items, into: existing, name: name, label: label, times: collectionTimes, password: password)
+    }
+
+    /// Writes the items in one transaction (into a new collection when `existing` is nil),
+    /// skipping each that the keyring holds already with the same attributes and secret.
+    private func importItems(
+        _ items: [ImportedItem], into existing: Store.CollectionRecord?, name: String, label: String,
+        times: Store.Times?, password: SecureBytes?
+    ) -> Result<DBusValue, SecretServiceError> {
+        do {
+            var created: [Store.ItemRecord] = []
+            var skipped = 0
+            let (collection, key) = try store.transaction { () throws(StoreError) -> (Store.CollectionRecord, SecureBytes) in
+                let (collection, key): (Store.CollectionRecord, SecureBytes)
+                if let existing, let known = keys[existing.id] {
+                    (collection, key) = (existing, known)
+                } else {
+                    (collection, key) = try store.createCollection(
+                        name: name, label: label, password: password ?? SecureBytes(count: 0), parameters: options.kdf, times: times)
+                }
+                for item in items {
+                    if try holds(item, in: collection, key: key) {
+                        skipped += 1
+                        continue
+                    }
+                    let contents = ItemContents(label: item.label, attributes: item.attributes, secret: item.secret, contentType: "text/plain")
+                    created.append(try store.createItem(in: collection, key: key, contents: contents, times: item.times))
+                }
+                return (collection, key)
+            }
+            if existing == nil {
+                keys.unlocked(collection, with: key, announcing: false)
+                announceNewCollection(ObjectPaths.collection(collection.name))
+            }
+            for item in created { announceCreated(item, in: collection) }
+            Log.info("imported \(created.count) items into the \(collection.name) keyring (\(skipped) were there already)")
+            return .success(.tuple([.objectPath(ObjectPaths.collection(collection.name)), .uint32(UInt32(created.count)), .uint32(UInt32(skipped))]))
+        } catch {
+            return .failure(storeFailure(error))
+        }
+    }
+
+    /// Whether `collection` has an item with exactly `item`'s attributes and secret.
+    private func holds(_ item: ImportedItem, in collection: Store.CollectionRecord, key: SecureBytes) throws(StoreError) -> Bool {
+        for candidate in try searchItems(item.attributes, in: collection) {
+            let contents = try store.readItem(candidate, in: collection, key: key)
+            if contents.attributes == item.attributes && contents.secret.constantTimeEquals(item.secret) { return true }
+        }
+        return false
+    }
+
+    /// The `Created` and `Modified` properties of an imported object (`INTERFACE.Created`,
+    /// `INTERFACE.Modified`, both `t`), when it has them; both or neither.
+    private static func times(_ properties: [String: DBusValue], prefix: String) -> Result<Store.Times?, SecretServiceError> {
+        let created = properties["\(prefix).Created"]
+        let modified = properties["\(prefix).Modified"]
+        if created == nil && modified == nil { return .success(nil) }
+        guard let created = created?.uint64, let modified = modified?.uint64 else {
+            return .failure(.invalidArgs("\(prefix).Created and .Modified must both be given, as t"))
+        }
+        return .success(Store.Times(created: created, modified: modified))
+    }
+}

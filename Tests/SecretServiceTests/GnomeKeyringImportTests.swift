@@ -1,0 +1,111 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// `secretctl import gnome-keyring` into a running secretd, from keyring files the real
+/// gnome-keyring-daemon wrote in this run (scripts/make-gnome-keyrings.py), checked field by
+/// field through the Secret Service against what gnome-keyring itself showed.
+@Suite struct GnomeKeyringImportTests {
+    /// Lists every keyring secretd has with its items, as JSON, through secretstorage.
+    static let dump = #"""
+        import base64, json, secretstorage
+        bus = secretstorage.dbus_init()
+        out = {}
+        for c in secretstorage.get_all_collections(bus):
+            name = c.collection_path.rsplit("/", 1)[1]
+            items = [{"label": i.get_label(), "attributes": i.get_attributes(),
+                      "secret": base64.b64encode(i.get_secret()).decode(), "created": i.get_created(),
+                      "modified": i.get_modified()} for i in c.get_all_items()]
+            out[name] = {"label": c.get_label(), "created": c._collection.get_property("Created"),
+                         "modified": c._collection.get_property("Modified"), "items": items}
+        print(json.dumps(out))
+        """#
+
+    static var secretctl: String {
+        URL(fileURLWithPath: SecretdFixture.secretdPath).deletingLastPathComponent().appendingPathComponent("secretctl").path
+    }
+
+    @Test("every keyring comes over whole: labels, attributes, secrets and times; again adds nothing; a bad file or password leaves the others")
+    func importsRealFiles() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let keyrings = fixture.root.appendingPathComponent("keyrings")
+        let manifestURL = fixture.root.appendingPathComponent("manifest.json")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/make-gnome-keyrings.py")
+        let made = try CommandResult.run(
+            ["/usr/bin/python3", script.path, keyrings.path, manifestURL.path], environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"],
+            scratch: fixture.root)
+        try #require(made.status == 0, "\(made.errorOutput)")
+        let manifest = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: manifestURL)) as? [String: Any])
+        // A damaged keyring beside them: its import fails, the others go on.
+        let work = try Data(contentsOf: keyrings.appendingPathComponent("work.keyring"))
+        try work.prefix(work.count - 40).write(to: keyrings.appendingPathComponent("broken.keyring"))
+        let before = try FileManager.default.contentsOfDirectory(atPath: keyrings.path).sorted().map {
+            ($0, try Data(contentsOf: keyrings.appendingPathComponent($0)))
+        }
+
+        // Only the login password: "work" has its own, and nothing can ask for it.
+        let first = try fixture.run([Self.secretctl, "import", "gnome-keyring", keyrings.path, "--password-stdin"], input: "login-pw\n")
+        #expect(first.status == 6, "\(first.text) \(first.errorOutput)")
+        #expect(first.text == "login: imported 7, skipped 0, failed 0\nbroken: imported 0, skipped 0, failed 2\nopen: imported 3, skipped 0, failed 0\nwork: imported 0, skipped 0, failed 2\n")
+        #expect(first.errorOutput.contains("broken: the keyring file is damaged"), "\(first.errorOutput)")
+        #expect(first.errorOutput.contains("work: skipped: the password given does not open it"), "\(first.errorOutput)")
+        #expect(!first.errorOutput.contains("login-pw"))
+
+        // Both passwords: work comes too, the rest is there already.
+        let second = try fixture.run([Self.secretctl, "import", "gnome-keyring", keyrings.path, "--password-stdin"], input: "login-pw\nwork-pw\n")
+        #expect(second.text == "login: imported 0, skipped 7, failed 0\nbroken: imported 0, skipped 0, failed 2\nopen: imported 0, skipped 3, failed 0\nwork: imported 2, skipped 0, failed 0\n",
+                "\(second.errorOutput)")
+
+        let dumped = try fixture.runPython(Self.dump, named: "dump.py")
+        try #require(dumped.status == 0, "\(dumped.errorOutput)")
+        let collections = try #require(JSONSerialization.jsonObject(with: dumped.output) as? [String: [String: Any]])
+        for keyring in manifest["keyrings"] as? [[String: Any]] ?? [] {
+            let name = try #require(keyring["name"] as? String)
+            let collection = try #require(collections[name], "no keyring \(name) in secretd: \(collections.keys)")
+            let header = keyring["binary_header"] as? [String: Any]
+            if name != "login" {  // secretd's own login keyring was there first
+                #expect(collection["label"] as? String == (header?["label"] as? String ?? keyring["label"] as? String))
+                let times = header.map { [$0["ctime_field"], $0["mtime_field"]] } ?? [keyring["created"], keyring["modified"]]
+                let numbers = times.compactMap { ($0 as? NSNumber)?.uint64Value }
+                #expect((collection["created"] as? NSNumber)?.uint64Value == (header == nil ? numbers[0] : numbers.filter { $0 > 0 }.min()), "\(name)")
+            }
+            let items = collection["items"] as? [[String: Any]] ?? []
+            let expectedItems = keyring["items"] as? [[String: Any]] ?? []
+            #expect(items.count == expectedItems.count, "\(name)")
+            for expected in expectedItems {
+                let attributes = (expected["attributes"] as? [String: String] ?? [:]).filter { !$0.key.hasPrefix("gkr:compat:") }
+                let found = items.filter { $0["label"] as? String == expected["label"] as? String && $0["attributes"] as? [String: String] == attributes }
+                #expect(found.count == 1, "\(name): \(expected["label"] ?? "") \(attributes) in \(items.map { $0["attributes"] ?? "" })")
+                guard let item = found.first else { continue }
+                #expect(item["secret"] as? String == expected["secret"] as? String, "\(name): the secret of \(expected["label"] ?? "")")
+                #expect((item["created"] as? NSNumber)?.uint64Value == (expected["created"] as? NSNumber)?.uint64Value)
+                #expect((item["modified"] as? NSNumber)?.uint64Value == (expected["modified"] as? NSNumber)?.uint64Value)
+            }
+        }
+        // The source files are only read.
+        let after = try FileManager.default.contentsOfDirectory(atPath: keyrings.path).sorted().map {
+            ($0, try Data(contentsOf: keyrings.appendingPathComponent($0)))
+        }
+        #expect(after.map(\.0) == before.map(\.0) && after.map(\.1) == before.map(\.1))
+        // A plain lookup finds an imported item, as a client would.
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "vpn", "user", "bob"]).text == "vpn-secret")
+    }
+
+    @Test("no keyrings, --replace, a DIR without gnome-keyring: clear errors, exit statuses 1 and 2")
+    func refusals() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let empty = fixture.root.appendingPathComponent("empty")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        let none = try fixture.run([Self.secretctl, "import", "gnome-keyring", empty.path, "--password-stdin"], input: "x\n")
+        #expect(none.status == 1 && none.errorOutput.contains("no gnome-keyring keyrings"), "\(none.errorOutput)")
+        let replace = try fixture.run([Self.secretctl, "import", "gnome-keyring", empty.path, "--replace"])
+        #expect(replace.status == 2, "\(replace.errorOutput)")
+        let stray = try fixture.run([Self.secretctl, "import", "some.csv", empty.path])
+        #expect(stray.status == 2 && stray.errorOutput.contains("gnome-keyring only"), "\(stray.errorOutput)")
+    }
+}
