@@ -1,21 +1,63 @@
 internal import CGcrypt
 import Glibc
+import Synchronization
 
-/// Key material or plaintext held in libgcrypt's secure (mlocked) memory, wiped when released.
+/// Key material or plaintext held in locked memory (never swapped, left out of core dumps),
+/// wiped when released.
+///
+/// Small buffers come from libgcrypt's secure pool (1 MiB, locked when libgcrypt starts).
+/// Buffers of ``ownPagesThreshold`` bytes or more get pages of their own, locked and kept out
+/// of core dumps here: past its pool libgcrypt hands out plain heap memory, unlocked ("Warning:
+/// using insecure memory!"), so a secret of a megabyte or two would have been swappable.
 public final class SecureBytes: @unchecked Sendable {
     /// The memory; valid until the object is released.
     package let pointer: UnsafeMutableRawPointer
     /// The number of bytes.
     public let count: Int
+    /// The length of the pages mapped for this buffer alone; 0 when it is in libgcrypt's pool.
+    private let mappedLength: Int
+
+    /// From this size on a buffer gets locked pages of its own.
+    package static let ownPagesThreshold = 64 * 1024
+
+    /// What happens, once per process, when the system refuses to lock a buffer's pages (its
+    /// `RLIMIT_MEMLOCK` is used up): by default a line on standard error naming the size.
+    /// The buffer is used all the same, kept out of core dumps but swappable.
+    nonisolated(unsafe) public static var lockRefused: (_ bytes: Int) -> Void = { bytes in
+        let line = "warning: cannot lock \(bytes) bytes of secrets in memory (RLIMIT_MEMLOCK is used up); they may be written to swap\n"
+        _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+    }
+    private static let lockRefusalReported = Atomic<Bool>(false)
 
     /// Allocates `count` zeroed bytes of secure memory.
     public init(count: Int) {
         Gcrypt.initialize()
+        self.count = count
+        if count >= Self.ownPagesThreshold, let (memory, length) = Self.mapLockedPages(count) {
+            pointer = memory
+            mappedLength = length
+            return
+        }
         guard let memory = gcry_calloc_secure(1, max(count, 1)) else {
             fatalError("libgcrypt secure memory exhausted")  // gcry_calloc_secure only fails when out of memory
         }
         pointer = memory
-        self.count = count
+        mappedLength = 0
+    }
+
+    /// Zeroed pages for `count` bytes, out of core dumps and locked (or, when the system
+    /// refuses, reported through ``lockRefused``); nil when there is no memory to map.
+    private static func mapLockedPages(_ count: Int) -> (UnsafeMutableRawPointer, Int)? {
+        let page = max(Int(sysconf(Int32(_SC_PAGESIZE))), 4096)
+        let length = (count + page - 1) / page * page
+        guard let memory = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+            memory != UnsafeMutableRawPointer(bitPattern: -1)
+        else { return nil }
+        _ = madvise(memory, length, MADV_DONTDUMP)
+        if mlock(memory, length) != 0 && !lockRefusalReported.exchange(true, ordering: .relaxed) {
+            lockRefused(count)
+        }
+        return (memory, length)
     }
 
     /// Copies `bytes` into secure memory.
@@ -32,7 +74,11 @@ public final class SecureBytes: @unchecked Sendable {
 
     deinit {
         explicit_bzero(pointer, max(count, 1))
-        gcry_free(pointer)
+        if mappedLength > 0 {
+            munmap(pointer, mappedLength)  // unlocks too
+        } else {
+            gcry_free(pointer)
+        }
     }
 
     /// Read-only access to the bytes.

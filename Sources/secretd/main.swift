@@ -107,6 +107,9 @@ let options = Daemon.Options(
 
 _ = keychain_set_non_dumpable()
 Gcrypt.initialize()
+SecureBytes.lockRefused = { bytes in
+    printError("<4>secretd: cannot lock \(bytes) bytes of secrets in memory (its RLIMIT_MEMLOCK, ulimit -l, is used up); they may be written to swap\n")
+}
 
 /// Reads the login password from standard input: one line typed without echo on a terminal,
 /// otherwise all of it (less one trailing newline).

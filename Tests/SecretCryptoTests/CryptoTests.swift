@@ -75,3 +75,41 @@ import Testing
                 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 }
+
+/// Large secure buffers are locked in memory: past libgcrypt's 1 MiB pool, libgcrypt itself
+/// would hand out unlocked heap memory.
+@Suite struct SecureMemoryTests {
+    /// The `Locked` KiB of the mapping that holds `address` (/proc/self/smaps); nil if none does.
+    static func lockedKiB(of address: UnsafeMutableRawPointer) -> Int? {
+        // Read to the end: Foundation's String(contentsOfFile:) stops after a page of a /proc file.
+        let data = FileHandle(forReadingAtPath: "/proc/self/smaps").map { $0.readDataToEndOfFile() } ?? Data()
+        let smaps = String(decoding: data, as: UTF8.self)
+        let target = UInt(bitPattern: address)
+        var inside = false
+        for line in smaps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if let range = fields.first, range.contains("-"), !range.hasSuffix(":") {
+                let bounds = range.split(separator: "-").compactMap { UInt($0, radix: 16) }
+                inside = bounds.count == 2 && bounds[0] <= target && target < bounds[1]
+            } else if inside, fields.first == "Locked:", fields.count >= 2 {
+                return Int(fields[1])
+            }
+        }
+        return nil
+    }
+
+    @Test("buffers of megabytes are zeroed and their pages locked; small ones come from libgcrypt's pool")
+    func largeBuffersAreLocked() throws {
+        let buffers = (0..<3).map { _ in SecureBytes(count: 2 << 20) }
+        for buffer in buffers {
+            let locked = Self.lockedKiB(of: buffer.pointer)
+            #expect((locked ?? 0) >= 2048, "a 2 MiB buffer has \(locked.map(String.init) ?? "no mapping") KiB locked")
+            #expect(buffer.withBytes { $0.allSatisfy { $0 == 0 } })
+            buffer.withMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0xa5) }
+            #expect(buffer.withBytes { $0.allSatisfy { $0 == 0xa5 } })
+        }
+        let small = SecureBytes([1, 2, 3])
+        #expect(small.withBytes { Array($0) } == [1, 2, 3])
+        #expect((Self.lockedKiB(of: small.pointer) ?? 0) > 0, "libgcrypt's pool is not locked")
+    }
+}

@@ -194,6 +194,30 @@ import Testing
         daemon.stop()
     }
 
+    @Test("a secret of megabytes stays in locked memory: no 'insecure memory' from libgcrypt, no lock refused, VmLck grows")
+    func largeSecretsLocked() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let pid = try #require(daemon.helperPID)
+        // secret-tool reads at most 8 KiB of a secret; secretstorage sends any size.
+        let stored = try fixture.runPython("""
+            import secretstorage
+            bus = secretstorage.dbus_init()
+            secret = bytes(range(256)) * (3 << 12)  # 3 MiB
+            item = secretstorage.get_default_collection(bus).create_item("big", {"size": "3MiB"}, secret)
+            print(len(item.get_secret()) == len(secret) and item.get_secret() == secret)
+            """, named: "big-secret.py")
+        #expect(stored.text == "True\n", "\(stored.text) \(stored.errorOutput)")
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let locked = status.split(separator: "\n").first { $0.hasPrefix("VmLck:") }.flatMap {
+            Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        }
+        #expect((locked ?? 0) >= 1024, "secretd has \(locked.map(String.init) ?? "no") KiB locked")
+        #expect(!daemon.log.contains("insecure memory"), "\(daemon.log)")
+        #expect(!daemon.log.contains("cannot lock"), "\(daemon.log)")
+    }
+
     // MARK: - Helpers
 
     func atLeastMinimum(_ parameters: KDFParameters) -> Bool {
