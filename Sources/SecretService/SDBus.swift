@@ -131,7 +131,7 @@ final class BusServer {
     /// Waits until sd-bus has written every reply and signal, so that the replies to the last
     /// calls committed before a stop reach their callers (the process ends right after). Gives
     /// up after `timeout` seconds, for a bus that no longer reads.
-    func flushConnection(timeout: Double = 2) {
+    func flushConnection(timeout: Double = 10) {
         let deadline = Date().addingTimeInterval(timeout)
         while sd_bus_get_events(bus) > 0, Int16(sd_bus_get_events(bus)) & Int16(POLLOUT) != 0 {
             let left = deadline.timeIntervalSinceNow

@@ -179,7 +179,7 @@ import Testing
             // Every item that was stored was acknowledged, and every acknowledged one stored.
             // (GVariant text marks only the first path of an array with "objectpath".)
             let stored = found.components(separatedBy: "'/org/freedesktop/secrets/collection/login/").count - 1
-            #expect(stored == counts[0], "round \(round): \(counts) against \(stored) items")
+            #expect(stored == counts[0], "round \(round): \(counts) against \(stored) items; errors: \(result.errorOutput); secretd's log: \(daemon.log)")
         }
     }
 

@@ -24,6 +24,7 @@ for n in range(400):
     if n == 200:
         os.kill(int(sys.argv[1]), signal.SIGTERM)
 replies = errors = 0
+names = {}
 while serials:
     message = conn.receive(timeout=30)
     serial = message.header.fields.get(HeaderFields.reply_serial)
@@ -31,6 +32,9 @@ while serials:
         serials.discard(serial)
         if message.header.message_type == MessageType.error:
             errors += 1
+            name = message.header.fields.get(HeaderFields.error_name)
+            names[name] = names.get(name, 0) + 1
         else:
             replies += 1
 print(replies, errors)
+print(names, file=sys.stderr)
