@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 import KeychainTestSupport
 import Testing
 
@@ -92,6 +93,115 @@ import Testing
         #expect(after.map(\.0) == before.map(\.0) && after.map(\.1) == before.map(\.1))
         // A plain lookup finds an imported item, as a client would.
         #expect(try fixture.run(["secret-tool", "lookup", "service", "vpn", "user", "bob"]).text == "vpn-secret")
+    }
+
+    /// Runs `secretctl import gnome-keyring DIR` on a terminal (a pty) and answers its prompts
+    /// as a person would: the login password, then a wrong one for `work`, then the right one.
+    static let typist = #"""
+        import os, pty, sys, time
+        secretctl, directory = sys.argv[1], sys.argv[2]
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(secretctl, [secretctl, "import", "gnome-keyring", directory])
+        seen = transcript = b""
+        def expect(text, answer=None):
+            global seen, transcript
+            deadline = time.time() + 20
+            while text.encode() not in seen:
+                if time.time() > deadline:
+                    sys.exit("no prompt %r in %r" % (text, seen))
+                try:
+                    chunk = os.read(fd, 4096)
+                    seen += chunk
+                    transcript += chunk
+                except OSError:
+                    sys.exit("secretctl ended before %r: %r" % (text, seen))
+            seen = seen.split(text.encode(), 1)[1]
+            if answer is not None:
+                os.write(fd, answer.encode() + b"\r")
+        expect("Password of the gnome-keyring login keyring: ", "login-pw")
+        expect("Password of the gnome-keyring keyring work (empty to skip it): ", "not-it")
+        expect("that password does not open work")
+        expect("Password of the gnome-keyring keyring work (empty to skip it): ", "work-pw")
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            transcript += chunk
+        status = os.waitpid(pid, 0)[1]
+        sys.stdout.write(transcript.decode(errors="replace").replace("\r", ""))
+        sys.exit(os.waitstatus_to_exitcode(status))
+        """#
+
+    @Test("on a terminal it asks for the login password, then for each keyring that opens with none known; a wrong one is asked again")
+    func asksOnATerminal() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let keyrings = fixture.root.appendingPathComponent("keyrings")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/make-gnome-keyrings.py")
+        let made = try CommandResult.run(
+            ["/usr/bin/python3", script.path, keyrings.path, fixture.root.appendingPathComponent("manifest.json").path],
+            environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], scratch: fixture.root)
+        try #require(made.status == 0, "\(made.errorOutput)")
+        let typed = try fixture.runPython(Self.typist, named: "typist.py", [Self.secretctl, keyrings.path])
+        #expect(typed.status == 0, "\(typed.text) \(typed.errorOutput)")
+        #expect(typed.text.contains("login: imported 7, skipped 0, failed 0"), "\(typed.text)")
+        #expect(typed.text.contains("open: imported 3, skipped 0, failed 0"), "\(typed.text)")
+        #expect(typed.text.contains("work: imported 2, skipped 0, failed 0"), "\(typed.text)")
+        #expect(!typed.text.contains("login-pw") && !typed.text.contains("work-pw"), "a password was echoed: \(typed.text)")
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "vpn", "user", "bob"]).text == "vpn-secret")
+    }
+
+    /// ImportKeyring called directly: a good item, then one secretd refuses (`bad` names how),
+    /// into `name`; prints the error name, then the paths the keyring has (or `none`).
+    static let halfBad = #"""
+        import sys
+        from jeepney import DBusAddress
+        from jeepney.io.blocking import open_dbus_connection
+        from jeepney.low_level import MessageType, HeaderFields
+        from jeepney import new_method_call
+        name, bad = sys.argv[1], sys.argv[2]
+        B, ROOT = "org.freedesktop.secrets", "/org/freedesktop/secrets"
+        conn = open_dbus_connection(bus="SESSION")
+        def call(path, iface, method, sig="", body=()):
+            reply = conn.send_and_get_reply(new_method_call(DBusAddress(path, B, iface), method, sig, body), timeout=30)
+            if reply.header.message_type == MessageType.error:
+                return ("error", reply.header.fields.get(HeaderFields.error_name))
+            return ("ok", reply.body)
+        session = call(ROOT, "org.freedesktop.Secret.Service", "OpenSession", "sv", ("plain", ("s", "")))[1][1]
+        def item(label, attributes, secret=b"s3cret"):
+            return ({"org.freedesktop.Secret.Item.Label": ("s", label), "org.freedesktop.Secret.Item.Attributes": ("a{ss}", attributes)},
+                    (session, b"", secret, "text/plain"))
+        good = item("good", {"kind": "good"})
+        if bad == "label":
+            wrong = item("x" * 70000, {"kind": "bad"})
+        else:
+            wrong = ({"org.freedesktop.Secret.Item.Label": ("s", "bad"), "org.freedesktop.Secret.Item.Created": ("t", 5)},
+                     (session, b"", b"x", "text/plain"))
+        outcome = call(ROOT, "io.github.secretd.Import1", "ImportKeyring", "sa{sv}(oayays)a(a{sv}(oayays))",
+                       (name, {"org.freedesktop.Secret.Collection.Label": ("s", "Atomic")}, (session, b"", b"pw", "text/plain"), [good, wrong]))
+        print(outcome[1] if outcome[0] == "error" else "imported")
+        found = call(ROOT, "org.freedesktop.Secret.Service", "SearchItems", "a{ss}", ({"kind": "good"},))
+        print(" ".join(found[1][0] + found[1][1]) or "none")
+        """#
+
+    @Test("a keyring with one item secretd refuses is not imported at all, new or existing")
+    func wholeOrNothing() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        for (name, bad) in [("atomic", "label"), ("login", "label"), ("atomic", "times")] {
+            let result = try fixture.runPython(Self.halfBad, named: "half-bad.py", [name, bad])
+            #expect(result.text == "org.freedesktop.DBus.Error.InvalidArgs\nnone\n", "\(name), \(bad): \(result.text) \(result.errorOutput)")
+        }
+        let collections = try fixture.call(SecretServiceNames.Path.service, "org.freedesktop.DBus.Properties", "Get",
+                                           "('org.freedesktop.Secret.Service', 'Collections')")
+        #expect(!collections.contains("atomic"), "\(collections)")
     }
 
     @Test("no keyrings, --replace, a DIR without gnome-keyring: clear errors, exit statuses 1 and 2")
