@@ -125,7 +125,7 @@ let package = Package(
             name: "SecretStoreTests", dependencies: ["SecretCrypto", "SecretStore"], resources: [.copy("Fixtures")],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "GnomeKeyringFormatTests", dependencies: ["GnomeKeyringFormat", "SecretCrypto"],
+            name: "GnomeKeyringFormatTests", dependencies: ["GnomeKeyringFormat", "KeychainTestSupport", "SecretCrypto"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "SecretCtlTests", dependencies: ["KeychainCore", "SecretCtl", "SecretCrypto", "Keychain"],

@@ -1,5 +1,6 @@
 import Foundation
 import GnomeKeyringFormat
+import KeychainTestSupport
 import SecretCrypto
 import Testing
 
@@ -8,35 +9,16 @@ import Testing
 /// showed over D-Bus after loading them again; and against the files damaged.
 @Suite struct GnomeKeyringFileTests {
     /// The files and the manifest, made once per test run.
-    struct Fixtures: @unchecked Sendable {
-        let directory: URL
-        let manifest: [String: Any]
-
-        var keyrings: [[String: Any]] { manifest["keyrings"] as? [[String: Any]] ?? [] }
+    struct Fixtures {
+        let made: GnomeKeyringFiles.Made
+        var keyrings: [[String: Any]] { made.keyrings }
 
         func data(_ file: String) throws -> [UInt8] {
-            Array(try Data(contentsOf: directory.appendingPathComponent(file)))
-        }
-
-        static let made: Result<Fixtures, any Error> = Result {
-            let root = FileManager.default.temporaryDirectory.appendingPathComponent("gnome-keyrings-\(UUID().uuidString.prefix(8))")
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent("scripts/make-gnome-keyrings.py")
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = [script.path, root.appendingPathComponent("out").path, root.appendingPathComponent("manifest.json").path]
-            process.environment = ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"]
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { throw FixtureError(status: process.terminationStatus) }
-            let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: root.appendingPathComponent("manifest.json")))
-            return Fixtures(directory: root.appendingPathComponent("out"), manifest: manifest as? [String: Any] ?? [:])
+            Array(try Data(contentsOf: made.directory.appendingPathComponent(file)))
         }
     }
 
-    struct FixtureError: Error { let status: Int32 }
-
-    static func fixtures() throws -> Fixtures { try Fixtures.made.get() }
+    static func fixtures() throws -> Fixtures { Fixtures(made: try GnomeKeyringFiles.made()) }
 
     static func password(_ keyring: [String: Any]) -> SecureBytes? {
         (keyring["password"] as? String).map { SecureBytes(Array($0.utf8)) }

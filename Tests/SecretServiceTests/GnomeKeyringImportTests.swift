@@ -31,15 +31,9 @@ import Testing
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        let keyrings = fixture.root.appendingPathComponent("keyrings")
-        let manifestURL = fixture.root.appendingPathComponent("manifest.json")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("scripts/make-gnome-keyrings.py")
-        let made = try CommandResult.run(
-            ["/usr/bin/python3", script.path, keyrings.path, manifestURL.path], environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"],
-            scratch: fixture.root)
-        try #require(made.status == 0, "\(made.errorOutput)")
-        let manifest = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: manifestURL)) as? [String: Any])
+        let files = try GnomeKeyringFiles.copy(to: fixture.root.appendingPathComponent("keyrings"))
+        let keyrings = files.directory
+        let manifest = files.manifest
         // A damaged keyring beside them: its import fails, the others go on.
         let work = try Data(contentsOf: keyrings.appendingPathComponent("work.keyring"))
         try work.prefix(work.count - 40).write(to: keyrings.appendingPathComponent("broken.keyring"))
@@ -141,13 +135,7 @@ import Testing
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        let keyrings = fixture.root.appendingPathComponent("keyrings")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("scripts/make-gnome-keyrings.py")
-        let made = try CommandResult.run(
-            ["/usr/bin/python3", script.path, keyrings.path, fixture.root.appendingPathComponent("manifest.json").path],
-            environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], scratch: fixture.root)
-        try #require(made.status == 0, "\(made.errorOutput)")
+        let keyrings = try GnomeKeyringFiles.copy(to: fixture.root.appendingPathComponent("keyrings")).directory
         let typed = try fixture.runPython(Self.typist, named: "typist.py", [Self.secretctl, keyrings.path])
         #expect(typed.status == 0, "\(typed.text) \(typed.errorOutput)")
         #expect(typed.text.contains("login: imported 7, skipped 0, failed 0"), "\(typed.text)")
