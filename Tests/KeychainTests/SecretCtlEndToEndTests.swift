@@ -324,33 +324,9 @@ extension ProviderTests.SecretCtlEndToEnd {
     /// Runs secretctl on a new pseudo-terminal, typing each answer after the prompt that
     /// precedes it; returns the exit status and everything the terminal showed.
     func runOnTerminal(_ arguments: [String], answers: [(prompt: String, answer: String)]) throws -> (status: Int, screen: String) {
-        let driver = #"""
-            import json, os, pty, select, sys, time
-            answers = json.loads(sys.argv[1])
-            pid, fd = pty.fork()
-            if pid == 0:
-                os.execv(sys.argv[2], sys.argv[2:])
-            screen, deadline = b"", time.time() + 30
-            while time.time() < deadline:
-                if answers and screen.endswith(answers[0][0].encode()):
-                    os.write(fd, answers.pop(0)[1].encode() + b"\n")
-                ready, _, _ = select.select([fd], [], [], 0.2)
-                if not ready:
-                    continue
-                try:
-                    chunk = os.read(fd, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                screen += chunk
-            _, status = os.waitpid(pid, 0)
-            print(json.dumps({"status": os.waitstatus_to_exitcode(status), "screen": screen.decode(errors="replace")}))
-            """#
-        let answerText = String(decoding: try JSONSerialization.data(withJSONObject: answers.map { [$0.prompt, $0.answer] }), as: UTF8.self)
-        let result = try environment().run(["/usr/bin/python3", "-c", driver, answerText, Self.secretctl] + arguments)
-        let report = try #require(try JSONSerialization.jsonObject(with: result.output) as? [String: Any], "\(result.errorOutput)")
-        return (report["status"] as? Int ?? -1, report["screen"] as? String ?? "")
+        let environment = try environment()
+        return try TerminalSession.run([Self.secretctl] + arguments, answers: answers, environment: environment.clientEnvironment,
+                                       scratch: environment.root)
     }
 
     @Test("passwords typed on a terminal are read without echo: passwd asks for all three and changes the password")

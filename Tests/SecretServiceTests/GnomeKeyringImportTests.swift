@@ -89,59 +89,24 @@ import Testing
         #expect(try fixture.run(["secret-tool", "lookup", "service", "vpn", "user", "bob"]).text == "vpn-secret")
     }
 
-    /// Runs `secretctl import gnome-keyring DIR` on a terminal (a pty) and answers its prompts
-    /// as a person would: the login password, then a wrong one for `work`, then the right one.
-    static let typist = #"""
-        import os, pty, sys, time
-        secretctl, directory = sys.argv[1], sys.argv[2]
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.execv(secretctl, [secretctl, "import", "gnome-keyring", directory])
-        seen = transcript = b""
-        def expect(text, answer=None):
-            global seen, transcript
-            deadline = time.time() + 20
-            while text.encode() not in seen:
-                if time.time() > deadline:
-                    sys.exit("no prompt %r in %r" % (text, seen))
-                try:
-                    chunk = os.read(fd, 4096)
-                    seen += chunk
-                    transcript += chunk
-                except OSError:
-                    sys.exit("secretctl ended before %r: %r" % (text, seen))
-            seen = seen.split(text.encode(), 1)[1]
-            if answer is not None:
-                os.write(fd, answer.encode() + b"\r")
-        expect("Password of the gnome-keyring login keyring: ", "login-pw")
-        expect("Password of the gnome-keyring keyring work (empty to skip it): ", "not-it")
-        expect("that password does not open work")
-        expect("Password of the gnome-keyring keyring work (empty to skip it): ", "work-pw")
-        while True:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            transcript += chunk
-        status = os.waitpid(pid, 0)[1]
-        sys.stdout.write(transcript.decode(errors="replace").replace("\r", ""))
-        sys.exit(os.waitstatus_to_exitcode(status))
-        """#
-
     @Test("on a terminal it asks for the login password, then for each keyring that opens with none known; a wrong one is asked again")
     func asksOnATerminal() throws {
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
         let keyrings = try GnomeKeyringFiles.copy(to: fixture.root.appendingPathComponent("keyrings")).directory
-        let typed = try fixture.runPython(Self.typist, named: "typist.py", [Self.secretctl, keyrings.path])
-        #expect(typed.status == 0, "\(typed.text) \(typed.errorOutput)")
-        #expect(typed.text.contains("login: imported 7, skipped 0, failed 0"), "\(typed.text)")
-        #expect(typed.text.contains("open: imported 3, skipped 0, failed 0"), "\(typed.text)")
-        #expect(typed.text.contains("work: imported 2, skipped 0, failed 0"), "\(typed.text)")
-        #expect(!typed.text.contains("login-pw") && !typed.text.contains("work-pw"), "a password was echoed: \(typed.text)")
+        // The login password, then a wrong one for work (it asks again), then the right one.
+        let workPrompt = "Password of the gnome-keyring keyring work (empty to skip it): "
+        let typed = try TerminalSession.run(
+            [Self.secretctl, "import", "gnome-keyring", keyrings.path],
+            answers: [("Password of the gnome-keyring login keyring: ", "login-pw"), (workPrompt, "not-it"), (workPrompt, "work-pw")],
+            environment: fixture.environment, scratch: fixture.root)
+        #expect(typed.status == 0, "\(typed.screen)")
+        #expect(typed.screen.contains("that password does not open work"), "\(typed.screen)")
+        #expect(typed.screen.contains("login: imported 7, skipped 0, failed 0"), "\(typed.screen)")
+        #expect(typed.screen.contains("open: imported 3, skipped 0, failed 0"), "\(typed.screen)")
+        #expect(typed.screen.contains("work: imported 2, skipped 0, failed 0"), "\(typed.screen)")
+        #expect(!typed.screen.contains("login-pw") && !typed.screen.contains("work-pw"), "a password was echoed: \(typed.screen)")
         #expect(try fixture.run(["secret-tool", "lookup", "service", "vpn", "user", "bob"]).text == "vpn-secret")
     }
 
