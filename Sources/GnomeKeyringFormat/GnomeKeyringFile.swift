@@ -38,4 +38,9 @@ public enum GnomeKeyringFile {
 
     /// The attribute that names an item's schema.
     public static let schemaAttribute = "xdg:schema"
+
+    /// The prefix of the attributes gnome-keyring adds over D-Bus as its own bookkeeping
+    /// (`gkr:compat:uint32:NAME` marks NAME as an integer); they are not the item's, and its
+    /// files do not hold them as attributes.
+    public static let bookkeepingAttributePrefix = "gkr:compat:"
 }

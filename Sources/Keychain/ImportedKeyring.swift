@@ -1,4 +1,5 @@
-/// A whole keyring read from another provider's files, for secretd to take in one go
+/// A whole keyring read from another provider's files or from a running provider
+/// (``KeychainProvider/readKeyring(at:)``), for secretd to take in one go
 /// (``KeychainProvider/importKeyring(_:password:)``): its name, label and times, and its items
 /// with theirs, which the Secret Service's own calls cannot set.
 package struct ImportedKeyring {
@@ -25,14 +26,20 @@ package struct ImportedKeyring {
         package var label: String
         package var attributes: [String: String]
         let secret: SecretBuffer
+        /// The secret's content type (`text/plain` unless the source said otherwise).
+        package var contentType: String
         package var created: UInt64
         package var modified: UInt64
 
         /// An item whose secret is a copy of `secret`.
-        package init(label: String, attributes: [String: String], secret: UnsafeRawBufferPointer, created: UInt64, modified: UInt64) {
+        package init(
+            label: String, attributes: [String: String], secret: UnsafeRawBufferPointer, contentType: String = "text/plain",
+            created: UInt64, modified: UInt64
+        ) {
             self.label = label
             self.attributes = attributes
             self.secret = SecretBuffer(copying: secret)
+            self.contentType = contentType.isEmpty ? "text/plain" : contentType
             self.created = created
             self.modified = modified
         }

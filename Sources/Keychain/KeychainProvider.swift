@@ -11,6 +11,22 @@ package enum KeychainProvider {
         package var isLocked: Bool
         /// How many items it holds.
         package var itemCount: Int
+        /// Whether the `default` alias points at it.
+        package var isDefault: Bool
+    }
+
+    /// Runs `body` with every call of the library going to the provider that owns `busName`
+    /// instead of `org.freedesktop.secrets`, each on a connection of its own; for `secretctl
+    /// import secret-service`, which reads from one provider and writes into another.
+    package static func on<T>(busName: String, _ body: () throws(KeychainError) -> T) throws(KeychainError) -> T {
+        let result: Result<T, KeychainError> = LibSecret.$busNameOverride.withValue(busName) {
+            do throws(KeychainError) {
+                return .success(try body())
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 
     /// The provider's unique bus name and process id.
@@ -27,7 +43,7 @@ package enum KeychainProvider {
     /// Every keyring of the provider.
     package static func collections() throws(KeychainError) -> [Collection] {
         try LibSecret.collections().map {
-            Collection(path: $0.path, label: $0.label, isLocked: $0.isLocked, itemCount: $0.itemCount)
+            Collection(path: $0.path, label: $0.label, isLocked: $0.isLocked, itemCount: $0.itemCount, isDefault: $0.isDefault)
         }
     }
 
@@ -94,6 +110,16 @@ package enum KeychainProvider {
         package var members: [String]
     }
 
+    /// Whether the provider is secretd (it serves secretd's access group interface).
+    package static func isSecretd() throws(KeychainError) -> Bool {
+        do {
+            _ = try LibSecret.whoAmI()
+            return true
+        } catch .notSupported {
+            return false
+        }
+    }
+
     /// How secretd identifies this process, and its groups.
     package static func whoAmI() throws(KeychainError) -> AccessIdentity {
         let answer = try LibSecret.whoAmI()
@@ -115,6 +141,14 @@ package enum KeychainProvider {
     package static func importKeyring(_ keyring: ImportedKeyring, password: [UInt8]) throws(KeychainError) -> (imported: Int, skipped: Int) {
         let buffer = password.withUnsafeBytes { SecretBuffer(copying: $0) }
         return try LibSecret.importKeyring(keyring, password: buffer)
+    }
+
+    /// The whole keyring at `path` (a collection's object path), read through the Secret
+    /// Service from any provider, to hand to ``importKeyring(_:password:)``; its name is the
+    /// last part of the path. A locked keyring is unlocked through the provider's prompt first
+    /// (a dismissed prompt is ``KeychainError/cancelled``).
+    package static func readKeyring(at path: String) throws(KeychainError) -> ImportedKeyring {
+        try LibSecret.readKeyring(at: path)
     }
 
     /// Adds `identity` to `group` (or removes it); the person consents with the login

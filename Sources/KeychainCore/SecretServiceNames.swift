@@ -8,6 +8,28 @@ package enum SecretServiceNames {
     /// The well-known bus name a provider owns on the session bus.
     package static let busName = "org.freedesktop.secrets"
 
+    /// The name of the login keyring, which the `default` alias points at (gnome-keyring's
+    /// and secretd's, and the last part of its object path).
+    package static let loginCollection = "login"
+
+    /// Whether `name` is a well-known bus name by the D-Bus specification: two or more
+    /// dot-separated elements of ASCII letters, digits, `_` and `-`, none empty or starting
+    /// with a digit, 255 bytes at most. secretd's `--bus-name` and secretctl's `--from` take one.
+    package static func isWellKnownBusName(_ name: String) -> Bool {
+        let elements = name.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        return name.utf8.count <= 255 && elements.count >= 2 && elements.allSatisfy { element in
+            guard let first = element.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
+            return element.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                    true
+                default: false
+                }
+            }
+        }
+    }
+
     /// The object paths of the specification.
     package enum Path {
         /// The service object.

@@ -18,6 +18,15 @@ public enum CommandLineError: Error, Equatable, Sendable {
         }
     }
 
+    /// What went wrong, without the leading `secretctl: `, to say inside another message;
+    /// empty for a silent exit.
+    public var detail: String {
+        switch self {
+        case .usage(let message, _), .failure(let message, _): return message
+        case .silent: return ""
+        }
+    }
+
     /// The line(s) printed on standard error; nil for a silent exit.
     public var message: String? {
         switch self {

@@ -12,6 +12,7 @@ extension Daemon {
         var label: String
         var attributes: [String: String]
         var secret: SecureBytes
+        var contentType: String
         var times: Store.Times?
     }
 
@@ -59,31 +60,35 @@ extension Daemon {
             }
             switch decodeSecret(fields[1], from: call.sender) {
             case .failure(let problem): return .failure(problem)
-            case .success(let (secret, _)):
-                items.append(ImportedItem(label: itemLabel, attributes: placed, secret: secret, times: times))
+            case .success(let (secret, contentType)):
+                items.append(ImportedItem(label: itemLabel, attributes: placed, secret: secret, contentType: contentType, times: times))
             }
         }
         let existing: Store.CollectionRecord?
         do { existing = try store.collection(named: name) } catch { return .failure(storeFailure(error)) }
-        var password: SecureBytes?
+        let password: SecureBytes
+        switch decodeSecret(args[2], from: call.sender) {
+        case .failure(let problem): return .failure(problem)
+        case .success(let (secret, _)): password = secret
+        }
         if let existing {
-            guard keys[existing.id] != nil else { return .failure(.isLocked("the keyring \(name) is locked; unlock it first")) }
-        } else {
-            switch decodeSecret(args[2], from: call.sender) {
-            case .failure(let problem): return .failure(problem)
-            case .success(let (secret, _)):
-                guard secret.count > 0 else { return .failure(.invalidArgs("a new keyring needs a password")) }
-                password = secret
+            // A locked keyring is opened with the password given, as UnlockWithMasterPassword would.
+            if keys[existing.id] == nil {
+                guard password.count > 0 else { return .failure(.isLocked("the keyring \(name) is locked; unlock it first")) }
+                if case .failure(let refusal) = unlock(existing, password: password) { return .failure(refusal) }
             }
+        } else if password.count == 0 {
+            return .failure(.invalidArgs("a new keyring needs a password"))
         }
         return importItems(items, into: existing, name: name, label: label, times: collectionTimes, password: password)
     }
 
-    /// Writes the items in one transaction (into a new collection when `existing` is nil),
+    /// Writes the items in one transaction (into a new collection under `password` when
+    /// `existing` is nil),
     /// skipping each that the keyring holds already with the same attributes and secret.
     private func importItems(
         _ items: [ImportedItem], into existing: Store.CollectionRecord?, name: String, label: String,
-        times: Store.Times?, password: SecureBytes?
+        times: Store.Times?, password: SecureBytes
     ) -> Result<DBusValue, SecretServiceError> {
         do {
             var created: [Store.ItemRecord] = []
@@ -94,14 +99,14 @@ extension Daemon {
                     (collection, key) = (existing, known)
                 } else {
                     (collection, key) = try store.createCollection(
-                        name: name, label: label, password: password ?? SecureBytes(count: 0), parameters: options.kdf, times: times)
+                        name: name, label: label, password: password, parameters: options.kdf, times: times)
                 }
                 for item in items {
                     if try holds(item, in: collection, key: key) {
                         skipped += 1
                         continue
                     }
-                    let contents = ItemContents(label: item.label, attributes: item.attributes, secret: item.secret, contentType: "text/plain")
+                    let contents = ItemContents(label: item.label, attributes: item.attributes, secret: item.secret, contentType: item.contentType)
                     created.append(try store.createItem(in: collection, key: key, contents: contents, times: item.times))
                 }
                 return (collection, key)

@@ -19,6 +19,10 @@ public final class Daemon: BusHandler {
         public var kdf: KDFParameters
         /// Take the bus name from another provider.
         public var replace: Bool
+        /// The name to own: `org.freedesktop.secrets`, or another for a secretd that serves
+        /// beside the provider that owns it (`secretctl import secret-service`), which does not
+        /// listen for the login password either.
+        public var busName: String
         /// Settings from `secretd.conf`.
         public var configuration: Configuration
         /// Where `secretd.conf` and `access-groups.conf` live; nil: no access group policy.
@@ -30,9 +34,11 @@ public final class Daemon: BusHandler {
         /// Creates options.
         public init(
             dataDirectory: URL, kdf: KDFParameters = .standard, replace: Bool = false,
+            busName: String? = nil,
             configuration: Configuration = Configuration(), configDirectory: URL? = nil, runtimeDirectory: String? = nil
         ) {
             self.dataDirectory = dataDirectory
+            self.busName = busName ?? SecretServiceNames.busName
             self.runtimeDirectory = runtimeDirectory
             self.configDirectory = configDirectory
             self.kdf = kdf
@@ -41,8 +47,7 @@ public final class Daemon: BusHandler {
         }
     }
 
-    static let busName = SecretServiceNames.busName
-    static let loginName = "login"
+    static let loginName = SecretServiceNames.loginCollection
     static let sessionName = "session"
 
     let options: Options
@@ -138,23 +143,26 @@ public final class Daemon: BusHandler {
         let busServer = try BusServer(handler: self, quota: Limits.callQuota)
         serve(on: busServer)
         busServer.watchDisconnects { [weak self] name in self?.clientDisconnected(name) }
-        loginControl = LoginControlSocket(runtimeDirectory: options.runtimeDirectory) { [weak self] request in
-            self?.handleLoginControl(request) ?? .failed
+        let busName = options.busName
+        if busName == SecretServiceNames.busName {
+            loginControl = LoginControlSocket(runtimeDirectory: options.runtimeDirectory) { [weak self] request in
+                self?.handleLoginControl(request) ?? .failed
+            }
         }
         MainLoop.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
         var acquired = false
-        busServer.ownName(Self.busName, replace: options.replace, acquired: {
+        busServer.ownName(busName, replace: options.replace, acquired: {
             acquired = true
             ready()
         }, lost: { [weak busServer] _ in
             if acquired {
-                Log.info("another provider took \(Self.busName); exiting")
+                Log.info("another provider took \(busName); exiting")
                 MainLoop.quit()
             } else {
-                let owner = busServer?.owner(of: Self.busName)
+                let owner = busServer?.owner(of: busName)
                 let who = owner.map { "\($0.uniqueName)" + ($0.pid.map { ", pid \($0)" } ?? "") } ?? "unknown"
-                refused("\(Self.busName) is already owned by another provider (\(who)); use --replace to take it over")
+                refused("\(busName) is already owned by another provider (\(who)); use --replace to take it over")
             }
         })
     }

@@ -24,7 +24,7 @@ if getenv("G_SLICE") == nil {
 }
 
 let usage = """
-    usage: secretd [--foreground] [--data-dir DIR] [--config-dir DIR] [--unlock] [--replace]
+    usage: secretd [--foreground] [--data-dir DIR] [--config-dir DIR] [--unlock] [--replace] [--bus-name NAME]
            secretd --version | --help
 
     A Secret Service provider: owns org.freedesktop.secrets on the session bus and keeps items
@@ -38,6 +38,9 @@ let usage = """
                          trailing newline removed) and unlock the login keyring, creating it
                          if there is none
       --replace          take org.freedesktop.secrets from the provider that owns it
+      --bus-name NAME    own NAME instead of org.freedesktop.secrets and take no login password
+                         from PAM (secretctl import secret-service runs it so, beside the
+                         provider it imports from)
       --version          print the version
       -h, --help         print this help
 
@@ -63,6 +66,7 @@ var dataDirectory: URL?
 var configDirectory: URL?
 var unlock = false
 var replace = false
+var busName = SecretServiceNames.busName
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -75,6 +79,11 @@ while let argument = arguments.popFirst() {
     case "-h", "--help":
         print(usage)
         exit(0)
+    case "--bus-name":
+        guard let value = arguments.popFirst(), SecretServiceNames.isWellKnownBusName(value) else {
+            fail("--bus-name needs a well-known bus name (such as org.example.Keyring)", code: 2)
+        }
+        busName = value
     case "--data-dir", "--config-dir":
         guard let value = arguments.popFirst(), !value.isEmpty else { fail("\(argument) needs a directory", code: 2) }
         if argument == "--data-dir" {
@@ -99,7 +108,7 @@ do {
     fail("bad configuration: \(error)")
 }
 let options = Daemon.Options(
-    dataDirectory: dataDirectory ?? URL(fileURLWithPath: dataHome).appendingPathComponent("secretd"), replace: replace,
+    dataDirectory: dataDirectory ?? URL(fileURLWithPath: dataHome).appendingPathComponent("secretd"), replace: replace, busName: busName,
     configuration: configuration, configDirectory: configurationDirectory,
     runtimeDirectory: environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 })
 
@@ -152,7 +161,7 @@ if let password = unlock ? readPassword() : credentialPassword() {
 
 do {
     try daemon.start(
-        ready: { printError("<6>secretd: serving org.freedesktop.secrets\n") },
+        ready: { printError("<6>secretd: serving \(busName)\n") },
         refused: { message in fail(message) })
 } catch {
     fail(error.message)

@@ -25,7 +25,7 @@ extension LibSecret {
     /// - Throws: the error mapped by ``takeError(_:)``, or ``KeychainError/protocolError(reason:)``
     ///   when the reply cannot be read.
     static func call(
-        _ connection: OpaquePointer?, destination: String = SecretServiceNames.busName,
+        _ connection: OpaquePointer?, destination: String = providerBusName,
         path: String = SecretServiceNames.Path.service, interface: String, method: String,
         arguments: [DBusValue] = [], encoded: [OpaquePointer] = [], absentWhen: Set<String> = [], timeout: Int32 = -1
     ) throws(KeychainError) -> [DBusValue]? {

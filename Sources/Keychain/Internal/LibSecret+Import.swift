@@ -1,5 +1,7 @@
-// secretd's import interface (`io.github.secretd.Import1`), called over GDBus on libsecret's
-// connection, its secrets encoded for libsecret's session.
+// Moving keyrings between providers: reading one whole through the Secret Service (from
+// gnome-keyring, KeePassXC or any provider), and secretd's import interface
+// (`io.github.secretd.Import1`), called over GDBus on libsecret's connection, its secrets
+// encoded for libsecret's session.
 
 internal import CLibSecret
 import DBusValues
@@ -26,7 +28,7 @@ extension LibSecret {
                     "\(SecretServiceNames.Interface.item).Created": .uint64(item.created),
                     "\(SecretServiceNames.Interface.item).Modified": .uint64(item.modified),
                 ]))
-                let value = secretValue(item.secret, contentType: "text/plain")
+                let value = secretValue(item.secret, contentType: item.contentType)
                 defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
                 guard let secret = secret_service_encode_dbus_secret(service, value) else {  // floating
                     throw .protocolError(reason: "no session to send the secrets in")
@@ -49,6 +51,49 @@ extension LibSecret {
                 throw .protocolError(reason: "the reply to ImportKeyring does not have the declared type")
             }
             return (Int(imported), Int(skipped))
+        }
+    }
+
+    /// Reads the whole keyring at `path`: its label and times, and each item's label,
+    /// attributes, times, secret and content type (all secrets in one `GetSecrets`). A locked
+    /// keyring is unlocked first through the provider's prompt: `.cancelled` when it is
+    /// dismissed, `.locked` when it stays locked.
+    static func readKeyring(at path: String) throws(KeychainError) -> ImportedKeyring {
+        try withService { service throws(KeychainError) in
+            var error: UnsafeMutablePointer<GError>?
+            let opened = secret_collection_new_for_dbus_path_sync(
+                service, path, SECRET_COLLECTION_NONE, Cancellation.current, &error)  // transfer full
+            if let error { throw takeError(error) }
+            guard let collection = opened else { throw .protocolError(reason: "no keyring at \(path)") }
+            defer { g_object_unref(collection) }
+            if secret_collection_get_locked(collection) != 0 { try unlock(service, paths: [path]) }
+            // Loaded after the unlock, so that no item proxy remembers it locked.
+            _ = secret_collection_load_items_sync(collection, Cancellation.current, &error)
+            if let error { throw takeError(error) }
+            let items = adoptItems(secret_collection_get_items(collection))
+            if !items.isEmpty {
+                var list: UnsafeMutablePointer<GList>?
+                for item in items.reversed() { list = g_list_prepend(list, item.rawPointer) }
+                defer { g_list_free(list) }
+                _ = secret_item_load_secrets_sync(list, Cancellation.current, &error)
+                if let error { throw takeError(error) }
+            }
+            var read: [ImportedKeyring.Item] = []
+            for item in items {
+                let copy = try item.withSecret { bytes, contentType throws(KeychainError) in
+                    ImportedKeyring.Item(
+                        label: item.label, attributes: item.attributes, secret: bytes, contentType: contentType,
+                        created: UInt64(secret_item_get_created(item.pointer)), modified: UInt64(secret_item_get_modified(item.pointer)))
+                }
+                guard let copy else { throw .locked }  // the provider sent no secret for it
+                read.append(copy)
+            }
+            let label = secret_collection_get_label(collection)
+            defer { g_free(label) }
+            return ImportedKeyring(
+                name: String(path.split(separator: "/").last ?? ""), label: label.map { String(cString: $0) } ?? "",
+                created: UInt64(secret_collection_get_created(collection)), modified: UInt64(secret_collection_get_modified(collection)),
+                items: read)
         }
     }
 }

@@ -16,6 +16,7 @@ extension LibSecret {
         var label: String
         var isLocked: Bool
         var itemCount: Int
+        var isDefault: Bool
     }
 
     /// Every collection of the provider (`secret_service_load_collections_sync`).
@@ -24,6 +25,7 @@ extension LibSecret {
             var error: UnsafeMutablePointer<GError>?
             _ = secret_service_load_collections_sync(service, Cancellation.current, &error)
             if let error { throw takeError(error) }
+            let defaultPath = try readAlias(service, "default")
             let list = secret_service_get_collections(service)  // transfer full
             defer { g_list_free_full(list, g_object_unref) }
             var result: [CollectionInfo] = []
@@ -40,10 +42,10 @@ extension LibSecret {
                     count = Int(g_variant_n_children(items))
                     g_variant_unref(items)
                 }
+                let path = g_dbus_proxy_get_object_path(proxy).map { String(cString: $0) } ?? ""
                 result.append(CollectionInfo(
-                    path: g_dbus_proxy_get_object_path(proxy).map { String(cString: $0) } ?? "",
-                    label: label.map { String(cString: $0) } ?? "", isLocked: secret_collection_get_locked(collection) != 0,
-                    itemCount: count))
+                    path: path, label: label.map { String(cString: $0) } ?? "", isLocked: secret_collection_get_locked(collection) != 0,
+                    itemCount: count, isDefault: path == defaultPath))
             }
             return result
         }
@@ -54,7 +56,7 @@ extension LibSecret {
         try withService { service throws(KeychainError) in
             let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
             guard let owner = g_dbus_proxy_get_name_owner(proxy) else {
-                throw .noProvider(reason: "no owner of \(SecretServiceNames.busName)")
+                throw .noProvider(reason: "no owner of \(providerBusName)")
             }
             defer { g_free(owner) }
             let name = String(cString: owner)

@@ -109,7 +109,7 @@ enum GnomeKeyringImport {
             let (count, skipped) = try KeychainProvider.importKeyring(imported, password: bytes)
             return .imported(name: imported.name, imported: count, skipped: skipped)
         } catch {
-            return .notImported(name: name, reason: "secretd did not take it: \(CommandLineError(error).message ?? "\(error)")", items: items.count)
+            return .notImported(name: name, reason: "secretd did not take it: \(CommandLineError(error).detail)", items: items.count)
         }
     }
 

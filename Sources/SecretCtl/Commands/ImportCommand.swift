@@ -5,35 +5,54 @@ import KeychainCore
 /// `secretctl import FILE`: adds the items of a secretctl export (``ExportFile``) or of a
 /// browser's CSV (``CSVImport``); items that exist are skipped unless `--replace`.
 /// `secretctl import gnome-keyring [DIR]`: gnome-keyring's keyrings (``GnomeKeyringImport``).
+/// `secretctl import secret-service [--from NAME]`: the keyrings of the provider running now
+/// (``SecretServiceImport``).
 enum ImportCommand: Verb {
     /// `FILE`, an export or a CSV file (told apart by the export's magic bytes), or the word
-    /// `gnome-keyring`.
+    /// `gnome-keyring` or `secret-service`.
     static let file = Positional<String>(
-        "FILE", help: "A secretctl export, a CSV file, or gnome-keyring (its keyrings; a file of that name: ./gnome-keyring).")
+        "FILE",
+        help: "A secretctl export, a CSV file, gnome-keyring (its keyring files) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
     /// `DIR`, with `gnome-keyring` only.
     static let directory = Positional<String?>(
         "DIR", help: "With gnome-keyring: where its *.keyring files are (default: ~/.local/share/keyrings).")
     /// `--replace`: overwrite existing items instead of skipping them.
     static let replace = LongOption<Bool>("replace", help: "Overwrite items that already exist (default: skip them; not with gnome-keyring).")
-    /// `--password-stdin`: the gnome-keyring login keyring's password on standard input.
+    /// `--password-stdin`: passwords on standard input instead of typed ones.
     static let passwordStdin = LongOption<Bool>(
-        "password-stdin", help: "With gnome-keyring: read the passwords to try on standard input, one per line, the login keyring's first.")
+        "password-stdin",
+        help: "With gnome-keyring: read the passwords to try on standard input, one per line, the login keyring's first. With secret-service: read the password of secretd's login keyring.")
+    /// `--from NAME`: the bus name of the provider `secret-service` reads.
+    static let from = LongOption<String?>(
+        "from", value: "NAME", help: "With secret-service: the bus name of the provider to read (default org.freedesktop.secrets).")
 
     /// The word that selects gnome-keyring's files.
     static let gnomeKeyring = "gnome-keyring"
+    /// The word that selects the provider running now.
+    static let secretService = "secret-service"
 
     static let spec = CommandSpec(
         name: "import",
-        abstract: "Add the items of an export, of a browser's CSV (name,url,username,password), or of gnome-keyring's keyrings.",
-        arguments: [file, directory], options: [replace, passwordStdin],
+        abstract: "Add the items of an export, of a browser's CSV (name,url,username,password), of gnome-keyring's keyrings, or of the provider running now.",
+        arguments: [file, directory], options: [replace, passwordStdin, from],
         examples: [
             "secretctl import keyring.export", "secretctl import passwords.csv", "secretctl import gnome-keyring",
-            "secretctl import gnome-keyring --password-stdin < login-password",
+            "secretctl import gnome-keyring --password-stdin < login-password", "secretctl import secret-service",
         ])
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
         let path = parsed[Self.file]
         let replace = parsed[Self.replace]
+        if path == Self.secretService {
+            guard !replace, parsed[Self.directory] == nil else {
+                throw .usage("secret-service takes no DIR and no --replace: items there already are skipped", command: spec.name)
+            }
+            if let name = parsed[Self.from], !SecretServiceNames.isWellKnownBusName(name) {
+                throw .usage("--from needs a well-known bus name, such as org.freedesktop.secrets", command: spec.name)
+            }
+            return try SecretServiceImport.run(from: parsed[Self.from], passwordOnStandardInput: parsed[Self.passwordStdin])
+        }
+        guard parsed[Self.from] == nil else { throw .usage("--from goes with secret-service only", command: spec.name) }
         if path == Self.gnomeKeyring {
             guard !replace else { throw .usage("--replace does not go with gnome-keyring: items there already are skipped", command: spec.name) }
             return try GnomeKeyringImport.run(directory: parsed[Self.directory], passwordOnStandardInput: parsed[Self.passwordStdin])
