@@ -19,7 +19,8 @@ import Testing
             name = c.collection_path.rsplit("/", 1)[1]
             if name == "session":
                 continue
-            c.unlock()
+            if c.is_locked():
+                c.unlock()
             items = []
             for i in c.get_all_items():
                 attributes = {k: v for k, v in i.get_attributes().items() if not k.startswith("gkr:compat:")}
@@ -126,6 +127,90 @@ import Testing
             }
         }
         #expect(try fixture.run(["secret-tool", "lookup", "service", "vpn", "user", "bob"]).text == "vpn-secret")
+    }
+
+    /// A KeePassXC database (imported by keepassxc-cli) with two entries in its root group,
+    /// which it exposes over the Secret Service (FDO_SECRETS_EXPOSED_GROUP names the group).
+    static let keepassXML = #"""
+        <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+        <KeePassFile>
+        	<Meta>
+        		<Generator>KeePassXC</Generator>
+        		<DatabaseName>Passwords</DatabaseName>
+        		<CustomData>
+        			<Item>
+        				<Key>FDO_SECRETS_EXPOSED_GROUP</Key>
+        				<Value>{7f93e67c-7bf8-4f5b-89c7-29871957ea28}</Value>
+        			</Item>
+        		</CustomData>
+        	</Meta>
+        	<Root>
+        		<Group>
+        			<UUID>f5PmfHv4T1uJxymHGVfqKA==</UUID>
+        			<Name>Passwords</Name>
+        			<Entry>
+        				<UUID>AAAAAAAAAAAAAAAAAAAAAQ==</UUID>
+        				<String><Key>Title</Key><Value>Mail ✓</Value></String>
+        				<String><Key>UserName</Key><Value>alice</Value></String>
+        				<String><Key>Password</Key><Value>mail-sécret</Value></String>
+        				<String><Key>URL</Key><Value>https://mail.example.org</Value></String>
+        				<String><Key>Notes</Key><Value>a note</Value></String>
+        			</Entry>
+        			<Entry>
+        				<UUID>AAAAAAAAAAAAAAAAAAAAAg==</UUID>
+        				<String><Key>Title</Key><Value>VPN</Value></String>
+        				<String><Key>UserName</Key><Value>bob</Value></String>
+        				<String><Key>Password</Key><Value>vpn-pw</Value></String>
+        			</Entry>
+        		</Group>
+        		<DeletedObjects/>
+        	</Root>
+        </KeePassFile>
+        """#
+
+    @Test("a running KeePassXC (headless, its Secret Service on): its database's entries go into secretd's login keyring, whole")
+    func importsFromRunningKeePassXC() throws {
+        let fixture = try SecretdFixture()
+        let database = fixture.root.appendingPathComponent("db.kdbx")
+        let xml = fixture.root.appendingPathComponent("db.xml")
+        try Self.keepassXML.write(to: xml, atomically: true, encoding: .utf8)
+        let created = try fixture.run(["keepassxc-cli", "import", "-q", "-p", xml.path, database.path], input: "kp-pw\nkp-pw\n")
+        try #require(created.status == 0, "keepassxc-cli import: \(created.errorOutput)")
+        // The benchmark's settings: the Secret Service on, no dialog that would wait for a person.
+        let settings = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("bench/keepassxc/keepassxc.ini")
+        var environment = fixture.environment
+        environment["QT_QPA_PLATFORM"] = "offscreen"
+        let keepassxc = try SupervisedProcess(
+            ["keepassxc", "--config", settings.path, "--localconfig", fixture.root.appendingPathComponent("local.ini").path,
+             "--pw-stdin", database.path],
+            environment: environment, standardInput: Data("kp-pw\n".utf8), logURL: fixture.root.appendingPathComponent("keepassxc.log"))
+        defer { keepassxc.stop() }
+        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: keepassxc)
+
+        // KeePassXC shows its open database as locked until a client unlocks it (no prompt: it
+        // is open); secretstorage's unlock waits for a prompt that never ends, libsecret's not.
+        let unlocked = try fixture.run(["secret-tool", "search", "--unlock", "UserName", "bob"])
+        try #require(unlocked.status == 0, "\(unlocked.errorOutput) \(keepassxc.log)")
+        let source = try Self.keyrings(fixture)
+        let entries = try #require(source["db"]?["items"] as? [[String: Any]], "\(source.keys) \(keepassxc.log)")
+        #expect(entries.count == 2)
+        let first = try fixture.run([Self.secretctl, "import", "secret-service", "--password-stdin"], input: "secretd-pw\n")
+        #expect(first.status == 0 && first.text == "db (into login): imported 2, skipped 0, failed 0\n", "\(first.text) \(first.errorOutput)")
+        let again = try fixture.run([Self.secretctl, "import", "secret-service", "--password-stdin"], input: "secretd-pw\n")
+        #expect(again.text == "db (into login): imported 0, skipped 2, failed 0\n", "\(again.errorOutput)")
+        keepassxc.stop()
+        try fixture.waitUntilNameIsFree()
+
+        let secretd = try fixture.start(
+            ["--unlock", "--data-dir", fixture.root.appendingPathComponent(".local/share/secretd").path], input: "secretd-pw")
+        defer { secretd.stop() }
+        let imported = try Self.keyrings(fixture)
+        #expect(
+            try JSONSerialization.data(withJSONObject: imported["login"]?["items"] ?? [], options: .sortedKeys)
+                == JSONSerialization.data(withJSONObject: entries, options: .sortedKeys),
+            "\(imported["login"]?["items"] ?? []) against \(entries)")
+        #expect(try fixture.run(["secret-tool", "lookup", "UserName", "bob"]).text == "vpn-pw")
     }
 
     @Test("no provider, secretd itself, a bad --from, no password: clear errors and nothing started")
