@@ -11,6 +11,9 @@ package enum SecretServiceNames {
     /// The name of the login keyring, which the `default` alias points at (gnome-keyring's
     /// and secretd's, and the last part of its object path).
     package static let loginCollection = "login"
+    /// The name of the keyring that lives in memory only (gnome-keyring's and secretd's), behind
+    /// the `session` alias.
+    package static let sessionCollection = "session"
 
     /// Whether `name` is a well-known bus name by the D-Bus specification: two or more
     /// dot-separated elements of ASCII letters, digits, `_` and `-`, none empty or starting

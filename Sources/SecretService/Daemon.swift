@@ -48,7 +48,7 @@ public final class Daemon: BusHandler {
     }
 
     static let loginName = SecretServiceNames.loginCollection
-    static let sessionName = "session"
+    static let sessionName = SecretServiceNames.sessionCollection
 
     let options: Options
     let store: Store

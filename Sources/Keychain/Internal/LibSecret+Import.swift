@@ -72,11 +72,11 @@ extension LibSecret {
             if let error { throw takeError(error) }
             let items = adoptItems(secret_collection_get_items(collection))
             if !items.isEmpty {
-                var list: UnsafeMutablePointer<GList>?
-                for item in items.reversed() { list = g_list_prepend(list, item.rawPointer) }
-                defer { g_list_free(list) }
-                _ = secret_item_load_secrets_sync(list, Cancellation.current, &error)
-                if let error { throw takeError(error) }
+                try withList(items) { list throws(KeychainError) in
+                    var loadError: UnsafeMutablePointer<GError>?
+                    _ = secret_item_load_secrets_sync(list, Cancellation.current, &loadError)
+                    if let loadError { throw takeError(loadError) }
+                }
             }
             var read: [ImportedKeyring.Item] = []
             for item in items {

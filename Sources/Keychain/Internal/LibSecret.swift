@@ -297,7 +297,7 @@ enum LibSecret {
     }
 
     /// Runs `body` with a temporary `GList` of the items (not owning them).
-    private static func withList<T>(_ items: [Item], _ body: (UnsafeMutablePointer<GList>?) throws(KeychainError) -> T)
+    static func withList<T>(_ items: [Item], _ body: (UnsafeMutablePointer<GList>?) throws(KeychainError) -> T)
         throws(KeychainError) -> T
     {
         var list: UnsafeMutablePointer<GList>?

@@ -15,9 +15,6 @@ import KeychainCore
 /// one of its name; locked ones are unlocked through the provider's own prompts. Every keyring
 /// is written whole or not at all, and items secretd holds already are skipped.
 enum SecretServiceImport {
-    /// The keyring gnome-keyring keeps in memory only; it holds nothing to move.
-    static let sessionKeyring = "session"
-
     static func run(from source: String?, passwordOnStandardInput: Bool) throws(CommandLineError) {
         let source = source ?? SecretServiceNames.busName
         let keyrings = try sourceKeyrings(source)
@@ -72,7 +69,8 @@ enum SecretServiceImport {
                 status: .usage)
         }
         // The default keyring first, as it goes into secretd's login keyring; then by path.
-        let wanted = keyrings.filter { !$0.path.hasSuffix("/\(sessionKeyring)") }
+        // The session keyring lives in memory only; it holds nothing to move.
+        let wanted = keyrings.filter { $0.path != SecretServiceNames.Path.collection(SecretServiceNames.sessionCollection) }
             .sorted { ($0.isDefault ? 0 : 1, $0.path) < ($1.isDefault ? 0 : 1, $1.path) }
         guard !wanted.isEmpty else { throw .failure("the provider on \(source) has no keyrings", status: .notFound) }
         return wanted
