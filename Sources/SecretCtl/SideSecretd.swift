@@ -70,13 +70,7 @@ final class SideSecretd {
 
     /// secretd beside this program's own file, else `secretd` from PATH.
     private static var program: String {
-        var path = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink("/proc/self/exe", &path, path.count - 1)
-        if length > 0 {
-            let own = String(decoding: path[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let beside = own.prefix(upTo: own.lastIndex(of: "/") ?? own.startIndex) + "/secretd"
-            if access(String(beside), X_OK) == 0 { return String(beside) }
-        }
+        if let directory = OwnExecutable.directory, access(directory + "/secretd", X_OK) == 0 { return directory + "/secretd" }
         return "secretd"
     }
 

@@ -17,10 +17,7 @@ import SecretStore
 // It starts its own file by its real path, so that ps, top and systemd show "secretd", not "exe".
 if getenv("G_SLICE") == nil {
     setenv("G_SLICE", "always-malloc", 1)
-    var path = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    let length = readlink("/proc/self/exe", &path, path.count - 1)
-    let real = length > 0 ? String(decoding: path[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
-    execv(real.hasPrefix("/") && !real.hasSuffix(" (deleted)") ? real : "/proc/self/exe", CommandLine.unsafeArgv)
+    execv(OwnExecutable.path ?? "/proc/self/exe", CommandLine.unsafeArgv)
 }
 
 let usage = """
