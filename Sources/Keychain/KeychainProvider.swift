@@ -1,3 +1,5 @@
+import KeychainCore
+
 /// Keyring control for this package's command line (`secretctl status`, `lock`, `unlock`):
 /// not part of the library's public API yet.
 package enum KeychainProvider {
@@ -32,6 +34,19 @@ package enum KeychainProvider {
     /// The provider's unique bus name and process id.
     package static func owner() throws(KeychainError) -> (name: String, pid: UInt32?) {
         try LibSecret.providerOwner()
+    }
+
+    /// The process ids of every connection that owns `org.freedesktop.secrets` or waits in line
+    /// for it (`ListQueuedOwners`), the owner first; empty when it has no owner. Asks the bus
+    /// daemon only, so it starts no provider.
+    package static func claimants() throws(KeychainError) -> [UInt32] {
+        try LibSecret.busNameClaimants(SecretServiceNames.busName)
+    }
+
+    /// Has the session bus daemon read its configuration and D-Bus activation files again
+    /// (`ReloadConfig`), so that a changed activation file counts from the next activation.
+    package static func reloadBusConfiguration() throws(KeychainError) {
+        _ = try LibSecret.callBusDaemon("ReloadConfig")
     }
 
     /// One trivial round trip to the provider (`org.freedesktop.DBus.Peer.Ping`), the floor

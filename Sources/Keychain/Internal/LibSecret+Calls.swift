@@ -53,3 +53,35 @@ extension LibSecret {
         return values
     }
 }
+
+extension LibSecret {
+    /// Calls `method` of the session bus daemon itself (`org.freedesktop.DBus`) on a connection
+    /// of GDBus's own, not libsecret's service proxy, whose creation would start a provider
+    /// through D-Bus activation.
+    static func callBusDaemon(_ method: String, arguments: [DBusValue] = [], absentWhen: Set<String> = [])
+        throws(KeychainError) -> [DBusValue]?
+    {
+        var error: UnsafeMutablePointer<GError>?
+        guard let bus = g_bus_get_sync(G_BUS_TYPE_SESSION, Cancellation.current, &error) else {  // transfer full
+            throw error.map { takeError($0) } ?? .noProvider(reason: "no session bus")
+        }
+        defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        return try call(
+            bus, destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus", method: method, arguments: arguments, absentWhen: absentWhen, timeout: 5_000)
+    }
+
+    /// The process ids of the owner of `busName` and of every connection queued for it, the
+    /// owner first; empty when it has no owner.
+    static func busNameClaimants(_ busName: String) throws(KeychainError) -> [UInt32] {
+        let absent: Set<String> = ["org.freedesktop.DBus.Error.NameHasNoOwner"]
+        let names = try callBusDaemon("ListQueuedOwners", arguments: [.string(busName)], absentWhen: absent)?.first?.strings ?? []
+        var pids: [UInt32] = []
+        for name in names {
+            if let pid = try callBusDaemon("GetConnectionUnixProcessID", arguments: [.string(name)], absentWhen: absent)?.first?.uint32 {
+                pids.append(pid)
+            }
+        }
+        return pids
+    }
+}
