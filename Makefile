@@ -10,8 +10,9 @@
 #               see bench/README.md)
 # make leaks    secretd under AddressSanitizer/LeakSanitizer through 10,000 operations
 #               (make test runs 1,000)
-# make install  release build, then secretd, secretctl, man pages, systemd units and D-Bus activation file
-#               under $(DESTDIR)$(PREFIX); pam_secretd.so and its pam-auth-update profile where PAM
+# make install  release build, then secretd, secretctl, man pages, systemd units, D-Bus activation file
+#               and the files secretctl setup links over gnome-keyring's (share/secretd) under
+#               $(DESTDIR)$(PREFIX); pam_secretd.so and its pam-auth-update profile where PAM
 #               looks for them (PAMDIR, PAMCONFIGDIR)
 # make pam      build the PAM module pam_secretd.so (C, libc and libpam only) into .build/pam
 # make e2e      the installed product on a booted Debian 12 (mmdebstrap + systemd-nspawn -b), driven
@@ -56,6 +57,8 @@ BINDIR := $(PREFIX)/bin
 MANDIR := $(PREFIX)/share/man
 USERUNITDIR := $(PREFIX)/lib/systemd/user
 DBUSSERVICEDIR := $(PREFIX)/share/dbus-1/services
+# What `secretctl setup` links in place of gnome-keyring's activation files and autostart entry.
+SETUPDIR := $(PREFIX)/share/secretd
 # PAM loads modules from the multiarch security directory only, and pam-auth-update reads
 # profiles from /usr/share/pam-configs only, whatever PREFIX is.
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
@@ -200,6 +203,8 @@ install: static-cxx pam
 	put 644 "$$tmp/secretd.service" $(USERUNITDIR)/secretd.service; \
 	put 644 systemd/secretd.socket $(USERUNITDIR)/secretd.socket; \
 	put 644 systemd/org.freedesktop.secrets.service $(DBUSSERVICEDIR)/org.freedesktop.secrets.service; \
+	put 644 systemd/org.freedesktop.secrets.service $(SETUPDIR)/dbus-1/services/org.freedesktop.secrets.service; \
+	for file in $$(cd setup && find . -type f | sed 's|^\./||'); do put 644 setup/$$file $(SETUPDIR)/$$file; done; \
 	put 644 $(PAM_BUILD)/pam_secretd.so $(PAMDIR)/pam_secretd.so; \
 	put 644 pam/secretd.pam-config $(PAMCONFIGDIR)/secretd; \
 	rm -rf "$$tmp"; echo "make install: done (DESTDIR='$(DESTDIR)', PREFIX=$(PREFIX))"

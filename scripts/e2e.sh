@@ -3,13 +3,14 @@
 #
 #  1. image    a Debian 12 root built by mmdebstrap from Debian packages only, cached in
 #              .build/e2e/image-KEY.tar (KEY: a hash of the image section below)
-#  2. install  `make install PREFIX=/usr` into a staging directory, copied into a fresh copy
-#              of the image, with git's libsecret credential helper built here from the
+#  2. install  `make install PREFIX=/usr DESTDIR=` a fresh copy of the image, with git's libsecret credential helper built here from the
 #              source git ships (the same Debian 12, so the binaries fit)
 #  3. boot     systemd-nspawn -b: systemd as PID 1, journald, logind, sshd, dbus, user managers
 #  4. scenario scripts/e2e/scenario.sh run as root inside: the administrator runs
 #              `secretctl setup --system`, users log in over ssh (passwords and keys), use
 #              su and passwd, the machine reboots, root resets a password, setup is undone.
+#
+# E2E_HOLD=1 only boots the installed machine and waits (see main) so that it can be explored.
 #
 # Every check prints "ok - NAME" or "not ok - NAME (REASON)"; the run ends with the line
 # "N passed, N failed" and exits non-zero when a check failed. Logs: .build/e2e/logs/
@@ -22,7 +23,6 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$repo/.build/e2e
 logs=$work/logs
 root=$work/root.$$   # this run's machine, removed at the end
-stage=$work/stage.$$ # what make install wrote
 machine=e2e-secretd-$$
 nspawn=""            # systemd-nspawn's pid while the machine runs
 leader=""            # the machine's PID 1 (its systemd), seen from here
@@ -42,6 +42,9 @@ PACKAGES=$PACKAGES,openssh-server,openssh-client,sshpass,procps,python3,util-lin
 # The clients checked, and what secretd, secretctl and the helper link.
 PACKAGES=$PACKAGES,libsecret-tools,python3-keyring,python3-secretstorage,git,pinentry-tty
 PACKAGES=$PACKAGES,libsecret-1-0,libglib2.0-0,libgcrypt20,libsqlite3-0,libassuan0
+# The keyring secretd replaces, as a GNOME desktop has it, and dex to run its XDG autostart
+# entries as a desktop session manager would.
+PACKAGES=$PACKAGES,gnome-keyring,libpam-gnome-keyring,dex
 MIRRORS=("deb http://deb.debian.org/debian bookworm main"
     "deb http://deb.debian.org/debian bookworm-updates main"
     "deb http://deb.debian.org/debian-security bookworm-security main")
@@ -84,17 +87,23 @@ random() { tr -dc "$1" </dev/urandom | head -c 16; }
 install_phase() {
     local start helper e2e
     start=$(date +%s.%N)
-    if make -C "$repo" --no-print-directory install PREFIX=/usr DESTDIR="$stage" >"$logs/install.log" 2>&1; then
+    # Into the machine's root itself, so that make install sees its dpkg database and leaves
+    # the files of its packages alone (gnome-keyring's activation file), as on a real machine.
+    (cd "$root" && find . ! -type d | sort) >"$work/before.$$"
+    if make -C "$repo" --no-print-directory install PREFIX=/usr DESTDIR="$root" >"$logs/install.log" 2>&1; then
         pass "make install PREFIX=/usr DESTDIR=…"
     else
         fail "make install PREFIX=/usr DESTDIR=…" "make failed; see $logs/install.log" "$(tail -n 20 "$logs/install.log")"
         return 1
     fi
     timed install "$(seconds_since "$start")"
-    (cd "$stage" && find . ! -type d | sed 's|^\.||' | sort) >"$work/manifest.$$"
+    (cd "$root" && find . ! -type d | sort) | comm -13 "$work/before.$$" - | sed 's|^\.||' >"$work/manifest.$$"
     note "installed:" "$(cat "$work/manifest.$$")"
-    # Merged /usr: the image's /lib, /bin... are links that the copy must keep.
-    tar -C "$stage" -cf - . | tar -C "$root" -xf - --keep-directory-symlink || { fail "install: copy into the machine" "tar failed"; return 1; }
+    if grep -q 'belongs to gnome-keyring; not overwritten' "$logs/install.log"; then
+        pass "make install leaves gnome-keyring's org.freedesktop.secrets.service alone (and says so)"
+    else
+        fail "make install leaves gnome-keyring's org.freedesktop.secrets.service alone" "install.log does not say so" "$(cat "$logs/install.log" | tail -n 20)"
+    fi
 
     helper=$work/git-credential-libsecret
     if [ ! -x "$helper" ]; then
@@ -117,12 +126,22 @@ install_phase() {
         echo "PASSWORD_3=$(random A-M0-4)"
         echo "PASSWORD_4=$(random N-Z5-9)"
         echo "PASSWORD_BOB=$(random a-z0-9)"
+        echo "PASSWORD_CAROL=$(random a-z0-9)"
         echo "WRONG_PASSWORD=$(random a-z0-9)"
         echo "SECRET_TOOL=st-$(random a-z0-9)"
         echo "SECRET_PYTHON=py-$(random a-z0-9)"
         echo "SECRET_GIT=git-$(random a-z0-9)"
+        echo "SECRET_GK=gk-$(random a-z0-9)"
     } >"$e2e/secrets.env"
     chmod 644 "$e2e/secrets.env" # the users' sessions read it too
+
+    # gnome-keyring's PAM lines as gdm3's /etc/pam.d/gdm-password has them, in sshd's stack:
+    # sshd stands in for the display manager of carol, the desktop user (the others log in
+    # over ssh, whose stack has no such lines on Debian).
+    sed -i -e '/^@include common-auth/a auth [success=1 default=ignore] pam_succeed_if.so quiet user notin carol\nauth optional pam_gnome_keyring.so' \
+        -e '/^@include common-session/a session [success=1 default=ignore] pam_succeed_if.so quiet user notin carol\nsession optional pam_gnome_keyring.so auto_start' \
+        "$root/etc/pam.d/sshd"
+    [ "$(grep -c pam_gnome_keyring "$root/etc/pam.d/sshd")" = 2 ] || { fail "install: gnome-keyring's PAM lines in /etc/pam.d/sshd" "sed found no @include lines"; return 1; }
 
     echo e2e >"$root/etc/hostname"
     printf '127.0.1.1\te2e\n' >>"$root/etc/hosts"
@@ -224,9 +243,9 @@ reboot_machine() {
 scenario() {
     local start rc
     start=$(date +%s.%N)
-    inside timeout 300 bash /usr/local/lib/e2e/scenario.sh "$1"
+    inside timeout 900 bash /usr/local/lib/e2e/scenario.sh "$1"
     rc=$?
-    [ $rc -eq 0 ] || fail "scenario $1 runs to its end" "exit status $rc (124: killed after 300 s)"
+    [ $rc -eq 0 ] || fail "scenario $1 runs to its end" "exit status $rc (124: killed after 900 s)"
     timed "scenario $1" "$(seconds_since "$start")"
 }
 
@@ -248,13 +267,13 @@ stop_machine() {
 cleanup() {
     [ -n "$nspawn" ] && alive "$nspawn" && save_journal
     stop_machine
-    rm -rf --one-file-system "$root" "$stage" "$work/manifest.$$"
+    rm -rf --one-file-system "$root" "$work/manifest.$$" "$work/before.$$"
 }
 
 # Machines and files of earlier runs that were killed before they cleaned up.
 remove_stale() {
     local dir pid
-    for dir in "$work"/root.* "$work"/stage.*; do
+    for dir in "$work"/root.*; do
         [ -e "$dir" ] || continue
         pid=${dir##*.}
         kill -0 "$pid" 2>/dev/null || rm -rf --one-file-system "$dir"
@@ -268,6 +287,13 @@ main() {
     image_phase || return
     install_phase || return
     boot 1 || return
+    if [ -n "${E2E_HOLD:-}" ]; then
+        # For a person to look around: nsenter -t LEADER -a bash, until the file is removed.
+        touch "$work/hold"
+        note "holding the machine: nsenter -t $leader -a bash; rm $work/hold to end"
+        while [ -e "$work/hold" ]; do sleep 1; done
+        return
+    fi
     scenario first-boot
     reboot_machine || return
     scenario second-boot

@@ -30,7 +30,11 @@ enabled_globally() {
     echo "no /etc/systemd/user/*.wants/$1"
     return 1
 }
-system_state() { sha256sum /etc/pam.d/common-*; find /etc/systemd/user -printf '%p %l\n' 2>/dev/null | sort; }
+system_state() {
+    sha256sum /etc/pam.d/common-* /etc/xdg/autostart/gnome-keyring-secrets.desktop
+    find /etc/systemd/user /usr/share/dbus-1/services -printf '%p %l\n' 2>/dev/null | sort
+    dpkg-divert --list | sort
+}
 setup_again() {
     local before after out rc
     before=$(system_state)
@@ -57,7 +61,66 @@ system_setup() {
     check "setup --system: /etc/pam.d/common-session calls pam_secretd.so after pam_systemd.so" session_order
     check "setup --system: secretd.socket enabled for every user" enabled_globally secretd.socket
     check "setup --system: secretd.service enabled for every user" enabled_globally secretd.service
+    check "setup --system: gnome-keyring's units masked for every user" gk_masked
+    check "setup --system: gnome-keyring's three D-Bus activation files diverted, linked to secretd's" gk_diverted
+    check "setup --system: gnome-keyring's autostart entry hidden" gk_hidden
     check "setup --system run a second time: exits 0, changes nothing" setup_again
+}
+
+# ---- gnome-keyring, for every user
+
+GK_FILES="org.freedesktop.secrets org.gnome.keyring org.freedesktop.impl.portal.Secret"
+gk_masked() {
+    local unit bad=""
+    for unit in gnome-keyring-daemon.socket gnome-keyring-daemon.service; do
+        [ "$(readlink "/etc/systemd/user/$unit")" = /dev/null ] || bad="$bad $unit"
+    done
+    [ -z "$bad" ] && return 0
+    ls -l /etc/systemd/user
+    echo "not masked in /etc/systemd/user:$bad"
+    return 1
+}
+gk_diverted() {
+    local name path bad=""
+    for name in $GK_FILES; do
+        path=/usr/share/dbus-1/services/$name.service
+        dpkg-divert --list "$path" | grep -qx "local diversion of $path to $path.gnome-keyring" || bad="$bad $name (no diversion)"
+        [ "$(readlink "$path")" = "/usr/share/secretd/dbus-1/services/$name.service" ] || bad="$bad $name (link: $(readlink "$path"))"
+        grep -q gnome-keyring-daemon "$path.gnome-keyring" || bad="$bad $name (moved file)"
+    done
+    [ -z "$bad" ] && return 0
+    dpkg-divert --list; ls -l /usr/share/dbus-1/services
+    echo "activation files:$bad"
+    return 1
+}
+gk_hidden() {
+    grep -qx 'Hidden=true' /etc/xdg/autostart/gnome-keyring-secrets.desktop && return 0
+    cat /etc/xdg/autostart/gnome-keyring-secrets.desktop
+    echo "no Hidden=true line"
+    return 1
+}
+# dpkg_verify [PACKAGE]: dpkg --verify, without the documentation the image leaves out
+# (mmdebstrap's path-exclude, which dpkg reports as missing).
+dpkg_verify() {
+    dpkg --verify "$@" 2>&1 | grep -Ev '^missing +(c )?/usr/share/(doc|locale|info)(/|$)'
+}
+# After setup --system --undo: gnome-keyring's package is as dpkg installed it.
+gk_restored() {
+    local out
+    out=$(dpkg_verify gnome-keyring; dpkg-divert --list | grep gnome-keyring)
+    [ -z "$out" ] && [ -z "$(find /etc/systemd/user -name 'gnome-keyring*' -lname /dev/null)" ] && return 0
+    printf '%s\n' "$out"; find /etc/systemd/user -name 'gnome-keyring*' -lname /dev/null
+    echo "gnome-keyring's files differ from its package (dpkg --verify, dpkg-divert, /etc/systemd/user)"
+    return 1
+}
+packages_intact() {
+    local out
+    # /etc/pam.d/sshd is e2e.sh's own change (gnome-keyring's lines for carol).
+    out=$(dpkg_verify | grep -Ev '^\S+ +c /etc/pam\.d/sshd$')
+    [ -z "$out" ] && return 0
+    printf '%s\n' "$out"
+    echo "dpkg --verify reports changed package files"
+    return 1
 }
 
 no_pam_lines() {
@@ -78,6 +141,9 @@ system_undo() {
     check "setup --system --undo: no pam_secretd in /etc/pam.d/common-*" no_pam_lines
     check "setup --system --undo: no secretd unit enabled in /etc/systemd/user" no_units
     check "setup --system --undo: password logins still work" ssh_password alice "$PASSWORD_4" true
+    check "setup --system --undo: gnome-keyring's files are its package's again (dpkg --verify), no diversion, no mask" gk_restored
+    session "gnome-keyring back for everyone" password carol "$PASSWORD_CAROL" gk_back "gnome-keyring back for everyone"
+    logout_check "gnome-keyring back for everyone" carol
 }
 
 # ---- users, as an administrator creates them
@@ -89,6 +155,23 @@ create_users() {
         install -d -m 700 -o alice -g alice ~alice/.ssh &&
         install -m 600 -o alice -g alice /root/.ssh/e2e_key.pub ~alice/.ssh/authorized_keys
 }
+
+# carol used gnome-keyring on her desktop before secretd came, and switches herself over
+# (secretctl import secret-service, secretctl setup), before the administrator does it for all.
+gnome_keyring_user() {
+    check "user carol created with a password" create_user carol "$PASSWORD_CAROL"
+    session "gnome-keyring desktop" password carol "$PASSWORD_CAROL" gk_first
+    logout_check "gnome-keyring desktop" carol
+    session "switch to secretd" password carol "$PASSWORD_CAROL" gk_switch
+    logout_check "switch to secretd" carol
+    session "gnome-keyring kept off" password carol "$PASSWORD_CAROL" gk_kept_off
+    logout_check "gnome-keyring kept off" carol
+    session "undo the switch" password carol "$PASSWORD_CAROL" gk_undo
+    logout_check "undo the switch" carol
+    session "gnome-keyring back" password carol "$PASSWORD_CAROL" gk_back "gnome-keyring back"
+    logout_check "gnome-keyring back" carol
+}
+create_user() { useradd -m -s /bin/bash "$1" && printf '%s:%s\n' "$1" "$2" | chpasswd; }
 
 # ---- logins
 
@@ -211,8 +294,8 @@ quiet_logouts() {
 no_secrets_logged() {
     local journal name found=""
     journal=$(journalctl --no-pager -o verbose)
-    for name in PASSWORD_1 PASSWORD_2 PASSWORD_3 PASSWORD_4 PASSWORD_BOB WRONG_PASSWORD \
-        SECRET_TOOL SECRET_PYTHON SECRET_GIT; do
+    for name in PASSWORD_1 PASSWORD_2 PASSWORD_3 PASSWORD_4 PASSWORD_BOB PASSWORD_CAROL WRONG_PASSWORD \
+        SECRET_TOOL SECRET_PYTHON SECRET_GIT SECRET_GK; do
         printf '%s' "$journal" | grep -F -- "${!name}" && found="$found $name"
     done
     [ -z "$found" ] && return 0
@@ -248,8 +331,12 @@ man_pages() {
 
 first_boot() {
     check "make install wrote no file a Debian package owns (dpkg -S)" not_packaged
+    check "make install changed no file of a Debian package (dpkg --verify)" packages_intact
     check "man shows secretd(1), secretctl(1), secretd.conf(5) and pam_secretd(8)" man_pages
+    gnome_keyring_user
     system_setup
+    session "gnome-keyring replaced for everyone" password carol "$PASSWORD_CAROL" gk_replaced
+    logout_check "gnome-keyring replaced for everyone" carol
     check "users alice and bob created with passwords (useradd, chpasswd), root's ssh key for alice" create_users
     session "first login" password alice "$PASSWORD_1" first_login
     logout_check "first login"

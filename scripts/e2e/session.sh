@@ -292,5 +292,134 @@ hold() {
     sleep "$1"
 }
 
+# ---- carol, whose desktop ran gnome-keyring before secretd
+
+# The desktop session's start: its session manager runs the XDG autostart entries (dex stands
+# in for gnome-session), gnome-keyring's among them; gives them a moment to claim names.
+desktop_start() { dex -a -e GNOME >/dev/null 2>&1; sleep 2; }
+
+# program_of NAME: the program that owns bus NAME on this session bus, or "none".
+program_of() {
+    local pid
+    pid=$(busctl --user call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
+        GetConnectionUnixProcessID s "$1" 2>/dev/null | awk '{ print $2 }')
+    # argv[0]: secretd is not dumpable, so its /proc/PID/exe cannot be read, even by its user.
+    [ -n "$pid" ] && basename "$(tr '\0' '\n' <"/proc/$pid/cmdline" | head -n 1)" || echo none
+}
+# claimants: the programs that own org.freedesktop.secrets or wait in line for it, the owner
+# first, on one line.
+claimants() {
+    local name list=""
+    for name in $(busctl --user call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
+        ListQueuedOwners s org.freedesktop.secrets 2>/dev/null | cut -d' ' -f3- | tr -d '"'); do
+        list="$list${list:+ }$(program_of "$name")"
+    done
+    echo "${list:-none}"
+}
+# claimed_by PROGRAMS: exactly these programs own the name and wait for it, in this order.
+claimed_by() {
+    local found
+    found=$(claimants)
+    [ "$found" = "$1" ] && return 0
+    ps -u "$(id -u)" -o pid,args | grep -E 'keyring|secretd' | grep -v grep
+    echo "org.freedesktop.secrets: owner and queue '$found', expected '$1'"
+    return 1
+}
+store_gk() { printf '%s' "$SECRET_GK" | secret-tool store --label=carol-gk service gk account carol; }
+lookup_gk() { expect_output "$SECRET_GK" timeout 20 secret-tool lookup service gk account carol; }
+import_from_gk() {
+    local out rc
+    out=$(printf '%s' "$PASSWORD_CAROL" | secretctl import secret-service --password-stdin 2>&1)
+    rc=$?
+    printf '%s\n' "$out"
+    [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q '^login: imported [1-9]' && return 0
+    echo "secretctl import secret-service exited $rc; expected 'login: imported N' (N > 0)"
+    return 1
+}
+restart_secretd() {
+    local before after
+    before=$(pgrep -u "$(id -u)" -x secretd)
+    systemctl --user restart secretd.service && sleep 1
+    timeout 20 secret-tool search --all service gk >/dev/null
+    after=$(pgrep -u "$(id -u)" -x secretd)
+    [ -n "$after" ] && [ "$after" != "$before" ] && return 0
+    echo "secretd pid before the restart: ${before:-none}, after: ${after:-none}"
+    return 1
+}
+gk_activation_claims_nothing() {
+    local out rc
+    out=$(timeout 20 busctl --user call org.gnome.keyring / org.freedesktop.DBus.Peer Ping 2>&1)
+    rc=$?
+    echo "note: calling org.gnome.keyring: exit $rc${out:+: $out}"
+    [ $rc -ne 124 ] || { echo "the call timed out"; return 1; }
+    sleep 1
+    claimed_by secretd
+}
+# gnome-keyring 42.1 started by its socket at an ssh login (here, not on a desktop?) gets the
+# password from pam_gnome_keyring and unlocks the login keyring ("gkr-pam: unlocked login
+# keyring"), but never exports the login collection on the bus ("Object does not exist at
+# path"); restarted, it does (locked). So: restart it, then unlock it as a person would
+# (secretctl unlock uses gnome-keyring's UnlockWithMasterPassword).
+gk_login_keyring() {
+    if ! timeout 20 busctl --user get-property org.freedesktop.secrets /org/freedesktop/secrets/collection/login \
+        org.freedesktop.Secret.Collection Locked >/dev/null 2>&1; then
+        echo "note: gnome-keyring has not exported its login keyring: restarting gnome-keyring-daemon.service"
+        systemctl --user restart gnome-keyring-daemon.service || return 1
+        sleep 1
+    fi
+    unlock_with_password "$PASSWORD_CAROL" && keyring_is unlocked
+}
+
+# Login 1: gnome-keyring, unlocked by its PAM module, provides the Secret Service; carol stores.
+gk_first() {
+    desktop_start
+    check "gnome-keyring desktop: gnome-keyring-daemon owns org.freedesktop.secrets" claimed_by gnome-keyring-daemon
+    check "gnome-keyring desktop: its login keyring is unlocked" gk_login_keyring
+    check "gnome-keyring desktop: secret-tool stores into gnome-keyring's login keyring" store_gk
+    check "gnome-keyring desktop: secret-tool finds it" lookup_gk
+}
+# Login 2: carol copies her keyring into secretd while gnome-keyring runs, then makes secretd
+# her provider with secretctl setup.
+gk_switch() {
+    desktop_start
+    check "switch: gnome-keyring owns the name at the login" claimed_by gnome-keyring-daemon
+    check "switch: its login keyring is unlocked" gk_login_keyring
+    check "switch: secretctl import secret-service copies gnome-keyring's login keyring into secretd" import_from_gk
+    check "switch: secretctl setup exits 0" expect_status 0 secretctl setup
+    check "switch: secretd alone owns org.freedesktop.secrets, nobody waits in line" claimed_by secretd
+    check "switch: secretctl unlock --password-stdin with her password" unlock_with_password "$PASSWORD_CAROL"
+    check "switch: secret-tool finds gnome-keyring's item in secretd" lookup_gk
+}
+# Login 3: her desktop starts as usual; gnome-keyring does not come back.
+gk_kept_off() {
+    desktop_start
+    check "kept off: after the desktop's autostart, secretd alone claims the name" claimed_by secretd
+    check "kept off: a call to org.gnome.keyring leaves secretd alone claiming the name" gk_activation_claims_nothing
+    check "kept off: secretd restarted (systemctl --user restart) and asked again" restart_secretd
+    check "kept off: after secretd's restart, secretd alone claims the name (no gnome-keyring took it)" claimed_by secretd
+    check "kept off: secretctl unlock --password-stdin" unlock_with_password "$PASSWORD_CAROL"
+    check "kept off: the item is there" lookup_gk
+}
+# Login 4: carol undoes the switch.
+gk_undo() {
+    desktop_start
+    check "undo: secretctl setup --undo exits 0" expect_status 0 secretctl setup --undo
+}
+# A login with gnome-keyring back: it provides the Secret Service, unlocked, with her item.
+gk_back() {
+    desktop_start
+    check "$1: gnome-keyring-daemon alone claims org.freedesktop.secrets again" claimed_by gnome-keyring-daemon
+    check "$1: its login keyring is unlocked" gk_login_keyring
+    check "$1: gnome-keyring's item is there" lookup_gk
+}
+# After setup --system, with her secretd keyring imported: PAM unlocks secretd at the login,
+# and the desktop's autostart starts no gnome-keyring.
+gk_replaced() {
+    desktop_start
+    check "replaced for everyone: secretd alone claims the name" claimed_by secretd
+    check "replaced for everyone: the login keyring is unlocked" keyring_is unlocked
+    check "replaced for everyone: gnome-keyring's item is there" lookup_gk
+}
+
 "$@"
 exit 0

@@ -4,17 +4,19 @@ import KeychainCore
 import ProcessSpawning
 
 /// `secretctl setup`: makes secretd the login keyring, for every user (`--system`, as root, after
-/// `make install PREFIX=/usr`) or for the user running it; `--undo` reverts either. Each step is
-/// an ordinary tool (pam-auth-update, systemctl), and what changed is printed.
+/// `make install PREFIX=/usr`) or for the user running it, and keeps gnome-keyring, where it is
+/// installed, from providing the Secret Service (SetupCommand+GnomeKeyring.swift); `--undo`
+/// reverts either. Each step is an ordinary tool (pam-auth-update, systemctl, dpkg-divert) or
+/// a link, and what changed is printed.
 enum SetupCommand: Verb {
     /// `--system`: for every user, as root.
     static let system = LongOption<Bool>(
-        "system", help: "For every user: enable pam_secretd.so (pam-auth-update) and the user units globally; needs root.")
+        "system", help: "For every user: enable pam_secretd.so (pam-auth-update) and the user units globally, turn gnome-keyring's Secret Service off; needs root.")
     /// `--undo`: revert what setup enabled.
     static let undo = LongOption<Bool>("undo", help: "Revert what setup (or setup --system) enabled.")
 
     static let spec = CommandSpec(
-        name: "setup", abstract: "Make secretd your login keyring (--system: every user's, as root); --undo reverts it.",
+        name: "setup", abstract: "Make secretd your login keyring and switch gnome-keyring's Secret Service off (--system: every user's, as root); --undo reverts it.",
         arguments: [], options: [system, undo],
         examples: ["sudo secretctl setup --system", "secretctl setup", "sudo secretctl setup --system --undo"])
 
@@ -54,6 +56,7 @@ enum SetupCommand: Verb {
             ? "PAM: the secretd profile was already enabled\n"
             : "PAM: enabled the secretd profile (pam-auth-update): pam_secretd.so now runs in /etc/pam.d/common-auth, "
                 + "common-session and common-password\n")
+        try switchOffGnomeKeyringForEveryone()
         try runTool(["systemctl", "--global", "enable"] + units)
         Terminal.writeOutput(
             "systemd: enabled \(units.joined(separator: " and ")) for every user (/etc/systemd/user)\n"
@@ -72,11 +75,13 @@ enum SetupCommand: Verb {
         try runTool(["systemctl", "--global", "disable"] + units)
         Terminal.writeOutput(
             "systemd: disabled \(units.joined(separator: " and ")) for every user; keyrings in ~/.local/share/secretd are kept\n")
+        try giveBackGnomeKeyringToEveryone()
     }
 
     // MARK: - This user
 
     private static func enableForMe() throws(CommandLineError) {
+        try switchOffGnomeKeyringForMe()
         try runTool(["systemctl", "--user", "enable", "--now"] + units)
         Terminal.writeOutput(
             "systemd: enabled and started \(units.joined(separator: " and ")) for you: secretd starts at each login and "
@@ -91,6 +96,7 @@ enum SetupCommand: Verb {
     private static func disableForMe() throws(CommandLineError) {
         try runTool(["systemctl", "--user", "disable", "--now"] + units)
         Terminal.writeOutput("systemd: stopped and disabled \(units.joined(separator: " and ")) for you; your keyrings are kept\n")
+        try giveBackGnomeKeyringToMe()
     }
 
     // MARK: - Helpers
@@ -105,7 +111,7 @@ enum SetupCommand: Verb {
 
     /// Runs a tool with this environment, its output on standard error (standard output is
     /// for what setup says); a failure stops setup with the tool's name and status.
-    private static func runTool(_ arguments: [String]) throws(CommandLineError) {
+    static func runTool(_ arguments: [String]) throws(CommandLineError) {
         var environment = ProcessInfo.processInfo.environment
         environment["DEBIAN_FRONTEND"] = "noninteractive"
         switch ProcessSpawning.spawn(arguments, environment: environment, descriptors: [(0, 0), (1, 2), (2, 2)]) {
