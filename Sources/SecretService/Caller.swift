@@ -20,10 +20,6 @@ final class Caller {
     /// (store, lookup, clear: what `secret-tool` and most scripts use) reads none, and would
     /// only drop the signals of every other client's writes.
     var watchesItems = false
-    /// The collection whose `Items` it was last told were invalidated, while that signal waits
-    /// for the commit numbered here (``SecretStore/Store/commitCount``); nil once anything with
-    /// values was sent to it since. Another one would tell it nothing new (Daemon+Signals.swift).
-    var heldItemsInvalidation: (collection: String, commit: Int)?
 
     init(identity: CallerIdentity, pid: Int32) {
         self.identity = identity

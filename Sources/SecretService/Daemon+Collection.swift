@@ -33,9 +33,7 @@ extension Daemon {
             do {
                 try store.deleteCollection(collection)
                 keys.forget(collection.id)
-                let path = ObjectPaths.collection(collection.name)
-                server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionDeleted",
-                                  arguments: [.objectPath(path)])
+                announceDeletedCollection(ObjectPaths.collection(collection.name))
                 return .success(.tuple([.objectPath(ObjectPaths.none)]))
             } catch {
                 return .failure(storeFailure(error))

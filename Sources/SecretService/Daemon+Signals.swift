@@ -18,11 +18,11 @@ import DBusValues
 struct SignalAudience: Equatable {
     /// What a client hears.
     enum News: Equatable {
-        /// `ItemCreated`, and the collection's `Items` invalidated.
+        /// `ItemCreated`, and the collection's `Items` as the client may see them.
         case created
         /// `ItemChanged`, and the item's `PropertiesChanged` with what it may read of them.
         case changed
-        /// `ItemDeleted`, and the collection's `Items` invalidated.
+        /// `ItemDeleted`, and the collection's `Items` as the client may see them.
         case deleted
     }
 
@@ -112,35 +112,29 @@ extension Daemon {
             server.emitSignal(path: collectionPath, interface: Introspection.collection, name: signal,
                               arguments: [.objectPath(path)], destination: listener.name)
             guard listener.news == .changed else {
-                invalidateItems(of: collectionPath, for: listener.name)
+                sendItems(of: collection, to: listener.name)
                 continue
             }
             // What itemProperty shows this client: an item it sees locked has no label or attributes.
             var changed = listener.access == .full ? properties : properties.filter { $0.key == "Modified" }
             if listener.accessChanged { changed["Locked"] = .boolean(listener.access != .full) }
             if changed.isEmpty { continue }
-            callers[listener.name]?.heldItemsInvalidation = nil
             server.emitPropertiesChanged(path: path, interface: Introspection.item, changed: changed, destination: listener.name)
         }
     }
 
-    /// Tells `name` that the collection's `Items` changed (invalidated, not sent: it can be
-    /// long), unless the last thing it was sent with properties is the same invalidation, still
-    /// waiting for the commit this change joins: every store changes Items, and writes that
-    /// arrive together share a commit, after which their signals go out in order. A change with
-    /// values in between is not skipped over: the invalidation after it is sent again. (The bus
-    /// server does the same for broadcasts; these are unicast.)
-    private func invalidateItems(of collectionPath: String, for name: String) {
-        let caller = callers[name]
-        let commit = store.commitCount
-        if store.hasPendingCommit, let held = caller?.heldItemsInvalidation, held.collection == collectionPath,
-            held.commit == commit
-        {
-            return
-        }
+    /// Sends `name` the collection's `Items` as it may see them (``collectionProperty(_:_:for:)``),
+    /// after the `ItemCreated` or `ItemDeleted` that changed them. With the value, not as
+    /// invalidated: libsecret's collection objects (Seahorse, every client that lists items)
+    /// load their items from the proxy's cached `Items`, which an invalidation empties, so
+    /// they would never show the new item (nor a later one). Each write sends its own list:
+    /// the signals of writes that share a commit go out after it, in order, the last with
+    /// every item. The cost is one walk of the collection per write and watching client.
+    private func sendItems(of collection: Store.CollectionRecord, to name: String) {
+        guard case .success(let items) = collectionProperty("Items", collection, for: name) else { return }
         server.emitPropertiesChanged(
-            path: collectionPath, interface: Introspection.collection, changed: [:], invalidated: ["Items"], destination: name)
-        caller?.heldItemsInvalidation = store.hasPendingCommit ? (collectionPath, commit) : nil
+            path: ObjectPaths.collection(collection.name), interface: Introspection.collection, changed: ["Items": items],
+            destination: name)
     }
 
     // MARK: - Collections
@@ -151,10 +145,6 @@ extension Daemon {
     /// `CollectionChanged`, `CollectionDeleted`) tell nobody anything it could not read, and go
     /// to every listener, as clients that only listen (a tray icon, a lock indicator) expect.
     func broadcastProperties(_ changed: [String: DBusValue], of collection: Store.CollectionRecord) {
-        // A change with values: the next Items invalidation of every client is sent again. (A
-        // Locked announcement does not reset it; skipping the repeat after one is harmless, as
-        // every signal held for one commit goes out after all of its writes.)
-        for caller in callers.all { caller.heldItemsInvalidation = nil }
         server.emitPropertiesChanged(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
                                      changed: changed)
     }

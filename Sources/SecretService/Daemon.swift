@@ -180,12 +180,36 @@ public final class Daemon: BusHandler {
         }
     }
 
-    /// Announces a collection created while the daemon serves the bus (`CollectionCreated`);
-    /// the server serves every path, so there is nothing to export.
+    /// Announces a collection created while the daemon serves the bus (`CollectionCreated`,
+    /// then the service's `Collections`); the server serves every path, so there is nothing to
+    /// export.
     func announceNewCollection(_ path: String) {
         server.emitSignal(
             path: ObjectPaths.service, interface: Introspection.service, name: "CollectionCreated",
             arguments: [.objectPath(path)])
+        broadcastCollections()
+    }
+
+    /// Announces a deleted collection (`CollectionDeleted`, then the service's `Collections`).
+    func announceDeletedCollection(_ path: String) {
+        server.emitSignal(
+            path: ObjectPaths.service, interface: Introspection.service, name: "CollectionDeleted",
+            arguments: [.objectPath(path)])
+        broadcastCollections()
+    }
+
+    /// The object paths of every collection: the service's `Collections`.
+    func collectionPaths() -> [String] {
+        ((try? store.collections()) ?? []).map { ObjectPaths.collection($0.name) }
+    }
+
+    /// Broadcasts the service's `Collections` with its value (collections are everyone's to
+    /// list): libsecret's service object (Seahorse's list of keyrings) loads its collections
+    /// from the proxy's cached `Collections`, which neither `CollectionCreated` nor an
+    /// invalidation updates.
+    private func broadcastCollections() {
+        server.emitPropertiesChanged(
+            path: ObjectPaths.service, interface: Introspection.service, changed: ["Collections": .objectPaths(collectionPaths())])
     }
 
     /// Runs the main loop until SIGTERM/SIGINT or until another provider replaces this one.
@@ -367,9 +391,9 @@ public final class Daemon: BusHandler {
         if case .failure(let refusal) = caller(sender) { return .failure(refusal) }
         switch (ObjectPaths.parse(path), interface) {
         case (.service, Introspection.service):
-            return .success { [store] name in
+            return .success { [unowned self] name in
                 guard name == "Collections" else { return .failure(.noSuchObject("no property \(name) at \(path)")) }
-                return .success(.objectPaths(((try? store.collections()) ?? []).map { ObjectPaths.collection($0.name) }))
+                return .success(.objectPaths(collectionPaths()))
             }
         case (.collection, Introspection.collection), (.alias, Introspection.collection):
             guard let collection = collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }

@@ -169,28 +169,14 @@ final class BusServer {
     }
 
     /// Broadcasts `org.freedesktop.DBus.Properties.PropertiesChanged` with the new values of
-    /// `changed` and the names of `invalidated` properties (for values too large to send each
-    /// time, such as a collection's Items).
-    ///
-    /// A broadcast that only invalidates is not repeated while the same one is the last
-    /// invalidation waiting for the commit: every store invalidates its collection's Items,
-    /// and writes that arrive together share a commit. A change with values in between is not
-    /// skipped over: the invalidation after it is sent again.
+    /// `changed` and the names of `invalidated` properties (to `destination` alone when given).
     func emitPropertiesChanged(
         path: String, interface: String, changed: [String: DBusValue], invalidated: [String] = [],
         destination: String? = nil
     ) {
-        let invalidates = changed.isEmpty && destination == nil
-        if invalidates, let last = lastHeldInvalidation,
-            last.path == path, last.interface == interface, last.names == invalidated
-        {
-            return
-        }
-        if !changed.isEmpty { lastHeldInvalidation = nil }
-        let waits = emitSignal(
+        emitSignal(
             path: path, interface: Introspection.properties, name: "PropertiesChanged",
             arguments: [.string(interface), .properties(changed), .strings(invalidated)], destination: destination)
-        if invalidates && waits { lastHeldInvalidation = (path, interface, invalidated) }
     }
 
     // MARK: - Dispatch
@@ -528,9 +514,6 @@ final class BusServer {
     }
 
     private var held: [Held] = []
-    /// The last invalidation-only PropertiesChanged broadcast among ``held``, which
-    /// ``emitPropertiesChanged`` does not repeat.
-    private var lastHeldInvalidation: (path: String, interface: String, names: [String])?
     private var flushScheduled = false
     /// How many replies and signals may wait for one commit before it is forced.
     private static let maximumHeld = 256
@@ -566,7 +549,6 @@ final class BusServer {
         let committed = handler?.commitPending() ?? true
         let waiting = held
         held = []
-        lastHeldInvalidation = nil
         for item in waiting {
             if committed { item.send() } else { (item.fail ?? item.send)() }
         }

@@ -76,15 +76,8 @@ public final class Store {
     /// of what it read.
     public var changeCount: Int64 { database.totalChanges }
 
-    /// How many groups of writes ``commitPending()`` has ended, committed or rolled back. The
-    /// writes of one group share the number: what is sent while a group is open (a reply, a
-    /// signal) waits for its commit, so two sends that saw the same number and
-    /// ``hasPendingCommit`` both follow every write made in between.
-    public private(set) var commitCount = 0
-
     /// Commits the grouped writes; on failure they are rolled back and the error thrown.
     public func commitPending() throws(StoreError) {
-        if database.hasPendingCommit { commitCount += 1 }
         do {
             try database.commitPending()
         } catch {

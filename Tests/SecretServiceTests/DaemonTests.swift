@@ -138,23 +138,25 @@ import Testing
         #expect(daemon.isRunning)
     }
 
-    @Test("writes that share a commit share one Items invalidation; one after a Label change is sent again")
-    func invalidationsPerCommit() throws {
+    @Test("every write sends the collection's Items, with the value, before its reply; the last lists every item")
+    func itemsPerWrite() throws {
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        let result = try fixture.runClient("invalidations.py")
+        let result = try fixture.runClient("items-per-write.py")
         #expect(result.status == 0, "\(result.errorOutput)")
         let lines = result.text.split(separator: "\n").map(String.init)
-        try #require(lines.count == 2, "\(result.text)")
-        // Every reply comes after an invalidation of the Items it changed.
-        #expect(lines[0].hasPrefix("I"), "\(lines[0])")
+        try #require(lines.count == 3, "\(result.text)")
+        // Each reply comes after the Items its write changed (signals held for a commit go
+        // out before its replies).
         #expect(lines[0].filter { $0 == "R" }.count == 100)
-        let invalidations = lines[0].filter { $0 == "I" }.count
-        #expect(invalidations >= 1 && invalidations < 100, "\(lines[0])")
-        // Create, rename, create: the second invalidation follows a change with a value, so it
-        // is sent whether or not the three calls shared a commit.
+        #expect(lines[0].filter { $0 == "I" }.count == 100, "\(lines[0])")
+        var itemsSeen = 0
+        for event in lines[0] {
+            if event == "I" { itemsSeen += 1 } else { #expect(itemsSeen > 0, "a reply before any Items: \(lines[0])") }
+        }
         #expect(lines[1] == "IRLRIR", "\(lines[1])")
+        #expect(lines[2] == "102", "the last Items signal lists \(lines[2]) items")
     }
 
     @Test("stopped under a flood of writes, secretd still answers every write it committed")

@@ -85,11 +85,13 @@ import Testing
         let own = try #require(appReport.ownItem)
         let after = Array(appReport.signals[(fence + 1)...]).filter { $0.member != "CollectionChanged" }
         #expect(after.map(\.summary) == [
-            "ItemCreated \(own)", "PropertiesChanged \(Self.login) -Items",
+            "ItemCreated \(own)", "PropertiesChanged \(Self.login) Items",
             "ItemChanged \(own)", "PropertiesChanged \(own) Attributes,Label,Modified",
-            "ItemDeleted \(own)", "PropertiesChanged \(Self.login) -Items",
+            "ItemDeleted \(own)", "PropertiesChanged \(Self.login) Items",
         ], "\(after)")
         #expect(after.allSatisfy { $0.unicast })
+        // The collection's Items it is sent list its own item only, never a default one.
+        #expect(after.compactMap { $0.changed?["Items"] as? [String] } == [[own], []], "\(after)")
         let renamed = after.first { $0.path == own }
         #expect(renamed?.changed?["Label"] as? String == "own item renamed")
 
@@ -106,7 +108,9 @@ import Testing
         #expect(heard.contains { $0.path == first && $0.changed?["Label"] as? String == "renamed" })
         #expect(heard.contains { $0.path == first && ($0.changed?["Attributes"] as? [String: String])?["account"] == "b" })
         #expect(heard.contains { $0.path == second && $0.changed?["Label"] as? String == "web 2" })  // secret-tool's replace
-        #expect(clientReport.signals.contains { $0.path == Self.login && $0.invalidated == ["Items"] && $0.unicast })
+        #expect(clientReport.signals.contains { $0.path == Self.login && $0.changed?["Items"] != nil && $0.unicast })
+        #expect(!clientReport.signals.contains { ($0.changed?["Items"] as? [String])?.contains(own) == true },
+                "the app's item was in an outsider's Items")
         #expect(!clientReport.signals.contains { $0.mentions(own) }, "the app's item reached an outsider")
 
         // A client that never called secretd hears about collections only (the fences).
@@ -174,12 +178,15 @@ import Testing
         // The outsider loses the item while it is in the group, and has it back after: its
         // group never reaches it.
         let outsideReport = try Self.report(outside)
-        let told = outsideReport.signals.filter { $0.mentions(item) || $0.invalidated == ["Items"] }.map(\.summary)
+        let told = outsideReport.signals.filter { $0.mentions(item) || $0.changed?["Items"] != nil }.map(\.summary)
         #expect(told == [
-            "ItemCreated \(item)", "PropertiesChanged \(Self.login) -Items",
-            "ItemDeleted \(item)", "PropertiesChanged \(Self.login) -Items",
-            "ItemCreated \(item)", "PropertiesChanged \(Self.login) -Items",
+            "ItemCreated \(item)", "PropertiesChanged \(Self.login) Items",
+            "ItemDeleted \(item)", "PropertiesChanged \(Self.login) Items",
+            "ItemCreated \(item)", "PropertiesChanged \(Self.login) Items",
         ], "\(outsideReport.signals)")
+        // Its Items lists the item exactly while it may see it.
+        let lists = outsideReport.signals.compactMap { $0.changed?["Items"] as? [String] }.map { $0.contains(item) }
+        #expect(lists == [true, false, true], "\(outsideReport.signals)")
         #expect(!outsideReport.signals.contains { $0.changed?["Attributes"].map { "\($0)".contains("com.example.team") } == true })
     }
 
@@ -236,7 +243,7 @@ import Testing
         daemon.close()
     }
 
-    @Test("in process: each item signal goes to every entitled caller by name, and one Items invalidation per client and commit")
+    @Test("in process: each item signal goes to every entitled caller by name, with the Items it may see after each write")
     func destinations() throws {
         let fixture = try InProcessDaemonTests.Fixture()
         defer { fixture.remove() }
@@ -275,8 +282,10 @@ import Testing
             #expect(Set(sent.filter { $0.name == "ItemCreated" && $0.arguments == [.objectPath(item)] }.compactMap(\.destination))
                     == [client, other])
         }
-        let invalidations = sent.filter { $0.name == "PropertiesChanged" && $0.arguments.last == .strings(["Items"]) }
-        #expect(invalidations.compactMap(\.destination).sorted() == [client, client, other, other], "\(invalidations)")
+        let itemLists = sent.filter { $0.name == "PropertiesChanged" && $0.path == Self.login }
+        #expect(itemLists.compactMap(\.destination).sorted() == [client, client, client, client, other, other, other, other],
+                "\(itemLists)")
+        #expect(itemLists.allSatisfy { $0.arguments.last == .strings([]) }, "an invalidation: \(itemLists)")
 
         // A rename tells the label to those who may read it, and nothing to the app.
         fixture.endpoint.signals.removeAll()

@@ -102,8 +102,8 @@ if mode == "app":
     wait_for(lambda s: s["member"] == "PropertiesChanged" and s["path"] == item)
     call(conn, address(item, "org.freedesktop.Secret.Item"), "Delete")
     wait_for(lambda s: s["member"] == "ItemDeleted" and s["args"] == [item])
-    # The Items invalidation after ItemDeleted is the last signal of the deletion.
-    wait_for(lambda s: s["member"] == "PropertiesChanged" and s["path"] == LOGIN and "Items" in s["invalidated"])
+    # The collection's Items after ItemDeleted is the last signal of the deletion.
+    wait_for(lambda s: s["member"] == "PropertiesChanged" and s["path"] == LOGIN and "Items" in s["changed"])
 
 report["signals"] = signals
 print(json.dumps(report), flush=True)

@@ -1,7 +1,8 @@
-"""PropertiesChanged signals against the replies of pipelined writes (DaemonTests.invalidationsPerCommit).
+"""PropertiesChanged signals against the replies of pipelined writes (DaemonTests.itemsPerWrite).
 Sends pipelined writes to the login collection and prints, in arrival order, `I` for each
-PropertiesChanged that invalidates its Items, `L` for one that carries its Label, and `R` for
-each reply: first for 100 CreateItem calls, then for CreateItem, Set(Label), CreateItem."""
+PropertiesChanged that carries its Items (the value), `L` for one that carries its Label, and
+`R` for each reply: first for 100 CreateItem calls, then for CreateItem, Set(Label), CreateItem;
+then a third line: how many items the last Items received lists (the collection starts empty)."""
 from jeepney import MatchRule, MessageType, message_bus, new_method_call
 from jeepney.low_level import HeaderFields
 
@@ -30,13 +31,16 @@ def events(calls):
         serial = next(conn.outgoing_serial)
         serials.add(serial)
         conn.send(call, serial=serial)
+    global last_items
     seen = ""
     while serials:
         message = conn.receive(timeout=30)
         kind = message.header.message_type
         if kind == MessageType.signal and message.header.fields.get(HeaderFields.member) == "PropertiesChanged":
             interface, changed, invalidated = message.body
-            seen += ("I" if "Items" in invalidated else "") + ("L" if "Label" in changed else "")
+            if "Items" in changed:
+                last_items = set(changed["Items"][1])
+            seen += ("I" if "Items" in changed else "") + ("L" if "Label" in changed else "")
         elif message.header.fields.get(HeaderFields.reply_serial) in serials:
             if kind == MessageType.error:
                 raise RuntimeError(message.header.fields.get(HeaderFields.error_name))
@@ -45,6 +49,8 @@ def events(calls):
     return seen
 
 
+last_items = set()
 print(events([create(n) for n in range(100)]))
 label = new_method_call(PROPERTIES, "Set", "ssv", ("org.freedesktop.Secret.Collection", "Label", ("s", "Renamed")))
 print(events([create(100), label, create(101)]))
+print(len(last_items))
