@@ -315,7 +315,8 @@ import Testing
         let login = "/org/freedesktop/secrets/collection/login"
         let item = try createItem(fixture, session, attributes: "{'k': 'v'}", value: "x")
         #expect(recorder.wait(for: "ItemCreated", path: login)?.arguments == "(objectpath '\(item)',)")
-        #expect(recorder.wait(for: "PropertiesChanged", path: login)?.arguments.contains("['Items']") == true)
+        // The collection's Items, with the value (libsecret's lists load from it).
+        #expect(recorder.wait(for: "PropertiesChanged", path: login)?.arguments.contains("'Items': <[objectpath '\(item)']>") == true)
 
         _ = try fixture.call(item, "org.freedesktop.DBus.Properties", "Set", "('\(Self.itemInterface)', 'Label', <'renamed'>)")
         #expect(recorder.wait(for: "ItemChanged", path: login)?.arguments == "(objectpath '\(item)',)")
@@ -333,6 +334,8 @@ import Testing
                                        "({'org.freedesktop.Secret.Collection.Label': <'Extra'>}, \(secret(session, "extra-pass")))")
         let extra = try #require(objectPaths(in: created).first)
         #expect(recorder.wait(for: "CollectionCreated", path: Self.service)?.arguments == "(objectpath '\(extra)',)")
+        // Then the service's Collections, with the value (libsecret's list of keyrings loads from it).
+        #expect(recorder.wait(for: "PropertiesChanged", path: Self.service)?.arguments.contains("'\(extra)'") == true)
         _ = try fixture.call(extra, Self.collectionInterface, "Delete")
         #expect(recorder.wait(for: "CollectionDeleted", path: Self.service)?.arguments == "(objectpath '\(extra)',)")
 
