@@ -22,12 +22,13 @@
 # Build: libsecret, GLib, libgcrypt and SQLite headers, and g++ for libstdc++.a. Tests: a
 # private bus, the reference provider and the clients checked against (secret-tool, Python
 # keyring), unit and man checks; KeePassXC, imported from (secretctl import secret-service);
-# Seahorse under Xvfb, driven through AT-SPI and xdotool, screenshots by ImageMagick (SeahorseTests).
+# Seahorse and gnome-keyring's prompter (gcr) under Xvfb, driven through AT-SPI and xdotool,
+# screenshots by ImageMagick (SeahorseTests, LiveImportTests).
 DEB_BUILD := pkg-config libsecret-1-dev libsystemd-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev libassuan-dev g++ \
 	libpam0g-dev
 DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-jeepney python3-keyring \
 	python3-secretstorage groff-base man-db systemd git gcc libpam-wrapper pamtester bubblewrap xdg-dbus-proxy keepassxc \
-	seahorse xvfb at-spi2-core python3-pyatspi xdotool imagemagick
+	seahorse gcr xvfb at-spi2-core python3-pyatspi xdotool imagemagick
 # make bench: the bus, the peer providers (gnome-keyring; KeePassXC, whose package brings
 # keepassxc-cli), secret-tool, and Python with jeepney and secretstorage for the commit floor,
 # the report and the memory scenarios' clients (scripts/dbus-clients).

@@ -72,6 +72,40 @@ import Testing
         return try #require(JSONSerialization.jsonObject(with: dumped.output) as? [String: [String: Any]])
     }
 
+    @Test("a locked gnome-keyring keyring comes over once the person answers gnome-keyring's own prompt (gcr-prompter in Xvfb)")
+    func importsThroughGnomeKeyringPrompt() throws {
+        let fixture = try SecretdFixture()
+        let display = try SeahorseTests.startDisplay(fixture)
+        defer { display.process.stop() }
+        fixture.environment["DISPLAY"] = display.name
+        fixture.environment["GSETTINGS_BACKEND"] = "memory"
+        let gnomeKeyring = try Self.startGnomeKeyring(fixture)
+        defer { gnomeKeyring.stop() }
+        // What a desktop session runs: the accessibility bus, then gnome-keyring's prompter
+        // (D-Bus would start it; the test's bus activates nothing).
+        let accessibility = try SupervisedProcess(
+            ["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"], environment: fixture.environment,
+            logURL: fixture.root.appendingPathComponent("at-spi.log"))
+        defer { accessibility.stop() }
+        try fixture.control.waitForOwner(of: "org.a11y.Bus", startedBy: accessibility)
+        let prompter = try SupervisedProcess(
+            ["/usr/libexec/gcr-prompter"], environment: fixture.environment, logURL: fixture.root.appendingPathComponent("prompter.log"))
+        defer { prompter.stop() }
+        try fixture.control.waitForOwner(of: "org.gnome.keyring.SystemPrompter", startedBy: prompter)
+        // The person, who types work's password when gnome-keyring asks for it.
+        let person = try SupervisedProcess(
+            ["/usr/bin/python3", "-B", DBusClients.directory.deletingLastPathComponent().appendingPathComponent("answer-gcr-prompt.py").path],
+            environment: fixture.environment, standardInput: Data("work-pw".utf8), logURL: fixture.root.appendingPathComponent("person.log"))
+        defer { person.stop() }
+
+        let imported = try fixture.run([Self.secretctl, "import", "secret-service", "--password-stdin"], input: "secretd-pw\n")
+        #expect(imported.status == 0, "\(imported.text) \(imported.errorOutput) \(person.log)")
+        #expect(imported.text == "login: imported 7, skipped 0, failed 0\nopen: imported 3, skipped 0, failed 0\nwork: imported 2, skipped 0, failed 0\n",
+                "\(imported.errorOutput) \(person.log)")
+        #expect(person.waitForExit(timeout: 10) == 0)
+        #expect(person.log.contains("answered An application wants access to the keyring “work”"), "\(person.log)")
+    }
+
     @Test("every keyring of the running gnome-keyring comes over: labels, attributes, secrets, times; a locked one is skipped until unlocked; again adds nothing")
     func importsFromRunningGnomeKeyring() throws {
         let fixture = try SecretdFixture()
