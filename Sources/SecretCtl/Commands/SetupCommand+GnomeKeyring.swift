@@ -53,15 +53,8 @@ extension SetupCommand {
     /// Turns gnome-keyring's Secret Service off for the user running setup, and stops the one
     /// running now; says what it did.
     static func switchOffGnomeKeyringForMe() throws(CommandLineError) {
-        let units = installedGnomeKeyringUnits()
-        if !units.isEmpty {
-            if units.allSatisfy({ isMasked(userUnitDirectory + "/" + $0) }) {
-                Terminal.writeOutput("gnome-keyring: its units were already masked for you\n")
-            } else {
-                try runTool(["systemctl", "--user", "mask", "--now"] + units)
-                Terminal.writeOutput("gnome-keyring: masked \(units.joined(separator: " and ")) for you (they start its Secret Service at login)\n")
-            }
-        }
+        try maskGnomeKeyringUnits(
+            ["--user", "mask", "--now"], in: userUnitDirectory, for: "you", detail: " (they start its Secret Service at login)")
         var links = gnomeKeyringActivationFiles.filter { isGnomeKeyrings(packagedActivationDirectory + "/" + $0) }
             .map { (userDataDirectory + "/dbus-1/services/" + $0, Replacement.activationFile($0)) }
         if FileManager.default.fileExists(atPath: gnomeKeyringAutostartEntry) {
@@ -89,9 +82,8 @@ extension SetupCommand {
         }
         removed = removeLink(userConfigDirectory + "/autostart/gnome-keyring-secrets.desktop", to: Replacement.autostartEntry) || removed
         if removed { try? KeychainProvider.reloadBusConfiguration() }
-        let masked = gnomeKeyringUnits.filter { isMasked(userUnitDirectory + "/" + $0) }
-        if !masked.isEmpty { try runTool(["systemctl", "--user", "unmask"] + masked) }
-        if removed || !masked.isEmpty {
+        let unmasked = try unmaskGnomeKeyringUnits(["--user", "unmask"], in: userUnitDirectory)
+        if removed || unmasked {
             Terminal.writeOutput(
                 "gnome-keyring: its units, D-Bus activation and autostart are back for you: it provides the Secret Service "
                     + "again, from the next client call (locked) and unlocked at your next login\n")
@@ -103,15 +95,7 @@ extension SetupCommand {
     /// Turns gnome-keyring's Secret Service off for every user, from their next login; says
     /// what it did.
     static func switchOffGnomeKeyringForEveryone() throws(CommandLineError) {
-        let units = installedGnomeKeyringUnits()
-        if !units.isEmpty {
-            if units.allSatisfy({ isMasked(globalUnitDirectory + "/" + $0) }) {
-                Terminal.writeOutput("gnome-keyring: its units were already masked for every user\n")
-            } else {
-                try runTool(["systemctl", "--global", "mask"] + units)
-                Terminal.writeOutput("gnome-keyring: masked \(units.joined(separator: " and ")) for every user (/etc/systemd/user)\n")
-            }
-        }
+        try maskGnomeKeyringUnits(["--global", "mask"], in: globalUnitDirectory, for: "every user", detail: " (/etc/systemd/user)")
         let files = gnomeKeyringActivationFiles.filter { isGnomeKeyrings(packagedActivationDirectory + "/" + $0) }
         if !files.isEmpty {
             let share = try replacementDirectory()
@@ -154,11 +138,7 @@ extension SetupCommand {
                 changed = true
             }
         }
-        let masked = gnomeKeyringUnits.filter { isMasked(globalUnitDirectory + "/" + $0) }
-        if !masked.isEmpty {
-            try runTool(["systemctl", "--global", "unmask"] + masked)
-            changed = true
-        }
+        if try unmaskGnomeKeyringUnits(["--global", "unmask"], in: globalUnitDirectory) { changed = true }
         if changed {
             Terminal.writeOutput(
                 "gnome-keyring: its units, D-Bus activation files and autostart entry are as its package installed them: "
@@ -226,6 +206,30 @@ extension SetupCommand {
     }
     private static var userUnitDirectory: String { userConfigDirectory + "/systemd/user" }
     private static let globalUnitDirectory = "/etc/systemd/user"
+
+    /// Masks gnome-keyring's installed units with `systemctl` and `arguments` (the scope and
+    /// verb), unless every one is masked in `directory` already; says which, for `whom`
+    /// (`detail` follows when it masked them).
+    private static func maskGnomeKeyringUnits(
+        _ arguments: [String], in directory: String, for whom: String, detail: String
+    ) throws(CommandLineError) {
+        let units = installedGnomeKeyringUnits()
+        guard !units.isEmpty else { return }
+        if units.allSatisfy({ isMasked(directory + "/" + $0) }) {
+            Terminal.writeOutput("gnome-keyring: its units were already masked for \(whom)\n")
+        } else {
+            try runTool(["systemctl"] + arguments + units)
+            Terminal.writeOutput("gnome-keyring: masked \(units.joined(separator: " and ")) for \(whom)\(detail)\n")
+        }
+    }
+
+    /// Unmasks (`systemctl` and `arguments`) those of gnome-keyring's units masked in
+    /// `directory`; whether there were any.
+    private static func unmaskGnomeKeyringUnits(_ arguments: [String], in directory: String) throws(CommandLineError) -> Bool {
+        let masked = gnomeKeyringUnits.filter { isMasked(directory + "/" + $0) }
+        if !masked.isEmpty { try runTool(["systemctl"] + arguments + masked) }
+        return !masked.isEmpty
+    }
 
     /// gnome-keyring's units that are installed.
     private static func installedGnomeKeyringUnits() -> [String] {
