@@ -19,6 +19,8 @@ import time
 import pyatspi
 import secretstorage
 
+import gui_person as person
+
 ARTIFACTS = sys.argv[1]
 TYPED = sys.stdin.read().split("\n")
 EDITED_SECRET, ADDED_SECRET = TYPED[0], TYPED[1]
@@ -28,49 +30,11 @@ step_number = 0
 # ---- the accessibility tree
 
 def seahorse():
-    for app in pyatspi.Registry.getDesktop(0):
-        if app is not None and app.name == "seahorse":
-            return app
-    return None
-
-
-def walk(node, depth=0, found=None):
-    found = [] if found is None else found
-    if node is None or depth > 40:
-        return found
-    found.append(node)
-    try:
-        children = list(node)
-    except Exception:
-        return found
-    for child in children:
-        walk(child, depth + 1, found)
-    return found
-
-
-def showing(node):
-    try:
-        return node.getState().contains(pyatspi.STATE_SHOWING)
-    except Exception:
-        return False
+    return person.application("seahorse")
 
 
 def all_of(role, name=None, contains=None, visible=True, inside=None):
-    result = []
-    for node in walk(inside or seahorse()):
-        try:
-            if node.getRoleName() != role:
-                continue
-            if name is not None and node.name != name:
-                continue
-            if contains is not None and contains not in node.name:
-                continue
-        except Exception:
-            continue
-        if visible and not showing(node):
-            continue
-        result.append(node)
-    return result
+    return person.all_of(inside or seahorse(), role, name, contains, visible)
 
 
 def wait_for(what, find, seconds=15):
@@ -126,24 +90,14 @@ def action(node, name=None):
 
 # ---- what a person does: xdotool
 
-def xdotool(*arguments):
-    subprocess.run(["xdotool"] + list(arguments), check=True)
-
-
-def click(node, button="1", repeat=1, x_offset=None, top=False):
-    """Clicks the middle of node (x_offset from its left; top: its top edge, for a button the
-    dialog shows only in part until scrolled)."""
-    extents = node.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
-    x = extents.x + (extents.width // 2 if x_offset is None else x_offset)
-    y = extents.y + (4 if top else extents.height // 2)
-    xdotool("mousemove", str(x), str(y), "click", "--repeat", str(repeat), button)
-    time.sleep(0.5)
+xdotool = person.xdotool
+click = person.click
 
 
 def type_into(field, text):
     click(field)
     xdotool("key", "ctrl+a")
-    xdotool("type", "--delay", "15", text)
+    person.type_text(text)
 
 
 def key(name):
@@ -214,15 +168,9 @@ def open_item(label):
 
 # ---- the steps
 
-# The accessibility bus, which a desktop session starts (the test's private bus activates
-# nothing), then Seahorse, with its settings in memory.
+# Seahorse, on the desktop the test made (Xvfb, the accessibility bus; VirtualDesktop).
 log = open(os.path.join(ARTIFACTS, "seahorse.log"), "w")
-accessibility = subprocess.Popen(["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"],
-                                 stdout=subprocess.DEVNULL, stderr=log)
-wait_for("accessibility bus", lambda: subprocess.run(
-    ["busctl", "--user", "status", "org.a11y.Bus"], capture_output=True).returncode == 0, 15)
-environment = dict(os.environ, GSETTINGS_BACKEND="memory")
-seahorse_process = subprocess.Popen(["seahorse"], stdout=subprocess.DEVNULL, stderr=log, env=environment)
+seahorse_process = subprocess.Popen(["seahorse"], stdout=subprocess.DEVNULL, stderr=log)
 try:
     wait_for("window", lambda: all_of("frame"), 30)
     # Wide enough for the sidebar and the list side by side.
@@ -281,9 +229,8 @@ try:
     wait_for("the sidebar without the keyring", lambda: not rows("Work") and [True])
     report("keyring deleted")
 finally:
-    for process in (seahorse_process, accessibility):
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    seahorse_process.terminate()
+    try:
+        seahorse_process.wait(5)
+    except subprocess.TimeoutExpired:
+        seahorse_process.kill()

@@ -75,19 +75,12 @@ import Testing
     @Test("a locked gnome-keyring keyring comes over once the person answers gnome-keyring's own prompt (gcr-prompter in Xvfb)")
     func importsThroughGnomeKeyringPrompt() throws {
         let fixture = try SecretdFixture()
-        let display = try SeahorseTests.startDisplay(fixture)
-        defer { display.process.stop() }
-        fixture.environment["DISPLAY"] = display.name
-        fixture.environment["GSETTINGS_BACKEND"] = "memory"
+        let desktop = try VirtualDesktop(on: fixture)
+        defer { desktop.stop() }
+        fixture.environment.merge(desktop.environment) { $1 }
         let gnomeKeyring = try Self.startGnomeKeyring(fixture)
         defer { gnomeKeyring.stop() }
-        // What a desktop session runs: the accessibility bus, then gnome-keyring's prompter
-        // (D-Bus would start it; the test's bus activates nothing).
-        let accessibility = try SupervisedProcess(
-            ["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"], environment: fixture.environment,
-            logURL: fixture.root.appendingPathComponent("at-spi.log"))
-        defer { accessibility.stop() }
-        try fixture.control.waitForOwner(of: "org.a11y.Bus", startedBy: accessibility)
+        // gnome-keyring's prompter, which D-Bus would start (the test's bus activates nothing).
         let prompter = try SupervisedProcess(
             ["/usr/libexec/gcr-prompter"], environment: fixture.environment, logURL: fixture.root.appendingPathComponent("prompter.log"))
         defer { prompter.stop() }

@@ -46,12 +46,11 @@ import Testing
             try #require(stored.status == 0, "\(stored.errorOutput)")
         }
 
-        let display = try Self.startDisplay(fixture)
-        defer { display.process.stop() }
+        let desktop = try VirtualDesktop(on: fixture)
+        defer { desktop.stop() }
         try? FileManager.default.removeItem(at: Self.artifacts)
         try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
-        var environment = fixture.environment
-        environment["DISPLAY"] = display.name
+        let environment = fixture.environment.merging(desktop.environment) { $1 }
         // What the person types into Seahorse: the edited item's new secret, the added item's.
         let run = try CommandResult.run(
             ["/usr/bin/python3", "-B", Self.driver.path, Self.artifacts.path], input: Data("n3w-secret\nadded-secret\n".utf8),
@@ -109,23 +108,5 @@ import Testing
         #expect(try login(isLocked: false), "\(daemon.log)")
         let lookup = try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "alice"])
         #expect(lookup.text == "n3w-secret", "\(lookup.errorOutput)")
-    }
-
-    /// Starts Xvfb on a free display of its own; returns it and its name (`:N`).
-    static func startDisplay(_ fixture: SecretdFixture) throws -> (process: SupervisedProcess, name: String) {
-        for number in (100 + Int(getpid() % 300))..<(400 + Int(getpid() % 300)) {
-            let socket = "/tmp/.X11-unix/X\(number)"
-            if FileManager.default.fileExists(atPath: socket) || FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") {
-                continue
-            }
-            let process = try SupervisedProcess(
-                ["Xvfb", ":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], environment: fixture.environment,
-                logURL: fixture.root.appendingPathComponent("xvfb.log"))
-            let deadline = Date().addingTimeInterval(10)
-            while !FileManager.default.fileExists(atPath: socket), process.isRunning, Date() < deadline { usleep(50_000) }
-            if FileManager.default.fileExists(atPath: socket) { return (process, ":\(number)") }
-            process.stop()
-        }
-        throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "no free X display for Xvfb"])
     }
 }
