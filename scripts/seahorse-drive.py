@@ -141,6 +141,17 @@ def fail(message):
         subprocess.run(["import", "-window", "root", os.path.join(ARTIFACTS, "failed.png")])
     except Exception:
         pass
+    # What Seahorse said, so that a failure on a machine nobody can look at explains itself.
+    try:
+        log.flush()
+        with open(os.path.join(ARTIFACTS, "seahorse.log")) as said:
+            tail = said.read()[-2000:]
+        if tail:
+            message += "; seahorse said: " + tail
+        if seahorse_process.poll() is not None:
+            message += "; seahorse exited with %d" % seahorse_process.returncode
+    except Exception:
+        pass
     print(json.dumps({"step": "failed", "error": message}), flush=True)
     sys.exit(1)
 
@@ -172,7 +183,11 @@ def open_item(label):
 log = open(os.path.join(ARTIFACTS, "seahorse.log"), "w")
 seahorse_process = subprocess.Popen(["seahorse"], stdout=subprocess.DEVNULL, stderr=log)
 try:
-    wait_for("window", lambda: all_of("frame"), 30)
+    def window():
+        if seahorse_process.poll() is not None:
+            fail("seahorse exited before showing a window")
+        return all_of("frame")
+    wait_for("window", window, 60)
     # Wide enough for the sidebar and the list side by side.
     xdotool("search", "--sync", "--onlyvisible", "--class", "seahorse", "windowsize", "1000", "700")
     click(row("Login"))
