@@ -13,7 +13,8 @@
 # make install  release build, then secretd, secretctl, man pages, systemd units, D-Bus activation file
 #               and the files secretctl setup links over gnome-keyring's (share/secretd) under
 #               $(DESTDIR)$(PREFIX); pam_secretd.so and its pam-auth-update profile where PAM
-#               looks for them (PAMDIR, PAMCONFIGDIR)
+#               looks for them (PAMDIR, PAMCONFIGDIR), secretd.portal where xdg-desktop-portal
+#               does (PORTALDIR)
 # make pam      build the PAM module pam_secretd.so (C, libc and libpam only) into .build/pam
 # make e2e      the installed product on a booted Debian 12 (mmdebstrap + systemd-nspawn -b), driven
 #               through real logins (scripts/e2e.sh; the image is cached in .build/e2e)
@@ -23,12 +24,13 @@
 # private bus, the reference provider and the clients checked against (secret-tool, Python
 # keyring), unit and man checks; KeePassXC, imported from (secretctl import secret-service);
 # Seahorse and gnome-keyring's prompter (gcr) under Xvfb, driven through AT-SPI and xdotool,
-# screenshots by ImageMagick (SeahorseTests, LiveImportTests).
+# screenshots by ImageMagick (SeahorseTests, LiveImportTests); the desktop portal's frontend,
+# bubblewrap and xdg-dbus-proxy for sandboxed apps (PortalTests, SignalAudienceTests).
 DEB_BUILD := pkg-config libsecret-1-dev libsystemd-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev libassuan-dev g++ \
 	libpam0g-dev
 DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-jeepney python3-keyring \
 	python3-secretstorage groff-base man-db systemd git gcc libpam-wrapper pamtester bubblewrap xdg-dbus-proxy keepassxc \
-	seahorse gcr xvfb at-spi2-core python3-pyatspi xdotool imagemagick
+	seahorse gcr xvfb at-spi2-core python3-pyatspi xdotool imagemagick xdg-desktop-portal
 # make bench: the bus, the peer providers (gnome-keyring; KeePassXC, whose package brings
 # keepassxc-cli), secret-tool, and Python with jeepney and secretstorage for the commit floor,
 # the report and the memory scenarios' clients (scripts/dbus-clients).
@@ -67,6 +69,9 @@ SETUPDIR := $(PREFIX)/share/secretd
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 PAMDIR ?= /usr/lib/$(MULTIARCH)/security
 PAMCONFIGDIR ?= /usr/share/pam-configs
+# xdg-desktop-portal (1.16, Debian 12) reads backends from /usr/share/xdg-desktop-portal/portals
+# only, whatever PREFIX is.
+PORTALDIR ?= /usr/share/xdg-desktop-portal/portals
 PAM_BUILD := .build/pam
 
 .PHONY: check-release all deps toolchain build test check-files fuzz run demo bench leaks install clean static-cxx pam e2e
@@ -210,6 +215,8 @@ install: static-cxx pam
 	for file in $$(cd setup && find . -type f | sed 's|^\./||'); do put 644 setup/$$file $(SETUPDIR)/$$file; done; \
 	put 644 $(PAM_BUILD)/pam_secretd.so $(PAMDIR)/pam_secretd.so; \
 	put 644 pam/secretd.pam-config $(PAMCONFIGDIR)/secretd; \
+	put 644 portal/secretd.portal $(PORTALDIR)/secretd.portal; \
+	put 644 portal/portals.conf $(SETUPDIR)/portals.conf; \
 	rm -rf "$$tmp"; echo "make install: done (DESTDIR='$(DESTDIR)', PREFIX=$(PREFIX))"
 
 clean:

@@ -148,6 +148,30 @@ package enum KeychainProvider {
         return (policy.groups.map { AccessGroup(name: $0.name, ask: $0.ask, members: $0.members) }, policy.apps)
     }
 
+    // MARK: - App keys (secretd)
+
+    /// A key secretd made for a sandboxed app through the desktop portal (the app's file
+    /// keyring is encrypted with it). Its bytes never leave secretd except to the portal.
+    package struct AppKey: Equatable, Sendable {
+        /// The Flatpak app id.
+        package var app: String
+        /// The keyring that holds it.
+        package var keyring: String
+        /// When it was made (seconds since 1970).
+        package var created: UInt64
+    }
+
+    /// Every app key secretd holds; the keyrings holding some must be unlocked
+    /// (``KeychainError/locked``); another provider is ``KeychainError/notSupported(feature:)``.
+    package static func appKeys() throws(KeychainError) -> [AppKey] {
+        try LibSecret.appKeys().map { AppKey(app: $0.app, keyring: $0.keyring, created: $0.created) }.sorted { $0.app < $1.app }
+    }
+
+    /// Deletes the key of `app`; the app's stored secrets become unreadable. False when it had none.
+    package static func deleteAppKey(_ app: String) throws(KeychainError) -> Bool {
+        try LibSecret.deleteAppKey(app)
+    }
+
     /// Hands `keyring` to secretd, which writes it whole or not at all into the keyring of its
     /// name (created with `password` when there is none; an existing one must be unlocked) and
     /// skips every item that keyring holds already with the same attributes and secret.

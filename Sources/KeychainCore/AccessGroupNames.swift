@@ -11,6 +11,17 @@ package enum AccessGroupNames {
     /// The longest group name, in bytes.
     package static let maximumLength = 255
 
+    /// What the group of each Flatpak app's own items starts with (`flatpak.ID`): the app
+    /// belongs to it, and nobody can be made a member, so the desktop portal's key of that app
+    /// (PortalNames) is hidden from every other client.
+    package static let appGroupPrefix = "flatpak."
+
+    /// The group of the Flatpak app `appID`.
+    package static func appGroup(of appID: String) -> String { appGroupPrefix + appID }
+
+    /// Whether `name` is the group of a Flatpak app, which `access-groups.conf` may not name.
+    package static func isAppGroup(_ name: String) -> Bool { name.hasPrefix(appGroupPrefix) }
+
     /// Whether `name` may name a group: 1 to 255 ASCII letters, digits, '.', '-' or '_', and not
     /// `default` (which every unconfined client shares and needs no section).
     package static func isGroupName(_ name: String) -> Bool {

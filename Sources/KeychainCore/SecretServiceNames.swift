@@ -74,6 +74,9 @@ package enum SecretServiceNames {
         /// secretd's own interface for importing a whole keyring from another provider's files
         /// (see secretd(1)).
         package static let importing = "io.github.secretd.Import1"
+        /// secretd's own interface for the desktop portal's app keys: list and delete them
+        /// (see secretd(1)).
+        package static let appKeys = "io.github.secretd.AppKeys1"
         /// The standard properties interface.
         package static let properties = "org.freedesktop.DBus.Properties"
         /// The standard peer interface (`Ping`).

@@ -23,6 +23,11 @@ public final class SecretdFixture: @unchecked Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("secretd").path
     }
 
+    /// The `secretctl` built next to the test bundle.
+    public static var secretctlPath: String {
+        URL(fileURLWithPath: secretdPath).deletingLastPathComponent().appendingPathComponent("secretctl").path
+    }
+
     /// Creates a fresh tree and bus (with a real session bus's limits, see ``PrivateBus``); with
     /// `otherUsers`, clients of other uids may reach the bus.
     public init(otherUsers: Bool = false) throws {

@@ -28,6 +28,7 @@ public enum SecretCtl {
         LoginCommand.self,
         WhoamiCommand.self,
         GroupsCommand.self,
+        AppKeysCommand.self,
         SetupCommand.self,
         CompletionsCommand.self,
     ]

@@ -53,14 +53,16 @@ package struct AccessPolicy: Equatable, Sendable {
         package var confined: Bool
     }
 
-    /// The groups `identity` belongs to.
+    /// The groups `identity` belongs to. A Flatpak app belongs to its own group as well
+    /// (`flatpak.ID`, where the desktop portal keeps its key), which no one else can join.
     package func membership(of identity: CallerIdentity) -> Membership {
         let name = identity.description
+        let own = identity.kind == .flatpak ? [AccessGroupNames.appGroup(of: identity.name)] : []
         if let confinedTo = apps[name], let first = confinedTo.first {
-            return Membership(groups: confinedTo, defaultGroup: first, confined: true)
+            return Membership(groups: confinedTo + own, defaultGroup: first, confined: true)
         }
         let named = groups.filter { $0.members.contains(name) }.map(\.name)
-        return Membership(groups: [AccessGroupNames.defaultGroup] + named, defaultGroup: AccessGroupNames.defaultGroup,
+        return Membership(groups: [AccessGroupNames.defaultGroup] + named + own, defaultGroup: AccessGroupNames.defaultGroup,
                           confined: false)
     }
 
@@ -127,6 +129,9 @@ package struct AccessPolicy: Equatable, Sendable {
                     let names = value.split(separator: ",").map { $0.trimmingWhitespace }
                     guard !names.isEmpty, names.allSatisfy({ AccessGroupNames.isGroupName($0) || $0 == AccessGroupNames.defaultGroup })
                     else { throw fail("groups takes a comma-separated list of group names") }
+                    if let own = names.first(where: AccessGroupNames.isAppGroup) {
+                        throw fail("'\(own)' is a Flatpak app's own group, which only that app belongs to")
+                    }
                     policy.apps[identity] = names
                 case (.group?, _), (.app?, _):
                     throw fail("unknown setting '\(key)'")
@@ -172,6 +177,9 @@ package enum PolicyLine: Equatable {
             case "group":
                 guard AccessGroupNames.isGroupName(name) else {
                     throw fail("'\(name)' is not a group name (letters, digits, '.', '-', '_'; not 'default')")
+                }
+                guard !AccessGroupNames.isAppGroup(name) else {
+                    throw fail("'\(name)' is a Flatpak app's own group (\(AccessGroupNames.appGroupPrefix)ID), which only that app belongs to")
                 }
                 self = .header(.group(name))
             case "app":

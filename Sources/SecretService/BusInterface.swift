@@ -19,6 +19,8 @@ struct BusInterface {
         var arguments: [Argument] = []
         /// What the reply carries.
         var results: [Argument] = []
+        /// Whether the handler may answer after returning (``BusHandler/handle(_:replyLater:)``).
+        var repliesLater = false
         /// The signature a call must have: its arguments' types, concatenated.
         var inSignature: String { arguments.map(\.type).joined() }
     }

@@ -1,5 +1,5 @@
 public import FoundationEssentials
-import KeychainCore
+package import KeychainCore
 
 /// The settings read from `secretd.conf` (see secretd.conf(5)).
 ///
@@ -12,6 +12,16 @@ public struct Configuration: Equatable, Sendable {
     /// The pinentry program that asks for passwords when a client needs a prompt; nil (the
     /// default) completes every prompt as dismissed at once.
     public var pinentry: String?
+    /// Who may ask for the desktop portal's app keys (`org.freedesktop.impl.portal.Secret`):
+    /// the portal frontend, as secretd identifies it (its systemd user service, or its
+    /// executable when something else started it). Apps never reach the backend themselves.
+    package var portalFrontends: [CallerIdentity] = Self.defaultPortalFrontends
+
+    /// xdg-desktop-portal, as Debian installs and starts it.
+    package static let defaultPortalFrontends = [
+        CallerIdentity(kind: .unit, name: "xdg-desktop-portal.service"),
+        CallerIdentity(kind: .exe, name: "/usr/libexec/xdg-desktop-portal"),
+    ]
 
     /// The defaults.
     public init() {}
@@ -51,6 +61,17 @@ public struct Configuration: Equatable, Sendable {
                     throw ConfigurationError(file: file, line: index + 1, message: "pinentry takes an absolute path")
                 }
                 configuration.pinentry = parts[1]
+            case "portal-frontends":
+                let names = parts[1].split(separator: ",", omittingEmptySubsequences: false)
+                let frontends = names.compactMap { CallerIdentity(parsing: $0.trimmingWhitespace) }
+                guard !frontends.isEmpty, frontends.count == names.count,
+                    frontends.allSatisfy({ $0.kind == .unit || $0.kind == .exe })
+                else {
+                    throw ConfigurationError(
+                        file: file, line: index + 1,
+                        message: "portal-frontends takes a comma-separated list of unit:NAME and exe:/PATH identities")
+                }
+                configuration.portalFrontends = frontends
             default:
                 throw ConfigurationError(file: file, line: index + 1, message: "unknown setting '\(parts[0])'")
             }

@@ -158,6 +158,9 @@ extension Daemon {
                 return .failure(.invalidArgs("(ss(oayays)) expected"))
             }
             guard AccessGroupNames.isGroupName(group) else { return .failure(.invalidArgs("“\(group)” is not a group name")) }
+            guard !AccessGroupNames.isAppGroup(group) else {
+                return .failure(.forbidden("“\(group)” is a Flatpak app's own group, which only that app belongs to"))
+            }
             guard CallerIdentity(parsing: identity) != nil else {
                 return .failure(.invalidArgs("“\(identity)” is not an identity (flatpak:ID, snap:NAME, unit:NAME or exe:/PATH)"))
             }

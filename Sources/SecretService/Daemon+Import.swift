@@ -48,10 +48,16 @@ extension Daemon {
                 let requested = itemProperties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
             else { return .failure(.invalidArgs("an item's Label must be s and its Attributes a{ss}")) }
             if let problem = Self.checkItemText(label: itemLabel, attributes: requested) { return .failure(problem) }
-            let placed: [String: String]
-            switch placeInGroup(requested, for: call.sender) {
-            case .failure(let refusal): return .failure(refusal)
-            case .success(let attributes): placed = attributes
+            var placed: [String: String]
+            if let appID = Self.appKeyOwner(requested), mayManageAppKeys(call.sender) {
+                // A desktop portal app key (gnome-keyring's, oo7's): into its app's own group.
+                placed = requested
+                placed[AccessGroupNames.attribute] = PortalNames.group(of: appID)
+            } else {
+                switch placeInGroup(requested, for: call.sender) {
+                case .failure(let refusal): return .failure(refusal)
+                case .success(let attributes): placed = attributes
+                }
             }
             let times: Store.Times?
             switch Self.times(itemProperties, prefix: SecretServiceNames.Interface.item) {

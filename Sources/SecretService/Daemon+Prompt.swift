@@ -19,24 +19,31 @@ extension Daemon {
         case "Prompt":
             // One conversation per prompt: calling Prompt again does not ask again.
             guard !prompt.started else { return .success(.tuple([])) }
-            prompt.started = true
-            guard let program = options.configuration.pinentry else {
-                // No way to ask anybody: complete as dismissed, after the reply is sent.
-                MainLoop.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
-                return .success(.tuple([]))
-            }
-            let box = DaemonBox(self)
-            guard DetachedThread.start(named: "secretd-prompt", { box.daemon.converse(promptID: id, program: program) }) else {
-                Log.warning("cannot start a thread for prompt \(id); it completes as dismissed")
-                MainLoop.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
-                return .success(.tuple([]))
-            }
+            startConversation(promptID: id)
             return .success(.tuple([]))
         case "Dismiss":
             MainLoop.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
             return .success(.tuple([]))
         default:
             return .failure(.noSuchObject("no method \(call.method)"))
+        }
+    }
+
+    /// Asks the person what prompt `id` needs, on a thread of its own; completes it as dismissed
+    /// when there is no pinentry to ask through.
+    func startConversation(promptID id: Int) {
+        guard let prompt = prompts[id] else { return }
+        prompt.started = true
+        guard let program = options.configuration.pinentry else {
+            // No way to ask anybody: complete as dismissed, after the reply is sent.
+            MainLoop.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
+            return
+        }
+        let box = DaemonBox(self)
+        guard DetachedThread.start(named: "secretd-prompt", { box.daemon.converse(promptID: id, program: program) }) else {
+            Log.warning("cannot start a thread for prompt \(id); it completes as dismissed")
+            MainLoop.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
+            return
         }
     }
 
@@ -49,6 +56,7 @@ extension Daemon {
         prompt.finished = true
         prompts.remove(id)
         prompt.cancellation.cancel()
+        if let completion = prompt.completion { return completion(result) }
         server.emitSignal(
             path: ObjectPaths.prompt(id), interface: Introspection.prompt, name: "Completed",
             arguments: [.boolean(result == nil), .variant(result ?? prompt.emptyResult)], destination: prompt.owner)
@@ -207,8 +215,9 @@ extension Daemon {
             if MainLoop.onMainLoop({ !self.isLocked(collection) || self.prompts[id] == nil }) {
                 return MainLoop.onMainLoop { !self.isLocked(collection) }
             }
+            let requester = MainLoop.onMainLoop { self.prompts[id]?.requester } ?? "An application"
             let request = PinentryRequest(
-                title: "Unlock keyring", description: "An application wants access to the keyring “\(collection.label)”, "
+                title: "Unlock keyring", description: "\(requester) wants access to the keyring “\(collection.label)”, "
                     + "but it is locked.", prompt: "Password:", error: error)
             switch asker.password(request) {
             case .cancelled:

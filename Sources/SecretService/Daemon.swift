@@ -75,6 +75,8 @@ public final class Daemon: BusHandler {
     /// (`BusServer.properties`: six, three of which need the item opened), and a client reads
     /// them item after item.
     var recentItem: ItemDescription?
+    /// The portal frontend's requests waiting for the person to unlock the keyring, by handle.
+    var portalRequests: [String: PortalRequest] = [:]
     /// The socket pam_secretd.so hands the login password to, once started.
     private var loginControl: LoginControlSocket?
 
@@ -266,7 +268,9 @@ public final class Daemon: BusHandler {
                 Log.info("the client of prompt \(id) disconnected; its pinentry is closed")
             }
             prompt.cancellation.cancel()
+            prompt.completion?(nil)
         }
+        portalRequests = portalRequests.filter { $0.value.owner != name }
         callers.forget(name)
     }
 
@@ -366,9 +370,22 @@ public final class Daemon: BusHandler {
             return .success(.tuple([]))
         case (.prompt(let id), Introspection.prompt):
             return handlePrompt(call, id: id)
+        case (.service, Introspection.appKeys):
+            return handleAppKeys(call)
+        case (.portalRequest(let handle), Introspection.portalRequest):
+            return closePortalRequest(handle, from: call.sender)
         default:
             return .failure(.noSuchObject("no object \(call.path) with \(call.interface)"))
         }
+    }
+
+    func handle(_ call: MethodCall, replyLater reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+        lastActivity = clock()
+        if case .failure(let refusal) = caller(call.sender) { return reply(.failure(refusal)) }
+        guard case (.portal, Introspection.portalSecret) = (ObjectPaths.parse(call.path), call.interface) else {
+            return reply(handle(call))
+        }
+        retrieveSecret(call, reply: reply)
     }
 
     func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError> {
@@ -405,6 +422,10 @@ public final class Daemon: BusHandler {
             }
             callers[sender]?.watchesItems = true
             return .success { [unowned self] name in itemProperty(name, item, collection, access: access) }
+        case (.portal, Introspection.portalSecret):
+            return .success { name in
+                name == "version" ? .success(.uint32(1)) : .failure(.unknownProperty("no property \(name) at \(path)"))
+            }
         default:
             return .failure(.noSuchObject("no property at \(path)"))
         }
@@ -458,17 +479,23 @@ public final class Daemon: BusHandler {
         case .item: return visibleItem(at: path, for: sender) != nil
         case .session(let id): return sessions.contains(id, of: sender)
         case .prompt(let id): return prompts[id]?.owner == sender
+        case .portal: return true
+        case .portalRequest(let handle): return portalRequests[handle]?.owner == sender
         case .unknown: return false
         }
     }
 
     func interfaces(at path: String) -> [String] {
         switch ObjectPaths.parse(path) {
-        case .service: return [Introspection.service, Introspection.gnomeExtension, Introspection.accessGroups, Introspection.importing]
+        case .service:
+            return [Introspection.service, Introspection.gnomeExtension, Introspection.accessGroups, Introspection.importing,
+                    Introspection.appKeys]
         case .collection, .alias: return [Introspection.collection]
         case .item: return [Introspection.item]
         case .session: return [Introspection.session]
         case .prompt: return [Introspection.prompt]
+        case .portal: return [Introspection.portalSecret]
+        case .portalRequest: return [Introspection.portalRequest]
         case .unknown: return []
         }
     }

@@ -15,6 +15,11 @@ enum Introspection {
     static let accessGroups = SecretServiceNames.Interface.accessGroups
     /// secretd's own interface for importing keyrings (see secretd(1)).
     static let importing = SecretServiceNames.Interface.importing
+    /// secretd's own interface for the portal's app keys (see secretd(1)).
+    static let appKeys = SecretServiceNames.Interface.appKeys
+    /// The desktop portal's Secret backend, and its request handles.
+    static let portalSecret = PortalNames.secretInterface
+    static let portalRequest = PortalNames.requestInterface
     /// The standard interfaces every object has (sd-bus answers `Peer` itself).
     static let properties = SecretServiceNames.Interface.properties
     static let introspectable = "org.freedesktop.DBus.Introspectable"
@@ -45,6 +50,19 @@ enum Introspection {
                 Argument(name: "login_password", type: secret),
             ], results: [Argument(name: "prompt", type: "o")]),
         ]),
+        BusInterface(name: appKeys, methods: [
+            Method(name: "List", results: [Argument(name: "keys", type: "a(sst)")]),
+            Method(name: "Delete", arguments: [Argument(name: "app_id", type: "s")], results: [Argument(name: "deleted", type: "b")]),
+        ]),
+        BusInterface(name: portalSecret, methods: [
+            Method(name: "RetrieveSecret", arguments: [
+                Argument(name: "handle", type: "o"), Argument(name: "app_id", type: "s"), Argument(name: "fd", type: "h"),
+                Argument(name: "options", type: "a{sv}"),
+            ], results: [Argument(name: "response", type: "u"), Argument(name: "results", type: "a{sv}")], repliesLater: true),
+        ], properties: [
+            Property(name: "version", type: "u"),
+        ]),
+        BusInterface(name: portalRequest, methods: [Method(name: "Close")]),
         BusInterface(name: importing, methods: [
             Method(name: "ImportKeyring", arguments: [
                 Argument(name: "name", type: "s"), Argument(name: "properties", type: "a{sv}"),

@@ -24,12 +24,22 @@ enum ObjectPaths {
         case item(collection: String, id: Int64)
         case session(Int)
         case prompt(Int)
+        /// The desktop portal's Secret backend.
+        case portal
+        /// A request handle of the portal frontend's, under the backend's path.
+        case portalRequest(String)
         case unknown
     }
 
     /// Parses a path this daemon serves. Runs for nearly every call (several times per call
     /// through GDBus's subtree dispatch), so it works on the UTF-8 bytes without splitting.
     static func parse(_ path: String) -> Target {
+        if path.utf8.first == UInt8(ascii: "/"), path.utf8.dropFirst().first == UInt8(ascii: "o"),
+            path.hasPrefix(PortalNames.path)
+        {
+            if path.utf8.count == PortalNames.path.utf8.count { return .portal }
+            return path.dropFirst(PortalNames.path.count).hasPrefix("/request/") ? .portalRequest(path) : .unknown
+        }
         var path = path
         return path.withUTF8 { bytes -> Target in
             let root = service.utf8

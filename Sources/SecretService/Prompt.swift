@@ -28,10 +28,17 @@ final class Prompt {
     var started = false
     /// Ends the pinentry conversation when the prompt ends early: dismissed, or its client gone.
     let cancellation = PinentryCancellation()
+    /// Who asks, as the pinentry dialog names them ("An application" when nil).
+    let requester: String?
+    /// Called with the result (nil: dismissed) instead of sending `Completed`, for a prompt
+    /// secretd runs for a call of its own (the portal's), which no client calls `Prompt` on.
+    let completion: ((DBusValue?) -> Void)?
 
-    init(owner: String, action: Action) {
+    init(owner: String, action: Action, requester: String? = nil, completion: ((DBusValue?) -> Void)? = nil) {
         self.owner = owner
         self.action = action
+        self.requester = requester
+        self.completion = completion
     }
 
     /// The result variant of a dismissed prompt, typed as the operation's result would be.

@@ -32,6 +32,9 @@ struct MethodCall {
 protocol BusHandler: AnyObject {
     /// Handles a method call; the value is the reply's tuple of out arguments.
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError>
+    /// Handles a call of a method declared ``BusInterface/Method/repliesLater``: `reply` is
+    /// called once, now or when the answer is known (after a prompt, say).
+    func handle(_ call: MethodCall, replyLater reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void)
     /// Reads a property.
     func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError>
     /// Reads the properties `names` of one object, looked up once (`GetAll`): those that cannot
@@ -85,7 +88,8 @@ final class BusServer {
     nonisolated(unsafe) private(set) static weak var active: BusServer?
 
     /// Connects to the session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`)
-    /// and serves every path under `/org/freedesktop/secrets` through `handler`.
+    /// and serves every path under `/org/freedesktop/secrets` and `/org/freedesktop/portal/desktop`
+    /// through `handler`.
     init(handler: any BusHandler, quota: CallQuota.Limits) throws(SecretServiceError) {
         var connection: OpaquePointer?
         let opened = sd_bus_open_user(&connection)
@@ -96,13 +100,16 @@ final class BusServer {
         sd_bus_set_description(bus, "secretd")
         self.handler = handler
         self.quota = CallQuota(limits: quota)
-        let exported = sd_bus_add_fallback(bus, nil, SecretServiceNames.Path.service, { message, userData, _ in
-            guard let message, let userData else { return 0 }
-            Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue().received(message)
-            return 1  // answered, now or later
-        }, Unmanaged.passUnretained(self).toOpaque())
-        guard exported >= 0 else {
-            throw .failed("cannot serve \(SecretServiceNames.Path.service): \(String(cString: strerror(-exported)))")
+        // The Secret Service's objects, and the desktop portal's Secret backend with its requests.
+        for root in [SecretServiceNames.Path.service, PortalNames.path] {
+            let exported = sd_bus_add_fallback(bus, nil, root, { message, userData, _ in
+                guard let message, let userData else { return 0 }
+                Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue().received(message)
+                return 1  // answered, now or later
+            }, Unmanaged.passUnretained(self).toOpaque())
+            guard exported >= 0 else {
+                throw .failed("cannot serve \(root): \(String(cString: strerror(-exported)))")
+            }
         }
         Self.active = self
         MainLoop.afterEachCallback = { BusServer.active?.scheduleFlush() }
@@ -298,12 +305,13 @@ final class BusServer {
         }
         if waiting { return }
         sd_bus_message_unref(message)
-        reply(to: message, from: sender, with: route(message, from: sender, handler))
+        if let result = route(message, from: sender, handler) { reply(to: message, from: sender, with: result) }
     }
 
-    /// What the call asks, checked against the declared interfaces, and the handler's answer.
+    /// What the call asks, checked against the declared interfaces, and the handler's answer;
+    /// nil when the handler replies later (a method declared ``BusInterface/Method/repliesLater``).
     private func route(_ message: OpaquePointer, from sender: String, _ handler: any BusHandler)
-        -> Result<DBusValue, SecretServiceError>
+        -> Result<DBusValue, SecretServiceError>?
     {
         let path = String(cString: sd_bus_message_get_path(message))
         let method = String(cString: sd_bus_message_get_member(message))
@@ -322,8 +330,10 @@ final class BusServer {
             return .failure(.invalidArgs("the arguments of \(method) cannot be read"))
         }
         let call = MethodCall(sender: sender, path: path, interface: requested ?? "", method: method, arguments: arguments)
-        let result = requested == Introspection.properties
-            ? properties(call, signature: signature, served: served, handler) : self.method(call, signature: signature, served: served, handler)
+        let routed = requested == Introspection.properties
+            ? properties(call, signature: signature, served: served, handler)
+            : self.method(call, signature: signature, served: served, handler, message: message)
+        guard let result = routed else { return nil }
         switch result {
         case .failure(.unknownMethod), .failure(.unknownInterface), .failure(.unknownProperty), .failure(.propertyReadOnly):
             guard handler.objectExists(at: path, sender: sender) else { return .failure(.noSuchObject("no object \(path)")) }
@@ -334,9 +344,9 @@ final class BusServer {
     }
 
     /// A call of a method of a declared interface, checked against its declaration.
-    private func method(_ call: MethodCall, signature: String, served: [String], _ handler: any BusHandler)
-        -> Result<DBusValue, SecretServiceError>
-    {
+    private func method(
+        _ call: MethodCall, signature: String, served: [String], _ handler: any BusHandler, message: OpaquePointer
+    ) -> Result<DBusValue, SecretServiceError>? {
         let (path, method) = (call.path, call.method)
         let requested = call.interface.isEmpty ? nil : call.interface
         let candidates = requested.map { [$0] } ?? served
@@ -347,14 +357,21 @@ final class BusServer {
             }
             return .failure(.unknownMethod("no method \(method) at \(path)" + (requested.map { " in \($0)" } ?? "")))
         }
-        let declared = Introspection.interfaces[interface]!.method(method)!.inSignature
+        let declaration = Introspection.interfaces[interface]!.method(method)!
+        let declared = declaration.inSignature
         guard signature == declared else {
             guard handler.objectExists(at: path, sender: call.sender) else { return .failure(.noSuchObject("no object \(path)")) }
             return .failure(.invalidArgs("\(method) takes arguments of type (\(declared)), not (\(signature))"))
         }
         var routed = call
         routed.interface = interface
-        return handler.handle(routed)
+        guard declaration.repliesLater else { return handler.handle(routed) }
+        sd_bus_message_ref(message)
+        handler.handle(routed) { [weak self] result in
+            defer { sd_bus_message_unref(message) }
+            self?.reply(to: message, from: call.sender, with: result)
+        }
+        return nil
     }
 
     /// Replies to `message` (unless it expects no reply) once the writes before it are

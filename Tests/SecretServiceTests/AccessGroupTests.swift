@@ -421,12 +421,16 @@ import Testing
             """, file: "f")
         #expect(policy.groups == [.init(name: "a.b", members: ["exe:/usr/bin/x", "unit:backup.service"], ask: true)])
         #expect(policy.membership(of: CallerIdentity(kind: .flatpak, name: "org.example.App"))
-                == .init(groups: ["a.b", "default"], defaultGroup: "a.b", confined: true))
+                == .init(groups: ["a.b", "default", "flatpak.org.example.App"], defaultGroup: "a.b", confined: true))
+        #expect(policy.membership(of: CallerIdentity(kind: .flatpak, name: "org.example.Other"))
+                == .init(groups: ["default", "flatpak.org.example.Other"], defaultGroup: "default", confined: false))
         #expect(policy.membership(of: CallerIdentity(kind: .exe, name: "/usr/bin/x"))
                 == .init(groups: ["default", "a.b"], defaultGroup: "default", confined: false))
         for (text, message) in [
             ("member = exe:/x", "f:1: 'member' outside"),
             ("[group \"default\"]", "f:1: 'default' is not a group name"),
+            ("[group \"flatpak.org.example.App\"]", "f:1: 'flatpak.org.example.App' is a Flatpak app's own group"),
+            ("[app \"exe:/x\"]\ngroups = flatpak.org.example.App", "f:2: 'flatpak.org.example.App' is a Flatpak app's own group"),
             ("[group \"a\"]\nmember = /usr/bin/x", "f:2: '/usr/bin/x' is not an identity"),
             ("[group \"a\"]\nask = maybe", "f:2: ask takes yes or no"),
             ("[group \"a\"]\n[group \"a\"]", "f:2: group \"a\" is defined twice"),

@@ -24,6 +24,21 @@ import Testing
         }
     }
 
+    @Test("portal-frontends: unit and exe identities; the default is xdg-desktop-portal's")
+    func portalFrontends() throws {
+        #expect(Configuration().portalFrontends.map(\.description)
+                == ["unit:xdg-desktop-portal.service", "exe:/usr/libexec/xdg-desktop-portal"])
+        let parsed = try Configuration.parse("portal-frontends = exe:/opt/portal/bin/frontend , unit:my-portal.service", file: "f")
+        #expect(parsed.portalFrontends.map(\.description) == ["exe:/opt/portal/bin/frontend", "unit:my-portal.service"])
+        for bad in ["portal-frontends = flatpak:org.example.App", "portal-frontends = exe:relative", "portal-frontends = exe:/x,,unit:y"] {
+            #expect(throws: ConfigurationError(
+                file: "f", line: 1,
+                message: "portal-frontends takes a comma-separated list of unit:NAME and exe:/PATH identities")) {
+                try Configuration.parse(bad, file: "f")
+            }
+        }
+    }
+
     @Test("unknown settings and bad values are errors naming file and line")
     func errors() {
         #expect(throws: ConfigurationError(file: "f", line: 2, message: "unknown setting 'lock-after'")) {

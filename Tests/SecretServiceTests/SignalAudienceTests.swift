@@ -18,10 +18,7 @@ import Testing
 
     @Test("a Flatpak app behind xdg-dbus-proxy hears nothing about default items, everything about its own; unconfined clients hear every default item")
     func flatpakApp() throws {
-        try #require(
-            FileManager.default.isExecutableFile(atPath: "/usr/bin/bwrap")
-                && FileManager.default.isExecutableFile(atPath: "/usr/bin/xdg-dbus-proxy"),
-            "needs the Debian packages bubblewrap and xdg-dbus-proxy (the Makefile's DEB_TEST)")
+        try #require(FlatpakSandbox.isAvailable, "needs the Debian packages bubblewrap and xdg-dbus-proxy (the Makefile's DEB_TEST)")
         let fixture = try SecretdFixture()
         try Self.writePolicy("""
             [group "\(Self.appID)"]
@@ -68,7 +65,7 @@ import Testing
         // The app: secretd names it by its /.flatpak-info, it talks through the proxy (which hides
         // the other clients from it), and broadcasts reach it (the fence).
         let appReport = try Self.report(app)
-        #expect(appReport.whoami == ["flatpak:\(Self.appID)", [Self.appID], Self.appID, true] as [AnyHashable])
+        #expect(appReport.whoami == ["flatpak:\(Self.appID)", [Self.appID, "flatpak.\(Self.appID)"], Self.appID, true] as [AnyHashable])
         let clientReport = try Self.report(client)
         #expect(appReport.names.contains(SecretServiceNames.busName))
         #expect(!appReport.names.contains(fixture.control.uniqueName) && !appReport.names.contains(clientReport.uniqueName),
@@ -317,56 +314,11 @@ import Testing
     ) throws -> SupervisedProcess {
         var command = DBusClients.command("signal-listener.py", [mode, fence])
         command[0] = python
-        if sandboxed { command = try flatpakSandbox(command, fixture: fixture) }
+        if sandboxed {
+            command = try FlatpakSandbox(appID: appID, talkNames: ["org.freedesktop.secrets"]).wrap(command, fixture: fixture)
+        }
         return try SupervisedProcess(command, environment: fixture.environment,
                                      logURL: fixture.root.appendingPathComponent("\(mode)-\(UUID().uuidString.prefix(6)).log"))
-    }
-
-    /// `command` run as flatpak runs an app: in a bubblewrap sandbox of its own namespaces, with
-    /// the host's /usr, the app's `/.flatpak-info`, and the session bus only through
-    /// xdg-dbus-proxy, started inside the same sandbox with the filters flatpak 1.14 gives
-    /// an app (its own names, the portals) plus the manifest's `--talk-name=org.freedesktop.secrets`.
-    /// The proxy's socket is the app's `$XDG_RUNTIME_DIR/bus`. The bus sees the proxy's
-    /// process, so secretd names the app from the proxy's `/proc/PID/root/.flatpak-info`.
-    static func flatpakSandbox(_ command: [String], fixture: SecretdFixture) throws -> [String] {
-        let info = fixture.root.appendingPathComponent("flatpak-info")
-        try """
-            [Application]
-            name=\(appID)
-            runtime=runtime/org.freedesktop.Platform/x86_64/23.08
-
-            [Instance]
-            instance-id=1
-            session-bus-proxy=true
-
-            """.write(to: info, atomically: true, encoding: .utf8)
-        let realBus = String(fixture.bus.address.dropFirst("unix:path=".count))
-        let runtime = "/run/user/\(getuid())"
-        var arguments = ["bwrap", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
-        for top in ["/bin", "/lib", "/lib64", "/sbin"] {
-            if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: top) {
-                arguments += ["--symlink", target, top]
-            } else if FileManager.default.fileExists(atPath: top) {
-                arguments += ["--ro-bind", top, top]
-            }
-        }
-        arguments += [
-            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run", "--dir", runtime,
-            "--ro-bind", info.path, "/.flatpak-info",
-            // The client's script, and the real bus for the proxy alone.
-            "--ro-bind", DBusClients.directory.path, DBusClients.directory.path, "--ro-bind", realBus, realBus,
-            "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts",
-            "--die-with-parent", "--new-session",
-            "--setenv", "XDG_RUNTIME_DIR", runtime, "--setenv", "DBUS_SESSION_BUS_ADDRESS", "unix:path=\(runtime)/bus",
-        ]
-        let filters = [
-            "--filter", "--own=\(appID).*", "--own=org.mpris.MediaPlayer2.\(appID).*", "--talk=org.freedesktop.secrets",
-            "--call=org.freedesktop.portal.*=*", "--broadcast=org.freedesktop.portal.*=@/org/freedesktop/portal/*",
-        ]
-        // The sandbox's first process starts the proxy (the real bus is $0), then becomes the app.
-        let script = "xdg-dbus-proxy \"$0\" \"$XDG_RUNTIME_DIR/bus\" " + filters.map { "'\($0)'" }.joined(separator: " ")
-            + " & exec \"$@\""
-        return arguments + ["--", "/bin/sh", "-c", script, fixture.bus.address] + command
     }
 
     /// What a listener printed last.

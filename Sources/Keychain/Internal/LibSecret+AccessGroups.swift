@@ -9,8 +9,9 @@ import Glibc
 extension LibSecret {
     // MARK: - secretd's access groups
 
-    /// Errors that mean the provider has no access groups interface (gnome-keyring).
-    private static let noAccessGroups: Set<String> = [
+    /// Errors that mean the provider lacks one of secretd's own interfaces (gnome-keyring has
+    /// no access groups, no app keys).
+    static let noSecretdInterface: Set<String> = [
         "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownInterface",
         "org.freedesktop.DBus.Error.UnknownObject",
     ]
@@ -23,7 +24,7 @@ extension LibSecret {
     ) throws(KeychainError) -> [DBusValue] {
         guard let reply = try call(
             connection(of: service), interface: SecretServiceNames.Interface.accessGroups, method: method,
-            arguments: arguments, encoded: encoded, absentWhen: noAccessGroups)
+            arguments: arguments, encoded: encoded, absentWhen: noSecretdInterface)
         else { throw .notSupported(feature: "access groups (secretd has them)") }
         return reply
     }

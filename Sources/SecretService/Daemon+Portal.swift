@@ -1,0 +1,242 @@
+// The desktop portal's Secret backend (org.freedesktop.impl.portal.Secret, version 1) and
+// secretd's AppKeys interface, which lists and deletes the keys it hands out.
+//
+// libsecret inside a Flatpak keeps the app's secrets in a file keyring under ~/.var/app/ID,
+// encrypted with a key it asks the portal for; the portal frontend (xdg-desktop-portal) asks
+// this backend, naming the app. Each app's key is 64 random bytes, made on its first request
+// and never changed, kept as an item of the login keyring in the app's own access group.
+
+import KeychainCore
+import FoundationEssentials
+import Glibc
+import SecretCrypto
+import SecretStore
+import DBusValues
+
+/// A `RetrieveSecret` call waiting for the person to unlock the keyring.
+struct PortalRequest {
+    /// The frontend's connection, which alone may close it.
+    var owner: String
+    /// The prompt asking for the password.
+    var promptID: Int
+}
+
+extension Daemon {
+    /// The portal's response codes: success, cancelled by the person, failed.
+    enum PortalResponse: UInt32 {
+        case success = 0, cancelled = 1, failed = 2
+    }
+
+    // MARK: - RetrieveSecret
+
+    /// `RetrieveSecret(o handle, s app_id, h fd, a{sv} options)`: writes the app's key to `fd`
+    /// and closes it, unlocking the login keyring through a prompt first when it is locked.
+    func retrieveSecret(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+        guard case .success(let caller) = caller(call.sender), options.configuration.portalFrontends.contains(caller.identity)
+        else {
+            let who = (try? caller(call.sender).get()).map { "\($0.identity)" } ?? call.sender
+            Log.warning("refused an app key to \(who): only the desktop portal may ask for them (portal-frontends)")
+            return reply(.failure(.accessDenied("only the desktop portal may ask for app keys (portal-frontends in secretd.conf)")))
+        }
+        let args = call.arguments
+        guard let handle = args[0].objectPath, let appID = args[1].string, case .fileDescriptorIndex(let received) = args[2]
+        else { return reply(.failure(.invalidArgs("RetrieveSecret takes (osha{sv})"))) }
+        guard case .portalRequest = ObjectPaths.parse(handle), portalRequests[handle] == nil else {
+            return reply(.failure(.invalidArgs("the request handle \(handle) is not a new one under \(PortalNames.path)/request/")))
+        }
+        guard !appID.isEmpty else {
+            return reply(.failure(.invalidArgs("the portal names no app: programs outside a sandbox have no app key")))
+        }
+        guard PortalNames.isAppID(appID) else {
+            return reply(.failure(.invalidArgs("“\(appID.prefix(80))” is not a Flatpak app id")))
+        }
+        // The descriptor belongs to the call's message: keep a copy of our own.
+        let descriptor = fcntl(received, F_DUPFD_CLOEXEC, 3)
+        guard descriptor >= 0 else { return reply(.failure(.invalidArgs("the file descriptor cannot be used"))) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFIFO || (info.st_mode & S_IFMT) == S_IFSOCK else {
+            Glibc.close(descriptor)
+            return reply(.failure(.invalidArgs("the file descriptor must be a pipe or a socket")))
+        }
+        guard let keyring = resolveAlias("default") ?? (try? store.collection(named: Self.loginName)) else {
+            Glibc.close(descriptor)
+            Log.warning("no key for the app \(appID): there is no login keyring to keep it in")
+            return reply(.success(Self.portalReply(.failed)))
+        }
+        let finish = { [weak self] (response: PortalResponse) in
+            Glibc.close(descriptor)
+            if response != .success { self?.portalRequests[handle] = nil }
+            reply(.success(Self.portalReply(response)))
+        }
+        guard isLocked(keyring) else { return finish(deliverAppKey(appID, in: keyring, to: descriptor)) }
+
+        let prompt = Prompt(
+            owner: call.sender, action: .unlock(collections: [keyring], groups: [], objects: []),
+            requester: "The sandboxed app “\(appID)”"
+        ) { [weak self] result in
+            guard let self else { return }
+            self.portalRequests[handle] = nil
+            guard result != nil, !self.isLocked(keyring) else { return finish(.cancelled) }
+            finish(self.deliverAppKey(appID, in: keyring, to: descriptor))
+        }
+        switch addPrompt(prompt) {
+        case .failure(let refusal):
+            Glibc.close(descriptor)
+            reply(.failure(refusal))
+        case .success(let path):
+            guard case .prompt(let id) = ObjectPaths.parse(path) else { return }
+            portalRequests[handle] = PortalRequest(owner: call.sender, promptID: id)
+            startConversation(promptID: id)
+        }
+    }
+
+    /// `Request.Close` on a waiting request's handle: ends its prompt (the call is answered as
+    /// cancelled).
+    func closePortalRequest(_ handle: String, from sender: String) -> Result<DBusValue, SecretServiceError> {
+        guard let request = portalRequests[handle], request.owner == sender else {
+            return .failure(.noSuchObject("no request \(handle)"))
+        }
+        portalRequests[handle] = nil
+        complete(id: request.promptID, result: nil)
+        return .success(.tuple([]))
+    }
+
+    /// `RetrieveSecret`'s reply: the response and no results.
+    private static func portalReply(_ response: PortalResponse) -> DBusValue {
+        .tuple([.uint32(response.rawValue), .dictionary(key: "s", value: "v", [])])
+    }
+
+    /// Finds `appID`'s key in `keyring` (unlocked), or makes it and commits it, then writes it
+    /// to `descriptor`. Only a key in the app's own group counts: a client that planted an
+    /// item with the app's id in another group does not choose the app's key.
+    private func deliverAppKey(_ appID: String, in keyring: Store.CollectionRecord, to descriptor: Int32) -> PortalResponse {
+        guard let key = keys[keyring.id] else { return .failed }
+        do {
+            let secret: SecureBytes
+            if let existing = try appKeyItems(appID, in: keyring).first {
+                secret = try store.readItem(existing, in: keyring, key: key).secret
+            } else {
+                secret = Gcrypt.randomKey(count: PortalNames.keyLength)
+                let contents = ItemContents(
+                    label: "Key of the sandboxed app \(appID) (desktop portal)",
+                    attributes: Self.appKeyAttributes(appID), secret: secret, contentType: "application/octet-stream")
+                let item = try store.createItem(in: keyring, key: key, contents: contents)
+                // Durable before the app encrypts anything with it.
+                try store.commitPending()
+                announceCreated(item, in: keyring)
+                Log.info("made the key of the sandboxed app \(appID)")
+            }
+            return Self.write(secret, to: descriptor) ? .success : .failed
+        } catch {
+            Log.error("cannot give the app \(appID) its key: \(error)")
+            return .failed
+        }
+    }
+
+    /// What an app key carries: the app id and schema gnome-keyring and oo7 use, and the group.
+    static func appKeyAttributes(_ appID: String) -> [String: String] {
+        [
+            PortalNames.appIDAttribute: appID, PortalNames.schemaAttribute: PortalNames.schema,
+            AccessGroupNames.attribute: PortalNames.group(of: appID),
+        ]
+    }
+
+    /// The keys of `appID` in `keyring`, oldest first.
+    private func appKeyItems(_ appID: String, in keyring: Store.CollectionRecord) throws(StoreError) -> [Store.ItemRecord] {
+        try store.search(
+            [PortalNames.appIDAttribute: appID, AccessGroupNames.attribute: PortalNames.group(of: appID)], in: keyring
+        ).sorted { $0.id < $1.id }
+    }
+
+    /// Writes all of `secret` to the pipe or socket (which must not block the main loop: 64
+    /// bytes fit in any pipe, and a full one fails the request).
+    private static func write(_ secret: SecureBytes, to descriptor: Int32) -> Bool {
+        let flags = fcntl(descriptor, F_GETFL)
+        _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
+        return secret.withBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return false }
+                offset += written
+            }
+            return true
+        }
+    }
+
+    // MARK: - The AppKeys interface
+
+    /// `List` (every app key: app id, keyring, created) and `Delete(app_id)`, for unconfined
+    /// clients outside a sandbox (secretctl); the keys themselves are never sent.
+    func handleAppKeys(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+        guard mayManageAppKeys(call.sender) else {
+            let who = (try? caller(call.sender).get()).map { "\($0.identity)" } ?? call.sender
+            return .failure(.forbidden("\(who) may not manage the app keys of sandboxed apps"))
+        }
+        do {
+            switch call.method {
+            case "List":
+                guard let keys = try allAppKeys() else { return .failure(.isLocked("unlock the keyrings to list the app keys")) }
+                var rows: [DBusValue] = []
+                for (item, keyring, contents) in keys {
+                    rows.append(.tuple([
+                        .string(contents.attributes[PortalNames.appIDAttribute] ?? ""), .string(keyring.name), .uint64(item.created),
+                    ]))
+                }
+                return .success(.tuple([.array(element: "(sst)", rows)]))
+            case "Delete":
+                guard let appID = call.arguments[0].string, PortalNames.isAppID(appID) else {
+                    return .failure(.invalidArgs("“\(call.arguments[0].string?.prefix(80) ?? "")” is not a Flatpak app id"))
+                }
+                guard let found = try allAppKeys() else { return .failure(.isLocked("unlock the keyrings to delete an app key")) }
+                var deleted = false
+                for (item, keyring, contents) in found where contents.attributes[PortalNames.appIDAttribute] == appID {
+                    guard let key = keys[keyring.id] else { continue }
+                    try store.deleteItem(item, in: keyring, key: key)
+                    announceDeleted(item, in: keyring)
+                    Log.info("deleted the key of the sandboxed app \(appID)")
+                    deleted = true
+                }
+                return .success(.tuple([.boolean(deleted)]))
+            default:
+                return .failure(.noSuchObject("no method \(call.method)"))
+            }
+        } catch {
+            return .failure(storeFailure(error))
+        }
+    }
+
+    /// Whether `sender` may list, delete and import app keys: an unconfined client outside a
+    /// sandbox (the person's own tools, such as secretctl).
+    func mayManageAppKeys(_ sender: String) -> Bool {
+        guard case .success(let caller) = caller(sender) else { return false }
+        return !membership(caller).confined && caller.identity.kind != .flatpak && caller.identity.kind != .snap
+    }
+
+    /// The app whose desktop portal key an item with these attributes is, when it is one that
+    /// names no access group (as gnome-keyring and oo7 store them).
+    static func appKeyOwner(_ attributes: [String: String]) -> String? {
+        guard attributes[PortalNames.schemaAttribute] == PortalNames.schema, attributes[AccessGroupNames.attribute] == nil,
+            let appID = attributes[PortalNames.appIDAttribute], PortalNames.isAppID(appID)
+        else { return nil }
+        return appID
+    }
+
+    /// Every app key in the keyrings; nil when a keyring that holds some is locked (its
+    /// attributes are sealed).
+    private func allAppKeys() throws(StoreError) -> [(Store.ItemRecord, Store.CollectionRecord, ItemContents)]? {
+        var found: [(Store.ItemRecord, Store.CollectionRecord, ItemContents)] = []
+        for keyring in try store.collections() where keyring.name != Self.sessionName {
+            let items = try store.search([PortalNames.schemaAttribute: PortalNames.schema], in: keyring)
+                .filter { AccessGroupNames.isAppGroup($0.accessGroup ?? "") }
+            guard !items.isEmpty else { continue }
+            guard let key = keys[keyring.id] else { return nil }
+            for item in items {
+                let contents = try store.readItem(item, in: keyring, key: key)
+                found.append((item, keyring, contents))
+            }
+        }
+        return found
+    }
+}
