@@ -45,6 +45,8 @@ PACKAGES=$PACKAGES,libsecret-1-0,libglib2.0-0,libgcrypt20,libsqlite3-0,libassuan
 # The keyring secretd replaces, as a GNOME desktop has it, and dex to run its XDG autostart
 # entries as a desktop session manager would.
 PACKAGES=$PACKAGES,gnome-keyring,libpam-gnome-keyring,dex
+# The desktop portal and what stands in for a Flatpak app (bubblewrap, xdg-dbus-proxy).
+PACKAGES=$PACKAGES,xdg-desktop-portal,bubblewrap,xdg-dbus-proxy
 MIRRORS=("deb http://deb.debian.org/debian bookworm main"
     "deb http://deb.debian.org/debian bookworm-updates main"
     "deb http://deb.debian.org/debian-security bookworm-security main")
@@ -132,6 +134,7 @@ install_phase() {
         echo "SECRET_PYTHON=py-$(random a-z0-9)"
         echo "SECRET_GIT=git-$(random a-z0-9)"
         echo "SECRET_GK=gk-$(random a-z0-9)"
+        echo "SECRET_PORTAL=app-$(random a-z0-9)"
     } >"$e2e/secrets.env"
     chmod 644 "$e2e/secrets.env" # the users' sessions read it too
 

@@ -268,7 +268,10 @@ public final class Daemon: BusHandler {
                 Log.info("the client of prompt \(id) disconnected; its pinentry is closed")
             }
             prompt.cancellation.cancel()
-            prompt.completion?(nil)
+            if !prompt.finished {
+                prompt.finished = true
+                prompt.completion?(nil)  // a portal request: its descriptor is closed, its call answered
+            }
         }
         portalRequests = portalRequests.filter { $0.value.owner != name }
         callers.forget(name)

@@ -295,7 +295,7 @@ no_secrets_logged() {
     local journal name found=""
     journal=$(journalctl --no-pager -o verbose)
     for name in PASSWORD_1 PASSWORD_2 PASSWORD_3 PASSWORD_4 PASSWORD_BOB PASSWORD_CAROL WRONG_PASSWORD \
-        SECRET_TOOL SECRET_PYTHON SECRET_GIT SECRET_GK; do
+        SECRET_TOOL SECRET_PYTHON SECRET_GIT SECRET_GK SECRET_PORTAL; do
         printf '%s' "$journal" | grep -F -- "${!name}" && found="$found $name"
     done
     [ -z "$found" ] && return 0
@@ -363,6 +363,8 @@ second_boot() {
     logout_check "key login"
     session "activation" key alice activation
     logout_check "activation"
+    session "portal" password alice "$PASSWORD_1" portal_app
+    logout_check "portal"
     check "console login (login(1) on a terminal): secretctl status shows the login keyring unlocked" console_login
     logout_check "console login"
 

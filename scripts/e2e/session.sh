@@ -211,6 +211,74 @@ activation() {
     check "activation: nothing enabled per user (~/.config/systemd absent)" no_user_units
 }
 
+# ---- a sandboxed app through the desktop portal, as a Flatpak runs one (bubblewrap with its
+# /.flatpak-info, the bus only through xdg-dbus-proxy in the same sandbox, with Flatpak's filters:
+# the portals and nothing else); libsecret inside uses its file backend and asks the portal,
+# which D-Bus activation starts as xdg-desktop-portal.service, for its key.
+PORTAL_APP=org.example.E2E
+flatpak_app() {
+    local data=$HOME/.var/app/$PORTAL_APP/data info=$XDG_RUNTIME_DIR/e2e-flatpak-info bus=${DBUS_SESSION_BUS_ADDRESS#unix:path=}
+    mkdir -p "$data"
+    printf '[Application]\nname=%s\n\n[Instance]\ninstance-id=1\nsession-bus-proxy=true\n' "$PORTAL_APP" >"$info"
+    timeout 60 bwrap --ro-bind /usr /usr --ro-bind /etc /etc --symlink usr/bin /bin --symlink usr/lib /lib \
+        --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run \
+        --dir "$XDG_RUNTIME_DIR" --ro-bind "$info" /.flatpak-info --ro-bind "$bus" /run/host-bus --bind "$data" "$data" \
+        --unshare-user --unshare-pid --unshare-ipc --unshare-net --unshare-uts --die-with-parent --new-session \
+        --setenv DBUS_SESSION_BUS_ADDRESS "unix:path=$XDG_RUNTIME_DIR/bus" --setenv XDG_DATA_HOME "$data" \
+        -- /bin/sh -c 'xdg-dbus-proxy unix:path=/run/host-bus "$XDG_RUNTIME_DIR/bus" --filter \
+            "--call=org.freedesktop.portal.*=*" "--broadcast=org.freedesktop.portal.*=@/org/freedesktop/portal/*" &
+            i=0; while [ ! -S "$XDG_RUNTIME_DIR/bus" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; exec "$@"' sh "$@"
+}
+store_in_app() { printf '%s' "$SECRET_PORTAL" | flatpak_app secret-tool store --label=e2e-app service app account alice; }
+lookup_in_app() { expect_output "$SECRET_PORTAL" flatpak_app secret-tool lookup service app account alice; }
+app_keyring_sealed() {
+    local file=$HOME/.var/app/$PORTAL_APP/data/keyrings/default.keyring
+    [ -s "$file" ] || { echo "no $file"; return 1; }
+    ! grep -qF "$SECRET_PORTAL" "$file" || { echo "the secret is in clear in $file"; return 1; }
+}
+app_key_listed() {
+    local out
+    out=$(secretctl app-keys 2>&1) && grep -q "^$PORTAL_APP	login	" <<<"$out" && return 0
+    echo "$out"
+    return 1
+}
+app_key_hidden() {
+    local out
+    out=$(timeout 20 secret-tool search --all app_id "$PORTAL_APP" 2>&1)
+    [ -z "$out" ] && return 0
+    echo "$out"
+    return 1
+}
+portal_active() {
+    systemctl --user is-active -q xdg-desktop-portal.service && return 0
+    systemctl --user status xdg-desktop-portal.service --no-pager 2>&1 | head -n 5
+    return 1
+}
+app_lookup_fails_fast() {
+    local start out rc took
+    start=$(now)
+    out=$(flatpak_app secret-tool lookup service app account alice 2>&1)
+    rc=$?
+    took=$(elapsed_since "$start")
+    echo "note: the app's secret-tool lookup exited $rc after $took s${out:+: $out}"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && awk -v t="$took" 'BEGIN { exit !(t < 10) }' && return 0
+    echo "exit $rc after $took s: $out"
+    return 1
+}
+portal_app() {
+    check "portal: a Flatpak-style app stores a secret through xdg-desktop-portal (libsecret's file backend)" store_in_app
+    check "portal: xdg-desktop-portal.service was started by D-Bus activation" portal_active
+    check "portal: the app's file keyring is there and does not hold the secret in clear" app_keyring_sealed
+    check "portal: secretctl app-keys lists the app's key (in the login keyring)" app_key_listed
+    check "portal: no ordinary client finds the app's key (secret-tool search)" app_key_hidden
+    systemctl --user stop secretd.service 2>/dev/null
+    check "portal: secretd stopped" secretd_inactive
+    check "portal: the app's request starts secretd (D-Bus activation); its keyring is locked and nobody can be asked, so the app fails at once" app_lookup_fails_fast
+    check "portal: secretd.service is active after the app's request" secretd_active
+    check "portal: secretctl unlock opens the login keyring" unlock_with_password "$PASSWORD_1"
+    check "portal: the app reads its secret back from the restarted secretd" lookup_in_app
+}
+
 # su - alice from this (bob's) session, typing alice's password at su's prompt, while alice has
 # no session of her own: pam_systemd creates no session inside bob's, so alice gets no user
 # manager, no /run/user/UID and no bus, and pam_secretd has nobody to hand the password to

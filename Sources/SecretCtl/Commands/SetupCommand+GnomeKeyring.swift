@@ -106,7 +106,8 @@ extension SetupCommand {
             }
             Terminal.writeOutput(
                 "gnome-keyring: its D-Bus activation files moved aside (dpkg-divert, \(divertedSuffix)): org.freedesktop.secrets "
-                    + "starts secretd, org.gnome.keyring and its portal backend start nothing\n")
+                    + "starts secretd (which is also the desktop portal's Secret backend), org.gnome.keyring and "
+                    + "org.freedesktop.impl.portal.Secret start nothing\n")
         }
         if let text = try? String(contentsOfFile: gnomeKeyringAutostartEntry, encoding: .utf8) {
             if text.split(separator: "\n").contains(Substring(autostartMarker)) {
