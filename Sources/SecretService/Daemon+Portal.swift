@@ -63,10 +63,14 @@ extension Daemon {
             Log.warning("no key for the app \(appID): there is no login keyring to keep it in")
             return reply(.success(Self.portalReply(.failed)))
         }
+        let requested = clock()
         let finish = { [weak self] (response: PortalResponse) in
             Glibc.close(descriptor)
             if response != .success { self?.portalRequests[handle] = nil }
-            reply(.success(Self.portalReply(response)))
+            // Not sooner than answerDelay after the request: see there.
+            let early = Self.answerDelay - (self?.clock().timeIntervalSince(requested) ?? Self.answerDelay)
+            guard early > 0 else { return reply(.success(Self.portalReply(response))) }
+            MainLoop.after(seconds: early) { reply(.success(Self.portalReply(response))) }
         }
         guard isLocked(keyring) else { return finish(deliverAppKey(appID, in: keyring, to: descriptor)) }
 
@@ -100,6 +104,13 @@ extension Daemon {
         complete(id: request.promptID, result: nil)
         return .success(.tuple([]))
     }
+
+    /// The least time between a `RetrieveSecret` and its answer. libsecret before 0.21.4 (Debian
+    /// 12 has 0.20.5, as do older Flatpak runtimes) starts listening for the frontend's
+    /// `Response` only once its own call to the frontend has returned, and waits forever for
+    /// a `Response` that came before (libsecret issue 58): an answer within a few milliseconds,
+    /// which a key already made gets, lost that race one time in three here.
+    static let answerDelay = 0.2
 
     /// `RetrieveSecret`'s reply: the response and no results.
     private static func portalReply(_ response: PortalResponse) -> DBusValue {
@@ -170,7 +181,7 @@ extension Daemon {
     /// `List` (every app key: app id, keyring, created) and `Delete(app_id)`, for unconfined
     /// clients outside a sandbox (secretctl); the keys themselves are never sent.
     func handleAppKeys(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
-        guard mayManageAppKeys(call.sender) else {
+        guard isUnconfinedHostClient(call.sender) else {
             let who = (try? caller(call.sender).get()).map { "\($0.identity)" } ?? call.sender
             return .failure(.forbidden("\(who) may not manage the app keys of sandboxed apps"))
         }
@@ -207,9 +218,9 @@ extension Daemon {
         }
     }
 
-    /// Whether `sender` may list, delete and import app keys: an unconfined client outside a
-    /// sandbox (the person's own tools, such as secretctl).
-    func mayManageAppKeys(_ sender: String) -> Bool {
+    /// Whether `sender` is an unconfined client outside a sandbox (the person's own tools, such
+    /// as secretctl), which may list, delete and import app keys and use the PIN.
+    func isUnconfinedHostClient(_ sender: String) -> Bool {
         guard case .success(let caller) = caller(sender) else { return false }
         return !membership(caller).confined && caller.identity.kind != .flatpak && caller.identity.kind != .snap
     }
