@@ -148,6 +148,27 @@ package enum KeychainProvider {
         return (policy.groups.map { AccessGroup(name: $0.name, ask: $0.ask, members: $0.members) }, policy.apps)
     }
 
+    // MARK: - Quick unlock with a PIN (secretd)
+
+    /// Sets a PIN that unlocks the login keyring again after it locked, until secretd stops,
+    /// 5 wrong PINs, or ``clearPin()``; the login `password` proves the person may.
+    package static func setPin(_ pin: [UInt8], password: [UInt8]) throws(KeychainError) {
+        let pinBuffer = pin.withUnsafeBytes { SecretBuffer(copying: $0) }
+        let passwordBuffer = password.withUnsafeBytes { SecretBuffer(copying: $0) }
+        try LibSecret.setPin(pinBuffer, password: passwordBuffer)
+    }
+
+    /// Forgets the PIN; false when none was set.
+    package static func clearPin() throws(KeychainError) -> Bool { try LibSecret.clearPin() }
+
+    /// Unlocks the login keyring with the PIN (``KeychainError/accessDenied(message:)`` when wrong).
+    package static func unlock(pin: [UInt8]) throws(KeychainError) {
+        try LibSecret.unlockWithPin(pin.withUnsafeBytes { SecretBuffer(copying: $0) })
+    }
+
+    /// Whether a PIN is set, and how many wrong PINs it still takes.
+    package static func pinStatus() throws(KeychainError) -> (set: Bool, triesLeft: Int) { try LibSecret.pinStatus() }
+
     // MARK: - App keys (secretd)
 
     /// A key secretd made for a sandboxed app through the desktop portal (the app's file

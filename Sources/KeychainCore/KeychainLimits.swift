@@ -11,4 +11,9 @@ package enum KeychainLimits {
     /// login control protocol's SECRETD_CONTROL_MAX_PASSWORD is the same (LoginControlTests
     /// checks it).
     package static let passwordSize = 64 * 1024
+    /// How long a PIN for quick unlock may be, in bytes (secretd refuses others; secretctl
+    /// checks before sending).
+    package static let pinLength = 4...64
+    /// Wrong PINs in a row after which secretd forgets the PIN (only the password works then).
+    package static let pinAttempts = 5
 }

@@ -77,6 +77,8 @@ package enum SecretServiceNames {
         /// secretd's own interface for the desktop portal's app keys: list and delete them
         /// (see secretd(1)).
         package static let appKeys = "io.github.secretd.AppKeys1"
+        /// secretd's own interface for quick unlock with a PIN (see secretd(1)).
+        package static let quickUnlock = "io.github.secretd.QuickUnlock1"
         /// The standard properties interface.
         package static let properties = "org.freedesktop.DBus.Properties"
         /// The standard peer interface (`Ping`).

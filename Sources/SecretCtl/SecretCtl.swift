@@ -29,6 +29,7 @@ public enum SecretCtl {
         WhoamiCommand.self,
         GroupsCommand.self,
         AppKeysCommand.self,
+        PinCommand.self,
         SetupCommand.self,
         CompletionsCommand.self,
     ]

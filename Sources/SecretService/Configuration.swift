@@ -9,6 +9,12 @@ public struct Configuration: Equatable, Sendable {
     /// Lock every password-protected keyring after this many seconds without a client call;
     /// 0 (the default) never locks on idle.
     public var lockAfterIdle: Int = 0
+    /// Lock every keyring when systemd-logind announces that the machine is about to sleep
+    /// (`PrepareForSleep`); off by default.
+    public var lockOnSuspend = false
+    /// Lock every keyring when one of the user's sessions locks its screen (logind's `Lock`,
+    /// as `loginctl lock-session` and desktops send it); off by default.
+    public var lockOnScreenLock = false
     /// The pinentry program that asks for passwords when a client needs a prompt; nil (the
     /// default) completes every prompt as dismissed at once.
     public var pinentry: String?
@@ -56,6 +62,11 @@ public struct Configuration: Equatable, Sendable {
                     throw ConfigurationError(file: file, line: index + 1, message: "lock-after-idle takes a number of seconds")
                 }
                 configuration.lockAfterIdle = seconds
+            case "lock-on-suspend", "lock-on-screen-lock":
+                guard let flag = ["yes": true, "no": false, "true": true, "false": false][parts[1]] else {
+                    throw ConfigurationError(file: file, line: index + 1, message: "\(parts[0]) takes yes or no")
+                }
+                if parts[0] == "lock-on-suspend" { configuration.lockOnSuspend = flag } else { configuration.lockOnScreenLock = flag }
             case "pinentry":
                 guard parts[1].hasPrefix("/") else {
                     throw ConfigurationError(file: file, line: index + 1, message: "pinentry takes an absolute path")

@@ -49,7 +49,7 @@ extension Daemon {
             else { return .failure(.invalidArgs("an item's Label must be s and its Attributes a{ss}")) }
             if let problem = Self.checkItemText(label: itemLabel, attributes: requested) { return .failure(problem) }
             var placed: [String: String]
-            if let appID = Self.appKeyOwner(requested), mayManageAppKeys(call.sender) {
+            if let appID = Self.appKeyOwner(requested), isUnconfinedHostClient(call.sender) {
                 // A desktop portal app key (gnome-keyring's, oo7's): into its app's own group.
                 placed = requested
                 placed[AccessGroupNames.attribute] = PortalNames.group(of: appID)

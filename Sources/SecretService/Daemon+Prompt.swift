@@ -211,6 +211,25 @@ extension Daemon {
     /// run out; true when it is unlocked.
     private func askUntilUnlocked(_ collection: Store.CollectionRecord, asker: Asker, promptID id: Int) -> Bool {
         var error: String?
+        // A PIN first, while one is set: an empty answer asks for the password instead.
+        while MainLoop.onMainLoop({ self.asksForPIN(collection) && self.isLocked(collection) && self.prompts[id] != nil }) {
+            let requester = MainLoop.onMainLoop { self.prompts[id]?.requester } ?? "An application"
+            let request = PinentryRequest(
+                title: "Unlock keyring", description: "\(requester) wants access to the keyring “\(collection.label)”, "
+                    + "but it is locked. Enter your PIN, or leave it empty to type the password instead.",
+                prompt: "PIN:", error: error)
+            guard case .password(let pin) = asker.password(request) else { return false }
+            if pin.count == 0 {
+                error = nil
+                break
+            }
+            let wait = MainLoop.onMainLoop { self.unlockDelay(collection) }
+            if wait > 0 { DetachedThread.sleep(seconds: wait) }
+            switch MainLoop.onMainLoop({ self.unlockWithPIN(pin) }) {
+            case .success: return true
+            case .failure(let failure): error = failure.message
+            }
+        }
         for _ in 0..<Self.promptAttempts {
             if MainLoop.onMainLoop({ !self.isLocked(collection) || self.prompts[id] == nil }) {
                 return MainLoop.onMainLoop { !self.isLocked(collection) }

@@ -75,8 +75,12 @@ public final class Daemon: BusHandler {
     /// (`BusServer.properties`: six, three of which need the item opened), and a client reads
     /// them item after item.
     var recentItem: ItemDescription?
+    /// The login keyring's PIN slot, in memory only.
+    let quickUnlock: QuickUnlock
     /// The portal frontend's requests waiting for the person to unlock the keyring, by handle.
     var portalRequests: [String: PortalRequest] = [:]
+    /// systemd-logind's sleep and screen-lock signals, when secretd.conf asks to lock on them.
+    private var logindSignals: LogindSignals?
     /// The socket pam_secretd.so hands the login password to, once started.
     private var loginControl: LoginControlSocket?
 
@@ -103,6 +107,7 @@ public final class Daemon: BusHandler {
         self.clock = clock
         lastActivity = clock()
         passwordThrottle = PasswordThrottle(now: clock)
+        quickUnlock = QuickUnlock(parameters: options.kdf)
         store = try Store(directory: options.dataDirectory)
         try resetSessionCollection()
         // A bad policy at start leaves the empty one: named groups are closed to everyone.
@@ -153,6 +158,7 @@ public final class Daemon: BusHandler {
         }
         MainLoop.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
+        listenToLogind()
         var acquired = false
         busServer.ownName(busName, replace: options.replace, acquired: {
             acquired = true
@@ -256,6 +262,18 @@ public final class Daemon: BusHandler {
         for collection in (try? store.collections()) ?? [] where collection.name != Self.sessionName {
             guard keys.lock(collection) else { continue }
             Log.info("locked the \(collection.name) keyring \(reason)")
+        }
+    }
+
+    /// Locks every keyring when logind announces sleep or a screen lock, as `lock-on-suspend`
+    /// and `lock-on-screen-lock` ask.
+    private func listenToLogind() {
+        var events: Set<LogindSignals.Event> = []
+        if options.configuration.lockOnSuspend { events.insert(.sleep) }
+        if options.configuration.lockOnScreenLock { events.insert(.screenLock) }
+        guard !events.isEmpty, options.busName == SecretServiceNames.busName else { return }
+        logindSignals = LogindSignals(listeningFor: events) { [weak self] event in
+            self?.lockAll(reason: event == .sleep ? "before the machine sleeps" : "as the screen locks")
         }
     }
 
@@ -375,6 +393,8 @@ public final class Daemon: BusHandler {
             return handlePrompt(call, id: id)
         case (.service, Introspection.appKeys):
             return handleAppKeys(call)
+        case (.service, Introspection.quickUnlock):
+            return handleQuickUnlock(call)
         case (.portalRequest(let handle), Introspection.portalRequest):
             return closePortalRequest(handle, from: call.sender)
         default:
@@ -492,7 +512,7 @@ public final class Daemon: BusHandler {
         switch ObjectPaths.parse(path) {
         case .service:
             return [Introspection.service, Introspection.gnomeExtension, Introspection.accessGroups, Introspection.importing,
-                    Introspection.appKeys]
+                    Introspection.appKeys, Introspection.quickUnlock]
         case .collection, .alias: return [Introspection.collection]
         case .item: return [Introspection.item]
         case .session: return [Introspection.session]

@@ -17,6 +17,8 @@ enum Introspection {
     static let importing = SecretServiceNames.Interface.importing
     /// secretd's own interface for the portal's app keys (see secretd(1)).
     static let appKeys = SecretServiceNames.Interface.appKeys
+    /// secretd's own interface for quick unlock with a PIN (see secretd(1)).
+    static let quickUnlock = SecretServiceNames.Interface.quickUnlock
     /// The desktop portal's Secret backend, and its request handles.
     static let portalSecret = PortalNames.secretInterface
     static let portalRequest = PortalNames.requestInterface
@@ -53,6 +55,12 @@ enum Introspection {
         BusInterface(name: appKeys, methods: [
             Method(name: "List", results: [Argument(name: "keys", type: "a(sst)")]),
             Method(name: "Delete", arguments: [Argument(name: "app_id", type: "s")], results: [Argument(name: "deleted", type: "b")]),
+        ]),
+        BusInterface(name: quickUnlock, methods: [
+            Method(name: "SetPin", arguments: [Argument(name: "login_password", type: secret), Argument(name: "pin", type: secret)]),
+            Method(name: "ClearPin", results: [Argument(name: "was_set", type: "b")]),
+            Method(name: "UnlockWithPin", arguments: [Argument(name: "pin", type: secret)]),
+            Method(name: "GetPinStatus", results: [Argument(name: "set", type: "b"), Argument(name: "tries_left", type: "u")]),
         ]),
         BusInterface(name: portalSecret, methods: [
             Method(name: "RetrieveSecret", arguments: [

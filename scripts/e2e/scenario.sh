@@ -275,6 +275,56 @@ reset_while_logged_in() {
     logout_check "after chpasswd while logged in"
 }
 
+# ---- locking on screen lock and on sleep, and the PIN after it (lock-on-screen-lock,
+# lock-on-suspend). Root drives alice's open session: loginctl lock-session, systemctl suspend.
+
+alice_state() { as_user alice secretctl status --json 2>/dev/null | state_from_json 2>/dev/null; }
+wait_state() {
+    local i state
+    for i in $(seq 50); do
+        state=$(alice_state)
+        [ "$state" = "$1" ] && return 0
+        sleep 0.2
+    done
+    echo "alice's login keyring is ${state:-unreachable}, expected $1"
+    return 1
+}
+lock_config() {
+    local dir=/home/alice/.config/secretd
+    install -d -o alice -g alice -m 700 /home/alice/.config "$dir" &&
+        printf 'lock-on-suspend = yes\nlock-on-screen-lock = yes\n' >"$dir/secretd.conf" &&
+        chown alice:alice "$dir/secretd.conf" && chmod 600 "$dir/secretd.conf"
+}
+alice_session() { loginctl list-sessions --no-legend | awk '$3 == "alice" { print $1; exit }'; }
+lock_screen() { loginctl lock-session "$(alice_session)" && wait_state locked; }
+pin_set() { printf '%s\n%s\n' "$PASSWORD_1" 4711 | as_user alice secretctl pin set --stdin; }
+pin_unlock() { printf 4711 | as_user alice secretctl unlock --pin && wait_state unlocked; }
+# The container cannot suspend: systemd-sleep fails, but logind announces PrepareForSleep(true)
+# before it starts the suspend (and PrepareForSleep(false) after).
+suspend_locks() {
+    local out
+    out=$(timeout 60 systemctl suspend 2>&1)
+    note "lock events: systemctl suspend: ${out:-done}"
+    wait_state locked
+}
+no_pin_in_journal() { ! journalctl --no-pager -o cat | grep -F 4711; }
+lock_events() {
+    local holder
+    check "lock events: lock-on-suspend and lock-on-screen-lock set in alice's secretd.conf" lock_config
+    ssh_password alice "$PASSWORD_1" bash "$E2E_DIR/session.sh" hold 120 >/tmp/hold-lock.log 2>&1 &
+    holder=$!
+    check "lock events: alice's open session has the keyring unlocked" wait_unlocked
+    check "lock events: secretctl pin set (the login password, then a PIN)" pin_set
+    check "lock events: loginctl lock-session locks alice's login keyring" lock_screen
+    check "lock events: secretctl unlock --pin opens it again" pin_unlock
+    check "lock events: systemctl suspend (logind's PrepareForSleep) locks it" suspend_locks
+    check "lock events: the PIN opens it after the resume" pin_unlock
+    check "lock events: the PIN is in no journal" no_pin_in_journal
+    rm -f /home/alice/.config/secretd/secretd.conf
+    logout_check "lock events"
+    wait "$holder" 2>/dev/null
+}
+
 # ---- what is left behind
 
 insecure_memory() {
@@ -365,6 +415,7 @@ second_boot() {
     logout_check "activation"
     session "portal" password alice "$PASSWORD_1" portal_app
     logout_check "portal"
+    lock_events
     check "console login (login(1) on a terminal): secretctl status shows the login keyring unlocked" console_login
     logout_check "console login"
 

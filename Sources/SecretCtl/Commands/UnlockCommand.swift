@@ -10,12 +10,27 @@ enum UnlockCommand: Verb {
     static let passwordStdin = LongOption<Bool>(
         "password-stdin", help: "Give the password (typed without echo, or on standard input) instead of a prompt.")
 
+    /// `--pin`: the PIN (secretctl pin) instead of the password.
+    static let pin = LongOption<Bool>(
+        "pin", help: "Unlock the login keyring with its PIN (typed without echo, or on standard input; secretd).")
+
     static let spec = CommandSpec(
-        name: "unlock", abstract: "Unlock the default keyring, through the provider's prompt or with its password.",
-        arguments: [], options: [passwordStdin],
-        examples: ["secretctl unlock --password-stdin < ~/.config/secretd/login-password"])
+        name: "unlock", abstract: "Unlock the default keyring, through the provider's prompt, with its password or with a PIN.",
+        arguments: [], options: [passwordStdin, pin],
+        examples: ["secretctl unlock --password-stdin < ~/.config/secretd/login-password", "secretctl unlock --pin"])
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
+        if parsed[Self.pin] {
+            guard !parsed[Self.passwordStdin] else { throw .usage("--pin and --password-stdin exclude each other", command: spec.name) }
+            let status = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.pinStatus() }
+            guard status.set else { throw .failure("no PIN is set (secretctl pin set); unlock with the password", status: .failed) }
+            var typed = [UInt8](try Terminal.readSecret(limit: 256, prompt: "PIN: "))
+            defer { typed.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+            if typed.last == UInt8(ascii: "\n") { typed.removeLast() }
+            let code = typed
+            try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(pin: code) }
+            return
+        }
         // No login keyring yet (a first run without PAM): create it with this password.
         let exists = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.hasKeyring() }
         if parsed[Self.passwordStdin] {

@@ -1,0 +1,55 @@
+// secretd's QuickUnlock interface (a PIN for the login keyring), called over GDBus on
+// libsecret's connection; the PIN and the password travel in the encrypted session.
+
+internal import CLibSecret
+import DBusValues
+import KeychainCore
+
+extension LibSecret {
+    /// Calls `method` of secretd's QuickUnlock interface with `encoded` secrets (floating,
+    /// consumed); a provider without it is ``KeychainError/notSupported(feature:)``.
+    private static func callQuickUnlock(
+        _ service: UnsafeMutablePointer<SecretService>, _ method: String, encoded: [OpaquePointer] = []
+    ) throws(KeychainError) -> [DBusValue] {
+        guard let reply = try call(
+            connection(of: service), interface: SecretServiceNames.Interface.quickUnlock, method: method,
+            encoded: encoded, absentWhen: noSecretdInterface)
+        else { throw .notSupported(feature: "quick unlock with a PIN (secretd has it)") }
+        return reply
+    }
+
+    /// Sets the login keyring's PIN, proven by its `password`.
+    static func setPin(_ pin: SecretBuffer, password: SecretBuffer) throws(KeychainError) {
+        try withService { service throws(KeychainError) in
+            _ = try callQuickUnlock(service, "SetPin", encoded: [try encodedPassword(service, password), try encodedPassword(service, pin)])
+        }
+    }
+
+    /// Forgets the PIN; false when none was set.
+    static func clearPin() throws(KeychainError) -> Bool {
+        try withService { service throws(KeychainError) in
+            guard let wasSet = try callQuickUnlock(service, "ClearPin").first?.boolean else {
+                throw .protocolError(reason: "the reply to ClearPin does not have the declared type")
+            }
+            return wasSet
+        }
+    }
+
+    /// Unlocks the login keyring with `pin`.
+    static func unlockWithPin(_ pin: SecretBuffer) throws(KeychainError) {
+        try withService { service throws(KeychainError) in
+            _ = try callQuickUnlock(service, "UnlockWithPin", encoded: [try encodedPassword(service, pin)])
+        }
+    }
+
+    /// Whether a PIN is set, and how many wrong ones it still takes.
+    static func pinStatus() throws(KeychainError) -> (set: Bool, triesLeft: Int) {
+        try withService { service throws(KeychainError) in
+            let reply = try callQuickUnlock(service, "GetPinStatus")
+            guard reply.count == 2, let set = reply[0].boolean, case .uint32(let left) = reply[1] else {
+                throw .protocolError(reason: "the reply to GetPinStatus does not have the declared type")
+            }
+            return (set, Int(left))
+        }
+    }
+}
