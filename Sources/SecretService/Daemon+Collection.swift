@@ -33,6 +33,7 @@ extension Daemon {
             do {
                 try store.deleteCollection(collection)
                 keys.forget(collection.id)
+                itemsSchedule.forget(collection.id)
                 announceDeletedCollection(ObjectPaths.collection(collection.name))
                 return .success(.tuple([.objectPath(ObjectPaths.none)]))
             } catch {

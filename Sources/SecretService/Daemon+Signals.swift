@@ -102,6 +102,7 @@ extension Daemon {
     ) {
         let path = ObjectPaths.item(collection.name, item.id)
         let collectionPath = ObjectPaths.collection(collection.name)
+        var itemsChangedFor: Set<String> = []
         for listener in audience.listeners {
             let signal: String
             switch listener.news {
@@ -112,7 +113,7 @@ extension Daemon {
             server.emitSignal(path: collectionPath, interface: Introspection.collection, name: signal,
                               arguments: [.objectPath(path)], destination: listener.name)
             guard listener.news == .changed else {
-                sendItems(of: collection, to: listener.name)
+                itemsChangedFor.insert(listener.name)
                 continue
             }
             // What itemProperty shows this client: an item it sees locked has no label or attributes.
@@ -121,15 +122,29 @@ extension Daemon {
             if changed.isEmpty { continue }
             server.emitPropertiesChanged(path: path, interface: Introspection.item, changed: changed, destination: listener.name)
         }
+        sendItems(of: collection, to: itemsChangedFor)
     }
 
-    /// Sends `name` the collection's `Items` as it may see them (``collectionProperty(_:_:for:)``),
-    /// after the `ItemCreated` or `ItemDeleted` that changed them. With the value, not as
-    /// invalidated: libsecret's collection objects (Seahorse, every client that lists items)
-    /// load their items from the proxy's cached `Items`, which an invalidation empties, so
-    /// they would never show the new item (nor a later one). Each write sends its own list:
-    /// the signals of writes that share a commit go out after it, in order, the last with
-    /// every item. The cost is one walk of the collection per write and watching client.
+    /// Sends `names` the collection's `Items` as each may see them (``collectionProperty(_:_:for:)``),
+    /// after the `ItemCreated` or `ItemDeleted` that changed them: at once, or gathered with
+    /// the next writes' (``ItemsSchedule``). With the value, not as invalidated: libsecret's
+    /// collection objects (Seahorse, every client that lists items) load their items from the
+    /// proxy's cached `Items`, which an invalidation empties, so they would never show the new
+    /// item (nor a later one).
+    private func sendItems(of collection: Store.CollectionRecord, to names: Set<String>) {
+        let (now, later) = itemsSchedule.request(collection.id, for: names)
+        for name in now.sorted() { sendItems(of: collection, to: name) }
+        guard let later else { return }
+        let id = collection.id
+        MainLoop.after(seconds: later) { [weak self] in
+            guard let self else { return }
+            let names = itemsSchedule.takeWaiting(id)
+            guard let current = ((try? store.collections()) ?? []).first(where: { $0.id == id }) else { return }
+            for name in names.sorted() where callers[name]?.watchesItems == true { sendItems(of: current, to: name) }
+        }
+    }
+
+    /// Sends `name` the collection's `Items` now.
     private func sendItems(of collection: Store.CollectionRecord, to name: String) {
         guard case .success(let items) = collectionProperty("Items", collection, for: name) else { return }
         server.emitPropertiesChanged(

@@ -75,6 +75,8 @@ public final class Daemon: BusHandler {
     /// (`BusServer.properties`: six, three of which need the item opened), and a client reads
     /// them item after item.
     var recentItem: ItemDescription?
+    /// When each collection's `Items` goes out to its watchers.
+    let itemsSchedule = ItemsSchedule()
     /// The login keyring's PIN slot, in memory only.
     let quickUnlock: QuickUnlock
     /// The portal frontend's requests waiting for the person to unlock the keyring, by handle.

@@ -138,25 +138,38 @@ import Testing
         #expect(daemon.isRunning)
     }
 
-    @Test("every write sends the collection's Items, with the value, before its reply; the last lists every item")
+    @Test("every write sends ItemCreated before its reply; the collection's Items, with the value, at once after a quiet spell, else gathered: a few lists for 100 writes, the last with every item")
     func itemsPerWrite() throws {
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
         let result = try fixture.runClient("items-per-write.py")
         #expect(result.status == 0, "\(result.errorOutput)")
-        let lines = result.text.split(separator: "\n").map(String.init)
-        try #require(lines.count == 3, "\(result.text)")
-        // Each reply comes after the Items its write changed (signals held for a commit go
-        // out before its replies).
-        #expect(lines[0].filter { $0 == "R" }.count == 100)
-        #expect(lines[0].filter { $0 == "I" }.count == 100, "\(lines[0])")
-        var itemsSeen = 0
-        for event in lines[0] {
-            if event == "I" { itemsSeen += 1 } else { #expect(itemsSeen > 0, "a reply before any Items: \(lines[0])") }
+        let batches = result.text.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
         }
-        #expect(lines[1] == "IRLRIR", "\(lines[1])")
-        #expect(lines[2] == "102", "the last Items signal lists \(lines[2]) items")
+        try #require(batches.count == 2, "\(result.text)")
+        let events = batches.map { $0["events"] as? String ?? "" }
+        // Each reply comes after the ItemCreated of its write (signals held for a commit go
+        // out before its replies).
+        #expect(events[0].filter { $0 == "R" }.count == 100)
+        #expect(events[0].filter { $0 == "C" }.count == 100)
+        var created = 0, replies = 0
+        for event in events[0] {
+            if event == "C" { created += 1 }
+            if event == "R" {
+                replies += 1
+                #expect(created >= replies, "reply \(replies) before its ItemCreated: \(events[0])")
+            }
+        }
+        // Items: the first write's at once, the others' gathered (ItemsSchedule), not one per write.
+        let lists = events[0].filter { $0 == "I" }.count
+        #expect((1...6).contains(lists), "\(lists) Items lists for 100 writes: \(events[0])")
+        #expect(events[0].first { $0 != "C" } == "I", "the first write's Items come before its reply: \(events[0])")
+        #expect(batches[0]["last_items"] as? Int == 100, "\(batches[0])")
+        // A rename between two writes: the Label at once, every write's ItemCreated before its reply.
+        #expect(events[1].filter { $0 != "I" } == "CRLRCR", "\(events[1])")
+        #expect(batches[1]["last_items"] as? Int == 102, "\(batches[1])")
     }
 
     @Test("stopped under a flood of writes, secretd still answers every write it committed")
