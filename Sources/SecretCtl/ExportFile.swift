@@ -49,7 +49,7 @@ package enum ExportFile {
         do { json = try JSONEncoder().encode(Payload(items: items)) } catch {
             throw .failure("cannot encode the export", status: .failed)
         }
-        defer { json.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        defer { json.wipe() }
         let salt = Gcrypt.randomBytes(count: 16)
         var header = magic + [version]
         for value in [parameters.iterations, parameters.memoryKiB, parameters.lanes] { header += bigEndian(UInt32(value)) }

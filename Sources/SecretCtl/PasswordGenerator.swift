@@ -23,7 +23,7 @@ enum PasswordGenerator {
         let limit = 256 - 256 % alphabet.count
         var result = ""
         var pool = [UInt8](repeating: 0, count: 256)
-        defer { pool.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
+        defer { pool.wipe() }
         let source = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
         guard source >= 0 else { throw .failure("cannot open /dev/urandom", status: .failed) }
         defer { close(source) }

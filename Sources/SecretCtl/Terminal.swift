@@ -19,7 +19,7 @@ enum Terminal {
     static func readStandardInput(limit: Int, what: String) throws(CommandLineError) -> Data {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
-        defer { buffer.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
+        defer { buffer.wipe() }
         while true {
             let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }

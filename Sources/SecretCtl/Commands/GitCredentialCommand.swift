@@ -19,7 +19,7 @@ enum GitCredentialCommand: Verb {
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
         let action = parsed[Self.action]
         var input = try Terminal.readStandardInput(limit: 1 << 20, what: "the credential request")
-        defer { input.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        defer { input.wipe() }
         let request = GitCredential.parse(String(decoding: input, as: UTF8.self))
         guard !GitCredential.isQuit(request), let attributes = GitCredential.attributes(for: request) else { return }
 

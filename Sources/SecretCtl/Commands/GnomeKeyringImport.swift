@@ -70,7 +70,7 @@ enum GnomeKeyringImport {
         guard var data = FileManager.default.contents(atPath: path).map({ [UInt8]($0) }) else {
             return .notImported(name: name, reason: "cannot read \(path)", items: 0)
         }
-        defer { data.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        defer { data.wipe() }
         let keyring: GnomeKeyring
         var keyringPassword: SecureBytes?
         do {
@@ -104,7 +104,7 @@ enum GnomeKeyringImport {
                 }
             })
         var bytes = password.withBytes { [UInt8]($0) }
-        defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        defer { bytes.wipe() }
         do {
             let (count, skipped) = try KeychainProvider.importKeyring(imported, password: bytes)
             return .imported(name: imported.name, imported: count, skipped: skipped)
@@ -148,7 +148,7 @@ enum GnomeKeyringImport {
     /// A password typed without echo.
     private static func readPassword(prompt: String) throws(CommandLineError) -> SecureBytes {
         var data = try Terminal.readHidden(prompt: prompt)
-        defer { data.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        defer { data.wipe() }
         return data.withUnsafeBytes { SecureBytes(copying: $0) }
     }
 
@@ -157,7 +157,7 @@ enum GnomeKeyringImport {
     private static func readPasswordLines() throws(CommandLineError) -> [SecureBytes] {
         guard !Terminal.isTerminal(STDIN_FILENO) else { return [try readPassword(prompt: "Password of the gnome-keyring login keyring: ")] }
         var data = try Terminal.readStandardInput(limit: 64 * KeychainLimits.passwordSize, what: "the passwords")
-        defer { data.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        defer { data.wipe() }
         return data.withUnsafeBytes { bytes in
             bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).map { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0)) }
         }

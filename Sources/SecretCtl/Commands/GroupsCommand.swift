@@ -87,9 +87,9 @@ enum GroupsCommand: Verb {
                 var typed = [UInt8](try Terminal.readSecret(limit: KeychainLimits.passwordSize))
                 if typed.last == UInt8(ascii: "\n") { typed.removeLast() }
                 password = typed
-                typed.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
+                typed.wipe()
             }
-            defer { password?.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+            defer { password?.wipe() }
             let secret = password
             try CommandLineError.keychain { () throws(KeychainError) in
                 try KeychainProvider.changeAccessGroup(add: action == "add-member", group: group, identity: identity, password: secret)

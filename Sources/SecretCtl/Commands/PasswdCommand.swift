@@ -32,7 +32,7 @@ enum PasswdCommand: Verb {
             guard repeated == new else { throw .failure("the new passwords differ; nothing changed", status: .usage) }
         } else {
             var input = [UInt8](try Terminal.readSecret(limit: 128 * 1024))
-            defer { input.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+            defer { input.wipe() }
             guard let newline = input.firstIndex(of: UInt8(ascii: "\n")) else {
                 throw .usage("give the current and the new password on two lines", command: spec.name)
             }
@@ -41,8 +41,8 @@ enum PasswdCommand: Verb {
             if new.last == UInt8(ascii: "\n") { new.removeLast() }
         }
         defer {
-            current.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
-            new.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
+            current.wipe()
+            new.wipe()
         }
         guard !new.isEmpty else { throw .usage("the new password is empty", command: spec.name) }
         let (old, fresh) = (current, new)

@@ -21,7 +21,7 @@ enum PinCommand: Verb {
         switch parsed[Self.action] {
         case "set":
             var (password, pin) = try readPasswordAndPIN(fromStandardInput: parsed[Self.stdin])
-            defer { wipe(&password); wipe(&pin) }
+            defer { password.wipe(); pin.wipe() }
             guard KeychainLimits.pinLength.contains(pin.count) else {
                 throw .usage("a PIN has \(KeychainLimits.pinLength.lowerBound) to \(KeychainLimits.pinLength.upperBound) characters",
                              command: spec.name)
@@ -50,7 +50,7 @@ enum PinCommand: Verb {
     private static func readPasswordAndPIN(fromStandardInput: Bool) throws(CommandLineError) -> ([UInt8], [UInt8]) {
         if fromStandardInput || !Terminal.isTerminal(STDIN_FILENO) {
             var input = [UInt8](try Terminal.readStandardInput(limit: KeychainLimits.passwordSize + 128, what: "the password and PIN"))
-            defer { wipe(&input) }
+            defer { input.wipe() }
             let lines = input.split(separator: UInt8(ascii: "\n"), maxSplits: 1, omittingEmptySubsequences: false)
             guard lines.count == 2 else {
                 throw .usage("standard input must hold the login password, then the PIN, one line each", command: spec.name)
@@ -62,15 +62,11 @@ enum PinCommand: Verb {
         let password = [UInt8](try Terminal.readHidden(prompt: "Login password: "))
         var pin = [UInt8](try Terminal.readHidden(prompt: "New PIN: "))
         var repeated = [UInt8](try Terminal.readHidden(prompt: "Repeat the PIN: "))
-        defer { wipe(&repeated) }
+        defer { repeated.wipe() }
         guard pin == repeated else {
-            wipe(&pin)
+            pin.wipe()
             throw .failure("the PINs differ; no PIN was set", status: .usage)
         }
         return (password, pin)
-    }
-
-    private static func wipe(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
     }
 }

@@ -23,7 +23,7 @@ enum SecretServiceImport {
         }
         let side = try SideSecretd()
         var password = try openLoginKeyring(in: side, passwordOnStandardInput: passwordOnStandardInput)
-        defer { password.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        defer { password.wipe() }
         var failures = 0
         for keyring in keyrings {
             let name = keyring.path.split(separator: "/").last.map(String.init) ?? ""
@@ -106,7 +106,7 @@ enum SecretServiceImport {
                     return password
                 } catch let error where error.status == .accessDenied && typed && attempt < 3 {
                     Terminal.writeError("secretctl: that is not the password of secretd's login keyring\n")
-                    password.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
+                    password.wipe()
                     continue
                 } catch let error where error.status == .accessDenied {
                     throw .failure("that is not the password of secretd's login keyring; nothing was imported", status: .accessDenied)
@@ -114,7 +114,7 @@ enum SecretServiceImport {
             }
             if typed {
                 var repeated = [UInt8](try Terminal.readHidden(prompt: "Repeat the password: "))
-                defer { repeated.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+                defer { repeated.wipe() }
                 guard repeated == password else { throw .failure("the passwords differ; nothing was imported", status: .usage) }
             }
             let given = password

@@ -33,7 +33,7 @@ enum SetCommand: Verb {
         let keychain = try Common.keychain(service: parsed[Common.service], group: parsed[Common.group])
         let account = parsed[Common.account]
         var secret = try Terminal.readSecret(limit: Keychain.maximumValueSize)
-        defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        defer { secret.wipe() }
         let label = parsed[Common.label]
         let comment = parsed[Self.comment]
         try CommandLineError.keychain { () throws(KeychainError) in

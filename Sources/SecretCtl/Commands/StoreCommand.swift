@@ -21,7 +21,7 @@ enum StoreCommand: Verb {
         guard let label = parsed[Self.label] else { throw .usage("--label is required", command: spec.name) }
         let attributes = try Common.attributes(fromPairs: parsed[Common.pairs], verb: spec.name)
         var secret = try Terminal.readSecret(limit: Keychain.maximumValueSize)
-        defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        defer { secret.wipe() }
         let value = secret
         let collection = parsed[Self.collection]
         try CommandLineError.keychain { () throws(KeychainError) in

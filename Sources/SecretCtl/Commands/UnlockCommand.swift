@@ -25,7 +25,7 @@ enum UnlockCommand: Verb {
             let status = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.pinStatus() }
             guard status.set else { throw .failure("no PIN is set (secretctl pin set); unlock with the password", status: .failed) }
             var typed = [UInt8](try Terminal.readSecret(limit: 256, prompt: "PIN: "))
-            defer { typed.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+            defer { typed.wipe() }
             if typed.last == UInt8(ascii: "\n") { typed.removeLast() }
             let code = typed
             try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(pin: code) }
@@ -35,7 +35,7 @@ enum UnlockCommand: Verb {
         let exists = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.hasKeyring() }
         if parsed[Self.passwordStdin] {
             var password = [UInt8](try Terminal.readSecret(limit: KeychainLimits.passwordSize, prompt: exists ? "Password: " : "New login keyring password: "))
-            defer { password.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+            defer { password.wipe() }
             if password.last == UInt8(ascii: "\n") { password.removeLast() }
             let secret = password
             if exists {
@@ -45,7 +45,7 @@ enum UnlockCommand: Verb {
             guard !secret.isEmpty else { throw .usage("the password is empty; the login keyring was not created", command: spec.name) }
             if Terminal.isTerminal(STDIN_FILENO) {
                 var repeated = [UInt8](try Terminal.readHidden(prompt: "Repeat the password: "))
-                defer { repeated.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+                defer { repeated.wipe() }
                 guard repeated == secret else { throw .failure("the passwords differ; nothing was created", status: .usage) }
             }
             try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.createLoginKeyring(password: secret) }
