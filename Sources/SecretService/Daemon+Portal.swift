@@ -88,7 +88,10 @@ extension Daemon {
             Glibc.close(descriptor)
             reply(.failure(refusal))
         case .success(let path):
-            guard case .prompt(let id) = ObjectPaths.parse(path) else { return }
+            guard case .prompt(let id) = ObjectPaths.parse(path) else {
+                Glibc.close(descriptor)
+                return reply(.failure(.failed("cannot make the unlock prompt")))
+            }
             portalRequests[handle] = PortalRequest(owner: call.sender, promptID: id)
             startConversation(promptID: id)
         }
