@@ -163,18 +163,21 @@ sandbox() {
     done <<<"$unit"
 }
 
-# A login with an ssh key: no password, so the keyring stays locked until secretctl unlock.
-lookup_fails_fast() {
-    local start out rc took
+# fails_fast SECONDS WHAT COMMAND...: COMMAND fails within SECONDS, not by a timeout (exit 124).
+fails_fast() {
+    local limit=$1 what=$2 start out rc took
+    shift 2
     start=$(now)
-    out=$(timeout 20 secret-tool lookup service svc account acc 2>&1)
+    out=$("$@" 2>&1)
     rc=$?
     took=$(elapsed_since "$start")
-    echo "note: secret-tool lookup exited $rc after $took s${out:+: $out}"
-    [ $rc -ne 0 ] && [ $rc -ne 124 ] && awk -v t="$took" 'BEGIN { exit !(t < 5) }' && return 0
-    echo "expected a failure within 5 s (exit 124 is the 20 s timeout)"
+    echo "note: $what exited $rc after $took s${out:+: $out}"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && awk -v t="$took" -v l="$limit" 'BEGIN { exit !(t < l) }' && return 0
+    echo "expected a failure within $limit s (exit 124 is a timeout)"
     return 1
 }
+# A login with an ssh key: no password, so the keyring stays locked until secretctl unlock.
+lookup_fails_fast() { fails_fast 5 "secret-tool lookup" timeout 20 secret-tool lookup service svc account acc; }
 unlock_with_password() { printf '%s' "$1" | secretctl unlock --password-stdin; }
 key_login() {
     local password=${!1} # the name of the variable, so that no password is in a command line
@@ -254,17 +257,7 @@ portal_active() {
     systemctl --user status xdg-desktop-portal.service --no-pager 2>&1 | head -n 5
     return 1
 }
-app_lookup_fails_fast() {
-    local start out rc took
-    start=$(now)
-    out=$(flatpak_app secret-tool lookup service app account alice 2>&1)
-    rc=$?
-    took=$(elapsed_since "$start")
-    echo "note: the app's secret-tool lookup exited $rc after $took s${out:+: $out}"
-    [ $rc -ne 0 ] && [ $rc -ne 124 ] && awk -v t="$took" 'BEGIN { exit !(t < 10) }' && return 0
-    echo "exit $rc after $took s: $out"
-    return 1
-}
+app_lookup_fails_fast() { fails_fast 10 "the app's secret-tool lookup" flatpak_app secret-tool lookup service app account alice; }
 portal_app() {
     check "portal: a Flatpak-style app stores a secret through xdg-desktop-portal (libsecret's file backend)" store_in_app
     check "portal: xdg-desktop-portal.service was started by D-Bus activation" portal_active

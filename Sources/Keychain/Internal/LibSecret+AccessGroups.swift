@@ -9,24 +9,12 @@ import Glibc
 extension LibSecret {
     // MARK: - secretd's access groups
 
-    /// Errors that mean the provider lacks one of secretd's own interfaces (gnome-keyring has
-    /// no access groups, no app keys).
-    static let noSecretdInterface: Set<String> = [
-        "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownInterface",
-        "org.freedesktop.DBus.Error.UnknownObject",
-    ]
-
-    /// Calls `method` of secretd's access groups interface with `arguments` and then `encoded`
-    /// (floating, consumed). A provider without it (gnome-keyring) is ``KeychainError/notSupported(feature:)``.
+    /// Calls `method` of secretd's access groups interface (``callSecretd(_:_:_:_:encoded:feature:)``).
     private static func callAccessGroups(
         _ service: UnsafeMutablePointer<SecretService>, _ method: String, _ arguments: [DBusValue] = [],
         encoded: [OpaquePointer] = []
     ) throws(KeychainError) -> [DBusValue] {
-        guard let reply = try call(
-            connection(of: service), interface: SecretServiceNames.Interface.accessGroups, method: method,
-            arguments: arguments, encoded: encoded, absentWhen: noSecretdInterface)
-        else { throw .notSupported(feature: "access groups (secretd has them)") }
-        return reply
+        try callSecretd(service, SecretServiceNames.Interface.accessGroups, method, arguments, encoded: encoded, feature: "access groups")
     }
 
     /// The reply `values` did not have the shape the interface declares.

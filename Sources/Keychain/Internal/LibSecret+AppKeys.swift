@@ -6,16 +6,11 @@ import DBusValues
 import KeychainCore
 
 extension LibSecret {
-    /// Calls `method` of secretd's AppKeys interface; a provider without it is
-    /// ``KeychainError/notSupported(feature:)``.
+    /// Calls `method` of secretd's AppKeys interface (``callSecretd(_:_:_:_:encoded:feature:)``).
     private static func callAppKeys(
         _ service: UnsafeMutablePointer<SecretService>, _ method: String, _ arguments: [DBusValue] = []
     ) throws(KeychainError) -> [DBusValue] {
-        guard let reply = try call(
-            connection(of: service), interface: SecretServiceNames.Interface.appKeys, method: method,
-            arguments: arguments, absentWhen: noSecretdInterface)
-        else { throw .notSupported(feature: "app keys of the desktop portal (secretd has them)") }
-        return reply
+        try callSecretd(service, SecretServiceNames.Interface.appKeys, method, arguments, feature: "app keys of the desktop portal")
     }
 
     /// Every app key secretd holds: the app, its keyring, when it was made.

@@ -84,4 +84,25 @@ extension LibSecret {
         }
         return pids
     }
+
+    /// Errors that mean the provider lacks one of secretd's own interfaces (gnome-keyring has
+    /// no access groups, app keys or PIN).
+    private static let noSecretdInterface: Set<String> = [
+        "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownInterface",
+        "org.freedesktop.DBus.Error.UnknownObject",
+    ]
+
+    /// Calls `method` of one of secretd's own interfaces on its service object, with
+    /// `arguments` and then `encoded` (floating, consumed). A provider without it (gnome-keyring)
+    /// is ``KeychainError/notSupported(feature:)`` naming `feature`.
+    static func callSecretd(
+        _ service: UnsafeMutablePointer<SecretService>, _ interface: String, _ method: String, _ arguments: [DBusValue] = [],
+        encoded: [OpaquePointer] = [], feature: String
+    ) throws(KeychainError) -> [DBusValue] {
+        guard let reply = try call(
+            connection(of: service), interface: interface, method: method, arguments: arguments, encoded: encoded,
+            absentWhen: noSecretdInterface)
+        else { throw .notSupported(feature: "\(feature) (secretd has them)") }
+        return reply
+    }
 }

@@ -6,16 +6,12 @@ import DBusValues
 import KeychainCore
 
 extension LibSecret {
-    /// Calls `method` of secretd's QuickUnlock interface with `encoded` secrets (floating,
-    /// consumed); a provider without it is ``KeychainError/notSupported(feature:)``.
+    /// Calls `method` of secretd's QuickUnlock interface with `encoded` secrets
+    /// (``callSecretd(_:_:_:_:encoded:feature:)``).
     private static func callQuickUnlock(
         _ service: UnsafeMutablePointer<SecretService>, _ method: String, encoded: [OpaquePointer] = []
     ) throws(KeychainError) -> [DBusValue] {
-        guard let reply = try call(
-            connection(of: service), interface: SecretServiceNames.Interface.quickUnlock, method: method,
-            encoded: encoded, absentWhen: noSecretdInterface)
-        else { throw .notSupported(feature: "quick unlock with a PIN (secretd has it)") }
-        return reply
+        try callSecretd(service, SecretServiceNames.Interface.quickUnlock, method, encoded: encoded, feature: "PINs for quick unlock")
     }
 
     /// Sets the login keyring's PIN, proven by its `password`.
