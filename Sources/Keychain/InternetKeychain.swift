@@ -29,6 +29,8 @@ public struct InternetKeychain: Sendable {
     public let accessGroup: String?
     /// The collection items are written to and read from, as in ``Keychain/collection``.
     public let collection: KeychainCollection?
+    /// The accessibility class every write stores, as in ``Keychain/accessibility``.
+    public let accessibility: KeychainAccessibility?
 
     let scope: ItemScope
 
@@ -39,7 +41,7 @@ public struct InternetKeychain: Sendable {
     public init(
         server: String, protocol: InternetProtocol? = nil, port: Int? = nil, path: String? = nil,
         authenticationType: AuthenticationType? = nil, domain: String? = nil,
-        accessGroup: String? = nil, collection: KeychainCollection? = nil
+        accessGroup: String? = nil, collection: KeychainCollection? = nil, accessibility: KeychainAccessibility? = nil
     ) throws(KeychainError) {
         try Validation.text(server, field: "server")
         if let `protocol` { try Validation.text(`protocol`.rawValue, field: "protocol") }
@@ -59,6 +61,7 @@ public struct InternetKeychain: Sendable {
         self.domain = domain
         self.accessGroup = accessGroup
         self.collection = collection
+        self.accessibility = accessibility
 
         typealias Name = KeychainAttributeName
         var base: [String: String] = [Name.server: server]
@@ -76,7 +79,7 @@ public struct InternetKeychain: Sendable {
                 Name.accessGroup,
             ],
             accountName: Name.user, mirrorAccountName: nil, serviceName: Name.server, collection: collection,
-            defaultLabel: { account in "\(account)@\(server)\(labelSuffix)" })
+            defaultLabel: { account in "\(account)@\(server)\(labelSuffix)" }, accessibility: accessibility)
     }
 
     /// The password stored for `account`, or `nil` when there is none.

@@ -27,6 +27,10 @@ public struct Keychain: Sendable {
     /// The collection items are written to and read from; `nil` writes to the default
     /// collection and reads from all of them.
     public let collection: KeychainCollection?
+    /// The accessibility class every write stores; `nil` stores none, so a new item gets the
+    /// provider's default (secretd: `when-unlocked`, or its access group's class) and an
+    /// existing one keeps its own.
+    public let accessibility: KeychainAccessibility?
 
     /// The largest value the library stores, in bytes (8 MiB); larger values are rejected
     /// with ``KeychainError/InvalidInput/tooLarge(field:limit:)``.
@@ -34,12 +38,14 @@ public struct Keychain: Sendable {
 
     let scope: ItemScope
 
-    /// Creates a handle for the items of `service`.
+    /// Creates a handle for the items of `service`, written with the class `accessibility`
+    /// when given.
     ///
     /// - Throws: ``KeychainError/invalidInput(_:)`` when `service` or `accessGroup` is empty,
     ///   larger than 64 KiB or contains a NUL character.
     public init(
-        service: String, accessGroup: String? = nil, collection: KeychainCollection? = nil
+        service: String, accessGroup: String? = nil, collection: KeychainCollection? = nil,
+        accessibility: KeychainAccessibility? = nil
     ) throws(KeychainError) {
         try Validation.text(service, field: "service")
         if let accessGroup { try Validation.text(accessGroup, field: "access group") }
@@ -47,7 +53,10 @@ public struct Keychain: Sendable {
         self.service = service
         self.accessGroup = accessGroup
         self.collection = collection
-        self.scope = ItemScope.generic(service: service, accessGroup: accessGroup, collection: collection)
+        self.accessibility = accessibility
+        var scope = ItemScope.generic(service: service, accessGroup: accessGroup, collection: collection)
+        scope.accessibility = accessibility
+        self.scope = scope
     }
 
     // MARK: - Reading

@@ -15,6 +15,7 @@ import KeychainCore
 /// | `server`, `protocol`, `port`, `object`, `authtype`, `domain` | – | the key fields |
 /// | `comment` | optional comment | optional comment |
 /// | `keychain:access-group` | optional access group | optional access group |
+/// | `keychain:accessible` | optional accessibility class | optional accessibility class |
 public enum KeychainAttributeName {
     /// `xdg:schema`: the schema name libsecret uses to tell kinds of items apart.
     public static let schema = "xdg:schema"
@@ -28,6 +29,8 @@ public enum KeychainAttributeName {
     public static let comment = "comment"
     /// `keychain:access-group`: the access group an item belongs to, when one was given.
     public static let accessGroup = AccessGroupNames.attribute
+    /// `keychain:accessible`: the item's ``KeychainAccessibility``, when one was given.
+    public static let accessibility = ItemAccessibility.attribute
 
     /// `user`: the account of an internet password (GNOME's network-password schema).
     public static let user = "user"

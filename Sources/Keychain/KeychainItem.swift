@@ -12,6 +12,9 @@ public struct KeychainItem: Equatable, Sendable {
     public var comment: String?
     /// The access group the item belongs to, if it was stored with one.
     public var accessGroup: String?
+    /// When the item can be read (``KeychainAccessibility/whenUnlocked`` unless it was stored
+    /// with another class).
+    public var accessibility: KeychainAccessibility
     /// When the provider created the item.
     public var created: Date
     /// When the provider last changed the item.
@@ -22,13 +25,15 @@ public struct KeychainItem: Equatable, Sendable {
     /// Creates an item description; the library builds these from what the provider reports.
     public init(
         service: String, account: String, label: String, comment: String? = nil,
-        accessGroup: String? = nil, created: Date, modified: Date, attributes: [String: String]
+        accessGroup: String? = nil, accessibility: KeychainAccessibility = .whenUnlocked, created: Date, modified: Date,
+        attributes: [String: String]
     ) {
         self.service = service
         self.account = account
         self.label = label
         self.comment = comment
         self.accessGroup = accessGroup
+        self.accessibility = accessibility
         self.created = created
         self.modified = modified
         self.attributes = attributes

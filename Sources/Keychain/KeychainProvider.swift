@@ -67,6 +67,12 @@ package enum KeychainProvider {
         try LibSecret.lock(alias: alias)
     }
 
+    /// Locks every keyring so that nothing opens without a password or PIN, their
+    /// after-first-unlock items too (which an ordinary lock leaves readable); secretd only.
+    package static func lockAll() throws(KeychainError) {
+        try LibSecret.lockAll()
+    }
+
     /// Unlocks the keyring behind `alias` with `password`, or through the provider's prompt
     /// when `password` is nil. A wrong password is `.accessDenied`.
     package static func unlock(alias: String = KeychainCollection.default.alias, password: [UInt8]?) throws(KeychainError) {

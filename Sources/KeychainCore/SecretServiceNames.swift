@@ -79,6 +79,9 @@ package enum SecretServiceNames {
         package static let appKeys = "io.github.secretd.AppKeys1"
         /// secretd's own interface for quick unlock with a PIN (see secretd(1)).
         package static let quickUnlock = "io.github.secretd.QuickUnlock1"
+        /// secretd's own interface for locking every keyring with the keys of its
+        /// after-first-unlock items (`secretctl lock --all`; see secretd(1)).
+        package static let locking = "io.github.secretd.Locking1"
         /// The standard properties interface.
         package static let properties = "org.freedesktop.DBus.Properties"
         /// The standard peer interface (`Ping`).

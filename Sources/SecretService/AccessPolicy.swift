@@ -10,6 +10,7 @@ import SecretStore
 /// member = exe:/usr/local/bin/deploy
 /// member = unit:backup.service
 /// ask = yes
+/// accessible = after-first-unlock
 /// [app "exe:/opt/tool/bin/tool"]
 /// groups = com.example.tool, com.example.deploy
 /// ```
@@ -26,12 +27,15 @@ package struct AccessPolicy: Equatable, Sendable {
         package var members: [String]
         /// Whether non-members may ask the person for access (deny / allow once / always).
         package var ask: Bool
+        /// The accessibility class of its items that name none (`accessible =`).
+        package var accessibility: ItemAccessibility
 
         /// A group with these settings.
-        package init(name: String, members: [String], ask: Bool) {
+        package init(name: String, members: [String], ask: Bool, accessibility: ItemAccessibility = .whenUnlocked) {
             self.name = name
             self.members = members
             self.ask = ask
+            self.accessibility = accessibility
         }
     }
 
@@ -125,6 +129,11 @@ package struct AccessPolicy: Equatable, Sendable {
                         throw fail("ask takes yes or no")
                     }
                     policy.groups[policy.groups.firstIndex { $0.name == name }!].ask = ask
+                case (.group(let name)?, "accessible"):
+                    guard let accessibility = ItemAccessibility(rawValue: value) else {
+                        throw fail("accessible takes one of \(ItemAccessibility.names)")
+                    }
+                    policy.groups[policy.groups.firstIndex { $0.name == name }!].accessibility = accessibility
                 case (.app(let identity)?, "groups"):
                     let names = value.split(separator: ",").map { $0.trimmingWhitespace }
                     guard !names.isEmpty, names.allSatisfy({ AccessGroupNames.isGroupName($0) || $0 == AccessGroupNames.defaultGroup })

@@ -90,6 +90,14 @@ extension Daemon {
                 return .failure(.forbidden("\(caller.identity) is not a member of the access group “\(group)”"))
             }
             if group != AccessGroupNames.defaultGroup { placed[AccessGroupNames.attribute] = group }
+            // The accessibility class: the item's own, else its group's (`accessible =`).
+            if let named = attributes[ItemAccessibility.attribute] {
+                guard ItemAccessibility(rawValue: named) != nil else {
+                    return .failure(.invalidArgs("\(ItemAccessibility.attribute) must be one of \(ItemAccessibility.names)"))
+                }
+            } else if let groupDefault = policy.group(group)?.accessibility, groupDefault != .whenUnlocked {
+                placed[ItemAccessibility.attribute] = groupDefault.rawValue
+            }
             return .success(placed)
         }
     }

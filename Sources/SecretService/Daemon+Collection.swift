@@ -48,7 +48,9 @@ extension Daemon {
         in collection: Store.CollectionRecord, properties: [String: DBusValue], secret: SecureBytes, contentType: String,
         replace: Bool, sender: String
     ) -> Result<DBusValue, SecretServiceError> {
-        guard let key = keys[collection.id] else { return .failure(.isLocked("the collection is locked")) }
+        // After an ordinary lock, the kept keys still create after-first-unlock items; the
+        // store refuses any other class (`.locked`).
+        guard let key = keys.held(collection.id) else { return .failure(.isLocked("the collection is locked")) }
         let labelValue = properties[SecretServiceNames.Property.itemLabel]
         let attributesValue = properties[SecretServiceNames.Property.itemAttributes]
         guard let label = labelValue.map(\.string) ?? "" else {
@@ -68,15 +70,15 @@ extension Daemon {
             if replace {
                 for (candidate, access) in visible(try store.search(attributes, in: collection), for: sender)
                 where access == .full {
-                    let existing = try store.readItem(candidate, in: collection, key: key)
+                    let existing = try store.readItem(candidate, in: collection, keys: key)
                     guard existing.attributes == attributes else { continue }
-                    let updated = try store.updateItem(candidate, in: collection, key: key, contents: contents)
+                    let updated = try store.updateItem(candidate, in: collection, keys: key, contents: contents)
                     let path = ObjectPaths.item(collection.name, candidate.id)
                     announceChanged(candidate, to: updated, label: label, attributes: attributes, in: collection)
                     return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
                 }
             }
-            let item = try store.createItem(in: collection, key: key, contents: contents)
+            let item = try store.createItem(in: collection, keys: key, contents: contents)
             let path = ObjectPaths.item(collection.name, item.id)
             announceCreated(item, in: collection)
             return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))

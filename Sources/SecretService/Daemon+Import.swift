@@ -99,8 +99,8 @@ extension Daemon {
         do {
             var created: [Store.ItemRecord] = []
             var skipped = 0
-            let (collection, key) = try store.transaction { () throws(StoreError) -> (Store.CollectionRecord, SecureBytes) in
-                let (collection, key): (Store.CollectionRecord, SecureBytes)
+            let (collection, key) = try store.transaction { () throws(StoreError) -> (Store.CollectionRecord, Store.ItemKeys) in
+                let (collection, key): (Store.CollectionRecord, Store.ItemKeys)
                 if let existing, let known = keys[existing.id] {
                     (collection, key) = (existing, known)
                 } else {
@@ -113,7 +113,7 @@ extension Daemon {
                         continue
                     }
                     let contents = ItemContents(label: item.label, attributes: item.attributes, secret: item.secret, contentType: item.contentType)
-                    created.append(try store.createItem(in: collection, key: key, contents: contents, times: item.times))
+                    created.append(try store.createItem(in: collection, keys: key, contents: contents, times: item.times))
                 }
                 return (collection, key)
             }
@@ -130,9 +130,9 @@ extension Daemon {
     }
 
     /// Whether `collection` has an item with exactly `item`'s attributes and secret.
-    private func holds(_ item: ImportedItem, in collection: Store.CollectionRecord, key: SecureBytes) throws(StoreError) -> Bool {
+    private func holds(_ item: ImportedItem, in collection: Store.CollectionRecord, key: Store.ItemKeys) throws(StoreError) -> Bool {
         for candidate in try searchItems(item.attributes, in: collection) {
-            let contents = try store.readItem(candidate, in: collection, key: key)
+            let contents = try store.readItem(candidate, in: collection, keys: key)
             if contents.attributes == item.attributes && contents.secret.constantTimeEquals(item.secret) { return true }
         }
         return false

@@ -9,13 +9,14 @@ extension Daemon {
     func handleItem(
         _ call: MethodCall, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord
     ) -> Result<DBusValue, SecretServiceError> {
-        guard let key = keys[collection.id] else { return .failure(.isLocked("the item's collection is locked")) }
+        // An after-first-unlock item opens with the key kept after an ordinary lock.
+        guard let itemKeys = keys.opening(item) else { return .failure(.isLocked("the item's collection is locked")) }
         switch call.method {
         case "GetSecret":
             guard let sessionPath = call.arguments[0].objectPath else { return .failure(.invalidArgs("o expected")) }
             return session(at: sessionPath, for: call.sender).flatMap { session in
                 do {
-                    let contents = try store.readItem(item, in: collection, key: key)
+                    let contents = try store.readItem(item, in: collection, keys: itemKeys)
                     return session.encode(contents.secret, contentType: contents.contentType, sessionPath: sessionPath)
                         .map { .tuple([$0]) }
                 } catch {
@@ -24,11 +25,11 @@ extension Daemon {
             }
         case "SetSecret":
             return decodeSecret(call.arguments[0], from: call.sender).flatMap { secret, contentType in
-                update(item, collection, key) { $0.secret = secret; $0.contentType = contentType }.map { .tuple([]) }
+                update(item, collection, itemKeys) { $0.secret = secret; $0.contentType = contentType }.map { .tuple([]) }
             }
         case "Delete":
             do {
-                try store.deleteItem(item, in: collection, key: key)
+                try store.deleteItem(item, in: collection, keys: itemKeys)
                 announceDeleted(item, in: collection)
                 return .success(.tuple([.objectPath(ObjectPaths.none)]))
             } catch {
@@ -41,16 +42,16 @@ extension Daemon {
 
     /// Reads, changes and re-seals an item, then announces the change.
     private func update(
-        _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, _ key: SecureBytes,
+        _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, _ itemKeys: Store.ItemKeys,
         _ change: (inout ItemContents) -> Void
     ) -> Result<Void, SecretServiceError> {
         do {
-            var contents = try store.readItem(item, in: collection, key: key)
+            var contents = try store.readItem(item, in: collection, keys: itemKeys)
             change(&contents)
             if let problem = Self.checkItemText(label: contents.label, attributes: contents.attributes) {
                 return .failure(problem)
             }
-            let updated = try store.updateItem(item, in: collection, key: key, contents: contents)
+            let updated = try store.updateItem(item, in: collection, keys: itemKeys, contents: contents)
             announceChanged(item, to: updated, label: contents.label, attributes: contents.attributes, in: collection)
             return .success(())
         } catch {
@@ -61,15 +62,16 @@ extension Daemon {
     func itemProperty(
         _ name: String, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, access: ItemAccess
     ) -> Result<DBusValue, SecretServiceError> {
-        // An item of an `ask` group the caller is not allowed into shows as locked.
-        let key = access == .full ? keys[collection.id] : nil
+        // An item of an `ask` group the caller is not allowed into shows as locked; an
+        // after-first-unlock item stays unlocked after an ordinary lock of its collection.
+        let itemKeys = access == .full ? keys.opening(item) : nil
         switch name {
-        case "Locked": return .success(.boolean(key == nil))
+        case "Locked": return .success(.boolean(itemKeys == nil))
         case "Created": return .success(.uint64(item.created))
         case "Modified": return .success(.uint64(item.modified))
         case "Label", "Attributes", "Type":
             // Labels and attributes are sealed: a locked item shows none.
-            guard let key else {
+            guard let itemKeys else {
                 return .success(name == "Attributes" ? .stringMap([:]) : .string(""))
             }
             let described: ItemDescription
@@ -77,7 +79,7 @@ extension Daemon {
                 described = recent
             } else {
                 do {
-                    let contents = try store.readItem(item, in: collection, key: key)
+                    let contents = try store.readItem(item, in: collection, keys: itemKeys)
                     described = ItemDescription(
                         itemID: item.id, changeCount: store.changeCount, label: contents.label, attributes: contents.attributes)
                 } catch {
@@ -98,18 +100,25 @@ extension Daemon {
     func setItemProperty(
         _ name: String, _ value: DBusValue, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, sender: String
     ) -> SecretServiceError? {
-        guard let key = keys[collection.id] else { return .isLocked("the item's collection is locked") }
+        guard let itemKeys = keys.opening(item) else { return .isLocked("the item's collection is locked") }
         let result: Result<Void, SecretServiceError>
         switch name {
         case "Label":
             guard let label = value.string else { return .invalidArgs("Label is a string") }
-            result = update(item, collection, key) { $0.label = label }
+            result = update(item, collection, itemKeys) { $0.label = label }
         case "Attributes":
             guard let requested = value.stringMap else { return .invalidArgs("Attributes is a{ss}") }
             // Moving an item is creating it in its new group: the caller must belong there.
             // Attributes without a group keep the item where it is.
             switch placeInGroup(requested, for: sender, unnamed: item.accessGroup ?? AccessGroupNames.defaultGroup) {
-            case .success(let placed): result = update(item, collection, key) { $0.attributes = placed }
+            case .success(var placed):
+                result = update(item, collection, itemKeys) { contents in
+                    // Attributes that name no accessibility class keep the item's.
+                    if requested[ItemAccessibility.attribute] == nil, let kept = contents.attributes[ItemAccessibility.attribute] {
+                        placed[ItemAccessibility.attribute] = kept
+                    }
+                    contents.attributes = placed
+                }
             case .failure(let refusal): return refusal
             }
         default:

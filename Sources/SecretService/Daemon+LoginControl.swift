@@ -73,17 +73,17 @@ extension Daemon {
         } catch {
             return .failed
         }
-        let masterKey: SecureBytes
+        let itemKeys: Store.ItemKeys
         if old.count == 0 {
             guard let key = keys[login.id] else {
                 Log.warning("the login password was set without the old one while the login keyring was locked: "
                             + "the keyring still opens with the previous password (secretctl unlock, then secretctl passwd)")
                 return .failed
             }
-            masterKey = key
+            itemKeys = key
         } else {
             switch checkPassword(old, of: login, purpose: " (at a login password change)", fromLogin: true) {
-            case .success(let key): masterKey = key
+            case .success(let key): itemKeys = key
             case .failure(.accessDenied):
                 Log.warning("the old login password does not open the login keyring; its password is unchanged")
                 return .denied
@@ -91,7 +91,7 @@ extension Daemon {
             }
         }
         do {
-            try store.rewrap(login, masterKey: masterKey, to: new, parameters: options.kdf)
+            try store.rewrap(login, keys: itemKeys, to: new, parameters: options.kdf)
         } catch {
             Log.error("cannot re-wrap the login keyring: \(error)")
             return .failed

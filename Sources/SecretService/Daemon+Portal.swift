@@ -128,13 +128,13 @@ extension Daemon {
         do {
             let secret: SecureBytes
             if let existing = try appKeyItems(appID, in: keyring).first {
-                secret = try store.readItem(existing, in: keyring, key: key).secret
+                secret = try store.readItem(existing, in: keyring, keys: key).secret
             } else {
                 secret = Gcrypt.randomKey(count: PortalNames.keyLength)
                 let contents = ItemContents(
                     label: "Key of the sandboxed app \(appID) (desktop portal)",
                     attributes: Self.appKeyAttributes(appID), secret: secret, contentType: "application/octet-stream")
-                let item = try store.createItem(in: keyring, key: key, contents: contents)
+                let item = try store.createItem(in: keyring, keys: key, contents: contents)
                 // Durable before the app encrypts anything with it.
                 try store.commitPending()
                 announceCreated(item, in: keyring)
@@ -207,7 +207,7 @@ extension Daemon {
                 var deleted = false
                 for (item, keyring, contents) in found where contents.attributes[PortalNames.appIDAttribute] == appID {
                     guard let key = keys[keyring.id] else { continue }
-                    try store.deleteItem(item, in: keyring, key: key)
+                    try store.deleteItem(item, in: keyring, keys: key)
                     announceDeleted(item, in: keyring)
                     Log.info("deleted the key of the sandboxed app \(appID)")
                     deleted = true
@@ -247,7 +247,7 @@ extension Daemon {
             guard !items.isEmpty else { continue }
             guard let key = keys[keyring.id] else { return nil }
             for item in items {
-                let contents = try store.readItem(item, in: keyring, key: key)
+                let contents = try store.readItem(item, in: keyring, keys: key)
                 found.append((item, keyring, contents))
             }
         }

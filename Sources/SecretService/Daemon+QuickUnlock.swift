@@ -42,9 +42,10 @@ extension Daemon {
         guard let login = try? store.collection(named: Self.loginName) else {
             return .failure(.failed("there is no login keyring to set a PIN for"))
         }
-        return checkPassword(password, of: login, purpose: " (setting a PIN)").flatMap { key in
+        return checkPassword(password, of: login, purpose: " (setting a PIN)").flatMap { itemKeys in
             do {
-                try quickUnlock.set(pin: pin, key: key, collectionID: login.id)
+                guard let master = itemKeys.master else { return .failure(.isLocked("the keyring is locked")) }
+                try quickUnlock.set(pin: pin, key: master, collectionID: login.id)
             } catch {
                 return .failure(.failed("cannot seal the PIN slot"))
             }
@@ -64,9 +65,10 @@ extension Daemon {
         let wait = passwordThrottle.wait(for: source)
         if wait > 0 { return .failure(.accessDenied("too many wrong PINs or passwords; try again in \(Int(wait.rounded(.up))) s")) }
         switch quickUnlock.open(pin: pin) {
-        case .success(let key):
+        case .success(let master):
             passwordThrottle.succeeded(collectionID: login.id)
-            keys.unlocked(login, with: key)
+            guard let itemKeys = try? Store.ItemKeys(master: master) else { return .failure(.failed("cannot derive the keyring's keys")) }
+            keys.unlocked(login, with: itemKeys)
             Log.info("unlocked the \(login.name) keyring with the PIN")
             return .success(())
         case .failure(.wrongPIN(let left)):

@@ -69,7 +69,7 @@ extension Daemon {
             for (item, access) in visible(try searchItems(attributes), for: sender) {
                 guard let collection = collections[item.collectionID] else { continue }
                 let path = ObjectPaths.item(collection.name, item.id)
-                if isLocked(collection) || access != .full { locked.append(path) } else { unlocked.append(path) }
+                if keys.opening(item) == nil || access != .full { locked.append(path) } else { unlocked.append(path) }
             }
             return .success(.tuple([.objectPaths(unlocked), .objectPaths(locked)]))
         } catch {
@@ -82,10 +82,10 @@ extension Daemon {
             var entries: [DBusValue.Entry] = []
             for path in paths {
                 guard let (item, collection, access) = visibleItem(at: path, for: sender), access == .full,
-                    let key = keys[collection.id]
+                    let key = keys.opening(item)
                 else { continue }
                 do {
-                    let contents = try store.readItem(item, in: collection, key: key)
+                    let contents = try store.readItem(item, in: collection, keys: key)
                     let encoded = session.encode(contents.secret, contentType: contents.contentType, sessionPath: sessionPath)
                     guard case .success(let secret) = encoded else { return encoded }
                     entries.append(.init(key: .objectPath(path), value: secret))
@@ -108,15 +108,17 @@ extension Daemon {
         for path in paths {
             var collection = collection(at: path)
             var group: String?
+            var opensAlready = false  // an after-first-unlock item after an ordinary lock
             if collection == nil, let (item, itemCollection, access) = visibleItem(at: path, for: sender) {
                 collection = itemCollection
                 if access == .askable { group = item.accessGroup }
+                opensAlready = keys.opening(item) != nil
             }
             guard let collection else { continue }
             if let group, caller?.denied.contains(group) == true { continue }  // the person said no already
-            if isLocked(collection) || group != nil {
+            if (isLocked(collection) && !opensAlready) || group != nil {
                 waiting.append(path)
-                if isLocked(collection), !locked.contains(where: { $0.id == collection.id }) { locked.append(collection) }
+                if isLocked(collection), !opensAlready, !locked.contains(where: { $0.id == collection.id }) { locked.append(collection) }
                 if let group, !groups.contains(group) { groups.append(group) }
             } else {
                 unlocked.append(path)
@@ -216,12 +218,12 @@ extension Daemon {
         }
     }
 
-    /// Unwraps `collection`'s master key with `password`, refusing while the wait after earlier
+    /// Unwraps `collection`'s master key (its item keys) with `password`, refusing while the wait after earlier
     /// wrong passwords from the same source runs; a wrong password makes the next wait longer
     /// (1 s, 2 s, 4 s … up to 60 s). `purpose` ends the log line of a wrong password.
     func checkPassword(
         _ password: SecureBytes, of collection: Store.CollectionRecord, purpose: String = "", fromLogin: Bool = false
-    ) -> Result<SecureBytes, SecretServiceError> {
+    ) -> Result<Store.ItemKeys, SecretServiceError> {
         let source = PasswordThrottle.Source(collectionID: collection.id, fromLogin: fromLogin)
         let wait = passwordThrottle.wait(for: source)
         if wait > 0 {
@@ -276,6 +278,7 @@ extension Daemon {
         case .notFound: return .noSuchObject("no such object")
         case .invalidInput(let message): return .invalidArgs(message)
         case .wrongPassword: return .accessDenied("the password is wrong")
+        case .locked: return .isLocked("the keyring is locked")
         case .corrupted:
             Log.error("storage error: \(error)")
             return .failed("the item's stored data is damaged and cannot be opened; see secretd's log")

@@ -259,11 +259,12 @@ public final class Daemon: BusHandler {
         lockAll(reason: "after \(limit) s idle")
     }
 
-    /// Locks every unlocked keyring except the session one.
-    func lockAll(reason: String) {
+    /// Locks every unlocked keyring except the session one. Their after-first-unlock items
+    /// stay readable unless `keepingAfterFirstUnlock` is false (`secretctl lock --all`).
+    func lockAll(reason: String, keepingAfterFirstUnlock: Bool = true) {
         for collection in (try? store.collections()) ?? [] where collection.name != Self.sessionName {
-            guard keys.lock(collection) else { continue }
-            Log.info("locked the \(collection.name) keyring \(reason)")
+            guard keys.lock(collection, keepingAfterFirstUnlock: keepingAfterFirstUnlock) else { continue }
+            Log.info("locked the \(collection.name) keyring \(reason)" + (keepingAfterFirstUnlock ? "" : ", after-first-unlock items too"))
         }
     }
 
@@ -397,6 +398,10 @@ public final class Daemon: BusHandler {
             return handleAppKeys(call)
         case (.service, Introspection.quickUnlock):
             return handleQuickUnlock(call)
+        case (.service, Introspection.locking):
+            guard call.method == "LockAll" else { return .failure(.noSuchObject("no method \(call.method)")) }
+            lockAll(reason: "on request", keepingAfterFirstUnlock: false)
+            return .success(.tuple([]))
         case (.portalRequest(let handle), Introspection.portalRequest):
             return closePortalRequest(handle, from: call.sender)
         default:
@@ -514,7 +519,7 @@ public final class Daemon: BusHandler {
         switch ObjectPaths.parse(path) {
         case .service:
             return [Introspection.service, Introspection.gnomeExtension, Introspection.accessGroups, Introspection.importing,
-                    Introspection.appKeys, Introspection.quickUnlock]
+                    Introspection.appKeys, Introspection.quickUnlock, Introspection.locking]
         case .collection, .alias: return [Introspection.collection]
         case .item: return [Introspection.item]
         case .session: return [Introspection.session]

@@ -19,6 +19,8 @@ enum Introspection {
     static let appKeys = SecretServiceNames.Interface.appKeys
     /// secretd's own interface for quick unlock with a PIN (see secretd(1)).
     static let quickUnlock = SecretServiceNames.Interface.quickUnlock
+    /// secretd's own: lock every keyring, after-first-unlock items too.
+    static let locking = SecretServiceNames.Interface.locking
     /// The desktop portal's Secret backend, and its request handles.
     static let portalSecret = PortalNames.secretInterface
     static let portalRequest = PortalNames.requestInterface
@@ -56,6 +58,7 @@ enum Introspection {
             Method(name: "List", results: [Argument(name: "keys", type: "a(sst)")]),
             Method(name: "Delete", arguments: [Argument(name: "app_id", type: "s")], results: [Argument(name: "deleted", type: "b")]),
         ]),
+        BusInterface(name: locking, methods: [Method(name: "LockAll")]),
         BusInterface(name: quickUnlock, methods: [
             Method(name: "SetPin", arguments: [Argument(name: "login_password", type: secret), Argument(name: "pin", type: secret)]),
             Method(name: "ClearPin", results: [Argument(name: "was_set", type: "b")]),

@@ -1,4 +1,4 @@
-import KeychainCore
+package import KeychainCore
 public import SecretCrypto
 
 /// The sealed part of an item: everything but its identity and timestamps.
@@ -14,6 +14,10 @@ public struct ItemContents: Sendable {
 
     /// The access group the item belongs to (AccessGroupNames: the attribute, or `default`).
     public var accessGroup: String { attributes[AccessGroupNames.attribute] ?? AccessGroupNames.defaultGroup }
+
+    /// The accessibility class (ItemAccessibility: the attribute, or `when-unlocked`), which
+    /// decides the key the item is sealed with (``Store/ItemKeys``).
+    package var accessibility: ItemAccessibility { ItemAccessibility(attributes: attributes) }
 
     /// Creates item contents.
     public init(label: String, attributes: [String: String], secret: SecureBytes, contentType: String) {

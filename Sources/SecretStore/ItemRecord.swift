@@ -13,6 +13,9 @@ extension Store {
         /// locked); nil for an item written before schema version 2, until its collection is
         /// next unlocked (see ``Store/assignAccessGroups(in:key:)``).
         public var accessGroup: String?
+        /// Whether it stays readable after an ordinary lock (accessibility class
+        /// `after-first-unlock`): it is sealed with ``ItemKeys/afterFirstUnlock``.
+        public var survivesLock: Bool = false
     }
 }
 
@@ -29,6 +32,6 @@ extension Store.ItemRecord {
         self.init(
             id: row.integer(.id) ?? 0, collectionID: row.integer(.collectionID) ?? 0,
             created: UInt64(clamping: row.integer(.created) ?? 0), modified: UInt64(clamping: row.integer(.modified) ?? 0),
-            accessGroup: StoredAccessGroup.group(row.text(.accessGroup)))
+            accessGroup: StoredAccessGroup.group(row.text(.accessGroup)), survivesLock: row.integer(.survivesLock) == 1)
     }
 }

@@ -66,6 +66,9 @@ enum Migrations {
             ELSE access_group END;
         ALTER TABLE items DROP COLUMN attribute_keys;
         """),
+        // 5: which items survive an ordinary lock (accessibility class after-first-unlock,
+        // sealed with a key of their own); NULL, every item so far, for those that do not.
+        .sql("ALTER TABLE items ADD COLUMN survives_lock INTEGER"),
     ]
 
     private static func shrinkAttributeIndex(_ database: Database) throws(StoreError) {

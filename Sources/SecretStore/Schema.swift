@@ -85,6 +85,10 @@ package enum ItemColumn: Int, TableColumn {
     /// The access group, in the clear so it is enforced while locked (schema version 2), as
     /// ``StoredAccessGroup`` writes it.
     case accessGroup
+    /// 1 when the item survives an ordinary lock (class `after-first-unlock`, sealed with
+    /// ``Store/ItemKeys/afterFirstUnlock``), else NULL (schema version 5), so secretd knows,
+    /// while the collection is locked, which key opens the item.
+    case survivesLock
 
     package static let table = "items"
 
@@ -96,6 +100,7 @@ package enum ItemColumn: Int, TableColumn {
         case .modified: ("modified", "INTEGER")
         case .sealed: ("sealed", "BLOB")
         case .accessGroup: ("access_group", "TEXT")
+        case .survivesLock: ("survives_lock", "INTEGER")
         }
     }
 }

@@ -126,11 +126,11 @@ public final class Store {
     }
 
     /// Creates a collection whose fresh random master key is wrapped by `password`; returns it
-    /// with the (unlocked) master key.
+    /// with its keys (it is unlocked).
     public func createCollection(
         name: String, label: String, password: SecureBytes, parameters: KDFParameters = .standard,
         times: Times? = nil
-    ) throws(StoreError) -> (CollectionRecord, SecureBytes) {
+    ) throws(StoreError) -> (CollectionRecord, ItemKeys) {
         guard !name.isEmpty else { throw .invalidInput("collection name is empty") }
         if try collection(named: name) != nil { throw .invalidInput("a collection named '\(name)' exists") }
         let uuid = Gcrypt.randomBytes(count: 16)
@@ -149,12 +149,13 @@ public final class Store {
         ])
         let record = CollectionRecord(
             id: database.lastInsertID, name: name, label: label, created: created, modified: modified, uuid: uuid)
-        return (record, masterKey)
+        return (record, try ItemKeys(master: masterKey))
     }
 
-    /// Unwraps the collection's master key with `password`; `.wrongPassword` when it does not fit.
-    /// Items from before schema version 2 get their access group recorded on the way.
-    public func unlock(_ collection: CollectionRecord, password: SecureBytes) throws(StoreError) -> SecureBytes {
+    /// Unwraps the collection's master key with `password`, and returns the keys of its items;
+    /// `.wrongPassword` when it does not fit. Items from before schema version 2 get their
+    /// access group recorded on the way.
+    public func unlock(_ collection: CollectionRecord, password: SecureBytes) throws(StoreError) -> ItemKeys {
         let stored = try database.firstRow(Self.wrappedKey, [.integer(collection.id)]) { row in
             (salt: row.blob(.kdfSalt), iterations: row.integer(.kdfIterations), memory: row.integer(.kdfMemoryKiB),
              lanes: row.integer(.kdfLanes), wrapped: row.blob(.wrappedKey))
@@ -180,8 +181,9 @@ public final class Store {
             throw StoreError(error)
         }
         guard key.count == Gcrypt.keyLength else { throw .corrupted("wrapped key has the wrong size") }
-        try assignAccessGroups(in: collection, key: key)
-        return key
+        let keys = try ItemKeys(master: key)
+        try assignAccessGroups(in: collection, keys: keys)
+        return keys
     }
 
     private static let wrappedKey = Query(
@@ -193,16 +195,16 @@ public final class Store {
         _ collection: CollectionRecord, from oldPassword: SecureBytes, to newPassword: SecureBytes,
         parameters: KDFParameters = .standard
     ) throws(StoreError) {
-        let masterKey = try unlock(collection, password: oldPassword)
-        try rewrap(collection, masterKey: masterKey, to: newPassword, parameters: parameters)
+        try rewrap(collection, keys: try unlock(collection, password: oldPassword), to: newPassword, parameters: parameters)
     }
 
-    /// Wraps `masterKey`, the collection's key already unwrapped, under `newPassword` (new
-    /// salt): a password change without the old password, while the collection is unlocked.
+    /// Wraps the master key of `keys`, the collection's keys while it is unlocked, under
+    /// `newPassword` (new salt): a password change without the old password.
     public func rewrap(
-        _ collection: CollectionRecord, masterKey: SecureBytes, to newPassword: SecureBytes,
+        _ collection: CollectionRecord, keys: ItemKeys, to newPassword: SecureBytes,
         parameters: KDFParameters = .standard
     ) throws(StoreError) {
+        guard let masterKey = keys.master else { throw .locked }
         guard newPassword.count > 0 else { throw .invalidInput("the new password is empty") }
         let salt = Gcrypt.randomBytes(count: 16)
         let wrapped = try wrap(masterKey, password: newPassword, salt: salt, parameters: parameters, uuid: collection.uuid)
@@ -356,9 +358,10 @@ public final class Store {
         }
     }
 
-    /// Creates an item in `collection`, sealed under its master `key`, created now or at `times`.
+    /// Creates an item in `collection`, sealed under the one of its `keys` that its class
+    /// calls for, created now or at `times`.
     public func createItem(
-        in collection: CollectionRecord, key: SecureBytes, contents: ItemContents, times: Times? = nil
+        in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents, times: Times? = nil
     ) throws(StoreError) -> ItemRecord {
         let now = Self.now()
         let created = times?.created ?? now
@@ -371,30 +374,34 @@ public final class Store {
             ])
             let record = ItemRecord(
                 id: database.lastInsertID, collectionID: collection.id, created: created, modified: modified,
-                accessGroup: contents.accessGroup)
-            try write(record, in: collection, key: key, contents: contents, modified: modified, replacing: false)
+                accessGroup: contents.accessGroup, survivesLock: contents.accessibility.survivesLock)
+            try write(record, in: collection, keys: keys, contents: contents, modified: modified, replacing: false)
             return record
         }
     }
 
-    /// Replaces an item's sealed contents (label, attributes, secret).
+    /// Replaces an item's sealed contents (label, attributes, secret); `keys` must open both
+    /// the item and what it becomes (its class may change).
     public func updateItem(
-        _ item: ItemRecord, in collection: CollectionRecord, key: SecureBytes, contents: ItemContents
+        _ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents
     ) throws(StoreError) -> ItemRecord {
         let now = max(Self.now(), item.modified)
         try database.transaction { () throws(StoreError) in
-            try write(item, in: collection, key: key, contents: contents, modified: now)
+            try write(item, in: collection, keys: keys, contents: contents, modified: now)
         }
         var updated = item
         updated.modified = now
         updated.accessGroup = contents.accessGroup
+        updated.survivesLock = contents.accessibility.survivesLock
         return updated
     }
 
-    /// Opens an item's sealed contents with its collection's master `key`.
-    public func readItem(_ item: ItemRecord, in collection: CollectionRecord, key: SecureBytes) throws(StoreError)
+    /// Opens an item's sealed contents with the one of its collection's `keys` that seals it;
+    /// `.locked` when that key is not among them.
+    public func readItem(_ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys) throws(StoreError)
         -> ItemContents
     {
+        guard let key = keys.key(survivingLock: item.survivesLock) else { throw .locked }
         let found = try database.firstRow(Self.sealedContents, [.integer(item.id), .integer(collection.id)]) { $0.blob(.sealed) }
         guard let found, let sealed = found else { throw .notFound }
         let plaintext = try StoreError.fromCrypto { () throws(CryptoError) in
@@ -410,12 +417,12 @@ public final class Store {
     /// in the sealed attributes); returns how many were assigned. Runs when `collection` is
     /// unlocked, before anything reads its items.
     @discardableResult
-    public func assignAccessGroups(in collection: CollectionRecord, key: SecureBytes) throws(StoreError) -> Int {
+    public func assignAccessGroups(in collection: CollectionRecord, keys: ItemKeys) throws(StoreError) -> Int {
         let pending = try database.rows(Self.itemsWithoutGroup, [.integer(collection.id)], ItemRecord.init)
         guard !pending.isEmpty else { return 0 }
         try database.transaction { () throws(StoreError) in
             for item in pending {
-                let group = try readItem(item, in: collection, key: key).accessGroup
+                let group = try readItem(item, in: collection, keys: keys).accessGroup
                 try database.update([ItemColumn.accessGroup: StoredAccessGroup.value(group)], where: .id, is: .integer(item.id))
             }
         }
@@ -426,32 +433,35 @@ public final class Store {
         ItemRecord.columns, "FROM items WHERE collection_id = ? AND " + StoredAccessGroup.unknownCondition("access_group"))
 
     /// Deletes an item of `collection` with its index entries, which its attributes, opened
-    /// with the collection's master `key`, name.
-    public func deleteItem(_ item: ItemRecord, in collection: CollectionRecord, key: SecureBytes) throws(StoreError) {
+    /// with the one of `keys` that seals it, name.
+    public func deleteItem(_ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys) throws(StoreError) {
+        guard keys.opens(item) else { throw .locked }
         try database.transaction { () throws(StoreError) in
-            try removeIndexEntries(of: item, in: collection, key: key)
+            try removeIndexEntries(of: item, in: collection, keys: keys)
             try database.run("DELETE FROM items WHERE id = ?", [.integer(item.id)])
         }
     }
 
     // MARK: - Internals
 
-    /// Seals `contents` into the item's row and indexes its attributes; `replacing` removes the
-    /// index entries of what it held before.
+    /// Seals `contents` into the item's row, with the key its class calls for, and indexes its
+    /// attributes; `replacing` removes the index entries of what it held before.
     private func write(
-        _ item: ItemRecord, in collection: CollectionRecord, key: SecureBytes, contents: ItemContents, modified: UInt64,
+        _ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents, modified: UInt64,
         replacing: Bool = true
     ) throws(StoreError) {
+        let survivesLock = contents.accessibility.survivesLock
+        guard let key = keys.key(survivingLock: survivesLock), !replacing || keys.opens(item) else { throw .locked }
         let plaintext = contents.encoded()
         let sealed = try StoreError.fromCrypto { () throws(CryptoError) in
             try plaintext.withBytes { (bytes) throws(CryptoError) in
                 try Gcrypt.seal(bytes, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
             }
         }
-        if replacing { try removeIndexEntries(of: item, in: collection, key: key) }
+        if replacing { try removeIndexEntries(of: item, in: collection, keys: keys) }
         try database.update(
             [ItemColumn.sealed: .blob(sealed), .modified: .integer(Int64(modified)),
-             .accessGroup: StoredAccessGroup.value(contents.accessGroup)],
+             .accessGroup: StoredAccessGroup.value(contents.accessGroup), .survivesLock: survivesLock ? .integer(1) : .null],
             where: .id, is: .integer(item.id))
         for (name, value) in contents.attributes {
             try database.insert(
@@ -462,12 +472,12 @@ public final class Store {
 
     /// Removes an item's index entries: those of the attributes its sealed contents hold or,
     /// when they do not open (a damaged row), every entry naming it, found by a scan.
-    private func removeIndexEntries(of item: ItemRecord, in collection: CollectionRecord, key: SecureBytes)
+    private func removeIndexEntries(of item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys)
         throws(StoreError)
     {
         let attributes: [String: String]
         do {
-            attributes = try readItem(item, in: collection, key: key).attributes
+            attributes = try readItem(item, in: collection, keys: keys).attributes
         } catch .notFound {
             return
         } catch {

@@ -4,6 +4,8 @@ public import SecretCrypto
 public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The password does not open the collection's key.
     case wrongPassword
+    /// The key that opens the item is not held: its collection is locked.
+    case locked
     /// Stored data failed its integrity check (tampered, truncated, or moved to another row).
     case corrupted(String)
     /// The database was written by a newer secretd (its schema version is higher than ours).
@@ -23,6 +25,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .wrongPassword: return "wrong password"
+        case .locked: return "the keyring is locked"
         case .corrupted(let what): return "stored data is corrupted: \(what)"
         case .newerSchema(let found, let supported):
             return "database schema version \(found) is newer than this secretd supports (\(supported))"

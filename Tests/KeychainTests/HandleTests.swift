@@ -34,6 +34,38 @@ extension ProviderTests {
             #expect(try keychain.value(Token.self, for: "missing") == nil)
         }
 
+        @Test("a handle's accessibility class is stored with its writes and reported; a handle without one keeps an item's class")
+        func accessibilityClass() throws {
+            let service = uniqueService()
+            let background = try Keychain(service: service, accessibility: .afterFirstUnlock)
+            #expect(background.accessibility == .afterFirstUnlock)
+            try background.set("token", for: "sync")
+            let item = try #require(try background.attributes(for: "sync"))
+            #expect(item.accessibility == .afterFirstUnlock)
+            #expect(item.attributes[KeychainAttributeName.accessibility] == "after-first-unlock")
+
+            // Written again through a handle without a class: the class stays.
+            let plain = try Keychain(service: service)
+            try plain.set("token 2", for: "sync")
+            #expect(try plain.attributes(for: "sync")?.accessibility == .afterFirstUnlock)
+            try plain.set("other", for: "plain")
+            #expect(try plain.attributes(for: "plain")?.accessibility == .whenUnlocked)
+            #expect(try plain.attributes(for: "plain")?.attributes[KeychainAttributeName.accessibility] == nil)
+            // Another class replaces it; the names round-trip.
+            try Keychain(service: service, accessibility: .whenUnlockedThisDeviceOnly).set("token 3", for: "sync")
+            #expect(try plain.attributes(for: "sync")?.accessibility == .whenUnlockedThisDeviceOnly)
+            #expect(try plain.string(for: "sync") == "token 3")
+            for accessibility in KeychainAccessibility.allCases {
+                #expect(KeychainAccessibility(name: accessibility.name) == accessibility)
+            }
+            #expect(KeychainAccessibility(name: "sometimes") == nil)
+            let internet = try InternetKeychain(server: service + ".example", accessibility: .afterFirstUnlock)
+            try internet.set("pw", for: "bob")
+            #expect(try internet.attributes(for: "bob")?.accessibility == .afterFirstUnlock)
+            try plain.removeAll()
+            _ = try internet.removeValue(for: "bob")
+        }
+
         @Test("a listing reads each item's properties without a proxy, and leaves out an item that went meanwhile")
         func listingReadsProperties() throws {
             let service = uniqueService()

@@ -137,7 +137,7 @@ import Testing
             let login = try #require(try store.collection(named: "login"))
             let key = try store.unlock(login, password: SecureBytes(Array("login-password".utf8)))
             for item in try store.search([:], in: login) {
-                let contents = try store.readItem(item, in: login, key: key)
+                let contents = try store.readItem(item, in: login, keys: key)
                 #expect(contents.secret.count > 0)
                 itemsRead += 1
             }

@@ -54,7 +54,7 @@ import Testing
 
     /// When each fixture was written (seconds since 1970): everything was created then, and
     /// item 6 and the `work` collection's label were changed two seconds later.
-    static let writtenAt = [1: UInt64(1_796_169_102), 2: 1_796_169_104, 3: 1_796_169_107, 4: 1_796_193_232]
+    static let writtenAt = [1: UInt64(1_796_169_102), 2: 1_796_169_104, 3: 1_796_169_107, 4: 1_796_193_232, 5: 1_796_299_486]
 
     /// The committed fixture of schema `version`; never opened in place (SQLite would add its
     /// -wal and -shm files next to it).
@@ -112,7 +112,7 @@ import Testing
             for item in Self.items where item.collection == collection.name {
                 let record = try #require(try store.item(id: item.id))
                 #expect(record.accessGroup == item.accessGroup)
-                let contents = try store.readItem(record, in: collection, key: key)
+                let contents = try store.readItem(record, in: collection, keys: key)
                 #expect(contents.label == item.label, "item \(item.id)")
                 #expect(contents.attributes == item.attributes, "item \(item.id)")
                 #expect(contents.contentType == item.contentType, "item \(item.id)")
@@ -130,16 +130,16 @@ import Testing
         let login = try #require(try store.collection(named: "login"))
         let key = try store.unlock(login, password: secret("fixture password"))
         let created = try store.createItem(
-            in: login, key: key,
+            in: login, keys: key,
             contents: ItemContents(label: "New", attributes: ["service": "new"], secret: secret("n"), contentType: "text/plain"))
         #expect(created.id == 10)
         let mail = try #require(try store.item(id: 1))
         _ = try store.updateItem(
-            mail, in: login, key: key,
+            mail, in: login, keys: key,
             contents: ItemContents(label: "Mail", attributes: ["service": "mail"], secret: secret("s4"), contentType: "text/plain"))
-        #expect(text(try store.readItem(mail, in: login, key: key).secret) == "s4")
+        #expect(text(try store.readItem(mail, in: login, keys: key).secret) == "s4")
         #expect(try store.search(["account": "alice"]).map(\.id) == [8])
-        try store.deleteItem(try #require(try store.item(id: 7)), in: login, key: key)
+        try store.deleteItem(try #require(try store.item(id: 7)), in: login, keys: key)
         #expect(try store.search(["service": "many"]).isEmpty)
         // 19 entries, less item 1's account and item 7's six, plus the new item's one.
         #expect(try database.rows("SELECT count(*) FROM attribute_index").first?.first?.integer == 19 - 1 - 6 + 1)

@@ -13,7 +13,7 @@ import Testing
         let (store, _) = try makeStore()
         let (login, key) = try store.createCollection(name: "login", label: "Login", password: secret("p"), parameters: .testing)
         _ = try store.createItem(
-            in: login, key: key,
+            in: login, keys: key,
             contents: ItemContents(
                 label: "l", attributes: ["service": "s", "keychain:access-group": "com.example.g"], secret: secret("v"),
                 contentType: "text/plain"))
@@ -102,7 +102,7 @@ import Testing
     func builtStatements() throws {
         let (_, database) = try freshDatabase()
         #expect(Query(Store.ItemRecord.columns, qualifiedBy: "i", "FROM items i").sql
-                == "SELECT i.id, i.collection_id, i.created, i.modified, i.access_group FROM items i")
+                == "SELECT i.id, i.collection_id, i.created, i.modified, i.access_group, i.survives_lock FROM items i")
         // An alias written by column, read back by hand.
         try database.insert([AliasColumn.collectionID: .integer(1), .alias: .text("other")])
         try database.insert([AliasColumn.alias: .text("other"), .collectionID: .integer(1)], onConflict: .ignore)

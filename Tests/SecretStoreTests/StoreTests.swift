@@ -21,6 +21,56 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         ItemContents(label: label, attributes: attributes, secret: secret(value), contentType: "text/plain")
     }
 
+    @Test("after-first-unlock items open with the key kept after a lock, and only they; a class change re-seals")
+    func afterFirstUnlockKey() throws {
+        let (store, _) = try makeStore()
+        let (login, keys) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let background = try store.createItem(
+            in: login, keys: keys, contents: contents("Mail sync", ["service": "mail", "keychain:accessible": "after-first-unlock"], "token"))
+        let ordinary = try store.createItem(in: login, keys: keys, contents: contents("Bank", ["service": "bank"], "pin"))
+        #expect(background.survivesLock && !ordinary.survivesLock)
+        #expect(try store.item(id: background.id)?.survivesLock == true)
+        #expect(try store.item(id: ordinary.id)?.survivesLock == false)
+
+        // What a lock keeps opens the first and not the second; it holds no master key.
+        let kept = keys.withoutMaster
+        #expect(kept.master == nil)
+        #expect(!kept.afterFirstUnlock.constantTimeEquals(try #require(keys.master)))
+        #expect(text(try store.readItem(background, in: login, keys: kept).secret) == "token")
+        #expect(throws: StoreError.locked) { try store.readItem(ordinary, in: login, keys: kept) }
+        #expect(throws: StoreError.locked) { try store.deleteItem(ordinary, in: login, keys: kept) }
+        #expect(throws: StoreError.locked) {
+            try store.createItem(in: login, keys: kept, contents: contents("New", ["service": "new"], "x"))
+        }
+        #expect(throws: StoreError.locked) { try store.rewrap(login, keys: kept, to: secret("new"), parameters: .testing) }
+        // While locked it can be rewritten within its class, not moved out of it.
+        let refreshed = try store.updateItem(
+            background, in: login, keys: kept,
+            contents: contents("Mail sync", ["service": "mail", "keychain:accessible": "after-first-unlock"], "token 2"))
+        #expect(text(try store.readItem(refreshed, in: login, keys: kept).secret) == "token 2")
+        #expect(throws: StoreError.locked) {
+            try store.updateItem(refreshed, in: login, keys: kept, contents: contents("Mail sync", ["service": "mail"], "token 3"))
+        }
+        #expect(text(try store.readItem(refreshed, in: login, keys: kept).secret) == "token 2")
+
+        // The key is derived again from the password: the item opens after a reopen. Unlocked,
+        // a class change re-seals it under the master key, and the kept key no longer opens it.
+        let reopened = try store.unlock(login, password: password)
+        #expect(reopened.afterFirstUnlock.constantTimeEquals(keys.afterFirstUnlock))
+        let moved = try store.updateItem(refreshed, in: login, keys: reopened, contents: contents("Mail sync", ["service": "mail"], "token 3"))
+        #expect(!moved.survivesLock)
+        #expect(try store.item(id: moved.id)?.survivesLock == false)
+        #expect(throws: StoreError.locked) { try store.readItem(moved, in: login, keys: reopened.withoutMaster) }
+        #expect(text(try store.readItem(moved, in: login, keys: reopened).secret) == "token 3")
+        // The search index follows: the item is found by its attributes, and the kept key deletes an AFU item.
+        #expect(try store.search(["service": "mail"]).map(\.id) == [moved.id])
+        let other = try store.createItem(
+            in: login, keys: keys, contents: contents("Backup", ["service": "backup", "keychain:accessible": "after-first-unlock-device-only"], "b"))
+        #expect(other.survivesLock)
+        try store.deleteItem(other, in: login, keys: kept)
+        #expect(try store.search(["service": "backup"]).isEmpty)
+    }
+
     @Test("files are private: directory 0700, database 0600")
     func permissions() throws {
         let (store, directory) = try makeStore()
@@ -50,28 +100,28 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
     func passwords() throws {
         let (store, directory) = try makeStore()
         let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
-        let item = try store.createItem(in: login, key: key, contents: contents("l", ["a": "1"], "s1"))
+        let item = try store.createItem(in: login, keys: key, contents: contents("l", ["a": "1"], "s1"))
         #expect(throws: StoreError.wrongPassword) { try store.unlock(login, password: secret("wrong")) }
         let unlocked = try store.unlock(login, password: password)
-        #expect(unlocked.constantTimeEquals(key))
-        #expect(text(try store.readItem(item, in: login, key: unlocked).secret) == "s1")
+        #expect(unlocked.master!.constantTimeEquals(key.master!))
+        #expect(text(try store.readItem(item, in: login, keys: unlocked).secret) == "s1")
 
         // Reopening the file gives the same result.
         let reopened = try Store(directory: directory)
         let again = try #require(try reopened.collection(named: "login"))
-        #expect(text(try reopened.readItem(item, in: again, key: try reopened.unlock(again, password: password)).secret) == "s1")
+        #expect(text(try reopened.readItem(item, in: again, keys: try reopened.unlock(again, password: password)).secret) == "s1")
     }
 
     @Test("changing the password re-wraps the key; items stay readable")
     func changePassword() throws {
         let (store, _) = try makeStore()
         let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
-        let item = try store.createItem(in: login, key: key, contents: contents("l", [:], "kept"))
+        let item = try store.createItem(in: login, keys: key, contents: contents("l", [:], "kept"))
         try store.changePassword(login, from: password, to: secret("new pass"), parameters: .testing)
         #expect(throws: StoreError.wrongPassword) { try store.unlock(login, password: password) }
         let newKey = try store.unlock(login, password: secret("new pass"))
-        #expect(newKey.constantTimeEquals(key))
-        #expect(text(try store.readItem(item, in: login, key: newKey).secret) == "kept")
+        #expect(newKey.master!.constantTimeEquals(key.master!))
+        #expect(text(try store.readItem(item, in: login, keys: newKey).secret) == "kept")
         #expect(throws: StoreError.wrongPassword) {
             try store.changePassword(login, from: secret("wrong"), to: secret("x"), parameters: .testing)
         }
@@ -83,16 +133,16 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
         let binary = SecureBytes([0, 1, 0, 255, 0])
         let created = try store.createItem(
-            in: login, key: key,
+            in: login, keys: key,
             contents: ItemContents(label: "Lábel ✓", attributes: ["service": "s", "account": "ä"], secret: binary,
                                    contentType: "application/octet-stream"))
-        let read = try store.readItem(created, in: login, key: key)
+        let read = try store.readItem(created, in: login, keys: key)
         #expect(read.label == "Lábel ✓")
         #expect(read.attributes == ["service": "s", "account": "ä"])
         #expect(read.contentType == "application/octet-stream")
         #expect(read.secret.constantTimeEquals(binary))
-        let empty = try store.createItem(in: login, key: key, contents: contents("", [:], ""))
-        #expect(try store.readItem(empty, in: login, key: key).secret.count == 0)
+        let empty = try store.createItem(in: login, keys: key, contents: contents("", [:], ""))
+        #expect(try store.readItem(empty, in: login, keys: key).secret.count == 0)
     }
 
     @Test("changeCount moves on every write and never on a read")
@@ -104,14 +154,14 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
             defer { last = store.changeCount }
             return store.changeCount != last
         }
-        let item = try store.createItem(in: login, key: key, contents: contents("l", ["a": "1"], "s"))
+        let item = try store.createItem(in: login, keys: key, contents: contents("l", ["a": "1"], "s"))
         #expect(moved())
-        _ = try store.readItem(item, in: login, key: key)
+        _ = try store.readItem(item, in: login, keys: key)
         _ = try store.search(["a": "1"], in: login)
         #expect(!moved())
-        _ = try store.updateItem(item, in: login, key: key, contents: contents("l2", ["a": "1"], "s"))
+        _ = try store.updateItem(item, in: login, keys: key, contents: contents("l2", ["a": "1"], "s"))
         #expect(moved())
-        try store.deleteItem(item, in: login, key: key)
+        try store.deleteItem(item, in: login, keys: key)
         #expect(moved())
     }
 
@@ -119,7 +169,7 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
     func close() throws {
         let (store, directory) = try makeStore()
         let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
-        let item = try store.createItem(in: login, key: key, contents: contents("l", ["a": "1"], "kept"))
+        let item = try store.createItem(in: login, keys: key, contents: contents("l", ["a": "1"], "kept"))
         #expect(FileManager.default.fileExists(atPath: store.databaseURL.path + "-wal"))
         store.close()
         store.close()  // twice is harmless
@@ -129,7 +179,7 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         let reopened = try Store(directory: directory)
         let found = try #require(try reopened.search(["a": "1"]).first)
         #expect(found.id == item.id)
-        #expect(text(try reopened.readItem(found, in: login, key: key).secret) == "kept")
+        #expect(text(try reopened.readItem(found, in: login, keys: key).secret) == "kept")
     }
 
     @Test("search uses the hash index and works without the key")
@@ -137,9 +187,9 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         let (store, _) = try makeStore()
         let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
         let (other, otherKey) = try store.createCollection(name: "other", label: "Other", password: password, parameters: .testing)
-        let a = try store.createItem(in: login, key: key, contents: contents("a", ["service": "mail", "account": "alice"], "1"))
-        let b = try store.createItem(in: login, key: key, contents: contents("b", ["service": "mail", "account": "bob"], "2"))
-        let c = try store.createItem(in: other, key: otherKey, contents: contents("c", ["service": "mail", "account": "alice"], "3"))
+        let a = try store.createItem(in: login, keys: key, contents: contents("a", ["service": "mail", "account": "alice"], "1"))
+        let b = try store.createItem(in: login, keys: key, contents: contents("b", ["service": "mail", "account": "bob"], "2"))
+        let c = try store.createItem(in: other, keys: otherKey, contents: contents("c", ["service": "mail", "account": "alice"], "3"))
         #expect(try store.search(["service": "mail"]).map(\.id) == [a.id, b.id, c.id])
         #expect(try store.search(["service": "mail"], in: login).map(\.id) == [a.id, b.id])
         #expect(try store.search(["service": "mail", "account": "alice"]).map(\.id) == [a.id, c.id])
@@ -147,9 +197,9 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         // Name and value are hashed together: a value under another name does not match.
         #expect(try store.search(["account": "mail"]).isEmpty)
         #expect(try store.search([:], in: other).map(\.id) == [c.id])
-        _ = try store.updateItem(a, in: login, key: key, contents: contents("a", ["service": "web"], "1"))
+        _ = try store.updateItem(a, in: login, keys: key, contents: contents("a", ["service": "web"], "1"))
         #expect(try store.search(["service": "mail"], in: login).map(\.id) == [b.id])
-        try store.deleteItem(b, in: login, key: key)
+        try store.deleteItem(b, in: login, keys: key)
         #expect(try store.search(["service": "mail"], in: login).isEmpty)
         try store.deleteCollection(other)
         #expect(try store.search(["service": "mail"]).isEmpty)
@@ -160,9 +210,9 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
 
         // An item whose sealed contents no longer open (a damaged row) is still deleted whole:
         // its index entries are found by a scan.
-        let damaged = try store.createItem(in: login, key: key, contents: contents("d", ["service": "d", "n": "1"], "4"))
+        let damaged = try store.createItem(in: login, keys: key, contents: contents("d", ["service": "d", "n": "1"], "4"))
         try database.run("UPDATE items SET sealed = x'00' WHERE id = ?", [.integer(damaged.id)])
-        try store.deleteItem(damaged, in: login, key: key)
+        try store.deleteItem(damaged, in: login, keys: key)
         #expect(try database.rows("SELECT 1 FROM attribute_index WHERE item_id = ?", [.integer(damaged.id)]).isEmpty)
         #expect(try store.item(id: damaged.id) == nil)
     }
@@ -174,9 +224,9 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         let (other, otherKey) = try store.createCollection(name: "other", label: "Other", password: password, parameters: .testing)
         var ids: [Int64] = []
         for index in 0..<1500 {
-            ids.append(try store.createItem(in: login, key: key, contents: contents("\(index)", ["service": "common", "account": "a\(index)"], "v")).id)
+            ids.append(try store.createItem(in: login, keys: key, contents: contents("\(index)", ["service": "common", "account": "a\(index)"], "v")).id)
         }
-        let elsewhere = try store.createItem(in: other, key: otherKey, contents: contents("x", ["service": "common", "account": "a1200"], "v"))
+        let elsewhere = try store.createItem(in: other, keys: otherKey, contents: contents("x", ["service": "common", "account": "a1200"], "v"))
         #expect(try store.search(["service": "common", "account": "a1200"]).map(\.id) == [ids[1200], elsewhere.id])
         #expect(try store.search(["service": "common", "account": "a1200"], in: login).map(\.id) == [ids[1200]])
         #expect(try store.search(["account": "a7", "service": "common"]).map(\.id) == [ids[7]])
@@ -189,30 +239,30 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
     func rowLevelWrites() throws {
         let (store, directory) = try makeStore()
         let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
-        let first = try store.createItem(in: login, key: key, contents: contents("1", ["n": "1"], "one"))
-        let second = try store.createItem(in: login, key: key, contents: contents("2", ["n": "2"], "two"))
+        let first = try store.createItem(in: login, keys: key, contents: contents("1", ["n": "1"], "one"))
+        let second = try store.createItem(in: login, keys: key, contents: contents("2", ["n": "2"], "two"))
         let database = try Database(path: directory.appendingPathComponent(Store.fileName).path)
         let before = try database.rows("SELECT id, sealed FROM items WHERE id = ?", [.integer(first.id)])
-        _ = try store.updateItem(second, in: login, key: key, contents: contents("2", ["n": "2"], "TWO"))
+        _ = try store.updateItem(second, in: login, keys: key, contents: contents("2", ["n": "2"], "TWO"))
         let after = try database.rows("SELECT id, sealed FROM items WHERE id = ?", [.integer(first.id)])
         #expect(before == after)
-        #expect(text(try store.readItem(second, in: login, key: key).secret) == "TWO")
+        #expect(text(try store.readItem(second, in: login, keys: key).secret) == "TWO")
     }
 
     @Test("a sealed item copied onto another row, or altered, fails to open")
     func tamperedItems() throws {
         let (store, directory) = try makeStore()
         let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
-        let first = try store.createItem(in: login, key: key, contents: contents("1", [:], "one"))
-        let second = try store.createItem(in: login, key: key, contents: contents("2", [:], "two"))
+        let first = try store.createItem(in: login, keys: key, contents: contents("1", [:], "one"))
+        let second = try store.createItem(in: login, keys: key, contents: contents("2", [:], "two"))
         let database = try Database(path: directory.appendingPathComponent(Store.fileName).path)
         try database.run("UPDATE items SET sealed = (SELECT sealed FROM items WHERE id = ?) WHERE id = ?",
                          [.integer(first.id), .integer(second.id)])
-        #expect(throws: StoreError.corrupted("authentication failed")) { try store.readItem(second, in: login, key: key) }
+        #expect(throws: StoreError.corrupted("authentication failed")) { try store.readItem(second, in: login, keys: key) }
         var sealed = try #require(try database.rows("SELECT sealed FROM items WHERE id = ?", [.integer(first.id)]).first?.first?.blob)
         sealed[sealed.count / 2] ^= 0x40
         try database.run("UPDATE items SET sealed = ? WHERE id = ?", [.blob(sealed), .integer(first.id)])
-        #expect(throws: StoreError.corrupted("authentication failed")) { try store.readItem(first, in: login, key: key) }
+        #expect(throws: StoreError.corrupted("authentication failed")) { try store.readItem(first, in: login, keys: key) }
     }
 
     @Test("item contents decode from every format; each is smaller than the one before; bad ones are refused",
@@ -277,7 +327,7 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
     func negativeTimes() throws {
         let (store, _) = try makeStore()
         let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
-        let item = try store.createItem(in: login, key: key, contents: contents("l", ["a": "b"], "v"))
+        let item = try store.createItem(in: login, keys: key, contents: contents("l", ["a": "b"], "v"))
         try Database(path: store.databaseURL.path).execute("UPDATE items SET created = -5, modified = -1; UPDATE collections SET created = -9")
         #expect(try store.item(id: item.id)?.created == 0)
         #expect(try store.item(id: item.id)?.modified == 0)
@@ -299,7 +349,7 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
     func badFiles(kind: String) throws {
         let (store, directory) = try makeStore()
         let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
-        for index in 0..<50 { _ = try store.createItem(in: login, key: key, contents: contents("\(index)", ["i": "\(index)"], "v")) }
+        for index in 0..<50 { _ = try store.createItem(in: login, keys: key, contents: contents("\(index)", ["i": "\(index)"], "v")) }
         try Database(path: store.databaseURL.path).execute("PRAGMA wal_checkpoint(TRUNCATE)")
         let file = store.databaseURL.path
         var bytes = try #require(FileManager.default.contents(atPath: file))
@@ -316,7 +366,7 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
             // If SQLite can still read the header, the damage must surface as an error, never as wrong data.
             let collection = try #require(try reopened.collection(named: "login"))
             let key = try reopened.unlock(collection, password: password)
-            for item in try reopened.search([:]) { _ = try reopened.readItem(item, in: collection, key: key) }
+            for item in try reopened.search([:]) { _ = try reopened.readItem(item, in: collection, keys: key) }
             Issue.record("damaged file (\(kind)) was accepted")
         } catch let error as StoreError {
             switch error {

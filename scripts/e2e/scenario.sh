@@ -333,6 +333,22 @@ suspend_locks() {
     wait_state locked
 }
 no_pin_in_journal() { ! journalctl --no-pager -o cat | grep -F 4711; }
+# An after-first-unlock item (a background job's token) and an ordinary one, then what the
+# screen lock leaves readable: the first, without a prompt; the second fails at once (no pinentry).
+store_classes() {
+    printf sync-token | as_user alice secretctl set --accessible after-first-unlock com.example.sync job &&
+        printf bank-pin | as_user alice secretctl set com.example.bank alice
+}
+background_reads_locked() {
+    local out
+    out=$(as_user alice secretctl get com.example.sync job) || { echo "secretctl get failed"; return 1; }
+    [ "$out" = sync-token ] || { echo "got '$out'"; return 1; }
+    if out=$(as_user alice timeout 20 secretctl get com.example.bank alice 2>&1); then
+        echo "the when-unlocked item was readable while locked"
+        return 1
+    fi
+    [ "$(alice_state)" = locked ] || { echo "the keyring is $(alice_state)"; return 1; }
+}
 lock_events() {
     local holder
     check "lock events: lock-on-suspend and lock-on-screen-lock set in alice's secretd.conf" lock_config
@@ -340,7 +356,9 @@ lock_events() {
     holder=$!
     check "lock events: alice's open session has the keyring unlocked" wait_unlocked
     check "lock events: secretctl pin set (the login password, then a PIN)" pin_set
+    check "lock events: an after-first-unlock item and a when-unlocked one stored" store_classes
     check "lock events: loginctl lock-session locks alice's login keyring" lock_screen
+    check "lock events: behind the screen lock the after-first-unlock item reads, the other does not" background_reads_locked
     check "lock events: secretctl unlock --pin opens it again" pin_unlock
     check "lock events: a suspend (logind's PrepareForSleep) locks it" suspend_locks
     check "lock events: the PIN opens it after the resume" pin_unlock

@@ -25,6 +25,9 @@ struct ItemScope: Sendable {
     let collection: KeychainCollection?
     /// The label given to a new item when the caller gives none.
     let defaultLabel: @Sendable (_ account: String) -> String
+    /// The accessibility class every write stores; nil stores none (the provider's default,
+    /// or the access group's) and keeps an existing item's.
+    var accessibility: KeychainAccessibility? = nil
 
     /// Serialises this process's writes, so concurrent writers of one key never create two items.
     private static let writeLock = Mutex(())
@@ -186,6 +189,7 @@ struct ItemScope: Sendable {
         attributes[accountName] = account
         if let mirrorAccountName { attributes[mirrorAccountName] = account }
         if let comment { attributes[KeychainAttributeName.comment] = comment }
+        if let accessibility { attributes[KeychainAttributeName.accessibility] = accessibility.name }
         return attributes
     }
 
@@ -199,6 +203,7 @@ struct ItemScope: Sendable {
             service: service, account: account, label: item.label,
             comment: attributes[KeychainAttributeName.comment],
             accessGroup: attributes[KeychainAttributeName.accessGroup],
+            accessibility: KeychainAccessibility(attributes: attributes),
             created: item.created, modified: item.modified, attributes: attributes)
     }
 }

@@ -91,6 +91,15 @@ extension LibSecret {
         }
     }
 
+    /// Locks every keyring, with the keys of their after-first-unlock items (secretd's
+    /// `Locking1.LockAll`).
+    static func lockAll() throws(KeychainError) {
+        try withService { service throws(KeychainError) in
+            _ = try callSecretd(
+                service, SecretServiceNames.Interface.locking, "LockAll", feature: "locking after-first-unlock items")
+        }
+    }
+
     /// Unlocks the collection behind `alias`: with `password`, through gnome-keyring's
     /// `UnlockWithMasterPassword` (served by secretd and gnome-keyring), sent encrypted in the
     /// session; without, through the provider's own prompt.

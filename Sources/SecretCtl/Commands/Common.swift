@@ -15,12 +15,30 @@ enum Common {
     static let label = LongOption<String?>("label", value: "TEXT", help: "The label keyring managers show.")
     /// `--group`, the access group an item is read from or written to.
     static let group = LongOption<String?>("group", value: "GROUP", help: "Use this access group.")
+    /// `--accessible CLASS`, the accessibility class an item is written with.
+    static let accessible = LongOption<String?>(
+        "accessible", value: "CLASS",
+        help: "When the item can be read: \(ItemAccessibility.names) (default: when-unlocked, or the access group's).")
     /// `--json`, for output a program reads.
     static let json = LongOption<Bool>("json", help: "Print JSON (keys are documented in secretctl(1)).")
 
-    /// The keychain of `service` (in `group`, when given); the library checks the names.
-    static func keychain(service: String, group: String?) throws(CommandLineError) -> Keychain {
-        try CommandLineError.keychain { () throws(KeychainError) in try Keychain(service: service, accessGroup: group) }
+    /// The keychain of `service` (in `group`, and writing the class `accessibility`, when
+    /// given); the library checks the names.
+    static func keychain(
+        service: String, group: String?, accessibility: KeychainAccessibility? = nil
+    ) throws(CommandLineError) -> Keychain {
+        try CommandLineError.keychain { () throws(KeychainError) in
+            try Keychain(service: service, accessGroup: group, accessibility: accessibility)
+        }
+    }
+
+    /// The class `--accessible` names, if given; a usage error of `verb` for an unknown one.
+    static func accessibility(_ parsed: ParsedCommand, verb: String) throws(CommandLineError) -> KeychainAccessibility? {
+        guard let name = parsed[accessible] else { return nil }
+        guard let accessibility = KeychainAccessibility(name: name) else {
+            throw .usage("--accessible takes one of \(ItemAccessibility.names)", command: verb)
+        }
+        return accessibility
     }
 
     /// The error for an item that is not there: exit status 1, naming it.

@@ -4,16 +4,19 @@ import Keychain
 import KeychainCore
 
 /// `secretctl export FILE`: every item this process can see, sealed under a passphrase in
-/// ``ExportFile``'s format.
+/// ``ExportFile``'s format; items of a device-only class only when asked.
 enum ExportCommand: Verb {
     /// `FILE`, created with mode 0600.
     static let file = Positional<String>("FILE", help: "The file to create (mode 0600).")
     /// `--force`: overwrite FILE.
     static let force = LongOption<Bool>("force", help: "Overwrite FILE if it exists.")
+    /// `--include-device-only`: export items whose class says they stay on this machine.
+    static let includeDeviceOnly = LongOption<Bool>(
+        "include-device-only", help: "Also export items of the classes *-device-only, which otherwise stay on this machine.")
 
     static let spec = CommandSpec(
         name: "export", abstract: "Write every item you can see to FILE, encrypted with a passphrase.",
-        arguments: [file], options: [force],
+        arguments: [file], options: [force, includeDeviceOnly],
         examples: ["secretctl export keyring.export          # asks for a passphrase twice"])
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
@@ -26,7 +29,9 @@ enum ExportCommand: Verb {
         guard locked == 0 else {
             throw .failure("\(locked) items are in a locked keyring; unlock it (secretctl unlock) and retry", status: .locked)
         }
-        let items = matches.compactMap { match in
+        let deviceOnly = matches.filter { ItemAccessibility(attributes: $0.attributes).isDeviceOnly }.count
+        let exported = parsed[Self.includeDeviceOnly] ? matches : matches.filter { !ItemAccessibility(attributes: $0.attributes).isDeviceOnly }
+        let items = exported.compactMap { match in
             match.secret.map { ExportFile.Item(label: match.label, attributes: match.attributes, secret: $0) }
         }
         let sealed = try ExportFile.seal(items, passphrase: try ExportPassphrase.read(confirm: true))
@@ -39,5 +44,8 @@ enum ExportCommand: Verb {
         let written = sealed.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
         guard written == sealed.count else { throw .failure("cannot write \(path)", status: .failed) }
         Terminal.writeOutput("exported \(items.count) items to \(path)\n")
+        if deviceOnly > 0 && !parsed[Self.includeDeviceOnly] {
+            Terminal.writeOutput("left out \(deviceOnly) device-only items (--include-device-only exports them)\n")
+        }
     }
 }

@@ -34,7 +34,7 @@ enum Output {
     static func describe(_ item: KeychainItem) -> [String: Any?] {
         [
             "service": item.service, "account": item.account, "label": item.label, "comment": item.comment,
-            "group": item.accessGroup, "created": item.created.formatted(.iso8601),
+            "group": item.accessGroup, "accessible": item.accessibility.name, "created": item.created.formatted(.iso8601),
             "modified": item.modified.formatted(.iso8601),
         ]
     }

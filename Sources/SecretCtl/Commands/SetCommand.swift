@@ -11,10 +11,11 @@ enum SetCommand: Verb {
 
     static let spec = CommandSpec(
         name: "set", abstract: "Store a secret (typed without echo, or read from standard input).",
-        arguments: [Common.service, Common.account], options: [Common.label, comment, Common.group],
+        arguments: [Common.service, Common.account], options: [Common.label, comment, Common.group, Common.accessible],
         examples: [
             "secretctl set com.example.mail alice          # asks for the secret",
             "printf %s \"$TOKEN\" | secretctl set ci.deploy bot   # from a script",
+            "secretctl set --accessible after-first-unlock com.example.sync token   # readable behind the screen lock",
         ])
 
     /// Parses as ``spec`` says; a third argument is most likely the secret itself, so the error
@@ -30,7 +31,9 @@ enum SetCommand: Verb {
     }
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
-        let keychain = try Common.keychain(service: parsed[Common.service], group: parsed[Common.group])
+        let keychain = try Common.keychain(
+            service: parsed[Common.service], group: parsed[Common.group],
+            accessibility: try Common.accessibility(parsed, verb: spec.name))
         let account = parsed[Common.account]
         var secret = try Terminal.readSecret(limit: Keychain.maximumValueSize)
         defer { secret.wipe() }

@@ -1,18 +1,18 @@
 import Keychain
 
-/// `secretctl show SERVICE ACCOUNT`: an item's label, comment, group and dates; the secret
+/// `secretctl show SERVICE ACCOUNT`: an item's label, comment, group, class and dates; the secret
 /// only with `--reveal`.
 enum ShowCommand: Verb {
     /// `--reveal`: print the secret too.
     static let reveal = LongOption<Bool>("reveal", help: "Also print the secret.")
 
     static let spec = CommandSpec(
-        name: "show", abstract: "Show an item's label, comment, group and dates (the secret with --reveal).",
+        name: "show", abstract: "Show an item's label, comment, group, class and dates (the secret with --reveal).",
         arguments: [Common.service, Common.account], options: [Common.group, Common.json, reveal],
         examples: ["secretctl show com.example.mail alice"])
 
     /// The order of the fields in the text output (JSON has its keys sorted).
-    private static let fieldOrder = ["service", "account", "label", "comment", "group", "created", "modified", "secret"]
+    private static let fieldOrder = ["service", "account", "label", "comment", "group", "accessible", "created", "modified", "secret"]
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
         let keychain = try Common.keychain(service: parsed[Common.service], group: parsed[Common.group])

@@ -14,12 +14,15 @@ enum StoreCommand: Verb {
 
     static let spec = CommandSpec(
         name: "store", abstract: "As secret-tool store: store a secret under exactly these attributes.",
-        arguments: [Common.pairs], options: [label, collection],
+        arguments: [Common.pairs], options: [label, collection, Common.accessible],
         examples: ["printf %s \"$PW\" | secretctl store --label=\"Mail\" service imap user alice"])
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
         guard let label = parsed[Self.label] else { throw .usage("--label is required", command: spec.name) }
-        let attributes = try Common.attributes(fromPairs: parsed[Common.pairs], verb: spec.name)
+        var attributes = try Common.attributes(fromPairs: parsed[Common.pairs], verb: spec.name)
+        if let accessibility = try Common.accessibility(parsed, verb: spec.name) {
+            attributes[KeychainAttributeName.accessibility] = accessibility.name
+        }
         var secret = try Terminal.readSecret(limit: Keychain.maximumValueSize)
         defer { secret.wipe() }
         let value = secret
