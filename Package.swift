@@ -41,6 +41,11 @@ let package = Package(
             providers: [.apt(["libassuan-dev"])]),
         // libFuzzer's driver entry point; only the fuzz build (`make fuzz`) links libFuzzer.
         .systemLibrary(name: "CFuzzer"),
+        // libtss2 (ESYS, the TCTI loader, marshalling, response codes); pkg-config's tss2-esys
+        // gives the include path, module.modulemap links the rest.
+        .systemLibrary(
+            name: "CTSS2", pkgConfig: "tss2-esys",
+            providers: [.apt(["libtss2-dev"])]),
 
         // MARK: D-Bus values as Swift data, and their one bridge to GVariant (secretd, the
         // library beside libsecret, the test support and the benchmark build messages with it)
@@ -71,6 +76,11 @@ let package = Package(
         // MARK: Cryptography (libgcrypt): secure memory, Argon2id, AES-GCM, the session's DH and AES-CBC
         .target(
             name: "SecretCrypto", dependencies: ["CGcrypt"],
+            swiftSettings: strictSettings),
+
+        // MARK: Sealing a keyring's master key to a TPM 2.0 (libtss2), for unlocking without a password
+        .target(
+            name: "TPMSealing", dependencies: ["CTSS2", "SecretCrypto"],
             swiftSettings: strictSettings),
 
         // MARK: secretd's storage (SQLite, sealed with SecretCrypto; no D-Bus)
@@ -119,6 +129,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "SecretCryptoTests", dependencies: ["SecretCrypto"],
+            swiftSettings: strictSettings),
+        // Against a real swtpm per test (swtpm, swtpm-tools and tpm2-tools in DEB_TEST).
+        .testTarget(
+            name: "TPMSealingTests", dependencies: ["KeychainTestSupport", "SecretCrypto", "TPMSealing"],
             swiftSettings: strictSettings),
         // Fixtures/: a database written by each schema version, for the migration tests.
         .testTarget(
