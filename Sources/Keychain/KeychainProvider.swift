@@ -175,6 +175,32 @@ package enum KeychainProvider {
     /// Whether a PIN is set, and how many wrong PINs it still takes.
     package static func pinStatus() throws(KeychainError) -> (set: Bool, triesLeft: Int) { try LibSecret.pinStatus() }
 
+    // MARK: - The TPM slot (secretd)
+
+    /// The login keyring's TPM slot, as secretd reports it.
+    package struct TPMStatus: Equatable, Sendable {
+        /// Whether the keyring has one.
+        package var enrolled: Bool
+        /// The PCRs it is bound to.
+        package var pcrs: [Int]
+        /// The TCTI secretd reaches the TPM through (`default`: libtss2's choice).
+        package var tcti: String
+        /// Why the slot did not unlock the keyring at secretd's start; empty when it did.
+        package var lastFailure: String
+    }
+
+    /// Seals the login keyring's key to the TPM (bound to `pcrs`, when any), so that secretd
+    /// unlocks the keyring when it starts; the login `password` proves the person may.
+    package static func enrollTPM(password: [UInt8], pcrs: [Int]) throws(KeychainError) {
+        try LibSecret.enrollTPM(password.withUnsafeBytes { SecretBuffer(copying: $0) }, pcrs: pcrs)
+    }
+
+    /// Drops the TPM slot; false when there was none.
+    package static func removeTPM() throws(KeychainError) -> Bool { try LibSecret.removeTPM() }
+
+    /// The TPM slot's state.
+    package static func tpmStatus() throws(KeychainError) -> TPMStatus { try LibSecret.tpmStatus() }
+
     // MARK: - App keys (secretd)
 
     /// A key secretd made for a sandboxed app through the desktop portal (the app's file

@@ -82,6 +82,8 @@ package enum SecretServiceNames {
         /// secretd's own interface for locking every keyring with the keys of its
         /// after-first-unlock items (`secretctl lock --all`; see secretd(1)).
         package static let locking = "io.github.secretd.Locking1"
+        /// secretd's own interface for the login keyring's TPM slot (`secretctl tpm`; see secretd(1)).
+        package static let tpm = "io.github.secretd.TPM1"
         /// The standard properties interface.
         package static let properties = "org.freedesktop.DBus.Properties"
         /// The standard peer interface (`Ping`).

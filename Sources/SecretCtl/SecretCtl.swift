@@ -30,6 +30,7 @@ public enum SecretCtl {
         GroupsCommand.self,
         AppKeysCommand.self,
         PinCommand.self,
+        TpmCommand.self,
         SetupCommand.self,
         CompletionsCommand.self,
     ]

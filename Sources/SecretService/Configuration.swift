@@ -29,6 +29,11 @@ public struct Configuration: Equatable, Sendable {
         CallerIdentity(kind: .exe, name: "/usr/libexec/xdg-desktop-portal"),
     ]
 
+    /// How secretd reaches the TPM of the login keyring's TPM slot (`secretctl tpm enroll`): a
+    /// libtss2 TCTI configuration such as `device:/dev/tpmrm0`; nil (the default) lets libtss2
+    /// choose (`/dev/tpmrm0`, then `/dev/tpm0`, …).
+    public var tpmTCTI: String?
+
     /// The defaults.
     public init() {}
 
@@ -72,6 +77,12 @@ public struct Configuration: Equatable, Sendable {
                     throw ConfigurationError(file: file, line: index + 1, message: "pinentry takes an absolute path")
                 }
                 configuration.pinentry = parts[1]
+            case "tpm-tcti":
+                guard !parts[1].contains(where: \.isWhitespace) else {
+                    throw ConfigurationError(
+                        file: file, line: index + 1, message: "tpm-tcti takes a TCTI such as device:/dev/tpmrm0 or swtpm:port=2321")
+                }
+                configuration.tpmTCTI = parts[1]
             case "portal-frontends":
                 let names = parts[1].split(separator: ",", omittingEmptySubsequences: false)
                 let frontends = names.compactMap { CallerIdentity(parsing: $0.trimmingWhitespace) }

@@ -79,6 +79,8 @@ public final class Daemon: BusHandler {
     let itemsSchedule = ItemsSchedule()
     /// The login keyring's PIN slot, in memory only.
     let quickUnlock: QuickUnlock
+    /// Why the TPM slot did not unlock the login keyring at start (nil: it did, or there is none).
+    var tpmFailure: String?
     /// The portal frontend's requests waiting for the person to unlock the keyring, by handle.
     var portalRequests: [String: PortalRequest] = [:]
     /// systemd-logind's sleep and screen-lock signals, when secretd.conf asks to lock on them.
@@ -398,6 +400,8 @@ public final class Daemon: BusHandler {
             return handleAppKeys(call)
         case (.service, Introspection.quickUnlock):
             return handleQuickUnlock(call)
+        case (.service, Introspection.tpm):
+            return handleTPM(call)
         case (.service, Introspection.locking):
             guard call.method == "LockAll" else { return .failure(.noSuchObject("no method \(call.method)")) }
             lockAll(reason: "on request", keepingAfterFirstUnlock: false)
@@ -519,7 +523,7 @@ public final class Daemon: BusHandler {
         switch ObjectPaths.parse(path) {
         case .service:
             return [Introspection.service, Introspection.gnomeExtension, Introspection.accessGroups, Introspection.importing,
-                    Introspection.appKeys, Introspection.quickUnlock, Introspection.locking]
+                    Introspection.appKeys, Introspection.quickUnlock, Introspection.locking, Introspection.tpm]
         case .collection, .alias: return [Introspection.collection]
         case .item: return [Introspection.item]
         case .session: return [Introspection.session]

@@ -21,6 +21,8 @@ enum Introspection {
     static let quickUnlock = SecretServiceNames.Interface.quickUnlock
     /// secretd's own: lock every keyring, after-first-unlock items too.
     static let locking = SecretServiceNames.Interface.locking
+    /// secretd's own: the login keyring's TPM slot.
+    static let tpm = SecretServiceNames.Interface.tpm
     /// The desktop portal's Secret backend, and its request handles.
     static let portalSecret = PortalNames.secretInterface
     static let portalRequest = PortalNames.requestInterface
@@ -59,6 +61,14 @@ enum Introspection {
             Method(name: "Delete", arguments: [Argument(name: "app_id", type: "s")], results: [Argument(name: "deleted", type: "b")]),
         ]),
         BusInterface(name: locking, methods: [Method(name: "LockAll")]),
+        BusInterface(name: tpm, methods: [
+            Method(name: "Enroll", arguments: [Argument(name: "pcrs", type: "au"), Argument(name: "login_password", type: secret)]),
+            Method(name: "Remove", results: [Argument(name: "removed", type: "b")]),
+            Method(name: "GetStatus", results: [
+                Argument(name: "enrolled", type: "b"), Argument(name: "pcrs", type: "au"), Argument(name: "tcti", type: "s"),
+                Argument(name: "last_failure", type: "s"),
+            ]),
+        ]),
         BusInterface(name: quickUnlock, methods: [
             Method(name: "SetPin", arguments: [Argument(name: "login_password", type: secret), Argument(name: "pin", type: secret)]),
             Method(name: "ClearPin", results: [Argument(name: "was_set", type: "b")]),

@@ -12,7 +12,7 @@ extension Store {
         /// Last change, seconds since 1970.
         public var modified: UInt64
         /// A random identity that binds the collection's sealed data to it.
-        var uuid: [UInt8]
+        package var uuid: [UInt8]
     }
 }
 

@@ -17,6 +17,9 @@ import SecretStore
 // It starts its own file by its real path, so that ps, top and systemd show "secretd", not "exe".
 if getenv("G_SLICE") == nil {
     setenv("G_SLICE", "always-malloc", 1)
+    // libtss2 prints its own ERROR lines for failures secretd reports itself (a changed PCR,
+    // another machine's slot); its log stays off unless asked for.
+    setenv("TSS2_LOG", "all+NONE", 0)
     execv(OwnExecutable.path ?? "/proc/self/exe", CommandLine.unsafeArgv)
 }
 
@@ -155,6 +158,8 @@ if let password = unlock ? readPassword() : credentialPassword() {
         fail("cannot unlock the login keyring: \(error)")
     }
 }
+
+daemon.unlockLoginWithTPM()
 
 do {
     try daemon.start(

@@ -39,6 +39,16 @@ import Testing
         }
     }
 
+    @Test("tpm-tcti: a TCTI configuration, libtss2's default when not set")
+    func tpmTCTI() throws {
+        #expect(Configuration().tpmTCTI == nil)
+        #expect(try Configuration.parse("tpm-tcti = swtpm:path=/run/swtpm/tpm", file: "f").tpmTCTI == "swtpm:path=/run/swtpm/tpm")
+        #expect(throws: ConfigurationError(
+            file: "f", line: 1, message: "tpm-tcti takes a TCTI such as device:/dev/tpmrm0 or swtpm:port=2321")) {
+            try Configuration.parse("tpm-tcti = device: /dev/tpmrm0", file: "f")
+        }
+    }
+
     @Test("unknown settings and bad values are errors naming file and line")
     func errors() {
         #expect(throws: ConfigurationError(file: "f", line: 2, message: "unknown setting 'lock-after'")) {

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import SecretCrypto
 import Testing
 

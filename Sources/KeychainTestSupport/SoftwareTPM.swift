@@ -1,11 +1,10 @@
-import Foundation
+public import Foundation
 import Glibc
-import KeychainTestSupport
 
 /// Why a software TPM could not be set up; the test fails with this message.
-struct SoftwareTPMError: Error, CustomStringConvertible {
+public struct SoftwareTPMError: Error, CustomStringConvertible {
     /// What went wrong.
-    let description: String
+    public let description: String
 
     init(_ description: String) { self.description = description }
 }
@@ -14,20 +13,20 @@ struct SoftwareTPMError: Error, CustomStringConvertible {
 /// serving TCP on 127.0.0.1 (TPM on ``port``, control channel on port + 1), already started up
 /// (`startup-clear`). It runs under SupervisedProcess's watchdog, so it ends with the test
 /// process even when a test crashes; ``stop()`` ends it and removes its directory.
-final class SoftwareTPM: @unchecked Sendable {
+public final class SoftwareTPM: @unchecked Sendable {
     /// The directory holding the TPM's state (its seeds) and swtpm's log.
-    let directory: URL
+    public let directory: URL
     /// The TPM's TCP port.
-    let port: Int
+    public let port: Int
     private let process: SupervisedProcess
 
     /// The TCTI configuration libtss2 reaches this TPM with.
-    var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
+    public var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
 
     /// Starts a new TPM (its own seeds, so keys sealed by another one do not load here).
     /// - Throws: When swtpm is not installed (Debian's swtpm, in the Makefile's DEB_TEST) or does
     ///   not start listening within 10 seconds.
-    init() throws {
+    public init() throws {
         guard let swtpm = Self.executable("swtpm") else {
             throw SoftwareTPMError(
                 "swtpm is not installed: the TPM sealing tests need Debian's swtpm, swtpm-tools and tpm2-tools (make deps)")
@@ -62,13 +61,13 @@ final class SoftwareTPM: @unchecked Sendable {
     deinit { stop() }
 
     /// Ends swtpm and removes its state. Idempotent.
-    func stop() {
+    public func stop() {
         process.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 
     /// Runs `body` with a new TPM, stopped afterwards whatever happens.
-    static func with<T>(_ body: (SoftwareTPM) throws -> T) throws -> T {
+    public static func with<T>(_ body: (SoftwareTPM) throws -> T) throws -> T {
         let tpm = try SoftwareTPM()
         defer { tpm.stop() }
         return try body(tpm)
@@ -78,7 +77,7 @@ final class SoftwareTPM: @unchecked Sendable {
 
     /// Runs one of tpm2-tools against this TPM (`TPM2TOOLS_TCTI`); its standard output.
     @discardableResult
-    func tool(_ arguments: [String]) throws -> String {
+    public func tool(_ arguments: [String]) throws -> String {
         guard let path = Self.executable(arguments[0]) else {
             throw SoftwareTPMError("\(arguments[0]) is not installed: the TPM sealing tests need Debian's tpm2-tools")
         }
@@ -92,13 +91,13 @@ final class SoftwareTPM: @unchecked Sendable {
     }
 
     /// Extends SHA-256 PCR `index` with a digest of its own, so it no longer holds its value.
-    func extendPCR(_ index: Int) throws {
+    public func extendPCR(_ index: Int) throws {
         try tool(["tpm2_pcrextend", "\(index):sha256=" + String(repeating: "5a", count: 32)])
     }
 
     /// The handles of the transient objects and of the sessions loaded in the TPM (empty when
     /// everything has been flushed).
-    func loadedHandles() throws -> [String] {
+    public func loadedHandles() throws -> [String] {
         (try tool(["tpm2_getcap", "handles-transient"]) + tool(["tpm2_getcap", "handles-loaded-session"]))
             .split(separator: "\n").map { String($0) }.filter { $0.hasPrefix("- ") }
     }
@@ -115,7 +114,7 @@ final class SoftwareTPM: @unchecked Sendable {
     }
 
     /// A TCP port on 127.0.0.1 that is free, and whose successor is free too.
-    static func freePortPair() throws -> Int {
+    public static func freePortPair() throws -> Int {
         for _ in 0..<20 {
             let first = try bind(port: 0)
             defer { close(first.socket) }

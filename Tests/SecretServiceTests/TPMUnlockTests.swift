@@ -1,0 +1,138 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// The login keyring's TPM slot against a real software TPM (swtpm): `secretctl tpm enroll`
+/// needs the login password; then secretd unlocks the keyring when it starts, with no password;
+/// a changed PCR, another machine's TPM, a damaged slot file or no TPM leave it locked with a
+/// clear message, and the password still opens it; `secretctl tpm remove` ends it.
+@Suite struct TPMUnlockTests {
+    static let password = "login-password"
+    static let login = "/org/freedesktop/secrets/collection/login"
+
+    static func isLocked(_ fixture: SecretdFixture) throws -> Bool {
+        try fixture.call(login, "org.freedesktop.DBus.Properties", "Get", "('org.freedesktop.Secret.Collection', 'Locked')") == "(<true>,)"
+    }
+
+    static func secretctl(_ fixture: SecretdFixture, _ arguments: [String], input: String? = nil) throws -> CommandResult {
+        try fixture.run([SecretdFixture.secretctlPath] + arguments, input: input)
+    }
+
+    /// Restarts secretd with no password at all: only the TPM slot can unlock the keyring.
+    static func restart(_ daemon: inout SupervisedProcess, _ fixture: SecretdFixture) throws {
+        daemon.stop()
+        daemon = try fixture.start([], input: nil)
+    }
+
+    @Test("enroll needs the password; then each start unlocks the keyring from the TPM alone; remove ends it")
+    func enrollAndStart() throws {
+        let tpm = try SoftwareTPM()
+        defer { tpm.stop() }
+        let fixture = try SecretdFixture()
+        try fixture.writeConfiguration("tpm-tcti = \(tpm.tcti)\n")
+        var daemon = try fixture.start()
+        defer { daemon.stop() }
+        #expect(try Self.secretctl(fixture, ["tpm", "status"]).text == "no TPM slot (TCTI \(tpm.tcti))\n")
+        #expect(try Self.secretctl(fixture, ["set", "com.example.db", "app"], input: "db-secret").status == 0)
+
+        // A wrong password enrolls nothing.
+        let wrong = try Self.secretctl(fixture, ["tpm", "enroll"], input: "not-the-password\n")
+        #expect(wrong.status == 4, "\(wrong.errorOutput)")
+        let slotFile = fixture.dataDirectory.appendingPathComponent("login-keyring.tpm")
+        #expect(!FileManager.default.fileExists(atPath: slotFile.path))
+        try fixture.passwordClock.advance(by: 1.01)
+        let enrolled = try Self.secretctl(fixture, ["tpm", "enroll"], input: Self.password + "\n")
+        #expect(enrolled.status == 0, "\(enrolled.errorOutput) \(daemon.log)")
+        #expect(enrolled.errorOutput.contains("sealed to this machine's TPM"))
+        let mode = try FileManager.default.attributesOfItem(atPath: slotFile.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let json = try Self.secretctl(fixture, ["tpm", "status", "--json"]).text
+        #expect(json == "{\"enrolled\":true,\"last_failure\":null,\"pcrs\":[],\"tcti\":\"\(tpm.tcti)\"}\n", "\(json)")
+        // Neither the master key nor the password is in the file.
+        let fileBytes = try Data(contentsOf: slotFile)
+        #expect(fileBytes.range(of: Data(Self.password.utf8)) == nil)
+
+        // Restarts with no password: unlocked by the TPM, twice.
+        for _ in 0..<2 {
+            try Self.restart(&daemon, fixture)
+            #expect(try !Self.isLocked(fixture), "\(daemon.log)")
+            #expect(try Self.secretctl(fixture, ["get", "com.example.db", "app"]).text == "db-secret")
+            #expect(daemon.log.contains("unlocked the login keyring with the TPM (bound to no PCR)"))
+        }
+        #expect(try tpm.loadedHandles().isEmpty)
+
+        // Removed: the next start leaves the keyring locked; the password opens it.
+        #expect(try Self.secretctl(fixture, ["tpm", "remove"]).errorOutput.contains("TPM slot removed"))
+        #expect(!FileManager.default.fileExists(atPath: slotFile.path))
+        #expect(try Self.secretctl(fixture, ["tpm", "remove"]).errorOutput.contains("no TPM slot"))
+        try Self.restart(&daemon, fixture)
+        #expect(try Self.isLocked(fixture))
+        #expect(try Self.secretctl(fixture, ["unlock", "--password-stdin"], input: Self.password).status == 0)
+        #expect(!daemon.log.contains("db-secret") && !daemon.log.contains(Self.password))
+    }
+
+    @Test("a changed PCR, another TPM, a damaged slot file or no TPM leave the keyring locked with a clear message; the password still works")
+    func failures() throws {
+        let tpm = try SoftwareTPM()
+        defer { tpm.stop() }
+        let fixture = try SecretdFixture()
+        try fixture.writeConfiguration("tpm-tcti = \(tpm.tcti)\n")
+        var daemon = try fixture.start()
+        defer { daemon.stop() }
+        let badList = try Self.secretctl(fixture, ["tpm", "enroll", "--pcrs", "7,24"], input: Self.password + "\n")
+        #expect(badList.status == 2 && badList.errorOutput.contains("0 to 23"), "\(badList.errorOutput)")
+        let enrolled = try Self.secretctl(fixture, ["tpm", "enroll", "--pcrs", "16,7"], input: Self.password + "\n")
+        #expect(enrolled.status == 0, "\(enrolled.errorOutput)")
+        #expect(try Self.secretctl(fixture, ["tpm", "status"]).text == "TPM slot enrolled, bound to PCR 7, 16 (TCTI \(tpm.tcti))\n")
+        try Self.restart(&daemon, fixture)
+        #expect(try !Self.isLocked(fixture), "\(daemon.log)")
+
+        // PCR 16 moves on: the slot no longer opens; the keyring stays locked and says why.
+        try tpm.extendPCR(16)
+        try Self.restart(&daemon, fixture)
+        #expect(try Self.isLocked(fixture))
+        #expect(daemon.log.contains("a PCR the slot is bound to changed"), "\(daemon.log)")
+        let status = try Self.secretctl(fixture, ["tpm", "status"]).text
+        #expect(status.contains("at start: a PCR the slot is bound to changed") && status.contains("secretctl tpm enroll"), "\(status)")
+        #expect(try Self.secretctl(fixture, ["unlock", "--password-stdin"], input: Self.password).status == 0)
+        // Enrolled again at the new value, it opens again.
+        #expect(try Self.secretctl(fixture, ["tpm", "enroll", "--pcrs", "7,16"], input: Self.password + "\n").status == 0)
+        try Self.restart(&daemon, fixture)
+        #expect(try !Self.isLocked(fixture), "\(daemon.log)")
+
+        // Another machine: the same files, another TPM.
+        let other = try SoftwareTPM()
+        defer { other.stop() }
+        try fixture.writeConfiguration("tpm-tcti = \(other.tcti)\n")
+        try Self.restart(&daemon, fixture)
+        #expect(try Self.isLocked(fixture))
+        #expect(daemon.log.contains("sealed by another TPM"), "\(daemon.log)")
+        #expect(try Self.secretctl(fixture, ["unlock", "--password-stdin"], input: Self.password).status == 0)
+
+        // No TPM at all: a clear message at start, and from enroll.
+        try fixture.writeConfiguration("tpm-tcti = swtpm:host=127.0.0.1,port=\(try SoftwareTPM.freePortPair())\n")
+        try Self.restart(&daemon, fixture)
+        #expect(try Self.isLocked(fixture))
+        #expect(daemon.log.contains("no TPM answers at"), "\(daemon.log)")
+        #expect(try Self.secretctl(fixture, ["unlock", "--password-stdin"], input: Self.password).status == 0)
+        let noTPM = try Self.secretctl(fixture, ["tpm", "enroll"], input: Self.password + "\n")
+        #expect(noTPM.status != 0 && noTPM.errorOutput.contains("no TPM answers at") && noTPM.errorOutput.contains("tpm-tcti"),
+                "\(noTPM.errorOutput)")
+
+        // A damaged slot file: refused, named, nothing else changes.
+        try fixture.writeConfiguration("tpm-tcti = \(tpm.tcti)\n")
+        let slotFile = fixture.dataDirectory.appendingPathComponent("login-keyring.tpm")
+        var bytes = try Data(contentsOf: slotFile)
+        bytes[bytes.count - 3] ^= 0x40
+        try bytes.write(to: slotFile)
+        try Self.restart(&daemon, fixture)
+        #expect(try Self.isLocked(fixture))
+        #expect(daemon.log.contains("the TPM did not unlock the login keyring"), "\(daemon.log)")
+        try Data("not a slot".utf8).write(to: slotFile)
+        try Self.restart(&daemon, fixture)
+        #expect(try Self.isLocked(fixture))
+        #expect(daemon.log.contains("login-keyring.tpm is not a TPM slot"), "\(daemon.log)")
+        #expect(try Self.secretctl(fixture, ["unlock", "--password-stdin"], input: Self.password).status == 0)
+        #expect(try tpm.loadedHandles().isEmpty)
+    }
+}
