@@ -42,6 +42,9 @@ PACKAGES=$PACKAGES,openssh-server,openssh-client,sshpass,procps,python3,util-lin
 # The clients checked, and what secretd, secretctl and the helper link.
 PACKAGES=$PACKAGES,libsecret-tools,python3-keyring,python3-secretstorage,git,pinentry-tty
 PACKAGES=$PACKAGES,libsecret-1-0,libglib2.0-0,libgcrypt20,libsqlite3-0,libassuan0
+PACKAGES=$PACKAGES,libtss2-esys-3.0.2-0,libtss2-tctildr0,libtss2-mu0,libtss2-rc0,libtss2-sys1
+# A software TPM for the TPM slot (the machine has no TPM of its own).
+PACKAGES=$PACKAGES,swtpm
 # The keyring secretd replaces, as a GNOME desktop has it, and dex to run its XDG autostart
 # entries as a desktop session manager would.
 PACKAGES=$PACKAGES,gnome-keyring,libpam-gnome-keyring,dex

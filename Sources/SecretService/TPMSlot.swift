@@ -13,22 +13,22 @@ public import TPMSealing
 /// with PCRs only while they hold their values of the enrolment. The sealed master key is
 /// bound to its collection's random identity, so the file of another keyring does not open
 /// this one.
-struct TPMSlot: Equatable {
+package struct TPMSlot: Equatable {
     /// The file in the data directory.
-    static let fileName = "login-keyring.tpm"
+    package static let fileName = "login-keyring.tpm"
     /// The first bytes of the file, with its version.
     private static let magic = Array("secretd tpm slot\n".utf8) + [1]
 
     /// The slot key, sealed to the TPM.
-    let sealedSlotKey: TPMSealedKey
+    package let sealedSlotKey: TPMSealedKey
     /// The master key, sealed under the slot key.
-    let wrappedMasterKey: [UInt8]
+    package let wrappedMasterKey: [UInt8]
 
     /// The PCRs the slot is bound to (none: the TPM alone).
-    var pcrs: [Int] { sealedSlotKey.pcrs }
+    package var pcrs: [Int] { sealedSlotKey.pcrs }
 
     /// What made a slot unusable, for the log and `secretctl tpm status`.
-    enum Failure: Error, Equatable, CustomStringConvertible {
+    package enum Failure: Error, Equatable, CustomStringConvertible {
         /// The TPM said no, or is not there.
         case tpm(TPMError)
         /// The file is not a slot, or not this keyring's.
@@ -36,7 +36,7 @@ struct TPMSlot: Equatable {
         /// The file cannot be read or written.
         case io(String)
 
-        var description: String {
+        package var description: String {
             switch self {
             case .tpm(.policyMismatch):
                 return "a PCR the slot is bound to changed since it was enrolled (another boot chain or firmware); "
@@ -100,14 +100,14 @@ struct TPMSlot: Equatable {
 
     /// The file's bytes: the magic with its version, then the sealed slot key and the wrapped
     /// master key, each preceded by its length (UInt32, big-endian).
-    var serialized: [UInt8] {
+    package var serialized: [UInt8] {
         func length(_ bytes: [UInt8]) -> [UInt8] { withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { Array($0) } }
         let sealed = sealedSlotKey.serialized
         return Self.magic + length(sealed) + sealed + length(wrappedMasterKey) + wrappedMasterKey
     }
 
     /// The slot in `bytes`; `.malformed` for anything else.
-    init(serialized bytes: [UInt8]) throws(Failure) {
+    package init(serialized bytes: [UInt8]) throws(Failure) {
         guard bytes.starts(with: Self.magic) else { throw .malformed("it does not start as one") }
         var offset = Self.magic.count
         func part() throws(Failure) -> [UInt8] {

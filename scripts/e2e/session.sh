@@ -272,6 +272,19 @@ portal_app() {
     check "portal: the app reads its secret back from the restarted secretd" lookup_in_app
 }
 
+# The TPM slot: enrolled with the login password (on stdin) in a login session.
+tpm_enrolled() {
+    local out
+    out=$(secretctl tpm status --json) || return 1
+    case $out in *'"enrolled":true'*) return 0 ;; esac
+    echo "secretctl tpm status --json: $out"
+    return 1
+}
+tpm_enroll() {
+    check "tpm: secretctl tpm enroll (the login password on stdin)" expect_status 0 bash -c 'printf "%s\n" "$1" | secretctl tpm enroll' _ "$1"
+    check "tpm: secretctl tpm status shows the slot" tpm_enrolled
+}
+
 # su - alice from this (bob's) session, typing alice's password at su's prompt, while alice has
 # no session of her own: pam_systemd creates no session inside bob's, so alice gets no user
 # manager, no /run/user/UID and no bus, and pam_secretd has nobody to hand the password to
