@@ -120,7 +120,7 @@ let package = Package(
         // Replays fuzz inputs through the parsers of outside input; drives libFuzzer in the
         // fuzz build (`make fuzz`; see "Fuzzing" in README.md).
         .executableTarget(
-            name: "keychain-fuzz", dependencies: ["CFuzzer", "DBusValues", "GnomeKeyringFormat", "KeychainCore", "SecretCrypto", "SecretCtl", "SecretService", "SecretStore"],
+            name: "keychain-fuzz", dependencies: ["CFuzzer", "DBusValues", "GnomeKeyringFormat", "KeychainCore", "SecretCrypto", "SecretCtl", "SecretService", "SecretStore", "TPMSealing"],
             swiftSettings: strictSettings),
 
         // MARK: Test support and tests
