@@ -98,6 +98,12 @@ let package = Package(
             name: "GnomeKeyringFormat", dependencies: ["SecretCrypto"],
             swiftSettings: strictSettings),
 
+        // MARK: Sync between machines (issue 24): the repository's item files, the merge rule, the
+        // hybrid logical clock, and the git transport; no D-Bus
+        .target(
+            name: "SecretSync", dependencies: ["KeychainCore", "ProcessSpawning", "SecretCrypto", "SecretStore"],
+            swiftSettings: strictSettings),
+
         // MARK: The command line (SecretCrypto for export files; not SecretStore, so secretctl
         // does not load SQLite)
         .target(
@@ -133,6 +139,9 @@ let package = Package(
         // Against a real swtpm per test (swtpm, swtpm-tools and tpm2-tools in DEB_TEST).
         .testTarget(
             name: "TPMSealingTests", dependencies: ["KeychainTestSupport", "SecretCrypto", "TPMSealing"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "SecretSyncTests", dependencies: ["KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretSync"],
             swiftSettings: strictSettings),
         // Fixtures/: a database written by each schema version, for the migration tests.
         .testTarget(

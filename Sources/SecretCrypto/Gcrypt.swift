@@ -444,6 +444,46 @@ public enum Gcrypt {
         }
     }
 
+    // MARK: - X25519 (RFC 7748), for sync devices' key agreement
+
+    /// Length of X25519 private and public keys, and of their shared secret.
+    public static let x25519Length = 32
+
+    /// The X25519 public key of `privateKey` (32 bytes, as ``randomKey(count:)`` makes them).
+    public static func x25519PublicKey(of privateKey: SecureBytes) throws(CryptoError) -> [UInt8] {
+        try x25519Multiply(privateKey, by: nil).withBytes { Array($0) }
+    }
+
+    /// The secret `privateKey` shares with the holder of `peerPublicKey`, in secure memory;
+    /// `.invalidInput` for a public key of the wrong size or of low order (an all-zero result).
+    public static func x25519SharedSecret(_ privateKey: SecureBytes, peerPublicKey: [UInt8]) throws(CryptoError) -> SecureBytes {
+        guard peerPublicKey.count == x25519Length else { throw .invalidInput("an X25519 public key has 32 bytes") }
+        let shared = try x25519Multiply(privateKey, by: peerPublicKey)
+        guard shared.withBytes({ $0.contains { $0 != 0 } }) else { throw .invalidInput("the X25519 public key is of low order") }
+        return shared
+    }
+
+    /// `scalar` times `point` on Curve25519 (the base point when nil).
+    private static func x25519Multiply(_ scalar: SecureBytes, by point: [UInt8]?) throws(CryptoError) -> SecureBytes {
+        initialize()
+        guard scalar.count == x25519Length else { throw .invalidInput("an X25519 private key has 32 bytes") }
+        let result = SecureBytes(count: x25519Length)
+        let error: gcry_error_t = result.withMutableBytes { output in
+            scalar.withBytes { scalarBytes in
+                let scalarPointer = scalarBytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                let outputPointer = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                guard let point else {
+                    return gcry_ecc_mul_point(Int32(GCRY_ECC_CURVE25519.rawValue), outputPointer, scalarPointer, nil)
+                }
+                return point.withUnsafeBufferPointer {
+                    gcry_ecc_mul_point(Int32(GCRY_ECC_CURVE25519.rawValue), outputPointer, scalarPointer, $0.baseAddress)
+                }
+            }
+        }
+        guard error == 0 else { throw .library("x25519: \(describe(error))") }
+        return result
+    }
+
     private static func describe(_ error: gcry_error_t) -> String {
         String(cString: gcry_strerror(error))
     }

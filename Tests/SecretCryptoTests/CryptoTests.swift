@@ -35,6 +35,28 @@ import Testing
         }
     }
 
+    @Test("X25519 matches RFC 7748 §6.1; a low-order or short public key is refused")
+    func x25519() throws {
+        func bytes(_ hex: String) -> [UInt8] {
+            stride(from: 0, to: hex.count, by: 2).map { UInt8(hex.dropFirst($0).prefix(2), radix: 16)! }
+        }
+        let alice = SecureBytes(bytes("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a"))
+        let bob = SecureBytes(bytes("5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb"))
+        let alicePublic = try Gcrypt.x25519PublicKey(of: alice)
+        let bobPublic = try Gcrypt.x25519PublicKey(of: bob)
+        #expect(hex(alicePublic) == "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a")
+        #expect(hex(bobPublic) == "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f")
+        let shared = "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742"
+        #expect(hex(try Gcrypt.x25519SharedSecret(alice, peerPublicKey: bobPublic)) == shared)
+        #expect(hex(try Gcrypt.x25519SharedSecret(bob, peerPublicKey: alicePublic)) == shared)
+        #expect(throws: CryptoError.invalidInput("the X25519 public key is of low order")) {
+            try Gcrypt.x25519SharedSecret(alice, peerPublicKey: [UInt8](repeating: 0, count: 32))
+        }
+        #expect(throws: CryptoError.invalidInput("an X25519 public key has 32 bytes")) {
+            try Gcrypt.x25519SharedSecret(alice, peerPublicKey: [1, 2, 3])
+        }
+    }
+
     @Test("AES-256-GCM matches NIST test case 14, and tampering is detected")
     func gcmVector() throws {
         let key = SecureBytes([UInt8](repeating: 0, count: 32))

@@ -1,0 +1,36 @@
+/// Why a file of the sync repository was refused. Nothing local changes for a refused file;
+/// messages never contain a secret or a label.
+public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Not an item file of this format (wrong magic or version, truncated, extra bytes).
+    case malformed(String)
+    /// The file's name is not the item id its header names: it was renamed or moved.
+    case renamed(file: String)
+    /// The file belongs to another vault (another user's, or another keyring's).
+    case foreignVault(file: String)
+    /// The file does not open under the vault key it names: altered, or made with a key this
+    /// device does not have.
+    case tampered(file: String)
+    /// It was sealed with a key generation this device was never given (after it was removed
+    /// from the vault, every new item is).
+    case unknownKeyGeneration(file: String, generation: UInt32)
+    /// An older version of the item from the same device than one already seen: a file put
+    /// back by the remote.
+    case replayed(file: String)
+    /// git could not reach the remote, or failed (its last lines of output; never a secret,
+    /// as the repository holds none).
+    case transport(String)
+
+    /// A one-line description.
+    public var description: String {
+        switch self {
+        case .malformed(let what): return "not a sync item file: \(what)"
+        case .renamed(let file): return "\(file) was renamed: its name is not the item it holds"
+        case .foreignVault(let file): return "\(file) belongs to another vault"
+        case .tampered(let file): return "\(file) was altered, or sealed with a key this device does not have"
+        case .unknownKeyGeneration(let file, let generation):
+            return "\(file) is sealed with vault key \(generation), which this device was not given"
+        case .replayed(let file): return "\(file) is an older version of the item than one already seen (replayed)"
+        case .transport(let message): return message
+        }
+    }
+}

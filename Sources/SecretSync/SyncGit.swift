@@ -1,0 +1,163 @@
+public import FoundationEssentials
+import Glibc
+import ProcessSpawning
+
+/// The sync repository's transport: a clone of the user's git remote, driven through the
+/// user's own `git`, so their ssh keys, known hosts and credential helpers apply. git carries
+/// files and nothing else: each round makes the working tree exactly the remote's branch,
+/// the caller (which keeps the local truth) writes what should change, and it is committed
+/// and pushed; a push the remote refuses because another machine pushed first is reported, and
+/// the caller starts the round again.
+///
+/// git never asks anything on a terminal (`GIT_TERMINAL_PROMPT=0`, ssh in batch mode), so a
+/// remote that wants a password fails at once with git's own message instead of hanging.
+public final class SyncGit {
+    /// The working clone (created 0700).
+    public let directory: URL
+    /// The remote, as git takes it: a path, `ssh://…`, `user@host:path`, `https://…`.
+    public let remote: String
+    /// The branch that holds the vault.
+    public let branch: String
+
+    /// What a publish did.
+    public enum Publication: Equatable, Sendable {
+        /// The changes are on the remote.
+        case pushed
+        /// There was nothing to commit.
+        case unchanged
+        /// The remote has commits this clone has not seen: synchronize and try again.
+        case rejected
+    }
+
+    /// A clone of `remote` kept in `directory`, on `branch`.
+    public init(directory: URL, remote: String, branch: String = "main") {
+        self.directory = directory
+        self.remote = remote
+        self.branch = branch
+    }
+
+    /// Makes the working tree the remote branch as it is now (empty when the remote has no
+    /// such branch yet), cloning first when there is no clone. Local changes not published are
+    /// dropped: the caller writes them again.
+    public func synchronize() throws(SyncError) {
+        if !FileManager.default.fileExists(atPath: directory.appendingPathComponent(".git").path) {
+            try Self.makeFolder(directory, private: true)
+            try git(["init", "--quiet", "--initial-branch", branch])
+            try git(["remote", "add", "origin", remote])
+        } else {
+            try git(["remote", "set-url", "origin", remote])
+        }
+        try git(["fetch", "--quiet", "--prune", "origin"])
+        if try gitSucceeds(["rev-parse", "--verify", "--quiet", "refs/remotes/origin/\(branch)"]) {
+            try git(["checkout", "--quiet", "-B", branch, "refs/remotes/origin/\(branch)"])
+            try git(["reset", "--quiet", "--hard", "refs/remotes/origin/\(branch)"])
+        } else {
+            // An empty remote: start the branch with no commit, and no files.
+            try git(["checkout", "--quiet", "--orphan", "\(branch)-new-\(getpid())"])
+            _ = try? git(["branch", "--quiet", "-D", branch])
+            try git(["branch", "--quiet", "-m", branch])
+            try git(["rm", "-r", "--quiet", "--cached", "--ignore-unmatch", "."])
+        }
+        try git(["clean", "--quiet", "-d", "-x", "--force"])
+    }
+
+    /// The files directly in `folder` of the working tree, by name.
+    public func files(in folder: String) -> [String: [UInt8]] {
+        let url = directory.appendingPathComponent(folder)
+        var found: [String: [UInt8]] = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] where !name.hasPrefix(".") {
+            if let data = FileManager.default.contents(atPath: url.appendingPathComponent(name).path) { found[name] = Array(data) }
+        }
+        return found
+    }
+
+    /// Writes `bytes` to `path` (relative to the working tree), creating its folder.
+    public func write(_ bytes: [UInt8], to path: String) throws(SyncError) {
+        let url = directory.appendingPathComponent(path)
+        try Self.makeFolder(url.deletingLastPathComponent(), private: false)
+        guard FileManager.default.createFile(atPath: url.path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
+            throw .transport("cannot write \(path) in \(directory.path)")
+        }
+    }
+
+    /// Removes `path` from the working tree; nothing when it is not there.
+    public func remove(_ path: String) {
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent(path))
+    }
+
+    /// Commits every change of the working tree and pushes it.
+    public func publish(message: String) throws(SyncError) -> Publication {
+        try git(["add", "--all"])
+        if try gitSucceeds(["diff", "--cached", "--quiet"]), try gitSucceeds(["rev-parse", "--verify", "--quiet", "HEAD"]) {
+            return .unchanged
+        }
+        try git(["-c", "user.name=secretd", "-c", "user.email=secretd@localhost", "-c", "commit.gpgsign=false",
+                 "commit", "--quiet", "--allow-empty", "--no-verify", "-m", message])
+        let (status, output) = try run(["push", "--quiet", "--porcelain", "--no-verify", "origin", "HEAD:refs/heads/\(branch)"])
+        if status == 0 { return .pushed }
+        if output.contains("[rejected]") || output.contains("non-fast-forward") || output.contains("fetch first") { return .rejected }
+        throw .transport("git push to \(remote) failed: \(Self.lastLines(output))")
+    }
+
+    // MARK: - Running git
+
+    /// The environment git runs in: the user's, so their ssh agent, keys and helpers apply,
+    /// with no question on a terminal and git's messages in English.
+    private static var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["GIT_TERMINAL_PROMPT"] = "0"
+        environment["GIT_SSH_COMMAND"] = environment["GIT_SSH_COMMAND"] ?? "ssh -o BatchMode=yes"
+        environment["LC_ALL"] = "C"
+        return environment
+    }
+
+    @discardableResult
+    private func git(_ arguments: [String]) throws(SyncError) -> String {
+        let (status, output) = try run(arguments)
+        guard status == 0 else {
+            throw .transport("git \(arguments.first ?? "") failed (\(status)) for the remote \(remote): \(Self.lastLines(output))")
+        }
+        return output
+    }
+
+    private func gitSucceeds(_ arguments: [String]) throws(SyncError) -> Bool { try run(arguments).status == 0 }
+
+    /// Runs `git -C directory arguments`; its exit status and what it printed (both streams).
+    private func run(_ arguments: [String]) throws(SyncError) -> (status: Int32, output: String) {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw .transport("cannot make a pipe for git") }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }  // the child gets its copies by dup2
+        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        let spawned = ProcessSpawning.spawn(
+            ["git", "-C", directory.path] + arguments, environment: Self.environment,
+            descriptors: [(0, null), (1, ends[1]), (2, ends[1])])
+        close(ends[1])
+        close(null)
+        guard case .success(let pid) = spawned else {
+            close(ends[0])
+            throw .transport("cannot run git (is it installed?)")
+        }
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(ends[0], $0.baseAddress, $0.count) }
+            if count > 0 { output += buffer[0..<count] } else if count == 0 || errno != EINTR { break }
+        }
+        close(ends[0])
+        return (ProcessSpawning.waitForExit(pid), String(decoding: output, as: UTF8.self))
+    }
+
+    private static func makeFolder(_ url: URL, private isPrivate: Bool) throws(SyncError) {
+        do {
+            try FileManager.default.createDirectory(
+                at: url, withIntermediateDirectories: true, attributes: isPrivate ? [.posixPermissions: 0o700] : nil)
+        } catch {
+            throw .transport("cannot create \(url.path)")
+        }
+    }
+
+    private static func lastLines(_ output: String) -> String {
+        output.split(separator: "\n").suffix(3).joined(separator: " / ")
+    }
+}
+

@@ -1,0 +1,106 @@
+import Foundation
+import KeychainTestSupport
+import SecretCrypto
+import SecretStore
+import Testing
+
+@testable import SecretSync
+
+/// The git transport against a real bare repository on a local path, with two clones standing
+/// for two machines: what one publishes the other sees; a push after another machine's is
+/// refused and goes through after a new round; the remote holds ciphertext only.
+@Suite struct SyncGitTests {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("secretsync-git-\(UUID().uuidString)")
+
+    func bareRemote() throws -> String {
+        let remote = root.appendingPathComponent("remote.git")
+        try FileManager.default.createDirectory(at: remote, withIntermediateDirectories: true)
+        let made = try CommandResult.run(["git", "init", "--quiet", "--bare", remote.path], environment: ["PATH": "/usr/bin:/bin"], scratch: root, timeout: 30)
+        #expect(made.status == 0, "\(made.errorOutput)")
+        return remote.path
+    }
+
+    @Test("two machines: publish, see, a refused push after the other's, a new round, nothing to publish")
+    func twoMachines() throws {
+        let remote = try bareRemote()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let laptop = SyncGit(directory: root.appendingPathComponent("laptop"), remote: remote)
+        let desktop = SyncGit(directory: root.appendingPathComponent("desktop"), remote: remote)
+        try laptop.synchronize()
+        #expect(laptop.files(in: "items").isEmpty)
+        let mode = try FileManager.default.attributesOfItem(atPath: laptop.directory.path)[.posixPermissions] as? Int
+        #expect(mode == 0o700)
+        try laptop.write([1, 2, 3], to: "items/aa")
+        #expect(try laptop.publish(message: "laptop") == .pushed)
+        #expect(try laptop.publish(message: "again") == .unchanged)
+
+        try desktop.synchronize()
+        #expect(desktop.files(in: "items") == ["aa": [1, 2, 3]])
+
+        // Both change something; the laptop pushes first, so the desktop's push is refused.
+        try laptop.write([4], to: "items/bb")
+        try desktop.write([5], to: "items/cc")
+        #expect(try laptop.publish(message: "laptop 2") == .pushed)
+        #expect(try desktop.publish(message: "desktop") == .rejected)
+        // A new round: the remote's files, without what the desktop had not published ...
+        try desktop.synchronize()
+        #expect(desktop.files(in: "items") == ["aa": [1, 2, 3], "bb": [4]])
+        // ... which it writes again, and now pushes; deletes travel too.
+        try desktop.write([5], to: "items/cc")
+        desktop.remove("items/aa")
+        #expect(try desktop.publish(message: "desktop 2") == .pushed)
+        try laptop.synchronize()
+        #expect(laptop.files(in: "items") == ["bb": [4], "cc": [5]])
+    }
+
+    @Test("a remote that is not there is a clear error, at once; a clone stays usable after it")
+    func missingRemote() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let missing = root.appendingPathComponent("nothing.git").path
+        let clone = SyncGit(directory: root.appendingPathComponent("clone"), remote: missing)
+        let started = Date()
+        do {
+            try clone.synchronize()
+            Issue.record("synchronize with no remote succeeded")
+        } catch {
+            #expect("\(error)".contains("git fetch failed"), "\(error)")
+            #expect("\(error)".contains(missing) || "\(error)".contains("does not appear to be a git repository"), "\(error)")
+        }
+        #expect(Date().timeIntervalSince(started) < 10)
+        // The remote appears: the same clone works.
+        let remote = try bareRemote()
+        let fixed = SyncGit(directory: clone.directory, remote: remote)
+        try fixed.synchronize()
+        try fixed.write([9], to: "items/dd")
+        #expect(try fixed.publish(message: "first") == .pushed)
+    }
+
+    @Test("the remote's objects hold no label, attribute value or secret of a synced item")
+    func onlyCiphertext() throws {
+        let remote = try bareRemote()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let vault = SyncIDs.random()
+        let key = Gcrypt.randomKey()
+        let clone = SyncGit(directory: root.appendingPathComponent("clone"), remote: remote)
+        try clone.synchronize()
+        for index in 0..<20 {
+            let item = SyncItem(
+                contents: ItemContents(
+                    label: "Label-\(index)-visible", attributes: ["service": "svc-\(index)-visible", "account": "acct-visible"],
+                    secret: SecureBytes(Array("secret-\(index)-visible".utf8)), contentType: "text/plain"),
+                created: 1, modified: 2)
+            let header = SyncHeader(vault: vault, item: SyncIDs.random(), timestamp: SyncTimestamp(milliseconds: UInt64(index)),
+                                    device: SyncIDs.random(), deleted: false, keyGeneration: 1)
+            let record = try SyncRecord.seal(item, header: header, key: key)
+            try clone.write(record.bytes, to: "items/" + header.fileName)
+        }
+        #expect(try clone.publish(message: "twenty items") == .pushed)
+        // Every object of the bare repository, uncompressed by git itself.
+        let objects = try CommandResult.run(
+            ["sh", "-c", "git -C \"$1\" cat-file --batch-all-objects --batch", "sh", remote], environment: ["PATH": "/usr/bin:/bin"],
+            scratch: root, timeout: 30)
+        #expect(objects.status == 0 && objects.text.contains("tree"), "\(objects.errorOutput)")
+        #expect(!objects.text.contains("visible"))
+        #expect(objects.text.contains("secretd@localhost"))  // the commits name no person
+    }
+}
