@@ -1,0 +1,228 @@
+public import SecretCrypto
+
+/// Sync rounds and the vault's membership, over a ``SyncGit`` clone. Every operation starts
+/// from the remote as it is (``SyncGit/synchronize()``), changes files, and publishes; a push
+/// refused because another machine pushed first is done again from the new remote, up to
+/// ``attempts`` times.
+public enum SyncEngine {
+    /// How many times an operation is tried against a remote that keeps moving.
+    public static let attempts = 8
+
+    /// What one round did.
+    public struct Report: Sendable {
+        /// Versions that arrived and won: the caller makes its items so (nil item: deleted).
+        public var accepted: [(header: SyncHeader, item: SyncItem?)] = []
+        /// Local versions (held, or among the changes) that lost to an arrived one: the caller
+        /// keeps what its item holds now as the item's history before it takes the arrived one.
+        public var replacedLocal: [SyncHeader] = []
+        /// Arrived versions that lost to the local one: the caller keeps them as history.
+        public var lostArrived: [(header: SyncHeader, item: SyncItem?)] = []
+        /// Files refused, and why; nothing local changed for them.
+        public var refused: [SyncError] = []
+        /// How many local versions were published.
+        public var published = 0
+    }
+
+    // MARK: - Membership
+
+    /// Starts a vault on an empty remote, with this machine as its only device.
+    public static func create(on git: SyncGit, identity: SyncIdentity, clock: HybridLogicalClock) throws(SyncError) -> SyncVault {
+        var vault = SyncVault(id: SyncIDs.random(), identity: identity, clock: clock)
+        let key = Gcrypt.randomKey()
+        vault.keys[1] = key
+        try attempt(git) { () throws(SyncError) in
+            guard git.files(in: ".")[SyncVault.vaultFile] == nil else { throw .malformed("the remote holds a vault already; join it instead") }
+            try git.write(SyncVault.vaultMagic + vault.id, to: SyncVault.vaultFile)
+            try git.write(identity.device.entry, to: "\(SyncVault.devicesFolder)/\(SyncIDs.hex(identity.device.id))")
+            try git.write(try SyncKeyWrap.wrap(key, generation: 1, vault: vault.id, for: identity.device),
+                          to: "\(SyncVault.keysFolder(1))/\(SyncIDs.hex(identity.device.id))")
+            return "a new vault"
+        }
+        return vault
+    }
+
+    /// Asks to join the vault on the remote: this machine waits in `pending/` until an existing
+    /// device approves it; returns its state (no keys yet) and the code both machines show.
+    public static func join(on git: SyncGit, identity: SyncIdentity, clock: HybridLogicalClock) throws(SyncError) -> (SyncVault, code: String) {
+        var found: [UInt8] = []
+        try attempt(git) { () throws(SyncError) in
+            found = try vaultID(in: git)
+            try git.write(identity.device.entry, to: "\(SyncVault.pendingFolder)/\(SyncIDs.hex(identity.device.id))")
+            return "device \(SyncIDs.hex(identity.device.id)) asks to join"
+        }
+        return (SyncVault(id: found, identity: identity, clock: clock), identity.device.code(in: found))
+    }
+
+    /// The devices waiting for approval, with the code each shows.
+    public static func pending(on git: SyncGit, vault: SyncVault) throws(SyncError) -> [(device: SyncDevice, code: String)] {
+        try git.synchronize()
+        return try git.files(in: SyncVault.pendingFolder).sorted { $0.key < $1.key }.map { (name, bytes) throws(SyncError) in
+            let device = try SyncDevice(entry: bytes, fileName: name)
+            return (device, device.code(in: vault.id))
+        }
+    }
+
+    /// Approves the waiting device `id` (hex): every key generation this machine has is wrapped
+    /// for it, and it becomes a device of the vault.
+    public static func approve(_ id: String, on git: SyncGit, vault: SyncVault) throws(SyncError) {
+        try attempt(git) { () throws(SyncError) in
+            guard let entry = git.files(in: SyncVault.pendingFolder)[id] else { throw .malformed("no device \(id) is waiting") }
+            let device = try SyncDevice(entry: entry, fileName: id)
+            for (generation, key) in vault.keys {
+                try git.write(try SyncKeyWrap.wrap(key, generation: generation, vault: vault.id, for: device),
+                              to: "\(SyncVault.keysFolder(generation))/\(id)")
+            }
+            try git.write(entry, to: "\(SyncVault.devicesFolder)/\(id)")
+            git.remove("\(SyncVault.pendingFolder)/\(id)")
+            return "approve device \(id)"
+        }
+    }
+
+    /// Removes device `id` (hex) and rotates the vault key: a new generation, wrapped for every
+    /// other device only, seals everything written from now on, so the removed device cannot
+    /// read it.
+    public static func remove(_ id: String, on git: SyncGit, vault: inout SyncVault) throws(SyncError) {
+        let generation = vault.generation + 1
+        let key = Gcrypt.randomKey()
+        let known = vault
+        try attempt(git) { () throws(SyncError) in
+            let devices = git.files(in: SyncVault.devicesFolder)
+            guard devices[id] != nil || git.files(in: SyncVault.pendingFolder)[id] != nil else { throw .malformed("no device \(id) in the vault") }
+            for (name, entry) in devices where name != id {
+                let device = try SyncDevice(entry: entry, fileName: name)
+                try git.write(try SyncKeyWrap.wrap(key, generation: generation, vault: known.id, for: device),
+                              to: "\(SyncVault.keysFolder(generation))/\(name)")
+            }
+            git.remove("\(SyncVault.devicesFolder)/\(id)")
+            git.remove("\(SyncVault.pendingFolder)/\(id)")
+            for old in known.keys.keys { git.remove("\(SyncVault.keysFolder(old))/\(id)") }
+            return "remove device \(id); vault key \(generation)"
+        }
+        vault.keys[generation] = key
+    }
+
+    // MARK: - A round
+
+    /// Brings the remote's versions in and this machine's out. `changes` are the local versions
+    /// made since the last round (``SyncVault/stamp(item:deleted:)`` headers); each competes with
+    /// what arrived for its item by the merge rule. Keys newly wrapped for this machine are taken
+    /// in first. On a throw nothing was published; the caller keeps its copy of `vault` from
+    /// before the call.
+    public static func round(
+        on git: SyncGit, vault: inout SyncVault, changes: [(header: SyncHeader, item: SyncItem?)]
+    ) throws(SyncError) -> Report {
+        var report = Report()
+        var pending = changes
+        for _ in 0..<attempts {
+            try git.synchronize()
+            guard try vaultID(in: git) == vault.id else { throw .foreignVault(file: SyncVault.vaultFile) }
+            takeKeys(from: git, into: &vault, report: &report)
+            guard vault.generation > 0 else { return report }  // waiting for approval
+            // What arrived.
+            for (name, bytes) in git.files(in: SyncVault.itemsFolder) {
+                merge(name, bytes, into: &vault, pending: &pending, report: &report)
+            }
+            // What goes out: the local versions that still win, sealed with the newest key.
+            for change in pending {
+                var header = change.header
+                header.keyGeneration = vault.generation
+                guard let key = vault.keys[header.keyGeneration] else { continue }
+                let record = try SyncRecord.seal(change.item, header: header, key: key)
+                try git.write(record.bytes, to: "\(SyncVault.itemsFolder)/\(header.fileName)")
+                vault.current[header.fileName] = header
+                vault.seen[header.fileName, default: [:]][SyncIDs.hex(header.device)] = header.timestamp
+            }
+            switch try git.publish(message: "secretd: \(pending.count) items from \(SyncIDs.hex(vault.identity.device.id))") {
+            case .pushed, .unchanged:
+                report.published = pending.count
+                return report
+            case .rejected:
+                continue  // another machine pushed first: again, from the new remote
+            }
+        }
+        throw .transport("the remote kept changing; tried \(attempts) times")
+    }
+
+    /// Takes in one arrived item file.
+    private static func merge(
+        _ name: String, _ bytes: [UInt8], into vault: inout SyncVault, pending: inout [(header: SyncHeader, item: SyncItem?)],
+        report: inout Report
+    ) {
+        let record: SyncRecord
+        do {
+            record = try SyncRecord(fileName: name, bytes: bytes, vault: vault.id)
+        } catch {
+            report.refused.append(error)
+            return
+        }
+        let arrived = record.header
+        let local = pending.firstIndex { $0.header.item == arrived.item }
+        let localHeader = local.map { pending[$0].header } ?? vault.current[name]
+        let seen = vault.seen[name]?[SyncIDs.hex(arrived.device)]
+        let decision = SyncMerge.decide(arrived: arrived, local: localHeader, seenFromDevice: seen)
+        if case .same = decision { return }
+        if case .refuse(let error) = decision {
+            report.refused.append(error)
+            return
+        }
+        let item: SyncItem?
+        do {
+            item = try record.open(with: vault.keys)
+        } catch {
+            report.refused.append(error)
+            return
+        }
+        vault.clock.observe(arrived.timestamp)
+        vault.seen[name, default: [:]][SyncIDs.hex(arrived.device)] = max(seen ?? .zero, arrived.timestamp)
+        switch decision {
+        case .take(let losing):
+            if let index = local {
+                report.replacedLocal.append(pending[index].header)
+                pending.remove(at: index)
+            } else if let losing {
+                report.replacedLocal.append(losing)
+            }
+            vault.current[name] = arrived
+            report.accepted.append((arrived, item))
+        case .keep:
+            report.lostArrived.append((arrived, item))
+        case .same, .refuse:
+            break
+        }
+    }
+
+    /// Unwraps every key generation the remote has for this machine.
+    private static func takeKeys(from git: SyncGit, into vault: inout SyncVault, report: inout Report) {
+        let me = SyncIDs.hex(vault.identity.device.id)
+        for generation in UInt32(1)...UInt32(max(vault.generation + 64, 64)) where vault.keys[generation] == nil {
+            guard let wrapped = git.files(in: SyncVault.keysFolder(generation))[me] else { continue }
+            do {
+                vault.keys[generation] = try SyncKeyWrap.unwrap(
+                    wrapped, generation: generation, vault: vault.id, identity: vault.identity,
+                    fileName: "\(SyncVault.keysFolder(generation))/\(me)")
+            } catch {
+                report.refused.append(error)
+            }
+        }
+    }
+
+    /// The vault id the remote's vault file names.
+    static func vaultID(in git: SyncGit) throws(SyncError) -> [UInt8] {
+        guard let bytes = git.files(in: ".")[SyncVault.vaultFile] else { throw .malformed("the remote holds no vault (secretctl sync init)") }
+        guard bytes.count == SyncVault.vaultMagic.count + 16, bytes.starts(with: SyncVault.vaultMagic) else {
+            throw .malformed("\(SyncVault.vaultFile) is not a vault file")
+        }
+        return Array(bytes.dropFirst(SyncVault.vaultMagic.count))
+    }
+
+    /// Runs `change` on the remote as it is and publishes it, again from the new remote when
+    /// another machine pushed first.
+    private static func attempt(_ git: SyncGit, _ change: () throws(SyncError) -> String) throws(SyncError) {
+        for _ in 0..<attempts {
+            try git.synchronize()
+            let message = try change()
+            if try git.publish(message: "secretd: \(message)") != .rejected { return }
+        }
+        throw .transport("the remote kept changing; tried \(attempts) times")
+    }
+}

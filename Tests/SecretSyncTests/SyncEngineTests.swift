@@ -1,0 +1,224 @@
+import Foundation
+import KeychainTestSupport
+import SecretCrypto
+import SecretStore
+import Testing
+
+@testable import SecretSync
+
+/// Three machines and a bare repository on a local path, each machine a clone with an in-memory
+/// keyring standing for secretd's: joining with approval and a code, items created, changed and
+/// deleted on each reaching the others, offline edits of one item converging to one winner with
+/// the loser in history, refused files changing nothing, a removed device unable to read what
+/// is written after its removal, and a remote that holds nothing readable.
+@Suite struct SyncEngineTests {
+    /// One machine: its clone, its vault state, its items (by sync id) and their history.
+    final class Machine {
+        let git: SyncGit
+        var vault: SyncVault
+        var items: [String: SyncItem] = [:]
+        var history: [String: [SyncItem]] = [:]
+        var changes: [(header: SyncHeader, item: SyncItem?)] = []
+        var refused: [SyncError] = []
+        let wall: Wall
+
+        final class Wall: @unchecked Sendable { var now: UInt64 = 1_796_000_000_000 }
+
+        init(git: SyncGit, vault: SyncVault, wall: Wall) {
+            self.git = git
+            self.vault = vault
+            self.wall = wall
+        }
+
+        /// A local write, stamped now; returns the item's id.
+        @discardableResult
+        func set(_ id: String?, label: String, secret: String) -> String {
+            let header = vault.stamp(item: id, deleted: false)
+            let item = SyncItem(
+                contents: ItemContents(label: label, attributes: ["service": "svc", "account": label],
+                                       secret: SecureBytes(Array(secret.utf8)), contentType: "text/plain"),
+                created: 1, modified: 2)
+            items[header.fileName] = item
+            changes.append((header, item))
+            return header.fileName
+        }
+
+        func delete(_ id: String) {
+            changes.append((vault.stamp(item: id, deleted: true), nil))
+            items[id] = nil
+        }
+
+        func sync() throws {
+            var copy = vault
+            let report = try SyncEngine.round(on: git, vault: &copy, changes: changes)
+            vault = copy
+            changes = []
+            for header in report.replacedLocal { if let held = items[header.fileName] { history[header.fileName, default: []].append(held) } }
+            for (header, item) in report.accepted { items[header.fileName] = item }
+            for (header, item) in report.lostArrived { if let item { history[header.fileName, default: []].append(item) } }
+            refused += report.refused
+        }
+
+        func secret(_ id: String) -> String? {
+            items[id].map { $0.contents.secret.withBytes { String(decoding: $0, as: UTF8.self) } }
+        }
+    }
+
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("secretsync-engine-\(UUID().uuidString)")
+
+    func remote() throws -> String {
+        let remote = root.appendingPathComponent("remote.git")
+        try FileManager.default.createDirectory(at: remote, withIntermediateDirectories: true)
+        #expect(try CommandResult.run(["git", "init", "--quiet", "--bare", remote.path], environment: ["PATH": "/usr/bin:/bin"],
+                                      scratch: root, timeout: 30).status == 0)
+        return remote.path
+    }
+
+    func clone(_ name: String, _ remote: String) -> SyncGit { SyncGit(directory: root.appendingPathComponent(name), remote: remote) }
+
+    func clock(_ wall: Machine.Wall) -> HybridLogicalClock { HybridLogicalClock(wallClock: { wall.now }) }
+
+    /// A vault on `remote` made by a first machine, and `others` joined and approved by it.
+    func machines(_ remote: String, others: [String]) throws -> [Machine] {
+        let wall = Machine.Wall()
+        let first = Machine(git: clone("laptop", remote), vault: try SyncEngine.create(
+            on: clone("laptop", remote), identity: try SyncIdentity.generate(), clock: clock(wall)), wall: wall)
+        var all = [first]
+        for name in others {
+            let wall = Machine.Wall()
+            let git = clone(name, remote)
+            let (vault, code) = try SyncEngine.join(on: git, identity: try SyncIdentity.generate(), clock: clock(wall))
+            let waiting = try SyncEngine.pending(on: first.git, vault: first.vault)
+            #expect(waiting.count == 1 && waiting[0].code == code, "the approving machine shows the joining one's code")
+            try SyncEngine.approve(SyncIDs.hex(waiting[0].device.id), on: first.git, vault: first.vault)
+            all.append(Machine(git: git, vault: vault, wall: wall))
+        }
+        return all
+    }
+
+    @Test("join with approval; items created, changed and deleted on each machine reach the others")
+    func createChangeDelete() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let remote = try remote()
+        let machines = try machines(remote, others: ["desktop", "server"])
+        let (laptop, desktop, server) = (machines[0], machines[1], machines[2])
+        // Before its approval is seen, a machine has no key; after its first round it has.
+        for machine in machines { try machine.sync() }
+        #expect(machines.allSatisfy { $0.vault.generation == 1 })
+
+        let mail = laptop.set(nil, label: "mail", secret: "m1")
+        let vpn = desktop.set(nil, label: "vpn", secret: "v1")
+        try laptop.sync()
+        try desktop.sync()   // its push is after the laptop's: refused once, merged, pushed
+        try server.sync()
+        try laptop.sync()
+        for machine in machines {
+            #expect(machine.secret(mail) == "m1" && machine.secret(vpn) == "v1")
+        }
+        server.set(mail, label: "mail", secret: "m2")
+        try server.sync()
+        desktop.delete(vpn)
+        try desktop.sync()
+        for machine in machines { try machine.sync() }
+        for machine in machines {
+            #expect(machine.secret(mail) == "m2")
+            #expect(machine.items[vpn] == nil)
+            #expect(machine.refused.isEmpty, "\(machine.refused)")
+        }
+    }
+
+    @Test("the same item changed on two machines offline converges to one winner everywhere, the loser in history")
+    func offlineConflict() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let remote = try remote()
+        let machines = try machines(remote, others: ["desktop", "server"])
+        let (laptop, desktop, server) = (machines[0], machines[1], machines[2])
+        let token = laptop.set(nil, label: "token", secret: "t0")
+        for machine in machines { try machine.sync() }
+        // Offline: the laptop edits first, the desktop a second later; the laptop syncs first.
+        laptop.set(token, label: "token", secret: "from laptop")
+        desktop.wall.now += 1_000
+        desktop.set(token, label: "token", secret: "from desktop")
+        try laptop.sync()
+        try desktop.sync()
+        for machine in machines { try machine.sync() }
+        for machine in machines {
+            #expect(machine.secret(token) == "from desktop")
+        }
+        let laptopHistory = laptop.history[token]?.map { $0.contents.secret.withBytes { String(decoding: $0, as: UTF8.self) } }
+        let desktopHistory = desktop.history[token]?.map { $0.contents.secret.withBytes { String(decoding: $0, as: UTF8.self) } }
+        #expect(laptopHistory?.contains("from laptop") == true, "\(String(describing: laptopHistory))")
+        #expect(desktopHistory?.contains("from laptop") == true, "\(String(describing: desktopHistory))")
+        _ = server
+    }
+
+    @Test("a tampered, replayed or foreign file is refused and changes nothing; a removed device cannot read what comes after")
+    func refusalsAndRemoval() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let remote = try remote()
+        let machines = try machines(remote, others: ["desktop", "server"])
+        let (laptop, desktop, server) = (machines[0], machines[1], machines[2])
+        let note = laptop.set(nil, label: "note", secret: "n1")
+        for machine in machines { try machine.sync() }
+        let first = try #require(laptop.git.files(in: "items")[note])
+        laptop.set(note, label: "note", secret: "n2")
+        try laptop.sync()
+        for machine in machines { try machine.sync() }
+
+        // The remote's host puts the first version back (a replay), alters a byte of another
+        // file, renames one and adds one from another vault.
+        let host = clone("host", remote)
+        try host.synchronize()
+        try host.write(first, to: "items/\(note)")
+        let other = server.set(nil, label: "other", secret: "o1")
+        try server.sync()
+        try host.synchronize()
+        var altered = try #require(host.files(in: "items")[other])
+        altered[altered.count - 1] ^= 1
+        try host.write(first, to: "items/\(note)")
+        try host.write(altered, to: "items/\(other)")
+        try host.write(first, to: "items/" + SyncIDs.hex(SyncIDs.random()))
+        let foreign = try SyncRecord.seal(nil, header: SyncHeader(
+            vault: SyncIDs.random(), item: SyncIDs.random(), timestamp: SyncTimestamp(milliseconds: 1), device: SyncIDs.random(),
+            deleted: true, keyGeneration: 1), key: Gcrypt.randomKey())
+        try host.write(foreign.bytes, to: "items/\(foreign.header.fileName)")
+        #expect(try host.publish(message: "the host meddles") == .pushed)
+        desktop.refused = []
+        try desktop.sync()
+        // Nothing changed: the note keeps its second version, and the altered item never arrived.
+        #expect(desktop.secret(note) == "n2" && desktop.items[other] == nil && server.secret(other) == "o1")
+        let reasons = desktop.refused.map { "\($0)" }.joined(separator: "\n")
+        #expect(reasons.contains("replayed") && reasons.contains("altered") && reasons.contains("renamed")
+                && reasons.contains("another vault"), "\(reasons)")
+
+        // The server is removed: the vault key rotates; what the laptop writes next, the server
+        // cannot read, while the desktop can.
+        try SyncEngine.remove(SyncIDs.hex(server.vault.identity.device.id), on: laptop.git, vault: &laptop.vault)
+        #expect(laptop.vault.generation == 2)
+        let secretAfter = laptop.set(nil, label: "after removal", secret: "a1")
+        try laptop.sync()
+        try desktop.sync()
+        server.refused = []
+        try server.sync()
+        #expect(desktop.secret(secretAfter) == "a1")
+        #expect(server.secret(secretAfter) == nil)
+        #expect(server.vault.generation == 1)
+        #expect(server.refused.contains(.unknownKeyGeneration(file: secretAfter, generation: 2)), "\(server.refused)")
+    }
+
+    @Test("the remote's objects hold no label, attribute value or secret after a few rounds")
+    func remoteLearnsNothing() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let remote = try remote()
+        let machines = try machines(remote, others: ["desktop"])
+        for index in 0..<10 { machines[index % 2].set(nil, label: "label\(index)visible", secret: "secret\(index)visible") }
+        for machine in machines { try machine.sync() }
+        try machines[0].sync()
+        let objects = try CommandResult.run(
+            ["sh", "-c", "git -C \"$1\" cat-file --batch-all-objects --batch", "sh", remote], environment: ["PATH": "/usr/bin:/bin"],
+            scratch: root, timeout: 30)
+        #expect(objects.status == 0 && objects.text.contains("items"))
+        #expect(!objects.text.contains("visible") && !objects.text.contains("svc"))
+        #expect(machines[1].items.count == 10)
+    }
+}
