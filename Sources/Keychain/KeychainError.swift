@@ -68,6 +68,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .noSuchKeyring(let alias): return "no keyring has the alias '\(alias)'"
         case .notSupported(let feature): return "the provider does not support \(feature)"
         case .protocolError(let reason): return "the provider broke the Secret Service protocol: \(reason)"
+        // org.freedesktop.DBus.Error.Failed: the provider's own words say it all.
+        case .backend("g-dbus-error-quark", 0, let message) where !message.isEmpty: return message
         case .backend(let domain, let code, let message): return "\(domain) error \(code): \(message)"
         }
     }

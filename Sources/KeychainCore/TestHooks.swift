@@ -4,4 +4,7 @@ package enum TestHooks {
     /// Names a file holding a number of seconds that secretd's password clock runs ahead of the
     /// system clock, so a test steps over the wait after a wrong password instead of sleeping.
     package static let passwordClockOffsetFile = "SECRETD_TEST_CLOCK_OFFSET_FILE"
+    /// Seconds secretd waits for the TPM before it gives up (instead of 20), so a test of a
+    /// TPM that never answers does not wait that long.
+    package static let tpmTimeout = "SECRETD_TEST_TPM_TIMEOUT"
 }

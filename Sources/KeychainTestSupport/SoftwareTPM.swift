@@ -6,7 +6,7 @@ public struct SoftwareTPMError: Error, CustomStringConvertible {
     /// What went wrong.
     public let description: String
 
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }
 
 /// A software TPM of one test's own: swtpm with its state in a fresh temporary directory,

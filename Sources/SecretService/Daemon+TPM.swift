@@ -4,8 +4,11 @@
 // password and no password file; `secretctl tpm remove` drops the slot.
 
 import KeychainCore
+import Dispatch
+import Glibc
 import SecretCrypto
 import SecretStore
+import Synchronization
 import TPMSealing
 import DBusValues
 
@@ -14,13 +17,7 @@ extension Daemon {
         guard isUnconfinedHostClient(call.sender) else {
             return .failure(.forbidden("only unconfined clients outside a sandbox may manage the TPM slot"))
         }
-        let args = call.arguments
         switch call.method {
-        case "Enroll":
-            guard case .array(_, let values) = args[0] else { return .failure(.invalidArgs("pcrs is au")) }
-            let pcrs = values.compactMap(\.uint32).map(Int.init)
-            return decodeSecret(args[1], from: call.sender).flatMap { password, _ in enrollTPM(password: password, pcrs: pcrs) }
-                .map { .tuple([]) }
         case "Remove":
             do {
                 let removed = try TPMSlot.remove(from: options.dataDirectory)
@@ -50,48 +47,122 @@ extension Daemon {
     /// The TCTI secretd reaches the TPM through, as `tpm-tcti` names it.
     private var tctiName: String { options.configuration.tpmTCTI ?? "default" }
 
-    /// Seals the login keyring's master key to the TPM, once `password` proves the person knows
-    /// the login password (with the same waits after wrong passwords as unlocking): whoever sits
-    /// at an unlocked session must not be able to make the keyring open without a password.
-    private func enrollTPM(password: SecureBytes, pcrs: [Int]) -> Result<Void, SecretServiceError> {
-        guard pcrs.allSatisfy((0...23).contains) else { return .failure(.invalidArgs("PCRs are 0 to 23")) }
-        guard let login = try? store.collection(named: Self.loginName) else {
-            return .failure(.failed("there is no login keyring to enroll"))
+    /// `Enroll`: seals the login keyring's master key to the TPM, once the login password
+    /// proves the person knows it (with the same waits after wrong passwords as unlocking):
+    /// whoever sits at an unlocked session must not be able to make the keyring open without a
+    /// password. The TPM works on a thread of its own; the call is answered when it is done, or
+    /// after ``tpmTimeout`` with an error naming the TPM.
+    func enrollTPM(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+        guard isUnconfinedHostClient(call.sender) else {
+            return reply(.failure(.forbidden("only unconfined clients outside a sandbox may manage the TPM slot")))
         }
-        return checkPassword(password, of: login, purpose: " (enrolling the TPM)").flatMap { itemKeys in
-            guard let master = itemKeys.master else { return .failure(.isLocked("the keyring is locked")) }
-            do throws(TPMSlot.Failure) {
-                let slot = try TPMSlot.enroll(masterKey: master, of: login, pcrs: pcrs, tcti: options.configuration.tpmTCTI)
+        guard case .array(_, let values) = call.arguments[0] else { return reply(.failure(.invalidArgs("pcrs is au"))) }
+        let pcrs = values.compactMap(\.uint32).map(Int.init)
+        guard pcrs.allSatisfy((0...23).contains) else { return reply(.failure(.invalidArgs("PCRs are 0 to 23"))) }
+        guard let login = try? store.collection(named: Self.loginName) else {
+            return reply(.failure(.failed("there is no login keyring to enroll")))
+        }
+        let checked = decodeSecret(call.arguments[1], from: call.sender).flatMap { password, _ in
+            checkPassword(password, of: login, purpose: " (enrolling the TPM)")
+        }
+        guard case .success(let itemKeys) = checked, let master = itemKeys.master else {
+            if case .failure(let error) = checked { return reply(.failure(error)) }
+            return reply(.failure(.isLocked("the keyring is locked")))
+        }
+        let (tcti, directory) = (options.configuration.tpmTCTI, options.dataDirectory)
+        Self.onTPMThread({ () -> Result<TPMSlot, TPMSlot.Failure> in
+            Result { () throws(TPMSlot.Failure) -> TPMSlot in
+                let slot = try TPMSlot.enroll(masterKey: master, of: login, pcrs: pcrs, tcti: tcti)
                 // The new slot must open before it replaces the old one.
-                guard try slot.open(for: login, tcti: options.configuration.tpmTCTI).constantTimeEquals(master) else {
-                    return .failure(.failed("the TPM gave back another key; nothing was enrolled"))
+                guard try slot.open(for: login, tcti: tcti).constantTimeEquals(master) else {
+                    throw .io("the TPM gave back another key; nothing was enrolled")
                 }
-                try slot.save(in: options.dataDirectory)
+                return slot
+            }
+        }) { [weak self] outcome in
+            guard let self else { return }
+            do throws(TPMSlot.Failure) {
+                guard let outcome else { throw .io(Self.noAnswer(tcti)) }
+                try outcome.get().save(in: directory)
             } catch {
                 Log.warning("cannot enroll the TPM: \(error)")
-                return .failure(.failed(Self.tpmAdvice(error)))
+                return reply(.failure(.failed(Self.tpmAdvice(error))))
             }
-            tpmFailure = nil
+            self.tpmFailure = nil
             Log.info("sealed the login keyring's key to the TPM (\(Self.describe(pcrs))); secretd unlocks it at start")
-            return .success(())
+            reply(.success(.tuple([])))
         }
     }
 
     /// Unlocks the login keyring from its TPM slot, if it has one and is locked; before
-    /// ``start``. A slot that does not open is logged with what to do, and the keyring stays
-    /// locked: its password still opens it.
+    /// ``start``, so it waits for the TPM (at most ``tpmTimeout``). A slot that does not open
+    /// is logged with what to do, and the keyring stays locked: its password still opens it.
     public func unlockLoginWithTPM() {
         guard let login = try? store.collection(named: Self.loginName), isLocked(login) else { return }
-        do {
+        let tcti = options.configuration.tpmTCTI
+        do throws(TPMSlot.Failure) {
             guard let slot = try TPMSlot.load(from: options.dataDirectory) else { return }
-            let master = try slot.open(for: login, tcti: options.configuration.tpmTCTI)
-            keys.unlocked(login, with: try Store.ItemKeys(master: master), announcing: false)
+            let outcome = Self.waitForTPM { () -> Result<SecureBytes, TPMSlot.Failure> in
+                Result { () throws(TPMSlot.Failure) in try slot.open(for: login, tcti: tcti) }
+            }
+            guard let outcome else { throw .io(Self.noAnswer(tcti)) }
+            let master = try outcome.get()
+            guard let itemKeys = try? Store.ItemKeys(master: master) else { throw .io("cannot derive the keyring's keys") }
+            keys.unlocked(login, with: itemKeys, announcing: false)
             tpmFailure = nil
             Log.info("unlocked the login keyring with the TPM (\(Self.describe(slot.pcrs)))")
         } catch {
             tpmFailure = "\(error)"
             Log.warning("the TPM did not unlock the login keyring: \(error); it stays locked")
         }
+    }
+
+    // MARK: - Waiting for the TPM
+
+    /// How long secretd waits for the TPM: a TPM behind a socket can accept and never answer
+    /// (libtss2 waits for ever), and neither the start nor a caller may hang on it. 20 s is far
+    /// more than a real TPM takes to make its storage key and unseal.
+    static var tpmTimeout: Double {
+        #if DEBUG
+        if let text = getenv(TestHooks.tpmTimeout).map({ String(cString: $0) }), let seconds = Double(text) { return seconds }
+        #endif
+        return 20
+    }
+
+    private static func noAnswer(_ tcti: String?) -> String {
+        "the TPM at \(tcti ?? "default") did not answer within \(Int(tpmTimeout)) s"
+    }
+
+    /// Runs `work` on a thread of its own and waits for it, at most ``tpmTimeout``; nil when it
+    /// did not finish in time (its result, when it comes, is dropped). For before the main loop.
+    private static func waitForTPM<T: Sendable>(_ work: @escaping @Sendable () -> T) -> T? {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<T?>(nil)
+        let started = DetachedThread.start(named: "secretd-tpm") {
+            let value = work()
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        guard started, done.wait(timeout: .now() + tpmTimeout) == .success else { return nil }
+        return result.withLock { $0 }
+    }
+
+    /// Runs `work` on a thread of its own and gives its result to `done` on the main loop, or
+    /// nil after ``tpmTimeout`` (a later result is dropped).
+    private static func onTPMThread<T: Sendable>(_ work: @escaping @Sendable () -> T, done: @escaping (T?) -> Void) {
+        // Both ways of finishing run on the main loop: the first one answers.
+        var answered = false
+        func finish(_ value: T?) {
+            guard !answered else { return }
+            answered = true
+            done(value)
+        }
+        MainLoop.after(seconds: tpmTimeout) { finish(nil) }
+        let started = DetachedThread.start(named: "secretd-tpm") {
+            let value = work()
+            MainLoop.onMainLoop { finish(value) }
+        }
+        if !started { finish(nil) }
     }
 
     /// An enrolment failure as the person should read it.

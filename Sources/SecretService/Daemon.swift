@@ -416,10 +416,11 @@ public final class Daemon: BusHandler {
     func handle(_ call: MethodCall, replyLater reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
         lastActivity = clock()
         if case .failure(let refusal) = caller(call.sender) { return reply(.failure(refusal)) }
-        guard case (.portal, Introspection.portalSecret) = (ObjectPaths.parse(call.path), call.interface) else {
-            return reply(handle(call))
+        switch (ObjectPaths.parse(call.path), call.interface) {
+        case (.portal, Introspection.portalSecret): retrieveSecret(call, reply: reply)
+        case (.service, Introspection.tpm): enrollTPM(call, reply: reply)
+        default: reply(handle(call))
         }
-        retrieveSecret(call, reply: reply)
     }
 
     func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError> {

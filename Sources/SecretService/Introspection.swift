@@ -62,7 +62,8 @@ enum Introspection {
         ]),
         BusInterface(name: locking, methods: [Method(name: "LockAll")]),
         BusInterface(name: tpm, methods: [
-            Method(name: "Enroll", arguments: [Argument(name: "pcrs", type: "au"), Argument(name: "login_password", type: secret)]),
+            Method(name: "Enroll", arguments: [Argument(name: "pcrs", type: "au"), Argument(name: "login_password", type: secret)],
+                   repliesLater: true),
             Method(name: "Remove", results: [Argument(name: "removed", type: "b")]),
             Method(name: "GetStatus", results: [
                 Argument(name: "enrolled", type: "b"), Argument(name: "pcrs", type: "au"), Argument(name: "tcti", type: "s"),

@@ -22,6 +22,9 @@ import Testing
         #expect(backend.status != .notFound)
         #expect(backend.status.rawValue == 6)
         #expect(backend.message == "secretctl: g-dbus-error-quark error 16: Failed")
+        // org.freedesktop.DBus.Error.Failed (GDBus's code 0): the provider's message alone.
+        let failed = CommandLineError(.backend(domain: "g-dbus-error-quark", code: 0, message: "no TPM answers at device:/dev/tpmrm0"))
+        #expect(failed.message == "secretctl: no TPM answers at device:/dev/tpmrm0")
         // The library's own failures: a provider that cannot do the call fails; a missing keyring is
         // "nothing matched".
         #expect(CommandLineError(.notSupported(feature: "access groups")).status == .failed)

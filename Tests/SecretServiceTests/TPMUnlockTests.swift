@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import KeychainTestSupport
 import Testing
 
@@ -134,5 +135,67 @@ import Testing
         #expect(daemon.log.contains("login-keyring.tpm is not a TPM slot"), "\(daemon.log)")
         #expect(try Self.secretctl(fixture, ["unlock", "--password-stdin"], input: Self.password).status == 0)
         #expect(try tpm.loadedHandles().isEmpty)
+    }
+
+    /// Two consecutive TCP ports on 127.0.0.1 (a TPM's and its control channel's, as the swtpm
+    /// TCTI connects to both) that take connections (the kernel completes them) and never
+    /// answer: a TPM that hangs. Closed by closing the returned descriptors.
+    static func silentListener() throws -> (sockets: [Int32], port: Int) {
+        func listening(_ port: Int) -> (Int32, Int)? {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(port).bigEndian
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                    Glibc.bind(fd, pointer, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, pointer, &length) == 0
+                }
+            }
+            guard fd >= 0, bound else {
+                if fd >= 0 { close(fd) }
+                return nil
+            }
+            return (fd, Int(UInt16(bigEndian: address.sin_port)))
+        }
+        for _ in 0..<20 {
+            guard let (first, port) = listening(0) else { continue }
+            if port < 65535, let (second, _) = listening(port + 1) { return ([first, second], port) }
+            close(first)
+        }
+        throw SoftwareTPMError("no two consecutive free ports")
+    }
+
+    @Test("a TPM that takes the connection and never answers: enroll fails after the timeout, the start goes on locked; secretd keeps serving")
+    func silentTPM() throws {
+        let tpm = try SoftwareTPM()
+        defer { tpm.stop() }
+        let (listeners, port) = try Self.silentListener()
+        defer { listeners.forEach { close($0) } }
+        let fixture = try SecretdFixture()
+        fixture.environment["SECRETD_TEST_TPM_TIMEOUT"] = "2"
+        try fixture.writeConfiguration("tpm-tcti = \(tpm.tcti)\n")
+        var daemon = try fixture.start()
+        defer { daemon.stop() }
+        #expect(try Self.secretctl(fixture, ["tpm", "enroll"], input: Self.password + "\n").status == 0)
+
+        // The TPM hangs: the start waits 2 s for it, then serves with the keyring locked.
+        try fixture.writeConfiguration("tpm-tcti = swtpm:host=127.0.0.1,port=\(port)\n")
+        let started = Date()
+        try Self.restart(&daemon, fixture)
+        #expect(Date().timeIntervalSince(started) < 15)
+        #expect(try Self.isLocked(fixture))
+        #expect(daemon.log.contains("did not answer within 2 s"), "\(daemon.log)")
+        #expect(try Self.secretctl(fixture, ["unlock", "--password-stdin"], input: Self.password).status == 0)
+
+        // Enroll against it: an error after 2 s, and secretd answers other calls meanwhile.
+        let asked = Date()
+        let enroll = try Self.secretctl(fixture, ["tpm", "enroll"], input: Self.password + "\n")
+        #expect(enroll.status != 0 && enroll.errorOutput.contains("did not answer within 2 s"), "\(enroll.errorOutput)")
+        #expect(Date().timeIntervalSince(asked) < 15)
+        #expect(try Self.secretctl(fixture, ["status"]).status == 0)
+        // The slot from before is still there (a failed enrolment replaces nothing).
+        #expect(FileManager.default.fileExists(atPath: fixture.dataDirectory.appendingPathComponent("login-keyring.tpm").path))
     }
 }
