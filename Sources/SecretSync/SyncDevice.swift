@@ -70,23 +70,30 @@ public struct SyncIdentity: Sendable {
 }
 
 /// A vault key generation wrapped for one device (`keys/GENERATION/DEVICE`): an ephemeral
-/// X25519 public key, then the vault key sealed (AES-256-GCM) under HKDF-SHA256 of the secret
-/// that ephemeral key shares with the device's key, bound to the vault, the generation and
-/// the device. Only that device's private key opens it.
+/// X25519 public key, then the generation's start (the hybrid logical time it replaced the one
+/// before) and the vault key, sealed (AES-256-GCM) under HKDF-SHA256 of the secret that
+/// ephemeral key shares with the device's key, bound to the vault, the generation and the
+/// device. Only that device's private key opens it, and nobody can change the start.
 public enum SyncKeyWrap {
     private static let magic = Array("secretd sync key\n".utf8) + [1]
 
-    /// `vaultKey` (generation `generation` of `vault`) wrapped for `device`.
-    public static func wrap(_ vaultKey: SecureBytes, generation: UInt32, vault: [UInt8], for device: SyncDevice)
-        throws(SyncError) -> [UInt8]
-    {
+    /// `vaultKey` (generation `generation` of `vault`, begun at `start`) wrapped for `device`.
+    public static func wrap(
+        _ vaultKey: SecureBytes, start: SyncTimestamp, generation: UInt32, vault: [UInt8], for device: SyncDevice
+    ) throws(SyncError) -> [UInt8] {
         do {
             let ephemeral = Gcrypt.randomKey(count: Gcrypt.x25519Length)
             let ephemeralPublic = try Gcrypt.x25519PublicKey(of: ephemeral)
             let key = try wrappingKey(
                 Gcrypt.x25519SharedSecret(ephemeral, peerPublicKey: device.publicKey), ephemeralPublic: ephemeralPublic,
                 generation: generation, vault: vault, device: device.id)
-            let sealed = try vaultKey.withBytes { (bytes) throws(CryptoError) in
+            let plaintext = SecureBytes(count: 12 + vaultKey.count)
+            plaintext.withMutableBytes { out in
+                withUnsafeBytes(of: start.milliseconds.bigEndian) { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: 8) }
+                withUnsafeBytes(of: start.counter.bigEndian) { out.baseAddress!.advanced(by: 8).copyMemory(from: $0.baseAddress!, byteCount: 4) }
+                vaultKey.withBytes { out.baseAddress!.advanced(by: 12).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            }
+            let sealed = try plaintext.withBytes { (bytes) throws(CryptoError) in
                 try Gcrypt.seal(bytes, key: key, associatedData: magic + ephemeralPublic)
             }
             return magic + ephemeralPublic + sealed
@@ -95,11 +102,12 @@ public enum SyncKeyWrap {
         }
     }
 
-    /// The vault key in `bytes`, opened with `identity`'s private key; `.tampered` when it is not
-    /// a key wrapped for that device (another device's, altered, or of another vault or generation).
+    /// The vault key in `bytes` and the start of its generation, opened with `identity`'s
+    /// private key; `.tampered` when it is not a key wrapped for that device (another device's,
+    /// altered, or of another vault or generation).
     public static func unwrap(
         _ bytes: [UInt8], generation: UInt32, vault: [UInt8], identity: SyncIdentity, fileName: String
-    ) throws(SyncError) -> SecureBytes {
+    ) throws(SyncError) -> (key: SecureBytes, start: SyncTimestamp) {
         guard bytes.count > magic.count + Gcrypt.x25519Length, bytes.starts(with: magic) else {
             throw .malformed("\(fileName) is not a wrapped key")
         }
@@ -108,9 +116,15 @@ public enum SyncKeyWrap {
             let key = try wrappingKey(
                 Gcrypt.x25519SharedSecret(identity.privateKey, peerPublicKey: ephemeralPublic), ephemeralPublic: ephemeralPublic,
                 generation: generation, vault: vault, device: identity.device.id)
-            let vaultKey = try Gcrypt.open(Array(bytes[(magic.count + Gcrypt.x25519Length)...]), key: key, associatedData: magic + ephemeralPublic)
-            guard vaultKey.count == Gcrypt.keyLength else { throw SyncError.tampered(file: fileName) }
-            return vaultKey
+            let opened = try Gcrypt.open(Array(bytes[(magic.count + Gcrypt.x25519Length)...]), key: key, associatedData: magic + ephemeralPublic)
+            guard opened.count == 12 + Gcrypt.keyLength else { throw SyncError.tampered(file: fileName) }
+            let start = opened.withBytes { bytes in
+                SyncTimestamp(milliseconds: bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) },
+                              counter: bytes[8..<12].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            }
+            let vaultKey = SecureBytes(count: Gcrypt.keyLength)
+            vaultKey.withMutableBytes { out in opened.withBytes { out.baseAddress!.copyMemory(from: $0.baseAddress!.advanced(by: 12), byteCount: out.count) } }
+            return (vaultKey, start)
         } catch {
             throw .tampered(file: fileName)
         }

@@ -30,11 +30,12 @@ public enum SyncEngine {
         var vault = SyncVault(id: SyncIDs.random(), identity: identity, clock: clock)
         let key = Gcrypt.randomKey()
         vault.keys[1] = key
+        vault.starts[1] = .zero
         try attempt(git) { () throws(SyncError) in
             guard git.files(in: ".")[SyncVault.vaultFile] == nil else { throw .malformed("the remote holds a vault already; join it instead") }
             try git.write(SyncVault.vaultMagic + vault.id, to: SyncVault.vaultFile)
             try git.write(identity.device.entry, to: "\(SyncVault.devicesFolder)/\(SyncIDs.hex(identity.device.id))")
-            try git.write(try SyncKeyWrap.wrap(key, generation: 1, vault: vault.id, for: identity.device),
+            try git.write(try SyncKeyWrap.wrap(key, start: .zero, generation: 1, vault: vault.id, for: identity.device),
                           to: "\(SyncVault.keysFolder(1))/\(SyncIDs.hex(identity.device.id))")
             return "a new vault"
         }
@@ -69,7 +70,8 @@ public enum SyncEngine {
             guard let entry = git.files(in: SyncVault.pendingFolder)[id] else { throw .malformed("no device \(id) is waiting") }
             let device = try SyncDevice(entry: entry, fileName: id)
             for (generation, key) in vault.keys {
-                try git.write(try SyncKeyWrap.wrap(key, generation: generation, vault: vault.id, for: device),
+                let start = vault.starts[generation] ?? .zero
+                try git.write(try SyncKeyWrap.wrap(key, start: start, generation: generation, vault: vault.id, for: device),
                               to: "\(SyncVault.keysFolder(generation))/\(id)")
             }
             try git.write(entry, to: "\(SyncVault.devicesFolder)/\(id)")
@@ -80,17 +82,23 @@ public enum SyncEngine {
 
     /// Removes device `id` (hex) and rotates the vault key: a new generation, wrapped for every
     /// other device only, seals everything written from now on, so the removed device cannot
-    /// read it.
+    /// read it; and what it writes with the old key after the rotation's start is refused.
     public static func remove(_ id: String, on git: SyncGit, vault: inout SyncVault) throws(SyncError) {
         let generation = vault.generation + 1
         let key = Gcrypt.randomKey()
-        let known = vault
+        var known = vault
+        var start = SyncTimestamp.zero
         try attempt(git) { () throws(SyncError) in
+            // The new generation begins after every version in the repository.
+            for (name, bytes) in git.files(in: SyncVault.itemsFolder) {
+                if let record = try? SyncRecord(fileName: name, bytes: bytes, vault: known.id) { known.clock.observe(record.header.timestamp) }
+            }
+            start = known.clock.tick()
             let devices = git.files(in: SyncVault.devicesFolder)
             guard devices[id] != nil || git.files(in: SyncVault.pendingFolder)[id] != nil else { throw .malformed("no device \(id) in the vault") }
             for (name, entry) in devices where name != id {
                 let device = try SyncDevice(entry: entry, fileName: name)
-                try git.write(try SyncKeyWrap.wrap(key, generation: generation, vault: known.id, for: device),
+                try git.write(try SyncKeyWrap.wrap(key, start: start, generation: generation, vault: known.id, for: device),
                               to: "\(SyncVault.keysFolder(generation))/\(name)")
             }
             git.remove("\(SyncVault.devicesFolder)/\(id)")
@@ -98,7 +106,9 @@ public enum SyncEngine {
             for old in known.keys.keys { git.remove("\(SyncVault.keysFolder(old))/\(id)") }
             return "remove device \(id); vault key \(generation)"
         }
+        vault.clock = known.clock
         vault.keys[generation] = key
+        vault.starts[generation] = start
     }
 
     // MARK: - A round
@@ -106,10 +116,14 @@ public enum SyncEngine {
     /// Brings the remote's versions in and this machine's out. `changes` are the local versions
     /// made since the last round (``SyncVault/stamp(item:deleted:)`` headers); each competes with
     /// what arrived for its item by the merge rule. Keys newly wrapped for this machine are taken
-    /// in first. On a throw nothing was published; the caller keeps its copy of `vault` from
-    /// before the call.
+    /// in first. Where the remote's file of an item is not the version this machine holds
+    /// (missing, refused, replayed, older), that version is written back as it was (`held`
+    /// gives its item; nil for a deleted one), so a file the remote's host put back or took
+    /// away does not stay there for machines that join later. On a throw nothing was
+    /// published; the caller keeps its copy of `vault` from before the call.
     public static func round(
-        on git: SyncGit, vault: inout SyncVault, changes: [(header: SyncHeader, item: SyncItem?)]
+        on git: SyncGit, vault: inout SyncVault, changes: [(header: SyncHeader, item: SyncItem?)],
+        held: (SyncHeader) -> SyncItem?
     ) throws(SyncError) -> Report {
         var report = Report()
         var pending = changes
@@ -119,10 +133,11 @@ public enum SyncEngine {
             takeKeys(from: git, into: &vault, report: &report)
             guard vault.generation > 0 else { return report }  // waiting for approval
             // What arrived.
+            var confirmed: Set<String> = []
             for (name, bytes) in git.files(in: SyncVault.itemsFolder) {
-                merge(name, bytes, into: &vault, pending: &pending, report: &report)
+                if merge(name, bytes, into: &vault, pending: &pending, report: &report) { confirmed.insert(name) }
             }
-            // What goes out: the local versions that still win, sealed with the newest key.
+            // What goes out: the local versions that still win, sealed with the newest key ...
             for change in pending {
                 var header = change.header
                 header.keyGeneration = vault.generation
@@ -131,6 +146,14 @@ public enum SyncEngine {
                 try git.write(record.bytes, to: "\(SyncVault.itemsFolder)/\(header.fileName)")
                 vault.current[header.fileName] = header
                 vault.seen[header.fileName, default: [:]][SyncIDs.hex(header.device)] = header.timestamp
+            }
+            // ... and the held versions the remote lost or had replaced, unchanged.
+            let changed = Set(pending.map(\.header.fileName))
+            for (name, header) in vault.current where !confirmed.contains(name) && !changed.contains(name) {
+                guard let key = vault.keys[header.keyGeneration] else { continue }
+                let item = header.deleted ? nil : held(header)
+                guard header.deleted || item != nil else { continue }
+                try git.write(try SyncRecord.seal(item, header: header, key: key).bytes, to: "\(SyncVault.itemsFolder)/\(name)")
             }
             switch try git.publish(message: "secretd: \(pending.count) items from \(SyncIDs.hex(vault.identity.device.id))") {
             case .pushed, .unchanged:
@@ -143,34 +166,51 @@ public enum SyncEngine {
         throw .transport("the remote kept changing; tried \(attempts) times")
     }
 
-    /// Takes in one arrived item file.
+    /// Takes in one arrived item file; whether it holds the version this machine now holds.
     private static func merge(
         _ name: String, _ bytes: [UInt8], into vault: inout SyncVault, pending: inout [(header: SyncHeader, item: SyncItem?)],
         report: inout Report
-    ) {
+    ) -> Bool {
         let record: SyncRecord
         do {
             record = try SyncRecord(fileName: name, bytes: bytes, vault: vault.id)
         } catch {
             report.refused.append(error)
-            return
+            return false
         }
         let arrived = record.header
         let local = pending.firstIndex { $0.header.item == arrived.item }
         let localHeader = local.map { pending[$0].header } ?? vault.current[name]
         let seen = vault.seen[name]?[SyncIDs.hex(arrived.device)]
         let decision = SyncMerge.decide(arrived: arrived, local: localHeader, seenFromDevice: seen)
-        if case .same = decision { return }
+        if case .same = decision {
+            // The version held here; its sealed part must still be whole for machines that
+            // join later (else it is written back).
+            do {
+                _ = try record.open(with: vault.keys)
+                return true
+            } catch {
+                report.refused.append(error)
+                return false
+            }
+        }
         if case .refuse(let error) = decision {
             report.refused.append(error)
-            return
+            return false
+        }
+        // Sealed with a generation whose successor had begun before the version was made.
+        if arrived.keyGeneration < vault.generation,
+            ((arrived.keyGeneration + 1)...vault.generation).contains(where: { arrived.timestamp >= vault.starts[$0] ?? .zero })
+        {
+            report.refused.append(.retiredKey(file: name, generation: arrived.keyGeneration))
+            return false
         }
         let item: SyncItem?
         do {
             item = try record.open(with: vault.keys)
         } catch {
             report.refused.append(error)
-            return
+            return false
         }
         vault.clock.observe(arrived.timestamp)
         vault.seen[name, default: [:]][SyncIDs.hex(arrived.device)] = max(seen ?? .zero, arrived.timestamp)
@@ -184,10 +224,12 @@ public enum SyncEngine {
             }
             vault.current[name] = arrived
             report.accepted.append((arrived, item))
+            return true
         case .keep:
             report.lostArrived.append((arrived, item))
+            return false
         case .same, .refuse:
-            break
+            return true
         }
     }
 
@@ -197,9 +239,11 @@ public enum SyncEngine {
         for generation in UInt32(1)...UInt32(max(vault.generation + 64, 64)) where vault.keys[generation] == nil {
             guard let wrapped = git.files(in: SyncVault.keysFolder(generation))[me] else { continue }
             do {
-                vault.keys[generation] = try SyncKeyWrap.unwrap(
+                let (key, start) = try SyncKeyWrap.unwrap(
                     wrapped, generation: generation, vault: vault.id, identity: vault.identity,
                     fileName: "\(SyncVault.keysFolder(generation))/\(me)")
+                vault.keys[generation] = key
+                vault.starts[generation] = start
             } catch {
                 report.refused.append(error)
             }

@@ -16,6 +16,9 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     /// An older version of the item from the same device than one already seen: a file put
     /// back by the remote.
     case replayed(file: String)
+    /// It was sealed with a key generation that had been replaced before the version's own
+    /// time: written by a device removed from the vault, which still had that key.
+    case retiredKey(file: String, generation: UInt32)
     /// git could not reach the remote, or failed (its last lines of output; never a secret,
     /// as the repository holds none).
     case transport(String)
@@ -30,6 +33,8 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unknownKeyGeneration(let file, let generation):
             return "\(file) is sealed with vault key \(generation), which this device was not given"
         case .replayed(let file): return "\(file) is an older version of the item than one already seen (replayed)"
+        case .retiredKey(let file, let generation):
+            return "\(file) is sealed with vault key \(generation), which was replaced before it was written (a removed device's)"
         case .transport(let message): return message
         }
     }

@@ -11,6 +11,9 @@ public struct SyncVault: Sendable {
     public let identity: SyncIdentity
     /// The vault key generations this machine was given.
     public var keys: [UInt32: SecureBytes] = [:]
+    /// When each generation began (the first: at zero): a version sealed with a generation
+    /// whose successor had begun before the version's own time is a removed device's.
+    public var starts: [UInt32: SyncTimestamp] = [:]
     /// The header of the version this machine holds, by item id (hex).
     public var current: [String: SyncHeader] = [:]
     /// The latest timestamp seen of each item (hex) from each device (hex), for replays.

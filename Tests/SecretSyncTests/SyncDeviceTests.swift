@@ -13,9 +13,10 @@ import Testing
         let laptop = try SyncIdentity.generate()
         let desktop = try SyncIdentity.generate()
         let key = Gcrypt.randomKey()
-        let wrapped = try SyncKeyWrap.wrap(key, generation: 3, vault: vault, for: laptop.device)
+        let start = SyncTimestamp(milliseconds: 1_796_000_000_123, counter: 4)
+        let wrapped = try SyncKeyWrap.wrap(key, start: start, generation: 3, vault: vault, for: laptop.device)
         let opened = try SyncKeyWrap.unwrap(wrapped, generation: 3, vault: vault, identity: laptop, fileName: "k")
-        #expect(opened.constantTimeEquals(key))
+        #expect(opened.key.constantTimeEquals(key) && opened.start == start)
         #expect(throws: SyncError.tampered(file: "k")) { try SyncKeyWrap.unwrap(wrapped, generation: 3, vault: vault, identity: desktop, fileName: "k") }
         #expect(throws: SyncError.tampered(file: "k")) { try SyncKeyWrap.unwrap(wrapped, generation: 4, vault: vault, identity: laptop, fileName: "k") }
         #expect(throws: SyncError.tampered(file: "k")) {

@@ -50,7 +50,7 @@ import Testing
 
         func sync() throws {
             var copy = vault
-            let report = try SyncEngine.round(on: git, vault: &copy, changes: changes)
+            let report = try SyncEngine.round(on: git, vault: &copy, changes: changes) { [items] header in items[header.fileName] }
             vault = copy
             changes = []
             for header in report.replacedLocal { if let held = items[header.fileName] { history[header.fileName, default: []].append(held) } }
@@ -204,6 +204,31 @@ import Testing
         #expect(server.secret(secretAfter) == nil)
         #expect(server.vault.generation == 1)
         #expect(server.refused.contains(.unknownKeyGeneration(file: secretAfter, generation: 2)), "\(server.refused)")
+
+        // The removed server still reaches the remote and writes with the key it has: the
+        // others refuse what it wrote after the rotation began.
+        let planted = server.set(nil, label: "planted", secret: "p1")
+        try server.sync()
+        desktop.refused = []
+        try desktop.sync()
+        try laptop.sync()
+        #expect(desktop.items[planted] == nil && laptop.items[planted] == nil)
+        #expect(desktop.refused.contains(.retiredKey(file: planted, generation: 1)), "\(desktop.refused)")
+        // What the others hold from before the removal still opens everywhere, the server too.
+        #expect(desktop.secret(note) == "n2" && server.secret(note) == "n2")
+
+        // A machine that joins after the rotation reads old and new items alike.
+        let wall = Machine.Wall()
+        let tabletGit = clone("tablet", remote)
+        let (tabletVault, _) = try SyncEngine.join(on: tabletGit, identity: try SyncIdentity.generate(), clock: clock(wall))
+        try SyncEngine.approve(SyncIDs.hex(tabletVault.identity.device.id), on: laptop.git, vault: laptop.vault)
+        let tablet = Machine(git: tabletGit, vault: tabletVault, wall: wall)
+        try tablet.sync()
+        #expect(tablet.vault.generation == 2 && tablet.secret(note) == "n2" && tablet.secret(secretAfter) == "a1")
+        #expect(tablet.items[planted] == nil && tablet.refused.contains(.retiredKey(file: planted, generation: 1)))
+        // The files the host replaced were written back by the machines that hold them: the
+        // item the desktop never got (the server's, altered on the way) reached it after all.
+        #expect(tablet.secret(other) == "o1" && desktop.secret(other) == "o1", "\(desktop.refused)")
     }
 
     @Test("the remote's objects hold no label, attribute value or secret after a few rounds")
