@@ -115,7 +115,7 @@ public struct SyncRecord: Equatable, Sendable {
 
     // MARK: - The header's bytes
 
-    private static func encode(_ header: SyncHeader) -> [UInt8] {
+    static func encode(_ header: SyncHeader) -> [UInt8] {
         var bytes = header.vault + header.item
         bytes += withUnsafeBytes(of: header.timestamp.milliseconds.bigEndian) { Array($0) }
         bytes += withUnsafeBytes(of: header.timestamp.counter.bigEndian) { Array($0) }
@@ -125,7 +125,7 @@ public struct SyncRecord: Equatable, Sendable {
         return bytes
     }
 
-    private static func decode(_ bytes: [UInt8]) -> SyncHeader {
+    static func decode(_ bytes: [UInt8]) -> SyncHeader {
         func number(_ range: Range<Int>) -> UInt64 { bytes[range].reduce(0) { $0 << 8 | UInt64($1) } }
         return SyncHeader(
             vault: Array(bytes[0..<16]), item: Array(bytes[16..<32]),

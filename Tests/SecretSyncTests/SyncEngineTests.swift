@@ -231,6 +231,40 @@ import Testing
         #expect(tablet.secret(other) == "o1" && desktop.secret(other) == "o1", "\(desktop.refused)")
     }
 
+    @Test("a machine's state survives encoding (as secretd stores it): the next rounds go on from it; damaged state is refused")
+    func stateEncoding() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let remote = try remote()
+        let machines = try machines(remote, others: ["desktop"])
+        let (laptop, desktop) = (machines[0], machines[1])
+        let first = laptop.set(nil, label: "first", secret: "f1")
+        for machine in machines { try machine.sync() }
+
+        let bytes = desktop.vault.encoded()
+        let wall = desktop.wall
+        let restored = try SyncVault(decoding: bytes, wallClock: { wall.now })
+        #expect(restored.id == desktop.vault.id && restored.identity.device == desktop.vault.identity.device)
+        #expect(restored.identity.privateKey.constantTimeEquals(desktop.vault.identity.privateKey))
+        let key = try #require(desktop.vault.keys[1])
+        #expect(restored.generation == 1 && restored.keys[1]?.constantTimeEquals(key) == true)
+        #expect(restored.starts == desktop.vault.starts && restored.current == desktop.vault.current)
+        #expect(restored.seen == desktop.vault.seen && restored.clock.last == desktop.vault.clock.last)
+        #expect(restored.encoded().constantTimeEquals(bytes))
+
+        // The desktop goes on from the restored state: a change there reaches the laptop.
+        desktop.vault = restored
+        desktop.set(first, label: "first", secret: "f2")
+        try desktop.sync()
+        try laptop.sync()
+        #expect(laptop.secret(first) == "f2" && desktop.refused.isEmpty && laptop.refused.isEmpty)
+
+        // Truncated, lengthened or foreign bytes are refused.
+        let whole = bytes.withBytes { Array($0) }
+        for damaged in [Array(whole.dropLast()), whole + [0], Array("not a state".utf8), [UInt8]()] {
+            #expect(throws: SyncError.self) { try SyncVault(decoding: SecureBytes(damaged), wallClock: { 0 }) }
+        }
+    }
+
     @Test("the remote's objects hold no label, attribute value or secret after a few rounds")
     func remoteLearnsNothing() throws {
         defer { try? FileManager.default.removeItem(at: root) }

@@ -96,7 +96,7 @@ extension LibSecret {
     static func lockAll() throws(KeychainError) {
         try withService { service throws(KeychainError) in
             _ = try callSecretd(
-                service, SecretServiceNames.Interface.locking, "LockAll", feature: "locking after-first-unlock items")
+                service, SecretServiceNames.Interface.locking, "LockAll", feature: "after-first-unlock items")
         }
     }
 

@@ -11,7 +11,7 @@ extension LibSecret {
         _ service: UnsafeMutablePointer<SecretService>, _ method: String, _ arguments: [DBusValue] = [],
         encoded: [OpaquePointer] = []
     ) throws(KeychainError) -> [DBusValue] {
-        try callSecretd(service, SecretServiceNames.Interface.tpm, method, arguments, encoded: encoded, feature: "TPM unlock")
+        try callSecretd(service, SecretServiceNames.Interface.tpm, method, arguments, encoded: encoded, feature: "TPM slots")
     }
 
     /// Seals the login keyring's key to the TPM, bound to `pcrs`, proven by its `password`.

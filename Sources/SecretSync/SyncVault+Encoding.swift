@@ -1,0 +1,124 @@
+public import SecretCrypto
+
+// What secretd stores of a machine's sync state, in secure memory (the device's private key and
+// the vault keys are in it), to be sealed under the keyring's master key:
+//
+//     "secretd sync state\n" 0x01
+//     vault id (16) | device id (16) | device private key (32) | clock: milliseconds (8), counter (4)
+//     key count (4), each: generation (4), start: milliseconds (8), counter (4), key (32)
+//     held count (4), each: a SyncRecord header (65)
+//     seen count (4), each: item id (16), device count (4), each: device id (16), milliseconds (8), counter (4)
+//
+// Numbers are big-endian. Nothing follows the last entry.
+
+extension SyncVault {
+    private static let stateMagic = Array("secretd sync state\n".utf8) + [1]
+
+    /// The state's bytes, in secure memory.
+    public func encoded() -> SecureBytes {
+        let seenCount = seen.values.reduce(0) { $0 + 20 + $1.count * 28 }
+        let size = Self.stateMagic.count + 16 + 16 + Gcrypt.x25519Length + 12 + 4 + keys.count * (16 + Gcrypt.keyLength)
+            + 4 + current.count * SyncRecord.headerLength + 4 + seenCount
+        let output = SecureBytes(count: size)
+        output.withMutableBytes { buffer in
+            var offset = 0
+            func put(_ bytes: [UInt8]) {
+                for byte in bytes {
+                    buffer[offset] = byte
+                    offset += 1
+                }
+            }
+            func put(_ secret: SecureBytes) {
+                secret.withBytes { bytes in
+                    buffer.baseAddress!.advanced(by: offset).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+                    offset += bytes.count
+                }
+            }
+            func put(_ number: UInt32) { put(withUnsafeBytes(of: number.bigEndian) { Array($0) }) }
+            func put(_ time: SyncTimestamp) {
+                put(withUnsafeBytes(of: time.milliseconds.bigEndian) { Array($0) })
+                put(time.counter)
+            }
+            put(Self.stateMagic)
+            put(id)
+            put(identity.device.id)
+            put(identity.privateKey)
+            put(clock.last)
+            put(UInt32(keys.count))
+            for (generation, key) in keys.sorted(by: { $0.key < $1.key }) {
+                put(generation)
+                put(starts[generation] ?? .zero)
+                put(key)
+            }
+            put(UInt32(current.count))
+            for (_, header) in current.sorted(by: { $0.key < $1.key }) { put(SyncRecord.encode(header)) }
+            put(UInt32(seen.count))
+            for (item, devices) in seen.sorted(by: { $0.key < $1.key }) {
+                put(SyncIDs.bytes(hex: item) ?? [UInt8](repeating: 0, count: 16))
+                put(UInt32(devices.count))
+                for (device, time) in devices.sorted(by: { $0.key < $1.key }) {
+                    put(SyncIDs.bytes(hex: device) ?? [UInt8](repeating: 0, count: 16))
+                    put(time)
+                }
+            }
+        }
+        return output
+    }
+
+    /// The state in `bytes` (``encoded()``'s), with a clock reading `wallClock`.
+    public init(decoding bytes: SecureBytes, wallClock: @escaping @Sendable () -> UInt64) throws(SyncError) {
+        var offset = 0
+        func take(_ count: Int) throws(SyncError) -> [UInt8] {
+            guard count >= 0, bytes.count - offset >= count else { throw .malformed("the sync state is truncated") }
+            defer { offset += count }
+            return bytes.withBytes { Array($0[offset..<offset + count]) }
+        }
+        func takeSecret(_ count: Int) throws(SyncError) -> SecureBytes {
+            guard bytes.count - offset >= count else { throw .malformed("the sync state is truncated") }
+            let secret = SecureBytes(count: count)
+            secret.withMutableBytes { out in bytes.withBytes { out.baseAddress!.copyMemory(from: $0.baseAddress!.advanced(by: offset), byteCount: count) } }
+            offset += count
+            return secret
+        }
+        func number() throws(SyncError) -> UInt32 { try take(4).reduce(0) { $0 << 8 | UInt32($1) } }
+        func time() throws(SyncError) -> SyncTimestamp {
+            let milliseconds = try take(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            return SyncTimestamp(milliseconds: milliseconds, counter: try number())
+        }
+        func count(_ entrySize: Int) throws(SyncError) -> Int {
+            let count = Int(try number())
+            guard count <= (bytes.count - offset) / entrySize else { throw .malformed("the sync state's counts are impossible") }
+            return count
+        }
+        guard try take(Self.stateMagic.count) == Self.stateMagic else { throw .malformed("not a sync state") }
+        let vault = try take(16)
+        let deviceID = try take(16)
+        let privateKey = try takeSecret(Gcrypt.x25519Length)
+        let identity: SyncIdentity
+        do {
+            identity = try SyncIdentity(id: deviceID, privateKey: privateKey)
+        } catch {
+            throw .malformed("the device key is unusable")
+        }
+        self.init(id: vault, identity: identity, clock: HybridLogicalClock(last: try time(), wallClock: wallClock))
+        for _ in 0..<(try count(16 + Gcrypt.keyLength)) {
+            let generation = try number()
+            starts[generation] = try time()
+            keys[generation] = try takeSecret(Gcrypt.keyLength)
+        }
+        for _ in 0..<(try count(SyncRecord.headerLength)) {
+            let header = SyncRecord.decode(try take(SyncRecord.headerLength))
+            current[header.fileName] = header
+        }
+        for _ in 0..<(try count(20)) {
+            let item = SyncIDs.hex(try take(16))
+            var devices: [String: SyncTimestamp] = [:]
+            for _ in 0..<(try count(28)) {
+                let device = SyncIDs.hex(try take(16))
+                devices[device] = try time()
+            }
+            seen[item] = devices
+        }
+        guard offset == bytes.count else { throw .malformed("bytes follow the sync state") }
+    }
+}
