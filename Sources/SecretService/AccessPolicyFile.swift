@@ -35,24 +35,12 @@ package enum AccessPolicyFile {
         return lines.joined(separator: "\n")
     }
 
-    /// Replaces the file at `url` with `text`: written to a temporary file in the same
-    /// directory (0600), flushed, then renamed over the old one.
+    /// Replaces the file at `url` with `text` (PrivateFile: 0600, flushed, renamed over the old one).
     static func write(_ text: String, to url: URL) throws(ConfigurationError) {
-        let directory = url.deletingLastPathComponent()
-        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+        try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
                                                  attributes: [.posixPermissions: 0o700])
-        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw ConfigurationError(file: url.path, line: 0, message: "cannot be written: \(String(cString: strerror(errno)))")
-        }
-        let bytes = Array(text.utf8)
-        let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-        let flushed = fsync(descriptor) == 0
-        close(descriptor)
-        guard written == bytes.count, flushed, rename(temporary.path, url.path) == 0 else {
-            unlink(temporary.path)
-            throw ConfigurationError(file: url.path, line: 0, message: "cannot be written: \(String(cString: strerror(errno)))")
+        if let reason = PrivateFile.replace(url, with: Array(text.utf8)) {
+            throw ConfigurationError(file: url.path, line: 0, message: "cannot be written: \(reason)")
         }
     }
 

@@ -144,23 +144,11 @@ package struct TPMSlot: Equatable {
         return try TPMSlot(serialized: Array(data))
     }
 
-    /// Writes the slot into `directory`: a new file (0600), flushed to disk, then renamed over
-    /// the old one, so a crash leaves either slot whole.
+    /// Writes the slot into `directory` (PrivateFile: 0600, flushed, renamed over the old one),
+    /// so a crash leaves either slot whole.
     func save(in directory: URL) throws(Failure) {
-        let path = directory.appendingPathComponent(Self.fileName).path
-        let temporary = path + ".new"
-        let bytes = serialized
-        let file = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard file >= 0 else { throw .io("cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        fchmod(file, 0o600)
-        let written = bytes.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
-        let synced = fsync(file) == 0
-        Glibc.close(file)
-        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw .io("cannot write \(path): \(String(cString: strerror(errno)))")
-        }
-        Self.syncDirectory(directory)
+        let url = directory.appendingPathComponent(Self.fileName)
+        if let reason = PrivateFile.replace(url, with: serialized) { throw .io("cannot write \(url.path): \(reason)") }
     }
 
     /// Removes the slot from `directory`; false when there was none.
@@ -170,14 +158,7 @@ package struct TPMSlot: Equatable {
             if errno == ENOENT { return false }
             throw .io("cannot remove \(path): \(String(cString: strerror(errno)))")
         }
-        syncDirectory(directory)
+        PrivateFile.syncDirectory(of: URL(fileURLWithPath: path))
         return true
-    }
-
-    private static func syncDirectory(_ directory: URL) {
-        let descriptor = Glibc.open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        fsync(descriptor)
-        Glibc.close(descriptor)
     }
 }
