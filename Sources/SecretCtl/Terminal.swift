@@ -14,6 +14,16 @@ enum Terminal {
         return try readStandardInput(limit: limit, what: "the secret")
     }
 
+    /// A password or PIN: typed without echo on a terminal, otherwise standard input without
+    /// its one trailing newline (`printf '%s\n' "$PW" | …`). The caller wipes what it gets.
+    static func readSecretLine(limit: Int, prompt: String) throws(CommandLineError) -> [UInt8] {
+        var data = try readSecret(limit: limit, prompt: prompt)
+        defer { data.wipe() }
+        var bytes = [UInt8](data)
+        if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+        return bytes
+    }
+
     /// All of standard input; `what` names it in the error when it is over `limit` bytes. The
     /// read buffer is wiped; the caller wipes what it gets.
     static func readStandardInput(limit: Int, what: String) throws(CommandLineError) -> Data {

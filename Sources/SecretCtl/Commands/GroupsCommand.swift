@@ -84,10 +84,7 @@ enum GroupsCommand: Verb {
             }
             var password: [UInt8]?
             if parsed[Self.passwordStdin] {
-                var typed = [UInt8](try Terminal.readSecret(limit: KeychainLimits.passwordSize))
-                if typed.last == UInt8(ascii: "\n") { typed.removeLast() }
-                password = typed
-                typed.wipe()
+                password = try Terminal.readSecretLine(limit: KeychainLimits.passwordSize, prompt: "Secret: ")
             }
             defer { password?.wipe() }
             let secret = password

@@ -22,10 +22,8 @@ enum TpmCommand: Verb {
         switch parsed[Self.action] {
         case "enroll":
             let bound = try pcrList(parsed[Self.pcrs])
-            // Typed without echo, or the first line of standard input.
-            var password = [UInt8](try Terminal.readSecret(limit: KeychainLimits.passwordSize, prompt: "Login password: "))
+            var password = try Terminal.readSecretLine(limit: KeychainLimits.passwordSize, prompt: "Login password: ")
             defer { password.wipe() }
-            if password.last == UInt8(ascii: "\n") { password.removeLast() }
             let secret = password
             try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.enrollTPM(password: secret, pcrs: bound) }
             Terminal.writeError(

@@ -24,9 +24,8 @@ enum UnlockCommand: Verb {
             guard !parsed[Self.passwordStdin] else { throw .usage("--pin and --password-stdin exclude each other", command: spec.name) }
             let status = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.pinStatus() }
             guard status.set else { throw .failure("no PIN is set (secretctl pin set); unlock with the password", status: .failed) }
-            var typed = [UInt8](try Terminal.readSecret(limit: 256, prompt: "PIN: "))
+            var typed = try Terminal.readSecretLine(limit: 256, prompt: "PIN: ")
             defer { typed.wipe() }
-            if typed.last == UInt8(ascii: "\n") { typed.removeLast() }
             let code = typed
             try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(pin: code) }
             return
@@ -34,9 +33,9 @@ enum UnlockCommand: Verb {
         // No login keyring yet (a first run without PAM): create it with this password.
         let exists = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.hasKeyring() }
         if parsed[Self.passwordStdin] {
-            var password = [UInt8](try Terminal.readSecret(limit: KeychainLimits.passwordSize, prompt: exists ? "Password: " : "New login keyring password: "))
+            var password = try Terminal.readSecretLine(
+                limit: KeychainLimits.passwordSize, prompt: exists ? "Password: " : "New login keyring password: ")
             defer { password.wipe() }
-            if password.last == UInt8(ascii: "\n") { password.removeLast() }
             let secret = password
             if exists {
                 try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.unlock(password: secret) }
