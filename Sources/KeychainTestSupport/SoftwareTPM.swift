@@ -125,6 +125,23 @@ public final class SoftwareTPM: @unchecked Sendable {
         throw SoftwareTPMError("no two consecutive free TCP ports")
     }
 
+    /// Two consecutive TCP ports on 127.0.0.1 (a TPM's and its control channel's: the swtpm
+    /// TCTI connects to both) that take connections, which the kernel completes, and never
+    /// answer: a TPM that hangs. Closing the sockets ends it.
+    public static func unansweredPortPair() throws -> (sockets: [Int32], port: Int) {
+        for _ in 0..<20 {
+            let first = try bind(port: 0)
+            guard first.port < 65535, let second = try? bind(port: first.port + 1),
+                listen(first.socket, 16) == 0, listen(second.socket, 16) == 0
+            else {
+                close(first.socket)
+                continue
+            }
+            return ([first.socket, second.socket], first.port)
+        }
+        throw SoftwareTPMError("no two consecutive free TCP ports")
+    }
+
     /// A TCP socket bound to `port` on 127.0.0.1 (0: any free one), and the port it got.
     private static func bind(port: Int) throws -> (socket: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

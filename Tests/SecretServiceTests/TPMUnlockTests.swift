@@ -19,6 +19,13 @@ import Testing
         try fixture.run([SecretdFixture.secretctlPath] + arguments, input: input)
     }
 
+    /// A secretd fixture whose secretd.conf names `tpm`.
+    static func fixture(using tpm: SoftwareTPM) throws -> SecretdFixture {
+        let fixture = try SecretdFixture()
+        try fixture.writeConfiguration("tpm-tcti = \(tpm.tcti)\n")
+        return fixture
+    }
+
     /// Restarts secretd with no password at all: only the TPM slot can unlock the keyring.
     static func restart(_ daemon: inout SupervisedProcess, _ fixture: SecretdFixture) throws {
         daemon.stop()
@@ -29,8 +36,7 @@ import Testing
     func enrollAndStart() throws {
         let tpm = try SoftwareTPM()
         defer { tpm.stop() }
-        let fixture = try SecretdFixture()
-        try fixture.writeConfiguration("tpm-tcti = \(tpm.tcti)\n")
+        let fixture = try Self.fixture(using: tpm)
         var daemon = try fixture.start()
         defer { daemon.stop() }
         #expect(try Self.secretctl(fixture, ["tpm", "status"]).text == "no TPM slot (TCTI \(tpm.tcti))\n")
@@ -76,8 +82,7 @@ import Testing
     func failures() throws {
         let tpm = try SoftwareTPM()
         defer { tpm.stop() }
-        let fixture = try SecretdFixture()
-        try fixture.writeConfiguration("tpm-tcti = \(tpm.tcti)\n")
+        let fixture = try Self.fixture(using: tpm)
         var daemon = try fixture.start()
         defer { daemon.stop() }
         let badList = try Self.secretctl(fixture, ["tpm", "enroll", "--pcrs", "7,24"], input: Self.password + "\n")
@@ -137,45 +142,14 @@ import Testing
         #expect(try tpm.loadedHandles().isEmpty)
     }
 
-    /// Two consecutive TCP ports on 127.0.0.1 (a TPM's and its control channel's, as the swtpm
-    /// TCTI connects to both) that take connections (the kernel completes them) and never
-    /// answer: a TPM that hangs. Closed by closing the returned descriptors.
-    static func silentListener() throws -> (sockets: [Int32], port: Int) {
-        func listening(_ port: Int) -> (Int32, Int)? {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = UInt16(port).bigEndian
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                    Glibc.bind(fd, pointer, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, pointer, &length) == 0
-                }
-            }
-            guard fd >= 0, bound else {
-                if fd >= 0 { close(fd) }
-                return nil
-            }
-            return (fd, Int(UInt16(bigEndian: address.sin_port)))
-        }
-        for _ in 0..<20 {
-            guard let (first, port) = listening(0) else { continue }
-            if port < 65535, let (second, _) = listening(port + 1) { return ([first, second], port) }
-            close(first)
-        }
-        throw SoftwareTPMError("no two consecutive free ports")
-    }
-
     @Test("a TPM that takes the connection and never answers: enroll fails after the timeout, the start goes on locked; secretd keeps serving")
     func silentTPM() throws {
         let tpm = try SoftwareTPM()
         defer { tpm.stop() }
-        let (listeners, port) = try Self.silentListener()
+        let (listeners, port) = try SoftwareTPM.unansweredPortPair()
         defer { listeners.forEach { close($0) } }
-        let fixture = try SecretdFixture()
+        let fixture = try Self.fixture(using: tpm)
         fixture.environment["SECRETD_TEST_TPM_TIMEOUT"] = "2"
-        try fixture.writeConfiguration("tpm-tcti = \(tpm.tcti)\n")
         var daemon = try fixture.start()
         defer { daemon.stop() }
         #expect(try Self.secretctl(fixture, ["tpm", "enroll"], input: Self.password + "\n").status == 0)
