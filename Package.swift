@@ -90,7 +90,7 @@ let package = Package(
 
         // MARK: secretd's D-Bus object layer
         .target(
-            name: "SecretService", dependencies: ["CGio", "CLoginControl", "CProcess", "CSystemd", "DBusValues", "KeychainCore", "Pinentry", "SecretCrypto", "SecretStore", "TPMSealing"],
+            name: "SecretService", dependencies: ["CGio", "CLoginControl", "CProcess", "CSystemd", "DBusValues", "KeychainCore", "Pinentry", "SecretCrypto", "SecretStore", "SecretSync", "TPMSealing"],
             swiftSettings: strictSettings),
 
         // MARK: Reading gnome-keyring's keyring files (for `secretctl import gnome-keyring`)

@@ -201,6 +201,91 @@ package enum KeychainProvider {
     /// The TPM slot's state.
     package static func tpmStatus() throws(KeychainError) -> TPMStatus { try LibSecret.tpmStatus() }
 
+    // MARK: - Sync (secretd)
+
+    /// A synced keyring's state, as secretd reports it.
+    package struct SyncStatus: Sendable {
+        /// The git remote.
+        package var remote: String
+        /// This machine's device id, and the code it shows while it waits for approval.
+        package var device: String
+        package var code: String
+        /// Whether this machine still waits for another to approve it.
+        package var waiting: Bool
+        /// The vault's devices.
+        package var devices: [String]
+        /// The devices waiting for approval, with the code each shows.
+        package var pending: [(device: String, code: String)]
+        /// When the last round ended well (seconds since 1970; 0: never).
+        package var lastSync: UInt64
+        /// Why the last round failed (empty: it did not).
+        package var lastError: String
+        /// Local changes not yet published.
+        package var unpublished: Int
+        /// Merges so far that kept a losing version as history.
+        package var conflictsResolved: Int
+        /// Files the last round refused, and why.
+        package var refused: [String]
+    }
+
+    /// What one round did.
+    package struct SyncRound: Equatable, Sendable {
+        package var published: Int
+        package var received: Int
+        package var conflicts: Int
+        package var refused: [String]
+    }
+
+    /// A version of an item that lost a merge (its history).
+    package struct SyncVersion: Equatable, Sendable {
+        /// The entry's number (for restore).
+        package var id: UInt64
+        /// When it was made (milliseconds since 1970, as its device's clock said).
+        package var madeAt: UInt64
+        /// The device that made it.
+        package var device: String
+        /// Whether it deleted the item.
+        package var deleted: Bool
+        /// Its label.
+        package var label: String
+    }
+
+    /// Starts syncing `keyring` through `remote` (a new vault there, or a request to join the
+    /// one there when `joining`); returns this machine's device id and, when joining, its code.
+    package static func startSync(keyring: String, remote: String, joining: Bool) throws(KeychainError) -> (device: String, code: String) {
+        try LibSecret.startSync(keyring: keyring, remote: remote, joining: joining)
+    }
+
+    /// Approves waiting device `device`, whose screen shows `code`.
+    package static func approveSyncDevice(_ device: String, code: String, keyring: String) throws(KeychainError) {
+        try LibSecret.approveSyncDevice(device, code: code, keyring: keyring)
+    }
+
+    /// Removes `device` from the vault (and replaces the vault key, so it cannot read what is
+    /// written from now on).
+    package static func removeSyncDevice(_ device: String, keyring: String) throws(KeychainError) {
+        try LibSecret.removeSyncDevice(device, keyring: keyring)
+    }
+
+    /// Stops syncing `keyring` on this machine (its items stay).
+    package static func leaveSync(keyring: String) throws(KeychainError) { try LibSecret.leaveSync(keyring: keyring) }
+
+    /// Makes version `version` of the item's history its contents again (a change that syncs).
+    package static func restoreSyncVersion(_ version: UInt64, keyring: String, attributes: [String: String]) throws(KeychainError) {
+        try LibSecret.restoreSyncVersion(version, keyring: keyring, attributes: attributes)
+    }
+
+    /// Runs a round now and waits for it.
+    package static func syncNow(keyring: String) throws(KeychainError) -> SyncRound { try LibSecret.syncNow(keyring: keyring) }
+
+    /// The sync state of `keyring`.
+    package static func syncStatus(keyring: String) throws(KeychainError) -> SyncStatus { try LibSecret.syncStatus(keyring: keyring) }
+
+    /// The history of the one item of `keyring` with `attributes`, oldest first.
+    package static func syncHistory(keyring: String, attributes: [String: String]) throws(KeychainError) -> [SyncVersion] {
+        try LibSecret.syncHistory(keyring: keyring, attributes: attributes)
+    }
+
     // MARK: - App keys (secretd)
 
     /// A key secretd made for a sandboxed app through the desktop portal (the app's file

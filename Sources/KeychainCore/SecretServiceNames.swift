@@ -84,6 +84,8 @@ package enum SecretServiceNames {
         package static let locking = "io.github.secretd.Locking1"
         /// secretd's own interface for the login keyring's TPM slot (`secretctl tpm`; see secretd(1)).
         package static let tpm = "io.github.secretd.TPM1"
+        /// secretd's own interface for sync between a person's machines (`secretctl sync`; see secretd(1)).
+        package static let sync = "io.github.secretd.Sync1"
         /// The standard properties interface.
         package static let properties = "org.freedesktop.DBus.Properties"
         /// The standard peer interface (`Ping`).

@@ -31,6 +31,8 @@ public enum SecretCtl {
         AppKeysCommand.self,
         PinCommand.self,
         TpmCommand.self,
+        SyncCommand.self,
+        HistoryCommand.self,
         SetupCommand.self,
         CompletionsCommand.self,
     ]

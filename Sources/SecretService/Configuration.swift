@@ -33,6 +33,9 @@ public struct Configuration: Equatable, Sendable {
     /// libtss2 TCTI configuration such as `device:/dev/tpmrm0`; nil (the default) lets libtss2
     /// choose (`/dev/tpmrm0`, then `/dev/tpm0`, …).
     public var tpmTCTI: String?
+    /// How often a synced keyring syncs when nothing changes locally (`secretctl sync`), in
+    /// seconds; 300 by default. Local changes sync a few seconds after they are made.
+    public var syncInterval: Int = 300
 
     /// The defaults.
     public init() {}
@@ -83,6 +86,11 @@ public struct Configuration: Equatable, Sendable {
                         file: file, line: index + 1, message: "tpm-tcti takes a TCTI such as device:/dev/tpmrm0 or swtpm:port=2321")
                 }
                 configuration.tpmTCTI = parts[1]
+            case "sync-interval":
+                guard let seconds = Int(parts[1]), seconds >= 1 else {
+                    throw ConfigurationError(file: file, line: index + 1, message: "sync-interval takes a number of seconds, at least 1")
+                }
+                configuration.syncInterval = seconds
             case "portal-frontends":
                 let names = parts[1].split(separator: ",", omittingEmptySubsequences: false)
                 let frontends = names.compactMap { CallerIdentity(parsing: $0.trimmingWhitespace) }

@@ -81,6 +81,8 @@ public final class Daemon: BusHandler {
     let quickUnlock: QuickUnlock
     /// Why the TPM slot did not unlock the login keyring at start (nil: it did, or there is none).
     var tpmFailure: String?
+    /// The synced collections' clocks, sync states and rounds (Daemon+Sync).
+    let syncRuns = SyncRuns()
     /// The portal frontend's requests waiting for the person to unlock the keyring, by handle.
     var portalRequests: [String: PortalRequest] = [:]
     /// systemd-logind's sleep and screen-lock signals, when secretd.conf asks to lock on them.
@@ -163,6 +165,7 @@ public final class Daemon: BusHandler {
         MainLoop.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
         listenToLogind()
+        startSyncing()
         var acquired = false
         busServer.ownName(busName, replace: options.replace, acquired: {
             acquired = true
@@ -186,6 +189,7 @@ public final class Daemon: BusHandler {
         server = endpoint
         store.groupsCommits = true
         keys.announce = { [weak self] collection, locked in
+            self?.syncLockChanged(collection, locked: locked)
             self?.server.emitPropertiesChanged(
                 path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
                 changed: ["Locked": .boolean(locked)])
@@ -419,6 +423,7 @@ public final class Daemon: BusHandler {
         switch (ObjectPaths.parse(call.path), call.interface) {
         case (.portal, Introspection.portalSecret): retrieveSecret(call, reply: reply)
         case (.service, Introspection.tpm): enrollTPM(call, reply: reply)
+        case (.service, Introspection.sync): handleSync(call, reply: reply)
         default: reply(handle(call))
         }
     }
@@ -524,7 +529,7 @@ public final class Daemon: BusHandler {
         switch ObjectPaths.parse(path) {
         case .service:
             return [Introspection.service, Introspection.gnomeExtension, Introspection.accessGroups, Introspection.importing,
-                    Introspection.appKeys, Introspection.quickUnlock, Introspection.locking, Introspection.tpm]
+                    Introspection.appKeys, Introspection.quickUnlock, Introspection.locking, Introspection.tpm, Introspection.sync]
         case .collection, .alias: return [Introspection.collection]
         case .item: return [Introspection.item]
         case .session: return [Introspection.session]

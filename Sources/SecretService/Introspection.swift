@@ -23,6 +23,8 @@ enum Introspection {
     static let locking = SecretServiceNames.Interface.locking
     /// secretd's own: the login keyring's TPM slot.
     static let tpm = SecretServiceNames.Interface.tpm
+    /// secretd's own: sync between a person's machines.
+    static let sync = SecretServiceNames.Interface.sync
     /// The desktop portal's Secret backend, and its request handles.
     static let portalSecret = PortalNames.secretInterface
     static let portalRequest = PortalNames.requestInterface
@@ -69,6 +71,33 @@ enum Introspection {
                 Argument(name: "enrolled", type: "b"), Argument(name: "pcrs", type: "au"), Argument(name: "tcti", type: "s"),
                 Argument(name: "last_failure", type: "s"),
             ]),
+        ]),
+        BusInterface(name: sync, methods: [
+            Method(name: "Init", arguments: [Argument(name: "collection", type: "s"), Argument(name: "remote", type: "s")],
+                   results: [Argument(name: "device", type: "s"), Argument(name: "code", type: "s")], repliesLater: true),
+            Method(name: "Join", arguments: [Argument(name: "collection", type: "s"), Argument(name: "remote", type: "s")],
+                   results: [Argument(name: "device", type: "s"), Argument(name: "code", type: "s")], repliesLater: true),
+            Method(name: "Approve", arguments: [
+                Argument(name: "collection", type: "s"), Argument(name: "device", type: "s"), Argument(name: "code", type: "s"),
+            ], repliesLater: true),
+            Method(name: "Remove", arguments: [Argument(name: "collection", type: "s"), Argument(name: "device", type: "s")],
+                   repliesLater: true),
+            Method(name: "Leave", arguments: [Argument(name: "collection", type: "s")], repliesLater: true),
+            Method(name: "SyncNow", arguments: [Argument(name: "collection", type: "s")], results: [
+                Argument(name: "published", type: "u"), Argument(name: "received", type: "u"), Argument(name: "conflicts", type: "u"),
+                Argument(name: "refused", type: "as"),
+            ], repliesLater: true),
+            Method(name: "GetStatus", arguments: [Argument(name: "collection", type: "s")], results: [
+                Argument(name: "remote", type: "s"), Argument(name: "device", type: "s"), Argument(name: "code", type: "s"),
+                Argument(name: "waiting", type: "b"), Argument(name: "devices", type: "as"), Argument(name: "pending", type: "a(ss)"),
+                Argument(name: "last_sync", type: "t"), Argument(name: "last_error", type: "s"), Argument(name: "unpublished", type: "u"),
+                Argument(name: "conflicts_resolved", type: "u"), Argument(name: "refused", type: "as"),
+            ], repliesLater: true),
+            Method(name: "GetHistory", arguments: [Argument(name: "collection", type: "s"), Argument(name: "attributes", type: "a{ss}")],
+                   results: [Argument(name: "versions", type: "a(ttsbs)")], repliesLater: true),
+            Method(name: "RestoreVersion", arguments: [
+                Argument(name: "collection", type: "s"), Argument(name: "attributes", type: "a{ss}"), Argument(name: "version", type: "t"),
+            ], repliesLater: true),
         ]),
         BusInterface(name: quickUnlock, methods: [
             Method(name: "SetPin", arguments: [Argument(name: "login_password", type: secret), Argument(name: "pin", type: secret)]),

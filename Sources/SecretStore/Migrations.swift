@@ -69,6 +69,43 @@ enum Migrations {
         // 5: which items survive an ordinary lock (accessibility class after-first-unlock,
         // sealed with a key of their own); NULL, every item so far, for those that do not.
         .sql("ALTER TABLE items ADD COLUMN survives_lock INTEGER"),
+        // 6: sync (secretctl sync): each synced collection's remote and sealed sync state; the
+        // random sync id of each local item (kept after the item is deleted, until its delete
+        // marker is published); local changes not yet published, stamped when made; and the
+        // versions that lost a merge (an item's history), sealed under the master key.
+        .sql("""
+        CREATE TABLE sync_vaults (
+            collection_id INTEGER PRIMARY KEY REFERENCES collections(id) ON DELETE CASCADE,
+            remote TEXT NOT NULL,
+            state BLOB NOT NULL,
+            last_round INTEGER,
+            last_error TEXT,
+            resolved INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE sync_items (
+            item_id INTEGER PRIMARY KEY,
+            collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
+            sync_id BLOB NOT NULL UNIQUE
+        );
+        CREATE TABLE sync_changes (
+            item_id INTEGER PRIMARY KEY,
+            collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
+            milliseconds INTEGER NOT NULL,
+            counter INTEGER NOT NULL,
+            deleted INTEGER NOT NULL
+        );
+        CREATE TABLE sync_history (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
+            sync_id BLOB NOT NULL,
+            milliseconds INTEGER NOT NULL,
+            counter INTEGER NOT NULL,
+            device BLOB NOT NULL,
+            kept INTEGER NOT NULL,
+            sealed BLOB
+        );
+        CREATE INDEX sync_history_by_item ON sync_history(sync_id);
+        """),
     ]
 
     private static func shrinkAttributeIndex(_ database: Database) throws(StoreError) {
@@ -97,7 +134,8 @@ enum Migrations {
 
     /// The tables a file at `version` (1 or later) has; one without them is not ours.
     static func tables(at version: Int) -> Set<String> {
-        ["collections", "aliases", "items", version < 3 ? "attribute_hashes" : "attribute_index"]
+        let base: Set = ["collections", "aliases", "items", version < 3 ? "attribute_hashes" : "attribute_index"]
+        return version < 6 ? base : base.union(["sync_vaults", "sync_items", "sync_changes", "sync_history"])
     }
 
     /// Refuses, before anything is written to it, a database from a newer build and another

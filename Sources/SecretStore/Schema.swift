@@ -153,3 +153,116 @@ package enum IndexColumn: Int, TableColumn {
         }
     }
 }
+
+/// The columns of `sync_vaults` (schema version 6): one row per synced collection.
+package enum SyncVaultColumn: Int, TableColumn {
+    /// The collection's database id.
+    case collectionID
+    /// The git remote it syncs through, as the person gave it.
+    case remote
+    /// The machine's sync state (SecretSync's `SyncVault`), sealed under the master key.
+    case state
+    /// When the last round ended well (seconds since 1970); NULL before the first.
+    case lastRound
+    /// Why the last round failed; NULL when it did not.
+    case lastError
+    /// How many merges so far kept a losing version as history.
+    case resolved
+
+    package static let table = "sync_vaults"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .collectionID: ("collection_id", "INTEGER")
+        case .remote: ("remote", "TEXT")
+        case .state: ("state", "BLOB")
+        case .lastRound: ("last_round", "INTEGER")
+        case .lastError: ("last_error", "TEXT")
+        case .resolved: ("resolved", "INTEGER")
+        }
+    }
+}
+
+/// The columns of `sync_items` (schema version 6): which local item is which synced item.
+package enum SyncItemColumn: Int, TableColumn {
+    /// The local item's database id (no foreign key: the row outlives the item until its
+    /// delete marker is published).
+    case itemID
+    /// Its collection's database id.
+    case collectionID
+    /// The random 16-byte id it has in the sync repository.
+    case syncID
+
+    package static let table = "sync_items"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .itemID: ("item_id", "INTEGER")
+        case .collectionID: ("collection_id", "INTEGER")
+        case .syncID: ("sync_id", "BLOB")
+        }
+    }
+}
+
+/// The columns of `sync_changes` (schema version 6): local changes not yet published, one per
+/// item, stamped with the hybrid logical time they were made.
+package enum SyncChangeColumn: Int, TableColumn {
+    /// The local item's database id.
+    case itemID
+    /// Its collection's database id.
+    case collectionID
+    /// The stamp's milliseconds.
+    case milliseconds
+    /// The stamp's counter.
+    case counter
+    /// 1 when the change deleted the item.
+    case deleted
+
+    package static let table = "sync_changes"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .itemID: ("item_id", "INTEGER")
+        case .collectionID: ("collection_id", "INTEGER")
+        case .milliseconds: ("milliseconds", "INTEGER")
+        case .counter: ("counter", "INTEGER")
+        case .deleted: ("deleted", "INTEGER")
+        }
+    }
+}
+
+/// The columns of `sync_history` (schema version 6): versions of synced items that lost a
+/// merge, so that no edit disappears silently.
+package enum SyncHistoryColumn: Int, TableColumn {
+    /// The entry's id.
+    case id
+    /// The collection's database id.
+    case collectionID
+    /// The item's sync id.
+    case syncID
+    /// The version's stamp: milliseconds.
+    case milliseconds
+    /// The version's stamp: counter.
+    case counter
+    /// The device that made it (16 bytes).
+    case device
+    /// When it was kept (seconds since 1970).
+    case kept
+    /// The version's item sealed under the master key; NULL for a delete marker.
+    case sealed
+
+    package static let table = "sync_history"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .id: ("id", "INTEGER")
+        case .collectionID: ("collection_id", "INTEGER")
+        case .syncID: ("sync_id", "BLOB")
+        case .milliseconds: ("milliseconds", "INTEGER")
+        case .counter: ("counter", "INTEGER")
+        case .device: ("device", "BLOB")
+        case .kept: ("kept", "INTEGER")
+        case .sealed: ("sealed", "BLOB")
+        }
+    }
+}

@@ -11,7 +11,7 @@ import Glibc
 public final class Store {
     /// The database file.
     public let databaseURL: URL
-    private let database: Database
+    let database: Database
 
     /// The database file name inside the data directory.
     public static let fileName = "secretd.sqlite3"
@@ -530,5 +530,5 @@ public final class Store {
         Array("secretd-collection-key-v1".utf8) + uuid
     }
 
-    private static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970) }
+    static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970) }
 }

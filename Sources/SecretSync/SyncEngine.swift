@@ -63,6 +63,18 @@ public enum SyncEngine {
         }
     }
 
+    /// The vault's devices and those waiting for approval (with the code each shows), from the
+    /// remote as it is now.
+    public static func members(on git: SyncGit, vault: SyncVault) throws(SyncError)
+        -> (devices: [SyncDevice], pending: [(device: SyncDevice, code: String)])
+    {
+        let waiting = try pending(on: git, vault: vault)
+        let devices = try git.files(in: SyncVault.devicesFolder).sorted { $0.key < $1.key }.map { (name, bytes) throws(SyncError) in
+            try SyncDevice(entry: bytes, fileName: name)
+        }
+        return (devices, waiting)
+    }
+
     /// Approves the waiting device `id` (hex): every key generation this machine has is wrapped
     /// for it, and it becomes a device of the vault.
     public static func approve(_ id: String, on git: SyncGit, vault: SyncVault) throws(SyncError) {

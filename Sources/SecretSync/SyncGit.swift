@@ -11,7 +11,7 @@ import ProcessSpawning
 ///
 /// git never asks anything on a terminal (`GIT_TERMINAL_PROMPT=0`, ssh in batch mode), so a
 /// remote that wants a password fails at once with git's own message instead of hanging.
-public final class SyncGit {
+public final class SyncGit: Sendable {
     /// The working clone (created 0700).
     public let directory: URL
     /// The remote, as git takes it: a path, `ssh://…`, `user@host:path`, `https://…`.

@@ -152,7 +152,7 @@ public struct SyncItem: Sendable {
 
     /// The plaintext that gets sealed: the two times (UInt64, big-endian), then the contents as
     /// the store seals them (ItemContents's format), in secure memory.
-    func encoded() -> SecureBytes {
+    public func encoded() -> SecureBytes {
         let contents = self.contents.encoded()
         let output = SecureBytes(count: 16 + contents.count)
         output.withMutableBytes { buffer in
@@ -164,7 +164,7 @@ public struct SyncItem: Sendable {
     }
 
     /// The item in `plaintext`, as ``encoded()`` wrote it.
-    static func decode(_ plaintext: SecureBytes) throws(StoreError) -> SyncItem {
+    public static func decode(_ plaintext: SecureBytes) throws(StoreError) -> SyncItem {
         guard plaintext.count >= 16 else { throw .corrupted("the item is truncated") }
         let (created, modified) = plaintext.withBytes { bytes in
             (bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }, bytes[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })

@@ -45,10 +45,17 @@ import Testing
         try expectListMatchesTable(AliasColumn.self, in: database)
         try expectListMatchesTable(ItemColumn.self, in: database)
         try expectListMatchesTable(IndexColumn.self, in: database)
+        try expectListMatchesTable(SyncVaultColumn.self, in: database)
+        try expectListMatchesTable(SyncItemColumn.self, in: database)
+        try expectListMatchesTable(SyncChangeColumn.self, in: database)
+        try expectListMatchesTable(SyncHistoryColumn.self, in: database)
         let tables = Set(
             try database.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                 .compactMap { $0.first?.text })
-        let listed: Set = [CollectionColumn.table, AliasColumn.table, ItemColumn.table, IndexColumn.table]
+        let listed: Set = [
+            CollectionColumn.table, AliasColumn.table, ItemColumn.table, IndexColumn.table, SyncVaultColumn.table,
+            SyncItemColumn.table, SyncChangeColumn.table, SyncHistoryColumn.table,
+        ]
         #expect(tables == listed, "the migrations make tables \(tables.sorted()), Schema.swift lists \(listed.sorted())")
         #expect(Migrations.tables(at: Migrations.currentVersion) == listed)
     }

@@ -1,0 +1,252 @@
+import Foundation
+import Glibc
+import KeychainTestSupport
+import Testing
+
+/// Sync between three machines: three secretd, each with its own data directory and bus, and a
+/// bare git repository on a local path, driven as a person would, with secretctl (and
+/// secret-tool reading the result). Joining needs the approval of a device of the vault and the
+/// code both show; items created, changed and deleted on each reach the others; the same item
+/// changed on two machines before either syncs converges to one winner everywhere, with the
+/// loser in history (and restorable); device-only items stay home; a tampered file is refused
+/// and changes nothing; a removed device cannot read what is written after its removal; a
+/// locked keyring does not sync; and the repository holds no label, attribute value or secret.
+@Suite(.serialized) struct SyncTests {
+    /// One machine: its secretd and what it runs.
+    final class Machine {
+        let fixture: SecretdFixture
+        var daemon: SupervisedProcess
+
+        /// A machine whose rounds run every `interval` seconds (by default only when asked for,
+        /// and after changes, so the test decides the order).
+        init(interval: Int = 3600) throws {
+            fixture = try SecretdFixture()
+            try fixture.writeConfiguration("sync-interval = \(interval)\n")
+            daemon = try fixture.start()
+        }
+
+        /// Waits up to 20 s for `service account` to read `secret` (nil: to be gone).
+        func waitFor(_ service: String, _ account: String, _ secret: String?) throws -> Bool {
+            for _ in 0..<100 {
+                if try get(service, account) == secret { return true }
+                usleep(200_000)
+            }
+            return false
+        }
+
+        deinit { daemon.stop() }
+
+        @discardableResult
+        func secretctl(_ arguments: [String], input: String? = nil, expect status: Int32? = 0, sourceLocation: SourceLocation = #_sourceLocation)
+            throws -> CommandResult
+        {
+            let result = try fixture.run([SecretdFixture.secretctlPath] + arguments, input: input)
+            if let status {
+                #expect(result.status == status, "secretctl \(arguments.joined(separator: " ")): \(result.errorOutput)", sourceLocation: sourceLocation)
+            }
+            return result
+        }
+
+        func get(_ service: String, _ account: String) throws -> String? {
+            let result = try secretctl(["get", service, account], expect: nil)
+            return result.status == 0 ? result.text : nil
+        }
+
+        func syncNow(sourceLocation: SourceLocation = #_sourceLocation) throws {
+            try secretctl(["sync", "now"], sourceLocation: sourceLocation)
+        }
+
+        func status() throws -> [String: Any] {
+            let text = try secretctl(["sync", "status", "--json"]).text
+            return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        }
+    }
+
+    /// A bare repository on a local path, the remote of every machine.
+    static func bareRemote(in machine: Machine) throws -> String {
+        let path = machine.fixture.root.appendingPathComponent("remote.git").path
+        #expect(try machine.fixture.run(["git", "init", "--quiet", "--bare", "--initial-branch", "main", path]).status == 0)
+        return path
+    }
+
+    /// `joiner` asks to join and `member` approves it with the code it shows.
+    static func join(_ joiner: Machine, approvedBy member: Machine, remote: String) throws {
+        let asked = try joiner.secretctl(["sync", "join", remote]).text
+        let device = try #require(asked.split(separator: " ").first { $0.count == 33 && $0.hasSuffix(";") }.map { String($0.dropLast()) }, "\(asked)")
+        let status = try joiner.status()
+        #expect(status["waiting_for_approval"] as? Bool == true)
+        let code = try #require(status["code"] as? String)
+        #expect(asked.contains("Its code is \(code)."))
+        // The member sees the request with the same code.
+        let pending = try #require(try member.status()["pending"] as? [[String: String]])
+        #expect(pending.contains { $0["device"] == device && $0["code"] == code }, "\(pending)")
+        // A wrong code approves nothing.
+        let wrong = try member.secretctl(["sync", "approve", device, "--code", "000-000"], expect: nil)
+        #expect(wrong.status != 0 && wrong.errorOutput.contains("shows another code"), "\(wrong.errorOutput)")
+        try member.secretctl(["sync", "approve", device, "--code", code])
+        try joiner.syncNow()
+        #expect(try joiner.status()["waiting_for_approval"] as? Bool == false)
+    }
+
+    @Test("three machines: join with approval, changes everywhere, conflicts with history, device-only, tampering, removal, no plaintext in the remote")
+    func threeMachines() throws {
+        let (a, b, c) = (try Machine(), try Machine(), try Machine())
+        let remote = try Self.bareRemote(in: a)
+
+        try a.secretctl(["set", "com.example.mail", "alice", "--label", "Mail of Alice"], input: "first-secret")
+        try a.secretctl(["set", "com.example.device", "local", "--accessible", "when-unlocked-device-only"], input: "device-only-secret")
+        #expect(try a.secretctl(["sync", "init", remote]).text.contains("syncs with \(remote)"))
+        let again = try a.secretctl(["sync", "init", remote], expect: nil)
+        #expect(again.status != 0 && again.errorOutput.contains("already"), "\(again.errorOutput)")
+
+        // B and C join; each brings its own item.
+        try b.secretctl(["set", "com.example.vpn", "bob"], input: "vpn-secret")
+        try Self.join(b, approvedBy: a, remote: remote)
+        try Self.join(c, approvedBy: b, remote: remote)
+        try a.syncNow()
+        for machine in [a, b, c] {
+            #expect(try machine.get("com.example.mail", "alice") == "first-secret")
+            #expect(try machine.get("com.example.vpn", "bob") == "vpn-secret")
+        }
+        // secret-tool reads a synced item like any other.
+        let looked = try c.fixture.run(["secret-tool", "lookup", "service", "com.example.mail", "account", "alice"])
+        #expect(looked.text == "first-secret")
+        // Device-only items stay home.
+        #expect(try b.get("com.example.device", "local") == nil)
+        #expect(try a.get("com.example.device", "local") == "device-only-secret")
+        let devices = try #require(try a.status()["devices"] as? [String])
+        #expect(devices.count == 3)
+
+        // A change on B and a delete on C reach the others.
+        try b.secretctl(["set", "com.example.mail", "alice"], input: "second-secret")
+        try b.syncNow()
+        try c.secretctl(["delete", "com.example.vpn", "bob"])
+        try c.syncNow()
+        try a.syncNow()
+        try b.syncNow()
+        for machine in [a, b, c] {
+            #expect(try machine.get("com.example.mail", "alice") == "second-secret")
+            #expect(try machine.get("com.example.vpn", "bob") == nil)
+        }
+
+        // The same item changed on A and on C before either syncs: the later edit (C's) wins
+        // everywhere; A keeps its own edit in history, C the one it refused.
+        try a.secretctl(["set", "com.example.mail", "alice", "--label", "edited on A"], input: "a-edit")
+        usleep(20_000)
+        try c.secretctl(["set", "com.example.mail", "alice", "--label", "edited on C"], input: "c-edit")
+        try a.syncNow()
+        try c.syncNow()
+        try a.syncNow()
+        try b.syncNow()
+        for machine in [a, b, c] { #expect(try machine.get("com.example.mail", "alice") == "c-edit") }
+        let historyOfA = try a.secretctl(["history", "com.example.mail", "alice"]).text
+        #expect(historyOfA.contains("edited on A"), "\(historyOfA)")
+        let historyOfC = try c.secretctl(["history", "com.example.mail", "alice", "--json"]).text
+        #expect(historyOfC.contains("\"label\":\"edited on A\""), "\(historyOfC)")
+        #expect((try a.status()["conflicts_resolved"] as? Int ?? 0) >= 1)
+        // Restoring A's edit there is a new change, which wins everywhere.
+        let number = try #require(historyOfA.split(separator: "\n").last { $0.contains("edited on A") }?.split(separator: "\t").first)
+        try a.secretctl(["history", "com.example.mail", "alice", "--restore", String(number)])
+        #expect(try a.get("com.example.mail", "alice") == "a-edit")
+        try a.syncNow()
+        try b.syncNow()
+        #expect(try b.get("com.example.mail", "alice") == "a-edit")
+
+        // A file altered in the remote is refused by the next machine, which changes nothing.
+        let other = a.fixture.root.appendingPathComponent("tamper").path
+        #expect(try a.fixture.run(["git", "clone", "--quiet", remote, other]).status == 0)
+        let items = try FileManager.default.contentsOfDirectory(atPath: other + "/items")
+        #expect(!items.isEmpty)
+        for name in items {
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: other + "/items/" + name))
+            bytes[bytes.count - 1] ^= 1
+            try bytes.write(to: URL(fileURLWithPath: other + "/items/" + name))
+        }
+        let commit = try a.fixture.run([
+            "git", "-C", other, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "--quiet", "-am", "tamper",
+        ])
+        #expect(commit.status == 0, "\(commit.errorOutput)")
+        #expect(try a.fixture.run(["git", "-C", other, "push", "--quiet", "origin", "HEAD:main"]).status == 0)
+        let refused = try b.secretctl(["sync", "now"]).text
+        #expect(refused.contains("refused:") && refused.contains("altered"), "\(refused)")
+        #expect(try b.get("com.example.mail", "alice") == "a-edit")
+        // ... and the machines put their versions back.
+        try a.syncNow()
+        try c.syncNow()
+        #expect(try c.get("com.example.mail", "alice") == "a-edit")
+
+        // A locked keyring does not sync.
+        try b.secretctl(["lock"])
+        let locked = try b.secretctl(["sync", "now"], expect: nil)
+        #expect(locked.status != 0 && locked.errorOutput.contains("locked"), "\(locked.errorOutput)")
+        try b.secretctl(["unlock", "--password-stdin"], input: "login-password")
+
+        // C is removed: what is written after cannot be read there.
+        let cDevice = try #require(try c.status()["device"] as? String)
+        try a.secretctl(["sync", "remove", cDevice])
+        try a.secretctl(["set", "com.example.new", "after"], input: "after-removal")
+        try a.syncNow()
+        let afterRemoval = try c.secretctl(["sync", "now"]).text
+        #expect(try c.get("com.example.new", "after") == nil)
+        #expect(afterRemoval.contains("was not given") || afterRemoval.contains("refused"), "\(afterRemoval)")
+        try b.syncNow()
+        #expect(try b.get("com.example.new", "after") == "after-removal")
+
+        // The repository holds no label, attribute value or secret of any item.
+        let objects = try a.fixture.run(["git", "-C", remote, "cat-file", "--batch-all-objects", "--batch"])
+        #expect(objects.status == 0 && objects.output.count > 1000)
+        for plain in [
+            "first-secret", "second-secret", "a-edit", "c-edit", "vpn-secret", "after-removal", "device-only-secret", "Mail of Alice",
+            "edited on", "com.example", "alice", "bob",
+        ] {
+            #expect(objects.output.range(of: Data(plain.utf8)) == nil, "the remote holds \(plain)")
+        }
+        for machine in [a, b, c] {
+            #expect(!machine.daemon.log.contains("secret\"") && !machine.daemon.log.contains("first-secret"))
+        }
+    }
+
+    @Test("in the background: a change syncs by itself; one made just before a stop syncs after the restart")
+    func background() throws {
+        let (a, b) = (try Machine(interval: 1), try Machine(interval: 1))
+        let remote = try Self.bareRemote(in: a)
+        try a.secretctl(["sync", "init", remote])
+        try Self.join(b, approvedBy: a, remote: remote)
+        try a.secretctl(["set", "com.example.background", "one"], input: "made-on-a")
+        #expect(try b.waitFor("com.example.background", "one", "made-on-a"))
+        try b.secretctl(["set", "com.example.background", "one"], input: "changed-on-b")
+        #expect(try a.waitFor("com.example.background", "one", "changed-on-b"))
+
+        // A change, then at once a stop (before its round): it is kept, and published after
+        // the restart and unlock.
+        try a.secretctl(["set", "com.example.background", "two"], input: "before-the-stop")
+        a.daemon.stop()
+        #expect(try a.fixture.run(["git", "-C", remote, "log", "--oneline"]).text.split(separator: "\n").count >= 3)
+        a.daemon = try a.fixture.start()
+        #expect(try b.waitFor("com.example.background", "two", "before-the-stop"))
+        #expect(try a.status()["unpublished_changes"] as? Int == 0)
+    }
+
+    @Test("clear errors: no remote, an unreachable remote, a keyring that does not sync, the session keyring, bad input")
+    func errors() throws {
+        let a = try Machine()
+        let notSyncing = try a.secretctl(["sync", "status"], expect: nil)
+        #expect(notSyncing.status != 0 && notSyncing.errorOutput.contains("does not sync"), "\(notSyncing.errorOutput)")
+        let missing = try a.secretctl(["sync", "init"], expect: nil)
+        #expect(missing.status == 2, "\(missing.errorOutput)")
+        let nowhere = try a.secretctl(["sync", "init", a.fixture.root.appendingPathComponent("no-such-repo").path], expect: nil)
+        #expect(nowhere.status != 0 && nowhere.errorOutput.contains("git"), "\(nowhere.errorOutput)")
+        let session = try a.secretctl(["sync", "init", "/tmp/x", "--collection", "session"], expect: nil)
+        #expect(session.status != 0 && session.errorOutput.contains("never leaves"), "\(session.errorOutput)")
+        let joinEmpty = try a.secretctl(["sync", "join", try Self.bareRemote(in: a)], expect: nil)
+        #expect(joinEmpty.status != 0 && joinEmpty.errorOutput.contains("no vault"), "\(joinEmpty.errorOutput)")
+        // After failures the keyring can still start syncing.
+        let remote = a.fixture.root.appendingPathComponent("remote.git").path
+        try a.secretctl(["sync", "init", remote])
+        try a.syncNow()
+        let history = try a.secretctl(["history", "com.example.none", "nobody"], expect: nil)
+        #expect(history.status != 0 && history.errorOutput.contains("no such item"), "\(history.errorOutput)")
+        try a.secretctl(["sync", "leave"])
+        #expect(try a.secretctl(["sync", "status"], expect: nil).status != 0)
+    }
+}
