@@ -7,4 +7,7 @@ package enum TestHooks {
     /// Seconds secretd waits for the TPM before it gives up (instead of 20), so a test of a
     /// TPM that never answers does not wait that long.
     package static let tpmTimeout = "SECRETD_TEST_TPM_TIMEOUT"
+    /// Seconds one git command of sync may take before it is killed (instead of 120), so a
+    /// test of a remote that never answers does not wait that long.
+    package static let gitTimeout = "SECRETD_TEST_GIT_TIMEOUT"
 }

@@ -34,6 +34,7 @@ extension Daemon {
                 try store.deleteCollection(collection)
                 keys.forget(collection.id)
                 itemsSchedule.forget(collection.id)
+                syncRuns.runs[collection.id] = nil
                 announceDeletedCollection(ObjectPaths.collection(collection.name))
                 return .success(.tuple([.objectPath(ObjectPaths.none)]))
             } catch {

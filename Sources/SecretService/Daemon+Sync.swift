@@ -46,7 +46,7 @@ extension Daemon {
             removeDevice(device, name: name, reply: reply)
         case "Leave":
             guard strings.count == 1, let name = strings[0] else { return reply(.failure(.invalidArgs("(s) expected"))) }
-            reply(leave(name: name))
+            leave(name: name, reply: reply)
         case "SyncNow":
             guard strings.count == 1, let name = strings[0] else { return reply(.failure(.invalidArgs("(s) expected"))) }
             switch syncedCollection(named: name) {
@@ -66,12 +66,12 @@ extension Daemon {
             guard call.arguments.count == 2, let name = strings[0], let attributes = call.arguments[1].stringMap else {
                 return reply(.failure(.invalidArgs("(sa{ss}) expected")))
             }
-            reply(soleItem(name, attributes, sender: call.sender).flatMap(history))
+            reply(historyTarget(name, attributes, sender: call.sender).flatMap(history))
         case "RestoreVersion":
             guard call.arguments.count == 3, let name = strings[0], let attributes = call.arguments[1].stringMap,
                 let entry = call.arguments[2].uint64
             else { return reply(.failure(.invalidArgs("(sa{ss}t) expected"))) }
-            reply(soleItem(name, attributes, sender: call.sender).flatMap { restore(entry, of: $0) })
+            reply(historyTarget(name, attributes, sender: call.sender).flatMap { restore(entry, of: $0) })
         default:
             reply(.failure(.noSuchObject("no method \(call.method)")))
         }
@@ -99,7 +99,15 @@ extension Daemon {
     private func syncClone(of collection: Store.CollectionRecord, remote: String) -> SyncGit {
         let folder = options.dataDirectory.appendingPathComponent("sync")
         mkdir(folder.path, 0o700)
-        return SyncGit(directory: folder.appendingPathComponent(SyncIDs.hex(collection.uuid)), remote: remote)
+        return SyncGit(directory: folder.appendingPathComponent(SyncIDs.hex(collection.uuid)), remote: remote, timeout: Self.gitTimeout)
+    }
+
+    /// How long one git command may take (SyncGit's timeout).
+    private static var gitTimeout: Double {
+        #if DEBUG
+        if let text = getenv(TestHooks.gitTimeout).map({ String(cString: $0) }), let seconds = Double(text) { return seconds }
+        #endif
+        return 120
     }
 
     /// `Init` and `Join`: a new vault on an empty remote, or a request to join the one there.
@@ -112,7 +120,7 @@ extension Daemon {
         if let settings = try? store.syncSettings(of: collection) {
             return reply(.failure(.failed("the keyring \(name) syncs with \(settings.remote) already (secretctl sync leave first)")))
         }
-        guard runs[collection.id]?.running != true else { return reply(.failure(.failed("the keyring \(name) is busy syncing; try again"))) }
+        guard runs[collection.id] == nil else { return reply(.failure(.failed("the keyring \(name) is starting to sync already"))) }
         let git = syncClone(of: collection, remote: remote)
         try? FileManager.default.removeItem(at: git.directory)
         let identity: SyncIdentity
@@ -133,12 +141,13 @@ extension Daemon {
             }
         }) { [weak self] outcome in
             guard let self else { return }
-            self.runs[collection.id]?.running = false
             do {
                 let (vault, code) = try outcome.get()
                 guard let itemKeys = self.keys[collection.id] else { throw SyncError.transport("the keyring was locked meanwhile; nothing was saved") }
                 try self.store.saveSyncState(vault.encoded(), remote: remote, of: collection, keys: itemKeys)
-                self.runs[collection.id] = SyncRuns.Run(clock: vault.clock, vault: vault)
+                self.runs[collection.id]!.clock = vault.clock
+                self.runs[collection.id]!.vault = vault
+                self.released(collection.id)
                 let stamped = self.stampEverything(in: collection, keys: itemKeys)
                 let device = SyncIDs.hex(identity.device.id)
                 Log.info(joining
@@ -165,151 +174,224 @@ extension Daemon {
         return count
     }
 
-    /// `Approve`: the waiting device becomes one of the vault's, when `code` is the one it shows.
-    private func approve(_ device: String, code: String, name: String, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+    /// What an operation on a synced keyring's clone works with, read when its turn comes.
+    private struct SyncContext {
         let collection: Store.CollectionRecord
         let settings: Store.SyncSettings
-        switch syncedCollection(named: name) {
-        case .failure(let error): return reply(.failure(error))
-        case .success(let found): (collection, settings) = found
+        let vault: SyncVault
+        let git: SyncGit
+    }
+
+    /// Runs `operation` on keyring `name`'s clone once nothing else uses it (a round, another
+    /// call), with what it needs read at that moment; it calls `release` when it is done. What
+    /// keeps it from running is replied at once.
+    private func onClone(
+        of name: String, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void,
+        _ operation: @escaping (SyncContext, _ release: @escaping () -> Void) -> Void
+    ) {
+        guard case .success(let (collection, _)) = syncedCollection(named: name) else {
+            if case .failure(let error) = syncedCollection(named: name) { reply(.failure(error)) }
+            return
         }
-        guard let vault = openVault(collection) else { return reply(.failure(.failed("cannot open the keyring's sync state"))) }
-        guard vault.generation > 0 else { return reply(.failure(.failed("this machine is waiting for approval itself"))) }
-        let git = syncClone(of: collection, remote: settings.remote)
-        offMainLoop({ () -> Result<Void, SyncError> in
-            Result { () throws(SyncError) in
-                guard let waiting = try SyncEngine.pending(on: git, vault: vault).first(where: { SyncIDs.hex($0.device.id) == device }) else {
-                    throw .malformed("no device \(device) is waiting for approval (secretctl sync status lists them)")
+        exclusively(collection.id) { [weak self] release in
+            guard let self else { return }
+            switch self.syncedCollection(named: name) {
+            case .failure(let error):
+                release()
+                reply(.failure(error))
+            case .success(let (collection, settings)):
+                guard let vault = self.openVault(collection) else {
+                    release()
+                    return reply(.failure(.failed("cannot open the sync state of the keyring \(name)")))
                 }
-                guard waiting.code == code.trimmingWhitespace else {
-                    throw .malformed("device \(device) shows another code: the request is not from the machine you think; nothing was approved")
-                }
-                try SyncEngine.approve(device, on: git, vault: vault)
+                operation(SyncContext(collection: collection, settings: settings, vault: vault,
+                                      git: self.syncClone(of: collection, remote: settings.remote)), release)
             }
-        }) { outcome in
-            switch outcome {
-            case .success:
-                Log.info("approved device \(device) into the vault of the keyring \(name)")
-                reply(.success(.tuple([])))
-            case .failure(let error): reply(.failure(.failed("\(error)")))
+        }
+    }
+
+    /// Runs `operation` on collection `id`'s clone now if nothing uses it, else after what does;
+    /// `operation` calls the closure it is given when it is over.
+    private func exclusively(_ id: Int64, _ operation: @escaping (_ release: @escaping () -> Void) -> Void) {
+        guard runs[id] != nil else { return operation({}) }
+        guard !runs[id]!.running else {
+            runs[id]!.queued.append { [weak self] in self?.exclusively(id, operation) }
+            return
+        }
+        runs[id]!.running = true
+        operation { [weak self] in self?.released(id) }
+    }
+
+    /// The clone of collection `id` is free again: the next queued operation runs, or the round
+    /// asked for meanwhile.
+    private func released(_ id: Int64) {
+        guard runs[id] != nil else { return }
+        runs[id]!.running = false
+        if !runs[id]!.queued.isEmpty {
+            let next = runs[id]!.queued.removeFirst()
+            return next()
+        }
+        if runs[id]!.again || !runs[id]!.waiting.isEmpty { scheduleRound(id, after: 0) }
+    }
+
+    /// `Approve`: the waiting device becomes one of the vault's, when `code` is the one it shows.
+    private func approve(_ device: String, code: String, name: String, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+        onClone(of: name, reply: reply) { [weak self] context, release in
+            let (git, vault) = (context.git, context.vault)
+            guard vault.generation > 0 else {
+                release()
+                return reply(.failure(.failed("this machine is waiting for approval itself")))
+            }
+            self?.offMainLoop({ () -> Result<Void, SyncError> in
+                Result { () throws(SyncError) in
+                    guard let waiting = try SyncEngine.pending(on: git, vault: vault).first(where: { SyncIDs.hex($0.device.id) == device }) else {
+                        throw .malformed("no device \(device) is waiting for approval (secretctl sync status lists them)")
+                    }
+                    guard waiting.code == code.trimmingWhitespace else {
+                        throw .malformed("device \(device) shows another code: the request is not from the machine you think; nothing was approved")
+                    }
+                    try SyncEngine.approve(device, on: git, vault: vault)
+                }
+            }) { outcome in
+                release()
+                switch outcome {
+                case .success:
+                    Log.info("approved device \(device) into the vault of the keyring \(name)")
+                    reply(.success(.tuple([])))
+                case .failure(let error): reply(.failure(.failed("\(error)")))
+                }
             }
         }
     }
 
     /// `Remove`: the device leaves the vault and the vault key is replaced.
     private func removeDevice(_ device: String, name: String, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
-        let collection: Store.CollectionRecord
-        let settings: Store.SyncSettings
-        switch syncedCollection(named: name) {
-        case .failure(let error): return reply(.failure(error))
-        case .success(let found): (collection, settings) = found
-        }
-        guard let vault = openVault(collection) else { return reply(.failure(.failed("cannot open the keyring's sync state"))) }
-        guard device != SyncIDs.hex(vault.identity.device.id) else {
-            return reply(.failure(.invalidArgs("this is this machine; remove it from another one, or secretctl sync leave")))
-        }
-        guard runs[collection.id]?.running != true else { return reply(.failure(.failed("the keyring \(name) is busy syncing; try again"))) }
-        runs[collection.id]?.running = true
-        let git = syncClone(of: collection, remote: settings.remote)
-        offMainLoop({ () -> Result<SyncVault, SyncError> in
-            Result { () throws(SyncError) in
-                var working = vault
-                try SyncEngine.remove(device, on: git, vault: &working)
-                return working
+        onClone(of: name, reply: reply) { [weak self] context, release in
+            let (git, vault) = (context.git, context.vault)
+            guard device != SyncIDs.hex(vault.identity.device.id) else {
+                release()
+                return reply(.failure(.invalidArgs("that is this machine; remove it from another one, or secretctl sync leave")))
             }
-        }) { [weak self] outcome in
-            guard let self else { return }
-            self.runs[collection.id]?.running = false
-            switch outcome {
-            case .success(let updated):
-                self.keep(updated, of: collection, remote: settings.remote)
-                Log.info("removed device \(device) from the vault of the keyring \(name); the vault key is now generation \(updated.generation)")
-                reply(.success(.tuple([])))
-            case .failure(let error): reply(.failure(.failed("\(error)")))
+            self?.offMainLoop({ () -> Result<SyncVault, SyncError> in
+                Result { () throws(SyncError) in
+                    var working = vault
+                    try SyncEngine.remove(device, on: git, vault: &working)
+                    return working
+                }
+            }) { [weak self] outcome in
+                switch outcome {
+                case .success(let updated):
+                    self?.keep(updated, of: context.collection, remote: context.settings.remote)
+                    Log.info("removed device \(device) from the vault of the keyring \(name); the vault key is now generation \(updated.generation)")
+                    reply(.success(.tuple([])))
+                case .failure(let error): reply(.failure(.failed("\(error)")))
+                }
+                release()
             }
-            self.finishRound(collection.id)
         }
     }
 
     /// `Leave`: the keyring stops syncing here; its items and history stay.
-    private func leave(name: String) -> Result<DBusValue, SecretServiceError> {
-        syncedCollection(named: name).flatMap { collection, settings in
-            guard runs[collection.id]?.running != true else { return .failure(.failed("the keyring \(name) is busy syncing; try again")) }
+    private func leave(name: String, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+        onClone(of: name, reply: reply) { [weak self] context, _ in
+            guard let self else { return }
+            let id = context.collection.id
             do {
-                try store.stopSync(of: collection)
+                try self.store.stopSync(of: context.collection)
             } catch {
-                return .failure(storeFailure(error))
+                self.released(id)
+                return reply(.failure(self.storeFailure(error)))
             }
-            runs[collection.id] = nil
-            try? FileManager.default.removeItem(at: syncClone(of: collection, remote: settings.remote).directory)
+            // What waited for the clone learns that the keyring no longer syncs.
+            let queued = self.runs[id]?.queued ?? []
+            self.answerWaiting(id, .failure(.failed("the keyring \(name) no longer syncs")))
+            self.runs[id] = nil
+            try? FileManager.default.removeItem(at: context.git.directory)
             Log.info("the keyring \(name) no longer syncs")
-            return .success(.tuple([]))
+            reply(.success(.tuple([])))
+            for operation in queued { operation() }
         }
     }
 
     /// `GetStatus`: the remote, this device, the vault's devices and those waiting (read from the
     /// remote now), the last round, the changes not yet published, the conflicts resolved.
     private func status(name: String, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
-        let collection: Store.CollectionRecord
-        let settings: Store.SyncSettings
-        switch syncedCollection(named: name) {
-        case .failure(let error): return reply(.failure(error))
-        case .success(let found): (collection, settings) = found
-        }
-        guard let vault = openVault(collection) else { return reply(.failure(.failed("cannot open the keyring's sync state"))) }
-        let unpublished = (try? store.syncChanges(in: collection).count) ?? 0
-        let refused = runs[collection.id]?.refused ?? []
-        let git = syncClone(of: collection, remote: settings.remote)
-        let busy = runs[collection.id]?.running == true
-        let me = vault.identity.device
-        offMainLoop({ () -> Result<([SyncDevice], [(device: SyncDevice, code: String)]), SyncError> in
-            // A running round owns the clone.
-            if busy { return .failure(.transport("a round is running; the devices are shown after it")) }
-            return Result { () throws(SyncError) in try SyncEngine.members(on: git, vault: vault) }
-        }) { outcome in
-            var lastError = settings.lastError ?? ""
-            var devices: [SyncDevice] = []
-            var pending: [(device: SyncDevice, code: String)] = []
-            switch outcome {
-            case .success(let members): (devices, pending) = members
-            case .failure(let error): lastError = "cannot read the remote now: \(error)"
+        onClone(of: name, reply: reply) { [weak self] context, release in
+            guard let self else { return }
+            let (git, vault, settings) = (context.git, context.vault, context.settings)
+            self.offMainLoop({ () -> Result<([SyncDevice], [(device: SyncDevice, code: String)]), SyncError> in
+                Result { () throws(SyncError) in try SyncEngine.members(on: git, vault: vault) }
+            }) { [weak self] outcome in
+                release()
+                guard let self else { return }
+                var lastError = settings.lastError ?? ""
+                var devices: [SyncDevice] = []
+                var pending: [(device: SyncDevice, code: String)] = []
+                switch outcome {
+                case .success(let members): (devices, pending) = members
+                case .failure(let error): lastError = "cannot read the remote now: \(error)"
+                }
+                let me = vault.identity.device
+                let unpublished = (try? self.store.syncChanges(in: context.collection).count) ?? 0
+                reply(.success(.tuple([
+                    .string(settings.remote), .string(SyncIDs.hex(me.id)), .string(me.code(in: vault.id)), .boolean(vault.generation == 0),
+                    .array(element: "s", devices.map { .string(SyncIDs.hex($0.id)) }),
+                    .array(element: "(ss)", pending.map { .tuple([.string(SyncIDs.hex($0.device.id)), .string($0.code)]) }),
+                    .uint64(settings.lastRound ?? 0), .string(lastError), .uint32(UInt32(unpublished)), .uint32(UInt32(settings.resolved)),
+                    .array(element: "s", (self.runs[context.collection.id]?.refused ?? []).map { .string($0) }),
+                ])))
             }
-            reply(.success(.tuple([
-                .string(settings.remote), .string(SyncIDs.hex(me.id)), .string(me.code(in: vault.id)), .boolean(vault.generation == 0),
-                .array(element: "s", devices.map { .string(SyncIDs.hex($0.id)) }),
-                .array(element: "(ss)", pending.map { .tuple([.string(SyncIDs.hex($0.device.id)), .string($0.code)]) }),
-                .uint64(settings.lastRound ?? 0), .string(lastError), .uint32(UInt32(unpublished)), .uint32(UInt32(settings.resolved)),
-                .array(element: "s", refused.map { .string($0) }),
-            ])))
         }
     }
 
-    /// The one item of keyring `name` with `attributes` that `sender` may read, with its keys.
-    private func soleItem(_ name: String, _ attributes: [String: String], sender: String)
-        -> Result<(Store.ItemRecord, Store.CollectionRecord, Store.ItemKeys), SecretServiceError>
-    {
+    /// The synced item a history call names: alive (`item`), or deleted here, when only the
+    /// history holds it.
+    private struct HistoryTarget {
+        let collection: Store.CollectionRecord
+        let itemKeys: Store.ItemKeys
+        let syncID: [UInt8]?
+        let item: Store.ItemRecord?
+    }
+
+    /// The one item of keyring `name` with `attributes` that `sender` may read: alive, or else
+    /// deleted here with versions in the history (which are sealed, so each is opened to compare).
+    private func historyTarget(_ name: String, _ attributes: [String: String], sender: String) -> Result<HistoryTarget, SecretServiceError> {
         unlockedCollection(named: name).flatMap { collection, itemKeys in
             do {
-                let found = visible(try searchItems(attributes, in: collection), for: sender).filter { $0.1 == .full }
-                guard let (item, _) = found.first else { return .failure(.noSuchObject("no such item in the keyring \(name)")) }
-                guard found.count == 1 else { return .failure(.invalidArgs("\(found.count) items match; name one item")) }
-                return .success((item, collection, itemKeys))
+                let ids = try store.syncIDs(in: collection)
+                let live = visible(try searchItems(attributes, in: collection), for: sender).filter { $0.1 == .full }
+                guard live.count <= 1 else { return .failure(.invalidArgs("\(live.count) items match; name one item")) }
+                if let (item, _) = live.first {
+                    return .success(HistoryTarget(collection: collection, itemKeys: itemKeys, syncID: ids[item.id], item: item))
+                }
+                guard case .success(let caller) = caller(sender) else { return .failure(.forbidden("unknown caller")) }
+                let alive = Set(try store.search([:], in: collection).compactMap { ids[$0.id] })
+                var deleted: Set<[UInt8]> = []
+                for entry in try store.syncHistory(in: collection) where !entry.deleted && !alive.contains(entry.syncID) {
+                    guard let plaintext = try store.openSyncHistory(entry, in: collection, keys: itemKeys),
+                        let version = try? SyncItem.decode(plaintext),
+                        attributes.allSatisfy({ version.contents.attributes[$0.key] == $0.value }),
+                        access(caller, to: version.contents.accessGroup) == .full
+                    else { continue }
+                    deleted.insert(entry.syncID)
+                }
+                guard deleted.count <= 1 else { return .failure(.invalidArgs("\(deleted.count) deleted items match; name one item")) }
+                guard let syncID = deleted.first else { return .failure(.noSuchObject("no such item in the keyring \(name), nor in its history")) }
+                return .success(HistoryTarget(collection: collection, itemKeys: itemKeys, syncID: syncID, item: nil))
             } catch {
                 return .failure(storeFailure(error))
             }
         }
     }
 
-    /// `GetHistory`: the versions of `item` that lost a merge, oldest first: (entry, made at
+    /// `GetHistory`: the versions of the item that lost a merge, oldest first: (entry, made at
     /// (ms), device, deleted, label).
-    private func history(
-        _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, _ itemKeys: Store.ItemKeys
-    ) -> Result<DBusValue, SecretServiceError> {
+    private func history(_ target: HistoryTarget) -> Result<DBusValue, SecretServiceError> {
         do {
-            guard let syncID = try store.syncIDs(in: collection)[item.id] else { return .success(.tuple([.array(element: "(ttsbs)", [])])) }
-            let entries = try store.syncHistory(of: syncID, in: collection).map { entry throws(StoreError) -> DBusValue in
+            guard let syncID = target.syncID else { return .success(.tuple([.array(element: "(ttsbs)", [])])) }
+            let entries = try store.syncHistory(of: syncID, in: target.collection).map { entry throws(StoreError) -> DBusValue in
                 var label = ""
-                if let plaintext = try store.openSyncHistory(entry, in: collection, keys: itemKeys) {
+                if let plaintext = try store.openSyncHistory(entry, in: target.collection, keys: target.itemKeys) {
                     label = try SyncItem.decode(plaintext).contents.label
                 }
                 return .tuple([.uint64(UInt64(entry.id)), .uint64(entry.milliseconds), .string(SyncIDs.hex(entry.device)),
@@ -321,22 +403,26 @@ extension Daemon {
         }
     }
 
-    /// `RestoreVersion`: `item` takes the contents of its history entry `entry` again, as a
-    /// local change (which syncs).
-    private func restore(
-        _ entry: UInt64, of found: (Store.ItemRecord, Store.CollectionRecord, Store.ItemKeys)
-    ) -> Result<DBusValue, SecretServiceError> {
-        let (item, collection, itemKeys) = found
+    /// `RestoreVersion`: the item takes the contents of its history entry `entry` again (a
+    /// deleted one comes back), as a local change, which syncs.
+    private func restore(_ entry: UInt64, of target: HistoryTarget) -> Result<DBusValue, SecretServiceError> {
+        let (collection, itemKeys) = (target.collection, target.itemKeys)
         do {
-            guard let syncID = try store.syncIDs(in: collection)[item.id],
+            guard let syncID = target.syncID,
                 let found = try store.syncHistory(of: syncID, in: collection).first(where: { $0.id == Int64(clamping: entry) })
             else { return .failure(.invalidArgs("the item has no version \(entry) (secretctl history lists them)")) }
             guard let plaintext = try store.openSyncHistory(found, in: collection, keys: itemKeys) else {
                 return .failure(.invalidArgs("version \(entry) deleted the item; there is nothing to restore"))
             }
             let contents = try SyncItem.decode(plaintext).contents
-            let updated = try store.updateItem(item, in: collection, keys: itemKeys, contents: contents)
-            announceChanged(item, to: updated, label: contents.label, attributes: contents.attributes, in: collection)
+            if let item = target.item {
+                let updated = try store.updateItem(item, in: collection, keys: itemKeys, contents: contents)
+                announceChanged(item, to: updated, label: contents.label, attributes: contents.attributes, in: collection)
+            } else {
+                let created = try store.createItem(in: collection, keys: itemKeys, contents: contents)
+                try store.setSyncID(syncID, ofItem: created.id, in: collection)
+                announceCreated(created, in: collection)
+            }
             return .success(.tuple([]))
         } catch {
             return .failure(storeFailure(error))
@@ -496,15 +582,8 @@ extension Daemon {
                 try? self.store.recordSyncRound(of: collection, error: "\(error)", resolved: 0)
                 self.answerWaiting(id, .failure(.failed("\(error)")))
             }
-            self.finishRound(id)
+            self.released(id)
         }
-    }
-
-    /// A round is over: the next one asked for meanwhile starts.
-    private func finishRound(_ id: Int64) {
-        guard runs[id] != nil else { return }
-        runs[id]!.running = false
-        if runs[id]!.again || !runs[id]!.waiting.isEmpty { scheduleRound(id, after: 0) }
     }
 
     private func answerWaiting(_ id: Int64, _ result: Result<SyncRuns.Outcome, SecretServiceError>) {
@@ -592,7 +671,14 @@ extension Daemon {
             try? store.removeSyncChange(change)
             if change.deleted, (try? store.item(id: change.itemID)) == nil { try? store.forgetSyncID(ofItem: change.itemID) }
         }
-        keep(updated, of: collection, remote: remote)
+        // The state is sealed again only when the round changed it (an idle round does not).
+        let before = runs[collection.id]?.vault
+        if report.published > 0 || !report.accepted.isEmpty || !report.lostArrived.isEmpty || before?.keys.count != updated.keys.count {
+            keep(updated, of: collection, remote: remote)
+        } else {
+            runs[collection.id]?.vault?.clock.observe(updated.clock.last)
+            runs[collection.id]?.clock.observe(updated.clock.last)
+        }
         runs[collection.id]?.refused = outcome.refused
         for refusal in outcome.refused { Log.warning("sync of the keyring \(collection.name) refused a file: \(refusal)") }
         try? store.recordSyncRound(of: collection, error: nil, resolved: outcome.conflicts)

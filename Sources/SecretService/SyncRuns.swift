@@ -19,6 +19,8 @@ final class SyncRuns {
         var timer = 0
         /// The files the last round refused, as messages.
         var refused: [String] = []
+        /// Operations on the clone waiting for the one that uses it (Daemon+Sync's `exclusively`).
+        var queued: [() -> Void] = []
         /// Callers waiting for the running round (`sync now`).
         var waiting: [(Result<SyncRuns.Outcome, SecretServiceError>) -> Void] = []
     }

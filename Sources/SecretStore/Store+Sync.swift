@@ -226,17 +226,26 @@ extension Store {
 
     /// The kept versions of synced item `syncID` in `collection`, oldest first.
     public func syncHistory(of syncID: [UInt8], in collection: CollectionRecord) throws(StoreError) -> [SyncHistoryEntry] {
-        try database.rows(Self.historyOfItem, [.blob(syncID), .integer(collection.id)]) { row in
-            SyncHistoryEntry(
-                id: row.integer(.id) ?? 0, syncID: row.blob(.syncID) ?? [], milliseconds: UInt64(clamping: row.integer(.milliseconds) ?? 0),
-                counter: UInt32(clamping: row.integer(.counter) ?? 0), device: row.blob(.device) ?? [],
-                kept: UInt64(clamping: row.integer(.kept) ?? 0), deleted: row.blob(.sealed) == nil)
-        }
+        try database.rows(Self.historyOfItem, [.blob(syncID), .integer(collection.id)], Self.historyEntry)
+    }
+
+    /// Every kept version in `collection` (of items alive or deleted).
+    public func syncHistory(in collection: CollectionRecord) throws(StoreError) -> [SyncHistoryEntry] {
+        try database.rows(Self.historyOfCollection, [.integer(collection.id)], Self.historyEntry)
     }
 
     private static let historyOfItem = Query(
         Selection<SyncHistoryColumn>(allBut: [.collectionID]),
         "FROM sync_history WHERE sync_id = ? AND collection_id = ? ORDER BY milliseconds, counter, id")
+    private static let historyOfCollection = Query(
+        Selection<SyncHistoryColumn>(allBut: [.collectionID]), "FROM sync_history WHERE collection_id = ? ORDER BY id")
+
+    private static func historyEntry(_ row: Row<SyncHistoryColumn>) -> SyncHistoryEntry {
+        SyncHistoryEntry(
+            id: row.integer(.id) ?? 0, syncID: row.blob(.syncID) ?? [], milliseconds: UInt64(clamping: row.integer(.milliseconds) ?? 0),
+            counter: UInt32(clamping: row.integer(.counter) ?? 0), device: row.blob(.device) ?? [],
+            kept: UInt64(clamping: row.integer(.kept) ?? 0), deleted: row.blob(.sealed) == nil)
+    }
 
     /// The plaintext of history entry `entry`, opened with the master key; nil for a delete.
     public func openSyncHistory(_ entry: SyncHistoryEntry, in collection: CollectionRecord, keys: ItemKeys) throws(StoreError)

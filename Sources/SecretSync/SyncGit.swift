@@ -18,6 +18,10 @@ public final class SyncGit: Sendable {
     public let remote: String
     /// The branch that holds the vault.
     public let branch: String
+    /// How long one git command may take (seconds) before it is killed, with the ssh or helper
+    /// it started: a remote that accepts a connection and never answers must not hold a round
+    /// (and the keyring's other sync operations) for ever.
+    public let timeout: Double
 
     /// What a publish did.
     public enum Publication: Equatable, Sendable {
@@ -29,11 +33,13 @@ public final class SyncGit: Sendable {
         case rejected
     }
 
-    /// A clone of `remote` kept in `directory`, on `branch`.
-    public init(directory: URL, remote: String, branch: String = "main") {
+    /// A clone of `remote` kept in `directory`, on `branch`; each git command is killed after
+    /// `timeout` seconds.
+    public init(directory: URL, remote: String, branch: String = "main", timeout: Double = 120) {
         self.directory = directory
         self.remote = remote
         self.branch = branch
+        self.timeout = timeout
     }
 
     /// Makes the working tree the remote branch as it is now (empty when the remote has no
@@ -45,6 +51,9 @@ public final class SyncGit: Sendable {
             try git(["init", "--quiet", "--initial-branch", branch])
             try git(["remote", "add", "origin", remote])
         } else {
+            // Only this process uses the clone, one operation at a time: a lock file left behind
+            // is from one that was killed.
+            unlink(directory.appendingPathComponent(".git/index.lock").path)
             try git(["remote", "set-url", "origin", remote])
         }
         try git(["fetch", "--quiet", "--prune", "origin"])
@@ -128,8 +137,11 @@ public final class SyncGit: Sendable {
         guard pipe(&ends) == 0 else { throw .transport("cannot make a pipe for git") }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }  // the child gets its copies by dup2
         let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        // coreutils' timeout runs git in a process group of its own and kills the whole group
+        // (ssh included) when the time is up; it then exits with 124 (137 after SIGKILL).
+        let seconds = String(max(1, Int(timeout.rounded(.up))))
         let spawned = ProcessSpawning.spawn(
-            ["git", "-C", directory.path] + arguments, environment: Self.environment,
+            ["timeout", "--kill-after=5", seconds, "git", "-C", directory.path] + arguments, environment: Self.environment,
             descriptors: [(0, null), (1, ends[1]), (2, ends[1])])
         close(ends[1])
         close(null)
@@ -144,7 +156,11 @@ public final class SyncGit: Sendable {
             if count > 0 { output += buffer[0..<count] } else if count == 0 || errno != EINTR { break }
         }
         close(ends[0])
-        return (ProcessSpawning.waitForExit(pid), String(decoding: output, as: UTF8.self))
+        let status = ProcessSpawning.waitForExit(pid)
+        if status == 124 || status == 137 {
+            throw .transport("git \(arguments.first ?? "") did not finish within \(seconds) s for the remote \(remote); it was stopped")
+        }
+        return (status, String(decoding: output, as: UTF8.self))
     }
 
     private static func makeFolder(_ url: URL, private isPrivate: Bool) throws(SyncError) {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import KeychainTestSupport
 import Testing
 
@@ -13,14 +14,15 @@ import Testing
 /// locked keyring does not sync; and the repository holds no label, attribute value or secret.
 @Suite(.serialized) struct SyncTests {
     /// One machine: its secretd and what it runs.
-    final class Machine {
+    final class Machine: @unchecked Sendable {
         let fixture: SecretdFixture
         var daemon: SupervisedProcess
 
         /// A machine whose rounds run every `interval` seconds (by default only when asked for,
         /// and after changes, so the test decides the order).
-        init(interval: Int = 3600) throws {
+        init(interval: Int = 3600, environment: [String: String] = [:]) throws {
             fixture = try SecretdFixture()
+            fixture.environment.merge(environment) { $1 }
             try fixture.writeConfiguration("sync-interval = \(interval)\n")
             daemon = try fixture.start()
         }
@@ -82,7 +84,7 @@ import Testing
         #expect(pending.contains { $0["device"] == device && $0["code"] == code }, "\(pending)")
         // A wrong code approves nothing.
         let wrong = try member.secretctl(["sync", "approve", device, "--code", "000-000"], expect: nil)
-        #expect(wrong.status != 0 && wrong.errorOutput.contains("shows another code"), "\(wrong.errorOutput)")
+        #expect(wrong.status == 6 && wrong.errorOutput.contains("shows another code"), "\(wrong.errorOutput)")
         try member.secretctl(["sync", "approve", device, "--code", code])
         try joiner.syncNow()
         #expect(try joiner.status()["waiting_for_approval"] as? Bool == false)
@@ -128,6 +130,18 @@ import Testing
             #expect(try machine.get("com.example.mail", "alice") == "second-secret")
             #expect(try machine.get("com.example.vpn", "bob") == nil)
         }
+        // The item deleted elsewhere is in A's history, and comes back from it everywhere.
+        let deletedHistory = try a.secretctl(["history", "com.example.vpn", "bob"]).text
+        let deletedVersion = try #require(deletedHistory.split(separator: "\n").last?.split(separator: "\t").first, "\(deletedHistory)")
+        try a.secretctl(["history", "com.example.vpn", "bob", "--restore", String(deletedVersion)])
+        #expect(try a.get("com.example.vpn", "bob") == "vpn-secret")
+        try a.syncNow()
+        try c.syncNow()
+        #expect(try c.get("com.example.vpn", "bob") == "vpn-secret")
+        try c.secretctl(["delete", "com.example.vpn", "bob"])
+        try c.syncNow()
+        try a.syncNow()
+        try b.syncNow()
 
         // The same item changed on A and on C before either syncs: the later edit (C's) wins
         // everywhere; A keeps its own edit in history, C the one it refused.
@@ -227,6 +241,30 @@ import Testing
         #expect(try a.status()["unpublished_changes"] as? Int == 0)
     }
 
+    @Test("a remote that never answers: git is stopped after its timeout with a clear error, and secretd answers meanwhile")
+    func silentRemote() throws {
+        // ssh that connects and never answers; one git command may take 3 s here.
+        let a = try Machine(environment: ["GIT_SSH_COMMAND": "sh -c 'exec sleep 600' ssh", "SECRETD_TEST_GIT_TIMEOUT": "3"])
+        try a.secretctl(["set", "com.example.meanwhile", "one"], input: "still-answers")
+        let started = Date()
+        let result = Mutex<CommandResult?>(nil)
+        let thread = Thread {
+            let outcome = try? a.secretctl(["sync", "init", "ssh://sync.example/vault.git"], expect: nil)
+            result.withLock { $0 = outcome }
+        }
+        thread.start()
+        usleep(500_000)
+        // While the round waits for git, every other call is answered.
+        #expect(try a.get("com.example.meanwhile", "one") == "still-answers")
+        #expect(result.withLock { $0 } == nil, "sync init returned before git's timeout")
+        while result.withLock({ $0 }) == nil && Date().timeIntervalSince(started) < 30 { usleep(100_000) }
+        let failed = try #require(result.withLock { $0 })
+        #expect(failed.status != 0 && failed.errorOutput.contains("did not finish within 3 s"), "\(failed.errorOutput)")
+        // Nothing was started: the keyring can still start syncing, once the remote answers.
+        let status = try a.secretctl(["sync", "status"], expect: nil)
+        #expect(status.errorOutput.contains("does not sync"), "\(status.errorOutput)")
+    }
+
     @Test("clear errors: no remote, an unreachable remote, a keyring that does not sync, the session keyring, bad input")
     func errors() throws {
         let a = try Machine()
@@ -248,5 +286,8 @@ import Testing
         #expect(history.status != 0 && history.errorOutput.contains("no such item"), "\(history.errorOutput)")
         try a.secretctl(["sync", "leave"])
         #expect(try a.secretctl(["sync", "status"], expect: nil).status != 0)
+        // A remote that holds a vault already is joined, not started again.
+        let taken = try a.secretctl(["sync", "init", remote], expect: nil)
+        #expect(taken.status != 0 && taken.errorOutput.contains("join it instead"), "\(taken.errorOutput)")
     }
 }

@@ -56,8 +56,8 @@ def in_child(operation):
         raise OSError(code, os.strerror(code))
 
 
-def inet_socket():
-    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+def netlink_socket():
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()  # NETLINK_ROUTE
 
 
 def user_namespace():
@@ -134,7 +134,7 @@ directory = os.path.dirname(target) if target != "-" else os.environ.get("XDG_RU
 lines = [
     "NoNewPrivileges=yes: NoNewPrivs %s" % status_field("NoNewPrivs"),
     "SystemCallFilter (seccomp filters): %s" % status_field("Seccomp_filters"),
-    "RestrictAddressFamilies=AF_UNIX: " + attempt(inet_socket),
+    "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6: " + attempt(netlink_socket),
     "RestrictNamespaces=yes: " + attempt(user_namespace),
     "RestrictSUIDSGID=yes: " + attempt(setuid_bit),
     "LockPersonality=yes: " + attempt(personality),
