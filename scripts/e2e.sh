@@ -138,6 +138,11 @@ install_phase() {
         echo "SECRET_GIT=git-$(random a-z0-9)"
         echo "SECRET_GK=gk-$(random a-z0-9)"
         echo "SECRET_PORTAL=app-$(random a-z0-9)"
+        echo "SECRET_SYNC=sync-$(random a-z0-9)"
+        echo "SECRET_SYNC_2=sync2-$(random a-z0-9)"
+        echo "SECRET_SYNC_BOB=syncb-$(random a-z0-9)"
+        echo "SECRET_SYNC_DEVICE=syncd-$(random a-z0-9)"
+        echo "SECRET_SYNC_AFTER=synca-$(random a-z0-9)"
     } >"$e2e/secrets.env"
     chmod 644 "$e2e/secrets.env" # the users' sessions read it too
 
@@ -150,7 +155,9 @@ install_phase() {
     [ "$(grep -c pam_gnome_keyring "$root/etc/pam.d/sshd")" = 2 ] || { fail "install: gnome-keyring's PAM lines in /etc/pam.d/sshd" "sed found no @include lines"; return 1; }
 
     echo e2e >"$root/etc/hostname"
-    printf '127.0.1.1\te2e\n' >>"$root/etc/hosts"
+    # /etc/hosts as Debian's installer writes it (mmdebstrap leaves it empty): localhost
+    # resolves, which the sync checks' ssh to localhost needs.
+    printf '127.0.0.1\tlocalhost\n127.0.1.1\te2e\n\n::1\tlocalhost ip6-localhost ip6-loopback\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' >>"$root/etc/hosts"
     tr -dc 0-9a-f </dev/urandom | head -c 32 >"$root/etc/machine-id"
     echo >>"$root/etc/machine-id"
     mkdir -p "$root/var/log/journal" # persistent: the journal is searched across the reboot

@@ -9,7 +9,7 @@ import Testing
 /// secret-tool reading the result). Joining needs the approval of a device of the vault and the
 /// code both show; items created, changed and deleted on each reach the others; the same item
 /// changed on two machines before either syncs converges to one winner everywhere, with the
-/// loser in history (and restorable); device-only items stay home; a tampered file is refused
+/// loser in history (and restorable); device-only items stay home; a tampered or replayed file is refused
 /// and changes nothing; a removed device cannot read what is written after its removal; a
 /// locked keyring does not sync; and the repository holds no label, attribute value or secret.
 @Suite(.serialized) struct SyncTests {
@@ -118,6 +118,9 @@ import Testing
         #expect(try a.get("com.example.device", "local") == "device-only-secret")
         let devices = try #require(try a.status()["devices"] as? [String])
         #expect(devices.count == 3)
+        // The item files as they are now, to be put back later (a replay).
+        let early = a.fixture.root.appendingPathComponent("early").path
+        #expect(try a.fixture.run(["git", "clone", "--quiet", remote, early]).status == 0)
 
         // A change on B and a delete on C reach the others.
         try b.secretctl(["set", "com.example.mail", "alice"], input: "second-secret")
@@ -188,6 +191,19 @@ import Testing
         try a.syncNow()
         try c.syncNow()
         #expect(try c.get("com.example.mail", "alice") == "a-edit")
+
+        // Old versions put back by the remote (a replay) are refused too.
+        #expect(try a.fixture.run(["git", "-C", other, "pull", "--quiet", "origin", "main"]).status == 0)
+        for name in try FileManager.default.contentsOfDirectory(atPath: early + "/items") {
+            try FileManager.default.removeItem(atPath: other + "/items/" + name)
+            try FileManager.default.copyItem(atPath: early + "/items/" + name, toPath: other + "/items/" + name)
+        }
+        #expect(try a.fixture.run(["git", "-C", other, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "--quiet", "-am", "replay"]).status == 0)
+        #expect(try a.fixture.run(["git", "-C", other, "push", "--quiet", "origin", "HEAD:main"]).status == 0)
+        let replayed = try b.secretctl(["sync", "now"]).text
+        #expect(replayed.contains("replayed"), "\(replayed)")
+        #expect(try b.get("com.example.mail", "alice") == "a-edit")
+        try a.syncNow()
 
         // A locked keyring does not sync.
         try b.secretctl(["lock"])

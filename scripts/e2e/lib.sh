@@ -121,11 +121,12 @@ SSH_OPTIONS=(-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogL
 
 # ssh_password USER PASSWORD COMMAND: a password login through the container's sshd, as a
 # person would (sshpass types the password at ssh's prompt); exit status of ssh, or sshpass's
-# 5 when the password was refused.
+# 5 when the password was refused. It is ended after SSH_TIMEOUT seconds (60 unless set: a
+# login held open in the background for longer sets it).
 ssh_password() {
     local user=$1 password=$2
     shift 2
-    SSHPASS=$password timeout 60 sshpass -e ssh -n "${SSH_OPTIONS[@]}" -o PubkeyAuthentication=no \
+    SSHPASS=$password timeout "${SSH_TIMEOUT:-60}" sshpass -e ssh -n "${SSH_OPTIONS[@]}" -o PubkeyAuthentication=no \
         -o PreferredAuthentications=password,keyboard-interactive "$user@127.0.0.1" "$@"
 }
 
