@@ -118,7 +118,7 @@ extension Daemon {
         case .success(let (found, _)): collection = found
         }
         if let settings = try? store.syncSettings(of: collection) {
-            return reply(.failure(.failed("the keyring \(name) syncs with \(settings.remote) already (secretctl sync leave first)")))
+            return reply(.failure(.failed("the keyring \(name) syncs with \(SyncGit.shown(settings.remote)) already (secretctl sync leave first)")))
         }
         guard runs[collection.id] == nil else { return reply(.failure(.failed("the keyring \(name) is starting to sync already"))) }
         let git = syncClone(of: collection, remote: remote)
@@ -151,12 +151,13 @@ extension Daemon {
                 let stamped = self.stampEverything(in: collection, keys: itemKeys)
                 let device = SyncIDs.hex(identity.device.id)
                 Log.info(joining
-                    ? "the keyring \(name) asked to join the vault at \(remote) as device \(device) (code \(code)); approve it on a machine of the vault"
-                    : "the keyring \(name) syncs with \(remote) from now on, as device \(device); \(stamped) items to publish")
+                    ? "the keyring \(name) asked to join the vault at \(SyncGit.shown(remote)) as device \(device) (code \(code)); approve it on a machine of the vault"
+                    : "the keyring \(name) syncs with \(SyncGit.shown(remote)) from now on, as device \(device); \(stamped) items to publish")
                 self.scheduleRound(collection.id, after: 0)
                 reply(.success(.tuple([.string(device), .string(code)])))
             } catch {
                 self.runs[collection.id] = nil
+                Log.warning("the keyring \(name) did not start to sync with \(SyncGit.shown(remote)): \(error)")
                 reply(.failure(.failed("\(error)")))
             }
         }
@@ -245,10 +246,10 @@ extension Daemon {
             self?.offMainLoop({ () -> Result<Void, SyncError> in
                 Result { () throws(SyncError) in
                     guard let waiting = try SyncEngine.pending(on: git, vault: vault).first(where: { SyncIDs.hex($0.device.id) == device }) else {
-                        throw .malformed("no device \(device) is waiting for approval (secretctl sync status lists them)")
+                        throw .vault("no device \(device) is waiting for approval (secretctl sync status lists them)")
                     }
                     guard waiting.code == code.trimmingWhitespace else {
-                        throw .malformed("device \(device) shows another code: the request is not from the machine you think; nothing was approved")
+                        throw .vault("device \(device) shows another code: the request is not from the machine you think; nothing was approved")
                     }
                     try SyncEngine.approve(device, on: git, vault: vault)
                 }
@@ -334,7 +335,7 @@ extension Daemon {
                 let me = vault.identity.device
                 let unpublished = (try? self.store.syncChanges(in: context.collection).count) ?? 0
                 reply(.success(.tuple([
-                    .string(settings.remote), .string(SyncIDs.hex(me.id)), .string(me.code(in: vault.id)), .boolean(vault.generation == 0),
+                    .string(SyncGit.shown(settings.remote)), .string(SyncIDs.hex(me.id)), .string(me.code(in: vault.id)), .boolean(vault.generation == 0),
                     .array(element: "s", devices.map { .string(SyncIDs.hex($0.id)) }),
                     .array(element: "(ss)", pending.map { .tuple([.string(SyncIDs.hex($0.device.id)), .string($0.code)]) }),
                     .uint64(settings.lastRound ?? 0), .string(lastError), .uint32(UInt32(unpublished)), .uint32(UInt32(settings.resolved)),

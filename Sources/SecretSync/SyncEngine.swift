@@ -32,7 +32,7 @@ public enum SyncEngine {
         vault.keys[1] = key
         vault.starts[1] = .zero
         try attempt(git) { () throws(SyncError) in
-            guard git.files(in: ".")[SyncVault.vaultFile] == nil else { throw .malformed("the remote holds a vault already; join it instead") }
+            guard git.files(in: ".")[SyncVault.vaultFile] == nil else { throw .vault("the remote holds a vault already; join it instead") }
             try git.write(SyncVault.vaultMagic + vault.id, to: SyncVault.vaultFile)
             try git.write(identity.device.entry, to: "\(SyncVault.devicesFolder)/\(SyncIDs.hex(identity.device.id))")
             try git.write(try SyncKeyWrap.wrap(key, start: .zero, generation: 1, vault: vault.id, for: identity.device),
@@ -79,7 +79,7 @@ public enum SyncEngine {
     /// for it, and it becomes a device of the vault.
     public static func approve(_ id: String, on git: SyncGit, vault: SyncVault) throws(SyncError) {
         try attempt(git) { () throws(SyncError) in
-            guard let entry = git.files(in: SyncVault.pendingFolder)[id] else { throw .malformed("no device \(id) is waiting") }
+            guard let entry = git.files(in: SyncVault.pendingFolder)[id] else { throw .vault("no device \(id) is waiting") }
             let device = try SyncDevice(entry: entry, fileName: id)
             for (generation, key) in vault.keys {
                 let start = vault.starts[generation] ?? .zero
@@ -107,7 +107,7 @@ public enum SyncEngine {
             }
             start = known.clock.tick()
             let devices = git.files(in: SyncVault.devicesFolder)
-            guard devices[id] != nil || git.files(in: SyncVault.pendingFolder)[id] != nil else { throw .malformed("no device \(id) in the vault") }
+            guard devices[id] != nil || git.files(in: SyncVault.pendingFolder)[id] != nil else { throw .vault("no device \(id) in the vault") }
             for (name, entry) in devices where name != id {
                 let device = try SyncDevice(entry: entry, fileName: name)
                 try git.write(try SyncKeyWrap.wrap(key, start: start, generation: generation, vault: known.id, for: device),
@@ -141,13 +141,23 @@ public enum SyncEngine {
         var pending = changes
         for _ in 0..<attempts {
             try git.synchronize()
-            guard try vaultID(in: git) == vault.id else { throw .foreignVault(file: SyncVault.vaultFile) }
+            guard try vaultID(in: git) == vault.id else {
+                throw .vault("the remote holds another vault than this keyring's (its vault file was replaced); nothing was changed")
+            }
             takeKeys(from: git, into: &vault, report: &report)
             guard vault.generation > 0 else { return report }  // waiting for approval
-            // What arrived.
+            // A device removed from the vault stops: it must not write back what it can no longer read.
+            guard git.files(in: SyncVault.devicesFolder)[SyncIDs.hex(vault.identity.device.id)] != nil else {
+                throw .vault("this machine was removed from the vault; it syncs no more (secretctl sync leave, then join again)")
+            }
+            // What arrived. Files sealed with a key generation this machine was not given are
+            // newer than anything it could write back.
             var confirmed: Set<String> = []
+            var unreadable: Set<String> = []
             for (name, bytes) in git.files(in: SyncVault.itemsFolder) {
+                let refusedBefore = report.refused.count
                 if merge(name, bytes, into: &vault, pending: &pending, report: &report) { confirmed.insert(name) }
+                if report.refused.count > refusedBefore, case .unknownKeyGeneration = report.refused.last { unreadable.insert(name) }
             }
             // What goes out: the local versions that still win, sealed with the newest key ...
             for change in pending {
@@ -161,7 +171,7 @@ public enum SyncEngine {
             }
             // ... and the held versions the remote lost or had replaced, unchanged.
             let changed = Set(pending.map(\.header.fileName))
-            for (name, header) in vault.current where !confirmed.contains(name) && !changed.contains(name) {
+            for (name, header) in vault.current where !confirmed.contains(name) && !changed.contains(name) && !unreadable.contains(name) {
                 guard let key = vault.keys[header.keyGeneration] else { continue }
                 let item = header.deleted ? nil : held(header)
                 guard header.deleted || item != nil else { continue }
@@ -191,6 +201,17 @@ public enum SyncEngine {
             return false
         }
         let arrived = record.header
+        // The version this machine holds already: a local change made since supersedes it
+        // without a conflict.
+        if let held = vault.current[name], held == arrived {
+            do {
+                _ = try record.open(with: vault.keys)
+                return true
+            } catch {
+                report.refused.append(error)
+                return false
+            }
+        }
         let local = pending.firstIndex { $0.header.item == arrived.item }
         let localHeader = local.map { pending[$0].header } ?? vault.current[name]
         let seen = vault.seen[name]?[SyncIDs.hex(arrived.device)]
@@ -264,9 +285,9 @@ public enum SyncEngine {
 
     /// The vault id the remote's vault file names.
     static func vaultID(in git: SyncGit) throws(SyncError) -> [UInt8] {
-        guard let bytes = git.files(in: ".")[SyncVault.vaultFile] else { throw .malformed("the remote holds no vault (secretctl sync init)") }
+        guard let bytes = git.files(in: ".")[SyncVault.vaultFile] else { throw .vault("the remote holds no vault (secretctl sync init)") }
         guard bytes.count == SyncVault.vaultMagic.count + 16, bytes.starts(with: SyncVault.vaultMagic) else {
-            throw .malformed("\(SyncVault.vaultFile) is not a vault file")
+            throw .vault("the remote's \(SyncVault.vaultFile) file is not a vault file")
         }
         return Array(bytes.dropFirst(SyncVault.vaultMagic.count))
     }

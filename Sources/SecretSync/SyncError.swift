@@ -1,6 +1,9 @@
-/// Why a file of the sync repository was refused. Nothing local changes for a refused file;
-/// messages never contain a secret or a label.
+/// Why a file of the sync repository was refused, or an operation on the vault failed. Nothing
+/// local changes for a refused file; messages never contain a secret or a label.
 public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The vault, or a request about it, does not allow the operation (no vault on the remote,
+    /// a vault there already, no such device, a wrong code, this device removed).
+    case vault(String)
     /// Not an item file of this format (wrong magic or version, truncated, extra bytes).
     case malformed(String)
     /// The file's name is not the item id its header names: it was renamed or moved.
@@ -26,6 +29,7 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A one-line description.
     public var description: String {
         switch self {
+        case .vault(let what): return what
         case .malformed(let what): return "not a sync item file: \(what)"
         case .renamed(let file): return "\(file) was renamed: its name is not the item it holds"
         case .foreignVault(let file): return "\(file) belongs to another vault"

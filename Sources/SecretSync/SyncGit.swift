@@ -33,6 +33,16 @@ public final class SyncGit: Sendable {
         case rejected
     }
 
+    /// `remote` as messages and logs show it: a password in a URL (`https://user:token@host/…`)
+    /// is left out.
+    public static func shown(_ remote: String) -> String {
+        guard let scheme = remote.firstRange(of: "://"), let at = remote[scheme.upperBound...].firstIndex(of: "@"),
+            let colon = remote[scheme.upperBound..<at].firstIndex(of: ":"),
+            !remote[scheme.upperBound..<at].contains("/")
+        else { return remote }
+        return String(remote[..<colon]) + ":…" + String(remote[at...])
+    }
+
     /// A clone of `remote` kept in `directory`, on `branch`; each git command is killed after
     /// `timeout` seconds.
     public init(directory: URL, remote: String, branch: String = "main", timeout: Double = 120) {
@@ -105,7 +115,7 @@ public final class SyncGit: Sendable {
         let (status, output) = try run(["push", "--quiet", "--porcelain", "--no-verify", "origin", "HEAD:refs/heads/\(branch)"])
         if status == 0 { return .pushed }
         if output.contains("[rejected]") || output.contains("non-fast-forward") || output.contains("fetch first") { return .rejected }
-        throw .transport("git push to \(remote) failed: \(Self.lastLines(output))")
+        throw .transport("git push to \(Self.shown(remote)) failed: \(lastLines(output))")
     }
 
     // MARK: - Running git
@@ -115,7 +125,9 @@ public final class SyncGit: Sendable {
     private static var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["GIT_TERMINAL_PROMPT"] = "0"
-        environment["GIT_SSH_COMMAND"] = environment["GIT_SSH_COMMAND"] ?? "ssh -o BatchMode=yes"
+        // A host that does not answer fails after 15 s, one that stops answering after 45 s.
+        environment["GIT_SSH_COMMAND"] = environment["GIT_SSH_COMMAND"]
+            ?? "ssh -o BatchMode=yes -o ConnectTimeout=15 -o ServerAliveInterval=15 -o ServerAliveCountMax=3"
         environment["LC_ALL"] = "C"
         return environment
     }
@@ -124,7 +136,7 @@ public final class SyncGit: Sendable {
     private func git(_ arguments: [String]) throws(SyncError) -> String {
         let (status, output) = try run(arguments)
         guard status == 0 else {
-            throw .transport("git \(arguments.first ?? "") failed (\(status)) for the remote \(remote): \(Self.lastLines(output))")
+            throw .transport("git \(arguments.first ?? "") failed (\(status)) for the remote \(Self.shown(remote)): \(lastLines(output))")
         }
         return output
     }
@@ -158,7 +170,7 @@ public final class SyncGit: Sendable {
         close(ends[0])
         let status = ProcessSpawning.waitForExit(pid)
         if status == 124 || status == 137 {
-            throw .transport("git \(arguments.first ?? "") did not finish within \(seconds) s for the remote \(remote); it was stopped")
+            throw .transport("git \(arguments.first ?? "") did not finish within \(seconds) s for the remote \(Self.shown(remote)); it was stopped")
         }
         return (status, String(decoding: output, as: UTF8.self))
     }
@@ -172,8 +184,10 @@ public final class SyncGit: Sendable {
         }
     }
 
-    private static func lastLines(_ output: String) -> String {
-        output.split(separator: "\n").suffix(3).joined(separator: " / ")
+    private func lastLines(_ output: String) -> String {
+        let shown = Self.shown(remote)
+        let text = shown == remote ? output : output.replacing(remote, with: shown)
+        return text.split(separator: "\n").suffix(3).joined(separator: " / ")
     }
 }
 

@@ -94,14 +94,15 @@ extension LibSecret {
 
     /// Calls `method` of one of secretd's own interfaces on its service object, with
     /// `arguments` and then `encoded` (floating, consumed). A provider without it (gnome-keyring)
-    /// is ``KeychainError/notSupported(feature:)`` naming `feature`.
+    /// is ``KeychainError/notSupported(feature:)`` naming `feature`. `timeout` is in
+    /// milliseconds (-1: GDBus's 25 s).
     static func callSecretd(
         _ service: UnsafeMutablePointer<SecretService>, _ interface: String, _ method: String, _ arguments: [DBusValue] = [],
-        encoded: [OpaquePointer] = [], feature: String
+        encoded: [OpaquePointer] = [], feature: String, timeout: Int32 = -1
     ) throws(KeychainError) -> [DBusValue] {
         guard let reply = try call(
             connection(of: service), interface: interface, method: method, arguments: arguments, encoded: encoded,
-            absentWhen: noSecretdInterface)
+            absentWhen: noSecretdInterface, timeout: timeout)
         else { throw .notSupported(feature: "\(feature) (secretd has them)") }
         return reply
     }

@@ -6,10 +6,16 @@ import DBusValues
 import KeychainCore
 
 extension LibSecret {
+    /// How long a sync call may take (milliseconds): secretd answers once git is done, and
+    /// stops a git command after 120 s (ssh gives up on a silent host sooner), so the answer
+    /// comes well before this; GDBus's 25 s would give up on a slow remote first.
+    private static let syncCallTimeout: Int32 = 300_000
+
     /// Calls `method` of secretd's Sync1 interface.
     static func callSync(_ method: String, _ arguments: [DBusValue]) throws(KeychainError) -> [DBusValue] {
         try withService { service throws(KeychainError) in
-            try callSecretd(service, SecretServiceNames.Interface.sync, method, arguments, feature: "sync")
+            try callSecretd(
+                service, SecretServiceNames.Interface.sync, method, arguments, feature: "sync between machines", timeout: syncCallTimeout)
         }
     }
 
