@@ -1,4 +1,5 @@
 public import SecretCrypto
+import Glibc
 
 /// Sync rounds and the vault's membership, over a ``SyncGit`` clone. Every operation starts
 /// from the remote as it is (``SyncGit/synchronize()``), changes files, and publishes; a push
@@ -182,7 +183,7 @@ public enum SyncEngine {
                 report.published = pending.count
                 return report
             case .rejected:
-                continue  // another machine pushed first: again, from the new remote
+                backOff()  // another machine pushed first: again, from the new remote
             }
         }
         throw .transport("the remote kept changing; tried \(attempts) times")
@@ -283,6 +284,13 @@ public enum SyncEngine {
         }
     }
 
+    /// Waits a random 50 to 300 ms before trying again, so that two machines that keep pushing
+    /// at the same moment drift apart.
+    private static func backOff() {
+        let milliseconds = 50 + Int(Gcrypt.randomBytes(count: 1)[0]) % 251
+        usleep(UInt32(milliseconds * 1000))
+    }
+
     /// The vault id the remote's vault file names.
     static func vaultID(in git: SyncGit) throws(SyncError) -> [UInt8] {
         guard let bytes = git.files(in: ".")[SyncVault.vaultFile] else { throw .vault("the remote holds no vault (secretctl sync init)") }
@@ -299,6 +307,7 @@ public enum SyncEngine {
             try git.synchronize()
             let message = try change()
             if try git.publish(message: "secretd: \(message)") != .rejected { return }
+            backOff()
         }
         throw .transport("the remote kept changing; tried \(attempts) times")
     }

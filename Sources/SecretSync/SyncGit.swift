@@ -114,9 +114,17 @@ public final class SyncGit: Sendable {
                  "commit", "--quiet", "--allow-empty", "--no-verify", "-m", message])
         let (status, output) = try run(["push", "--quiet", "--porcelain", "--no-verify", "origin", "HEAD:refs/heads/\(branch)"])
         if status == 0 { return .pushed }
-        if output.contains("[rejected]") || output.contains("non-fast-forward") || output.contains("fetch first") { return .rejected }
+        if Self.anotherPushFirst.contains(where: output.contains) { return .rejected }
         throw .transport("git push to \(Self.shown(remote)) failed: \(lastLines(output))")
     }
+
+    /// What git prints when a push lost to another machine's: the branch moved on
+    /// (`[rejected]`), or the remote was updating it at that moment (`[remote rejected]
+    /// (failed to update ref)`, "cannot lock ref"). Any other refusal (a hook, permissions) is
+    /// an error.
+    private static let anotherPushFirst = [
+        "[rejected]", "non-fast-forward", "fetch first", "failed to update ref", "cannot lock ref", "incorrect old value",
+    ]
 
     // MARK: - Running git
 
