@@ -614,7 +614,8 @@ extension Daemon {
         defer { syncRuns.applyingArrived = false }
         var outcome = SyncRuns.Outcome(published: report.published, refused: report.refused.map(\.description))
         let sentItems = Set(sent.map(\.itemID))
-        let later = ((try? store.syncChanges(in: collection)) ?? []).filter { change in !sent.contains(change) }
+        let sentChanges = Set(sent)
+        let later = ((try? store.syncChanges(in: collection)) ?? []).filter { change in !sentChanges.contains(change) }
         var localByHex = localByHex
         for (header, arrived) in report.accepted {
             let itemID = localByHex[header.fileName]

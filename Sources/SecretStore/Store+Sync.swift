@@ -21,7 +21,7 @@ extension Store {
     }
 
     /// A local change not yet published: the item, when it was made, whether it deleted it.
-    public struct SyncChange: Equatable, Sendable {
+    public struct SyncChange: Hashable, Sendable {
         /// The local item's database id.
         public var itemID: Int64
         /// The hybrid logical time it was made: milliseconds and counter.
