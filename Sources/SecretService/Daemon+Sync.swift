@@ -148,7 +148,9 @@ extension Daemon {
                 self.runs[collection.id]!.clock = vault.clock
                 self.runs[collection.id]!.vault = vault
                 self.released(collection.id)
-                let stamped = self.stampEverything(in: collection, keys: itemKeys)
+                // The first machine publishes what it has; a joining one waits for what the vault
+                // holds (its items with the same attributes are the same items, see apply).
+                let stamped = joining ? 0 : self.stampUnsynced(in: collection, keys: itemKeys)
                 let device = SyncIDs.hex(identity.device.id)
                 Log.info(joining
                     ? "the keyring \(name) asked to join the vault at \(SyncGit.shown(remote)) as device \(device) (code \(code)); approve it on a machine of the vault"
@@ -163,16 +165,32 @@ extension Daemon {
         }
     }
 
-    /// Records every item of `collection` that may sync as a local change (a keyring that starts
-    /// syncing publishes what it has); returns how many.
-    private func stampEverything(in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) -> Int {
+    /// Records as local changes the items of `collection` that may sync and never did (no sync
+    /// id, no change waiting): all of them when a keyring starts syncing, and after a joining
+    /// machine's first round those the vault did not have; returns how many.
+    private func stampUnsynced(in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) -> Int {
+        let ids = (try? store.syncIDs(in: collection)) ?? [:]
+        let waiting = Set(((try? store.syncChanges(in: collection)) ?? []).map(\.itemID))
         var count = 0
-        for item in (try? store.search([:], in: collection)) ?? [] {
+        for item in (try? store.search([:], in: collection)) ?? [] where ids[item.id] == nil && !waiting.contains(item.id) {
             guard let contents = try? store.readItem(item, in: collection, keys: itemKeys), Self.syncs(contents.attributes) else { continue }
-            noteLocalChange(item, in: collection, deleted: false, scheduling: false)
+            stamp(item.id, in: collection, deleted: false)
             count += 1
         }
         return count
+    }
+
+    /// The local item of `collection` that never synced (no sync id, no change waiting) and has
+    /// exactly `attributes`, with its contents: the same item as one with those attributes that
+    /// arrives (two machines that had it before they synced).
+    private func neverSynced(
+        with attributes: [String: String], in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys,
+        ids: [Int64: [UInt8]], waiting: Set<Int64>
+    ) -> (Store.ItemRecord, ItemContents)? {
+        for item in (try? store.search(attributes, in: collection)) ?? [] where ids[item.id] == nil && !waiting.contains(item.id) {
+            if let contents = try? store.readItem(item, in: collection, keys: itemKeys), contents.attributes == attributes { return (item, contents) }
+        }
+        return nil
     }
 
     /// What an operation on a synced keyring's clone works with, read when its turn comes.
@@ -435,17 +453,23 @@ extension Daemon {
     /// Stamps a local change of `item` (created, changed, or `deleted`) in a synced collection,
     /// when it is made, and schedules a round; versions that arrived from the remote are not
     /// local changes.
-    func noteLocalChange(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, deleted: Bool, scheduling: Bool = true) {
-        guard !syncRuns.applyingArrived, var run = runs[collection.id] else { return }
+    func noteLocalChange(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, deleted: Bool) {
+        guard !syncRuns.applyingArrived, runs[collection.id] != nil else { return }
+        stamp(item.id, in: collection, deleted: deleted)
+        scheduleRound(collection.id, after: Self.syncDebounce)
+    }
+
+    /// Records a change of item `itemID`, stamped now by the collection's clock.
+    private func stamp(_ itemID: Int64, in collection: Store.CollectionRecord, deleted: Bool) {
+        guard var run = runs[collection.id] else { return }
         let stamp = run.clock.tick()
         runs[collection.id] = run
         do {
             try store.noteSyncChange(
-                Store.SyncChange(itemID: item.id, milliseconds: stamp.milliseconds, counter: stamp.counter, deleted: deleted), in: collection)
+                Store.SyncChange(itemID: itemID, milliseconds: stamp.milliseconds, counter: stamp.counter, deleted: deleted), in: collection)
         } catch {
             Log.warning("cannot record a change for sync: \(error)")
         }
-        if scheduling { scheduleRound(collection.id, after: Self.syncDebounce) }
     }
 
     // MARK: - Rounds
@@ -617,6 +641,8 @@ extension Daemon {
         let sentChanges = Set(sent)
         let later = ((try? store.syncChanges(in: collection)) ?? []).filter { change in !sentChanges.contains(change) }
         var localByHex = localByHex
+        let syncedIDs = (try? store.syncIDs(in: collection)) ?? [:]
+        let waitingIDs = Set(((try? store.syncChanges(in: collection)) ?? []).map(\.itemID))
         for (header, arrived) in report.accepted {
             let itemID = localByHex[header.fileName]
             let item = itemID.flatMap { try? store.item(id: $0) }
@@ -650,6 +676,13 @@ extension Daemon {
                     guard Self.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil,
                         Self.syncs(arrived.contents.attributes)
                     else { continue }
+                    if let (twin, contents) = neverSynced(
+                        with: arrived.contents.attributes, in: collection, keys: itemKeys, ids: syncedIDs, waiting: waitingIDs)
+                    {
+                        try adopt(twin, contents, as: header, arrived, in: collection, keys: itemKeys, outcome: &outcome)
+                        localByHex[header.fileName] = twin.id
+                        continue
+                    }
                     let created = try store.createItem(
                         in: collection, keys: itemKeys, contents: arrived.contents,
                         times: Store.Times(created: arrived.created, modified: arrived.modified))
@@ -668,10 +701,14 @@ extension Daemon {
             keepHistory(header, arrived, in: collection, keys: itemKeys)
             outcome.conflicts += 1
         }
-        // Published, unless this machine still waits for approval.
-        for change in sent where updated.generation > 0 {
-            try? store.removeSyncChange(change)
-            if change.deleted, (try? store.item(id: change.itemID)) == nil { try? store.forgetSyncID(ofItem: change.itemID) }
+        // Published, unless this machine still waits for approval; then what the vault did not
+        // have goes out (a joining machine's own items).
+        if updated.generation > 0 {
+            for change in sent {
+                try? store.removeSyncChange(change)
+                if change.deleted, (try? store.item(id: change.itemID)) == nil { try? store.forgetSyncID(ofItem: change.itemID) }
+            }
+            if stampUnsynced(in: collection, keys: itemKeys) > 0 { runs[collection.id]?.again = true }
         }
         // The state is sealed again only when the round changed it (an idle round does not).
         let before = runs[collection.id]?.vault
@@ -688,6 +725,34 @@ extension Daemon {
             Log.info("synced the keyring \(collection.name): \(outcome.published) out, \(outcome.received) in, \(outcome.conflicts) conflicts resolved")
         }
         return .success(outcome)
+    }
+
+    /// Makes the local item `twin`, which never synced, the arrived item `header` (they have the
+    /// same attributes): the later of the two (the local one by its modified time) is its
+    /// version, the other its history; the local one, if it wins, goes out as a change.
+    private func adopt(
+        _ twin: Store.ItemRecord, _ contents: ItemContents, as header: SyncHeader, _ arrived: SyncItem,
+        in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys, outcome: inout SyncRuns.Outcome
+    ) throws(StoreError) {
+        try store.setSyncID(header.item, ofItem: twin.id, in: collection)
+        let same = contents.label == arrived.contents.label && contents.contentType == arrived.contents.contentType
+            && contents.secret.constantTimeEquals(arrived.contents.secret)
+        guard !same else { return }
+        outcome.conflicts += 1
+        let localTime = SyncTimestamp(milliseconds: twin.modified * 1000)
+        if localTime > header.timestamp {
+            keepHistory(header, arrived, in: collection, keys: itemKeys)
+            stamp(twin.id, in: collection, deleted: false)
+            runs[collection.id]?.again = true
+        } else {
+            var own = header
+            own.timestamp = localTime
+            own.device = runs[collection.id]?.vault?.identity.device.id ?? header.device
+            keepHistory(own, SyncItem(contents: contents, created: twin.created, modified: twin.modified), in: collection, keys: itemKeys)
+            let changed = try store.updateItem(twin, in: collection, keys: itemKeys, contents: arrived.contents)
+            announceChanged(twin, to: changed, label: arrived.contents.label, attributes: arrived.contents.attributes, in: collection)
+            outcome.received += 1
+        }
     }
 
     /// Keeps a version that lost as the item's history.

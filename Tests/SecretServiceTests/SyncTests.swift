@@ -262,6 +262,28 @@ import Testing
         #expect(try a.status()["unpublished_changes"] as? Int == 0)
     }
 
+    @Test("a machine that joins with items of its own: the same attributes are the same item (the later version wins, the other is history); the rest goes out")
+    func joinWithOwnItems() throws {
+        let (a, b) = (try Machine(), try Machine())
+        let remote = try Self.bareRemote(in: a)
+        try a.secretctl(["set", "com.example.twin", "shared"], input: "older-on-a")
+        try a.secretctl(["sync", "init", remote])
+        sleep(1)  // the items' modified times are in seconds
+        try b.secretctl(["set", "com.example.twin", "shared"], input: "newer-on-b")
+        try b.secretctl(["set", "com.example.only-b", "mine"], input: "b-only")
+        try Self.join(b, approvedBy: a, remote: remote)
+        try b.syncNow()
+        try a.syncNow()
+        for machine in [a, b] {
+            #expect(try machine.get("com.example.twin", "shared") == "newer-on-b")
+            #expect(try machine.get("com.example.only-b", "mine") == "b-only")
+            let found = try machine.fixture.run(["secret-tool", "search", "--all", "service", "com.example.twin"])
+            #expect(found.text.split(separator: "\n").filter { $0.hasPrefix("[") }.count == 1, "\(found.text)")
+            let history = try machine.secretctl(["history", "com.example.twin", "shared"]).text
+            #expect(history.split(separator: "\n").count == 1, "\(history)")
+        }
+    }
+
     @Test("a remote that never answers: git is stopped after its timeout with a clear error, and secretd answers meanwhile")
     func silentRemote() throws {
         // ssh that connects and never answers; one git command may take 3 s here.
