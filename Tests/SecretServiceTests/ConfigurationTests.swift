@@ -49,6 +49,17 @@ import Testing
         }
     }
 
+    @Test("sync-interval: seconds, at least 1; 300 when not set")
+    func syncInterval() throws {
+        #expect(Configuration().syncInterval == 300)
+        #expect(try Configuration.parse("sync-interval = 60", file: "f").syncInterval == 60)
+        for bad in ["0", "-5", "5m"] {
+            #expect(throws: ConfigurationError(file: "f", line: 1, message: "sync-interval takes a number of seconds, at least 1")) {
+                try Configuration.parse("sync-interval = \(bad)", file: "f")
+            }
+        }
+    }
+
     @Test("unknown settings and bad values are errors naming file and line")
     func errors() {
         #expect(throws: ConfigurationError(file: "f", line: 2, message: "unknown setting 'lock-after'")) {
