@@ -126,7 +126,7 @@ let package = Package(
         // Replays fuzz inputs through the parsers of outside input; drives libFuzzer in the
         // fuzz build (`make fuzz`; see "Fuzzing" in README.md).
         .executableTarget(
-            name: "keychain-fuzz", dependencies: ["CFuzzer", "DBusValues", "GnomeKeyringFormat", "KeychainCore", "SecretCrypto", "SecretCtl", "SecretService", "SecretStore", "TPMSealing"],
+            name: "keychain-fuzz", dependencies: ["CFuzzer", "DBusValues", "GnomeKeyringFormat", "KeychainCore", "SecretCrypto", "SecretCtl", "SecretService", "SecretStore", "SecretSync", "TPMSealing"],
             swiftSettings: strictSettings),
 
         // MARK: Test support and tests

@@ -155,6 +155,9 @@ public enum SyncEngine {
             // newer than anything it could write back.
             var confirmed: Set<String> = []
             var unreadable: Set<String> = []
+            for name in git.oversizedFiles(in: SyncVault.itemsFolder) {
+                report.refused.append(.malformed("\(name) is larger than any item file can be"))
+            }
             for (name, bytes) in git.files(in: SyncVault.itemsFolder) {
                 let refusedBefore = report.refused.count
                 if merge(name, bytes, into: &vault, pending: &pending, report: &report) { confirmed.insert(name) }

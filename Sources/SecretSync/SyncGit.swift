@@ -1,5 +1,6 @@
 public import FoundationEssentials
 import Glibc
+import KeychainCore
 import ProcessSpawning
 
 /// The sync repository's transport: a clone of the user's git remote, driven through the
@@ -85,9 +86,29 @@ public final class SyncGit: Sendable {
         let url = directory.appendingPathComponent(folder)
         var found: [String: [UInt8]] = [:]
         for name in (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] where !name.hasPrefix(".") {
-            if let data = FileManager.default.contents(atPath: url.appendingPathComponent(name).path) { found[name] = Array(data) }
+            let path = url.appendingPathComponent(name).path
+            guard Self.size(of: path) <= Self.largestFile else { continue }
+            if let data = FileManager.default.contents(atPath: path) { found[name] = Array(data) }
         }
         return found
+    }
+
+    /// The files of `folder` larger than any file of the vault can be (``largestFile``), which
+    /// ``files(in:)`` leaves out unread: whoever can push to the remote must not make secretd
+    /// read a gigabyte.
+    public func oversizedFiles(in folder: String) -> [String] {
+        let url = directory.appendingPathComponent(folder)
+        return ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [])
+            .filter { !$0.hasPrefix(".") && Self.size(of: url.appendingPathComponent($0).path) > Self.largestFile }.sorted()
+    }
+
+    /// The largest file the vault holds: an item with the largest secret, label and attributes
+    /// secretd takes, sealed.
+    public static let largestFile = KeychainLimits.secretSize + (KeychainLimits.attributeCount * 2 + 1) * KeychainLimits.textSize + 4096
+
+    private static func size(of path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
 
     /// Writes `bytes` to `path` (relative to the working tree), creating its folder.

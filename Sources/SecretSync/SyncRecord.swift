@@ -81,7 +81,11 @@ public struct SyncRecord: Equatable, Sendable {
         guard bytes.starts(with: Self.magic) else { throw .malformed("\(fileName) does not start as an item file") }
         let headerEnd = Self.magic.count + Self.headerLength
         guard bytes.count >= headerEnd + Gcrypt.nonceLength + Gcrypt.tagLength else { throw .malformed("\(fileName) is truncated") }
-        let header = Self.decode(Array(bytes[Self.magic.count..<headerEnd]))
+        let headerBytes = Array(bytes[Self.magic.count..<headerEnd])
+        // The flags byte is 0 or 1: any other value would read the same and write back other
+        // bytes, a second file for one version.
+        guard headerBytes[60] <= 1 else { throw .malformed("\(fileName) has unknown flags") }
+        let header = Self.decode(headerBytes)
         guard header.fileName == fileName else { throw .renamed(file: fileName) }
         guard header.vault == vault else { throw .foreignVault(file: fileName) }
         self.header = header

@@ -53,6 +53,21 @@ import Testing
         #expect(laptop.files(in: "items") == ["bb": [4], "cc": [5]])
     }
 
+    @Test("a file larger than any item file can be is left unread and listed, so a remote cannot make secretd read a gigabyte")
+    func oversizedFile() throws {
+        let remote = try bareRemote()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let clone = SyncGit(directory: root.appendingPathComponent("laptop"), remote: remote)
+        try clone.synchronize()
+        try clone.write([1, 2, 3], to: "items/small")
+        // Sparse: no disk is spent on it.
+        let big = clone.directory.appendingPathComponent("items/big").path
+        #expect(FileManager.default.createFile(atPath: big, contents: nil))
+        #expect(truncate(big, off_t(SyncGit.largestFile + 1)) == 0)
+        #expect(clone.files(in: "items") == ["small": [1, 2, 3]])
+        #expect(clone.oversizedFiles(in: "items") == ["big"])
+    }
+
     @Test("a remote that is not there is a clear error, at once; a clone stays usable after it")
     func missingRemote() throws {
         defer { try? FileManager.default.removeItem(at: root) }
