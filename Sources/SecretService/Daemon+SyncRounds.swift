@@ -1,0 +1,416 @@
+// Sync between machines, the rounds (Daemon+Sync has the calls): local changes stamped when
+// made, one operation at a time on a keyring's clone, rounds on a thread of their own, and what
+// arrived written on the main loop.
+
+import DBusValues
+import FoundationEssentials
+import Glibc
+import KeychainCore
+import SecretCrypto
+import SecretStore
+import SecretSync
+
+extension Daemon {
+    // MARK: - The clone, one operation at a time
+
+    /// Runs `operation` on collection `id`'s clone now if nothing uses it, else after what does;
+    /// `operation` calls the closure it is given when it is over.
+    func exclusively(_ id: Int64, _ operation: @escaping (_ release: @escaping () -> Void) -> Void) {
+        guard runs[id] != nil else { return operation({}) }
+        guard !runs[id]!.running else {
+            runs[id]!.queued.append { [weak self] in self?.exclusively(id, operation) }
+            return
+        }
+        runs[id]!.running = true
+        operation { [weak self] in self?.released(id) }
+    }
+
+    /// The clone of collection `id` is free again: the next queued operation runs, or the round
+    /// asked for meanwhile.
+    func released(_ id: Int64) {
+        guard runs[id] != nil else { return }
+        runs[id]!.running = false
+        if !runs[id]!.queued.isEmpty {
+            let next = runs[id]!.queued.removeFirst()
+            return next()
+        }
+        if runs[id]!.again || !runs[id]!.waiting.isEmpty { scheduleRound(id, after: 0) }
+    }
+
+    /// Records as local changes the items of `collection` that may sync and never did (no sync
+    /// id, no change waiting): all of them when a keyring starts syncing, and after a joining
+    /// machine's first round those the vault did not have; returns how many.
+    func stampUnsynced(in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) -> Int {
+        let ids = (try? store.syncIDs(in: collection)) ?? [:]
+        let waiting = Set(((try? store.syncChanges(in: collection)) ?? []).map(\.itemID))
+        var count = 0
+        for item in (try? store.search([:], in: collection)) ?? [] where ids[item.id] == nil && !waiting.contains(item.id) {
+            guard let contents = try? store.readItem(item, in: collection, keys: itemKeys), Self.syncs(contents.attributes) else { continue }
+            stamp(item.id, in: collection, deleted: false)
+            count += 1
+        }
+        return count
+    }
+
+    /// The local item of `collection` that never synced (no sync id, no change waiting) and has
+    /// exactly `attributes`, with its contents: the same item as one with those attributes that
+    /// arrives (two machines that had it before they synced).
+    private func neverSynced(
+        with attributes: [String: String], in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys,
+        ids: [Int64: [UInt8]], waiting: Set<Int64>
+    ) -> (Store.ItemRecord, ItemContents)? {
+        for item in (try? store.search(attributes, in: collection)) ?? [] where ids[item.id] == nil && !waiting.contains(item.id) {
+            if let contents = try? store.readItem(item, in: collection, keys: itemKeys), contents.attributes == attributes { return (item, contents) }
+        }
+        return nil
+    }
+
+    // MARK: - Local changes
+
+    /// Stamps a local change of `item` (created, changed, or `deleted`) in a synced collection,
+    /// when it is made, and schedules a round; versions that arrived from the remote are not
+    /// local changes.
+    func noteLocalChange(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, deleted: Bool) {
+        guard !syncRuns.applyingArrived, runs[collection.id] != nil else { return }
+        stamp(item.id, in: collection, deleted: deleted)
+        scheduleRound(collection.id, after: Self.syncDebounce)
+    }
+
+    /// Records a change of item `itemID`, stamped now by the collection's clock.
+    private func stamp(_ itemID: Int64, in collection: Store.CollectionRecord, deleted: Bool) {
+        guard var run = runs[collection.id] else { return }
+        let stamp = run.clock.tick()
+        runs[collection.id] = run
+        do {
+            try store.noteSyncChange(
+                Store.SyncChange(itemID: itemID, milliseconds: stamp.milliseconds, counter: stamp.counter, deleted: deleted), in: collection)
+        } catch {
+            Log.warning("cannot record a change for sync: \(error)")
+        }
+    }
+
+    // MARK: - Rounds
+
+    var runs: [Int64: SyncRuns.Run] {
+        get { syncRuns.runs }
+        set { syncRuns.runs = newValue }
+    }
+
+    /// Loads the synced collections (their clocks after every stamp already made) and starts
+    /// the timer of the rounds every `sync-interval` seconds; at start.
+    func startSyncing() {
+        for settings in (try? store.syncedCollections()) ?? [] {
+            guard let collection = try? store.collections().first(where: { $0.id == settings.collectionID }) else { continue }
+            var clock = HybridLogicalClock(wallClock: SyncRuns.wallClock)
+            for change in (try? store.syncChanges(in: collection)) ?? [] {
+                clock.observe(SyncTimestamp(milliseconds: change.milliseconds, counter: change.counter))
+            }
+            runs[collection.id] = SyncRuns.Run(clock: clock)
+            if keys[collection.id] != nil { scheduleRound(collection.id, after: 0) }
+        }
+        everyInterval()
+    }
+
+    private func everyInterval() {
+        MainLoop.after(seconds: Double(options.configuration.syncInterval)) { [weak self] in
+            guard let self else { return }
+            for id in self.runs.keys where self.keys[id] != nil { self.startRound(id, done: nil) }
+            self.everyInterval()
+        }
+    }
+
+    /// Told each lock and unlock: a locked keyring's sync state (its keys) is forgotten, and an
+    /// unlocked one syncs soon.
+    func syncLockChanged(_ collection: Store.CollectionRecord, locked: Bool) {
+        guard runs[collection.id] != nil else { return }
+        if locked {
+            runs[collection.id]?.vault = nil
+        } else {
+            scheduleRound(collection.id, after: 0)
+        }
+    }
+
+    /// A round of `id` in `seconds`, unless another is asked for meanwhile.
+    func scheduleRound(_ id: Int64, after seconds: Double) {
+        guard runs[id] != nil else { return }
+        runs[id]!.timer += 1
+        let token = runs[id]!.timer
+        MainLoop.after(seconds: seconds) { [weak self] in
+            guard let self, self.runs[id]?.timer == token else { return }
+            self.startRound(id, done: nil)
+        }
+    }
+
+    /// The sync state of `collection`, opened when it is first needed after an unlock.
+    func openVault(_ collection: Store.CollectionRecord) -> SyncVault? {
+        if let vault = runs[collection.id]?.vault { return vault }
+        guard let itemKeys = keys[collection.id], let state = try? store.syncState(of: collection, keys: itemKeys),
+            var vault = try? SyncVault(decoding: state, wallClock: SyncRuns.wallClock)
+        else { return nil }
+        if runs[collection.id] == nil { runs[collection.id] = SyncRuns.Run(clock: vault.clock) }
+        vault.clock.observe(runs[collection.id]!.clock.last)
+        runs[collection.id]!.clock.observe(vault.clock.last)
+        runs[collection.id]!.vault = vault
+        return vault
+    }
+
+    /// Starts a round of collection `id` now, unless one is running (then one follows it);
+    /// `done` is told what it did.
+    func startRound(_ id: Int64, done: ((Result<SyncRuns.Outcome, SecretServiceError>) -> Void)?) {
+        guard runs[id] != nil else { done?(.failure(.failed("the keyring does not sync"))); return }
+        if let done { runs[id]!.waiting.append(done) }
+        guard !runs[id]!.running else {
+            runs[id]!.again = true
+            return
+        }
+        guard let collection = try? store.collections().first(where: { $0.id == id }), let itemKeys = keys[id],
+            let settings = try? store.syncSettings(of: collection), var vault = openVault(collection)
+        else {
+            return answerWaiting(id, .failure(.isLocked("the keyring is locked; it syncs once it is unlocked")))
+        }
+        // The local changes, as versions.
+        let changes = (try? store.syncChanges(in: collection)) ?? []
+        var ids = (try? store.syncIDs(in: collection)) ?? [:]
+        var versions: [(header: SyncHeader, item: SyncItem?)] = []
+        var sent: [Store.SyncChange] = []
+        for change in changes {
+            let item = try? store.item(id: change.itemID)
+            var syncItem: SyncItem?
+            if !change.deleted, let item, let contents = try? store.readItem(item, in: collection, keys: itemKeys), Self.syncs(contents.attributes) {
+                syncItem = SyncItem(contents: contents, created: item.created, modified: item.modified)
+            }
+            // Gone, or no longer allowed to leave: a delete marker, if it was ever published.
+            if syncItem == nil && ids[change.itemID] == nil {
+                try? store.removeSyncChange(change)
+                continue
+            }
+            let syncID = ids[change.itemID] ?? SyncIDs.random()
+            if ids[change.itemID] == nil {
+                do {
+                    try store.setSyncID(syncID, ofItem: change.itemID, in: collection)
+                } catch {
+                    continue
+                }
+                ids[change.itemID] = syncID
+            }
+            let stamp = SyncTimestamp(milliseconds: change.milliseconds, counter: change.counter)
+            vault.clock.observe(stamp)
+            versions.append((SyncHeader(vault: vault.id, item: syncID, timestamp: stamp, device: vault.identity.device.id,
+                                        deleted: syncItem == nil, keyGeneration: vault.generation), syncItem))
+            sent.append(change)
+        }
+        let localByHex = Dictionary(ids.map { (SyncIDs.hex($0.value), $0.key) }, uniquingKeysWith: { first, _ in first })
+        runs[id]!.running = true
+        runs[id]!.again = false
+        let git = syncClone(of: collection, remote: settings.remote)
+        let (start, outgoing, daemon) = (vault, versions, UncheckedBox(self))
+        offMainLoop({ () -> Result<(SyncVault, SyncEngine.Report), SyncError> in
+            var working = start
+            return Result { () throws(SyncError) in
+                let report = try SyncEngine.round(on: git, vault: &working, changes: outgoing) { header in
+                    // A version the remote lost: read again on the main loop, as it is now.
+                    MainLoop.onMainLoop { daemon.value.heldVersion(header, localByHex, collection) }
+                }
+                return (working, report)
+            }
+        }) { [weak self] outcome in
+            guard let self else { return }
+            switch outcome {
+            case .success(let (updated, report)):
+                let result = self.apply(report, updated, sent: sent, localByHex: localByHex, collection: collection, remote: settings.remote)
+                self.answerWaiting(id, result)
+            case .failure(let error):
+                Log.warning("sync of the keyring \(collection.name) failed: \(error); it is tried again later")
+                try? self.store.recordSyncRound(of: collection, error: "\(error)", resolved: 0)
+                self.answerWaiting(id, .failure(.failed("\(error)")))
+            }
+            self.released(id)
+        }
+    }
+
+    func answerWaiting(_ id: Int64, _ result: Result<SyncRuns.Outcome, SecretServiceError>) {
+        let waiting = runs[id]?.waiting ?? []
+        runs[id]?.waiting = []
+        for done in waiting { done(result) }
+    }
+
+    /// The item this machine holds under `header` (its version as it is now), for a file the
+    /// remote lost; nil when it changed since (its change goes out in the next round) or is gone.
+    private func heldVersion(_ header: SyncHeader, _ localByHex: [String: Int64], _ collection: Store.CollectionRecord) -> SyncItem? {
+        guard let itemID = localByHex[header.fileName], let itemKeys = keys[collection.id],
+            let item = try? store.item(id: itemID), let contents = try? store.readItem(item, in: collection, keys: itemKeys),
+            (try? store.syncChanges(in: collection).contains { $0.itemID == itemID }) == false
+        else { return nil }
+        return SyncItem(contents: contents, created: item.created, modified: item.modified)
+    }
+
+    /// Writes what a round brought: the versions that won, the losers kept as history; then the
+    /// changes it published are done, and the new state is kept.
+    private func apply(
+        _ report: SyncEngine.Report, _ updated: SyncVault, sent: [Store.SyncChange], localByHex: [String: Int64],
+        collection: Store.CollectionRecord, remote: String
+    ) -> Result<SyncRuns.Outcome, SecretServiceError> {
+        guard let itemKeys = keys[collection.id] else { return .failure(.isLocked("the keyring was locked during the round; it syncs again once unlocked")) }
+        syncRuns.applyingArrived = true
+        defer { syncRuns.applyingArrived = false }
+        var outcome = SyncRuns.Outcome(published: report.published, refused: report.refused.map(\.description))
+        let sentItems = Set(sent.map(\.itemID))
+        let sentChanges = Set(sent)
+        let later = ((try? store.syncChanges(in: collection)) ?? []).filter { change in !sentChanges.contains(change) }
+        var localByHex = localByHex
+        let syncedIDs = (try? store.syncIDs(in: collection)) ?? [:]
+        let waitingIDs = Set(((try? store.syncChanges(in: collection)) ?? []).map(\.itemID))
+        for (header, arrived) in report.accepted {
+            let itemID = localByHex[header.fileName]
+            let item = itemID.flatMap { try? store.item(id: $0) }
+            // A local change made during the round, later than the arrived version: it stays,
+            // and goes out next round; the arrived one is history.
+            if let itemID, let change = later.first(where: { $0.itemID == itemID }),
+                SyncHeader(vault: header.vault, item: header.item, timestamp: SyncTimestamp(milliseconds: change.milliseconds, counter: change.counter),
+                           device: updated.identity.device.id, deleted: change.deleted, keyGeneration: 0).wins(over: header)
+            {
+                keepHistory(header, arrived, in: collection, keys: itemKeys)
+                outcome.conflicts += 1
+                continue
+            }
+            // What this machine had is history: an edit of its own that lost is a conflict.
+            if let item, let contents = try? store.readItem(item, in: collection, keys: itemKeys) {
+                let previous = report.replacedLocal.first { $0.item == header.item }
+                    ?? SyncHeader(vault: header.vault, item: header.item, timestamp: .zero, device: updated.identity.device.id, deleted: false, keyGeneration: 0)
+                keepHistory(previous, SyncItem(contents: contents, created: item.created, modified: item.modified), in: collection, keys: itemKeys)
+                if sentItems.contains(item.id) { outcome.conflicts += 1 }
+            }
+            do {
+                switch (item, arrived) {
+                case (let item?, nil):
+                    try store.deleteItem(item, in: collection, keys: itemKeys)
+                    announceDeleted(item, in: collection)
+                case (let item?, let arrived?):
+                    guard Self.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil else { continue }
+                    let changed = try store.updateItem(item, in: collection, keys: itemKeys, contents: arrived.contents)
+                    announceChanged(item, to: changed, label: arrived.contents.label, attributes: arrived.contents.attributes, in: collection)
+                case (nil, let arrived?):
+                    guard Self.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil,
+                        Self.syncs(arrived.contents.attributes)
+                    else { continue }
+                    if let (twin, contents) = neverSynced(
+                        with: arrived.contents.attributes, in: collection, keys: itemKeys, ids: syncedIDs, waiting: waitingIDs)
+                    {
+                        try adopt(twin, contents, as: header, arrived, in: collection, keys: itemKeys, outcome: &outcome)
+                        localByHex[header.fileName] = twin.id
+                        continue
+                    }
+                    let created = try store.createItem(
+                        in: collection, keys: itemKeys, contents: arrived.contents,
+                        times: Store.Times(created: arrived.created, modified: arrived.modified))
+                    try store.setSyncID(header.item, ofItem: created.id, in: collection)
+                    localByHex[header.fileName] = created.id
+                    announceCreated(created, in: collection)
+                case (nil, nil):
+                    break
+                }
+                outcome.received += 1
+            } catch {
+                Log.warning("cannot write a version that arrived by sync: \(error)")
+            }
+        }
+        for (header, arrived) in report.lostArrived {
+            keepHistory(header, arrived, in: collection, keys: itemKeys)
+            outcome.conflicts += 1
+        }
+        // Published, unless this machine still waits for approval; then what the vault did not
+        // have goes out (a joining machine's own items).
+        if updated.generation > 0 {
+            for change in sent {
+                try? store.removeSyncChange(change)
+                if change.deleted, (try? store.item(id: change.itemID)) == nil { try? store.forgetSyncID(ofItem: change.itemID) }
+            }
+            if stampUnsynced(in: collection, keys: itemKeys) > 0 { runs[collection.id]?.again = true }
+        }
+        // The state is sealed again only when the round changed it (an idle round does not).
+        let before = runs[collection.id]?.vault
+        if report.published > 0 || !report.accepted.isEmpty || !report.lostArrived.isEmpty || before?.keys.count != updated.keys.count {
+            keep(updated, of: collection, remote: remote)
+        } else {
+            runs[collection.id]?.vault?.clock.observe(updated.clock.last)
+            runs[collection.id]?.clock.observe(updated.clock.last)
+        }
+        runs[collection.id]?.refused = outcome.refused
+        for refusal in outcome.refused { Log.warning("sync of the keyring \(collection.name) refused a file: \(refusal)") }
+        try? store.recordSyncRound(of: collection, error: nil, resolved: outcome.conflicts)
+        if outcome.published + outcome.received + outcome.conflicts > 0 {
+            Log.info("synced the keyring \(collection.name): \(outcome.published) out, \(outcome.received) in, \(outcome.conflicts) conflicts resolved")
+        }
+        return .success(outcome)
+    }
+
+    /// Makes the local item `twin`, which never synced, the arrived item `header` (they have the
+    /// same attributes): the later of the two (the local one by its modified time) is its
+    /// version, the other its history; the local one, if it wins, goes out as a change.
+    private func adopt(
+        _ twin: Store.ItemRecord, _ contents: ItemContents, as header: SyncHeader, _ arrived: SyncItem,
+        in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys, outcome: inout SyncRuns.Outcome
+    ) throws(StoreError) {
+        try store.setSyncID(header.item, ofItem: twin.id, in: collection)
+        let same = contents.label == arrived.contents.label && contents.contentType == arrived.contents.contentType
+            && contents.secret.constantTimeEquals(arrived.contents.secret)
+        guard !same else { return }
+        outcome.conflicts += 1
+        let localTime = SyncTimestamp(milliseconds: twin.modified * 1000)
+        if localTime > header.timestamp {
+            keepHistory(header, arrived, in: collection, keys: itemKeys)
+            stamp(twin.id, in: collection, deleted: false)
+            runs[collection.id]?.again = true
+        } else {
+            var own = header
+            own.timestamp = localTime
+            own.device = runs[collection.id]?.vault?.identity.device.id ?? header.device
+            keepHistory(own, SyncItem(contents: contents, created: twin.created, modified: twin.modified), in: collection, keys: itemKeys)
+            let changed = try store.updateItem(twin, in: collection, keys: itemKeys, contents: arrived.contents)
+            announceChanged(twin, to: changed, label: arrived.contents.label, attributes: arrived.contents.attributes, in: collection)
+            outcome.received += 1
+        }
+    }
+
+    /// Keeps a version that lost as the item's history.
+    private func keepHistory(_ header: SyncHeader, _ item: SyncItem?, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) {
+        do {
+            try store.addSyncHistory(
+                syncID: header.item, milliseconds: header.timestamp.milliseconds, counter: header.timestamp.counter, device: header.device,
+                plaintext: item?.encoded(), in: collection, keys: itemKeys)
+        } catch {
+            Log.warning("cannot keep a version in the history: \(error)")
+        }
+    }
+
+    /// Keeps `vault` as `collection`'s sync state, in memory and sealed in the store.
+    func keep(_ vault: SyncVault, of collection: Store.CollectionRecord, remote: String) {
+        var vault = vault
+        if let clock = runs[collection.id]?.clock { vault.clock.observe(clock.last) }
+        runs[collection.id]?.clock.observe(vault.clock.last)
+        runs[collection.id]?.vault = vault
+        guard let itemKeys = keys[collection.id] else { return }
+        do {
+            try store.saveSyncState(vault.encoded(), remote: remote, of: collection, keys: itemKeys)
+        } catch {
+            Log.warning("cannot save the sync state of the keyring \(collection.name): \(error)")
+        }
+    }
+
+    /// Runs `work` on a thread of its own (git talks to the network) and gives its result to
+    /// `done` on the main loop.
+    func offMainLoop<T>(_ work: @escaping @Sendable () -> T, done: @escaping (T) -> Void) {
+        let box = UncheckedBox(done)
+        let started = DetachedThread.start(named: "secretd-sync") {
+            let value = UncheckedBox(work())
+            MainLoop.onMainLoop { box.value(value.value) }
+        }
+        if !started { Log.error("cannot start the sync thread") }
+    }
+}
+
+/// A value handed between the main loop and a sync thread, which never touch it at once.
+private final class UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
