@@ -1,10 +1,7 @@
-// Sync between a person's machines (secretd's Sync1 interface; `secretctl sync`, `secretctl
-// history`). SecretSync holds the format, the merge rule and the git transport; this file
-// glues it to the keyring: local changes are stamped when made (Daemon+Signals calls
-// ``noteLocalChange(_:in:deleted:)``), rounds run on a thread of their own a few seconds after
-// a change and every `sync-interval` seconds, and what arrives is written here on the main
-// loop. A locked keyring does not sync; the session keyring, portal app keys and device-only
-// items never leave the machine.
+// Sync between a person's machines: secretd's Sync1 interface (`secretctl sync`, `secretctl
+// history`). SecretSync holds the format, the merge rule and the git transport; the rounds
+// that glue it to the keyring are in Daemon+SyncRounds. A locked keyring does not sync; the
+// session keyring, portal app keys and device-only items never leave the machine.
 
 import DBusValues
 import FoundationEssentials

@@ -57,6 +57,31 @@ public final class SyncGit: Sendable {
     /// such branch yet), cloning first when there is no clone. Local changes not published are
     /// dropped: the caller writes them again.
     public func synchronize() throws(SyncError) {
+        // A clone whose own git commands fail (damaged files, a half-written index) is made
+        // again from the remote; a failing fetch (the network, the remote) is reported as it is.
+        do {
+            try prepareClone()
+        } catch {
+            try startOver()
+        }
+        try git(["fetch", "--quiet", "--prune", "origin"])
+        do {
+            try checkOutRemoteBranch()
+        } catch {
+            try startOver()
+            try git(["fetch", "--quiet", "--prune", "origin"])
+            try checkOutRemoteBranch()
+        }
+    }
+
+    /// Removes the clone and makes an empty one.
+    private func startOver() throws(SyncError) {
+        try? FileManager.default.removeItem(at: directory)
+        try prepareClone()
+    }
+
+    /// Makes the clone if there is none, and points it at ``remote``.
+    private func prepareClone() throws(SyncError) {
         if !FileManager.default.fileExists(atPath: directory.appendingPathComponent(".git").path) {
             try Self.makeFolder(directory, private: true)
             try git(["init", "--quiet", "--initial-branch", branch])
@@ -67,9 +92,12 @@ public final class SyncGit: Sendable {
             unlink(directory.appendingPathComponent(".git/index.lock").path)
             try git(["remote", "set-url", "origin", remote])
         }
-        try git(["fetch", "--quiet", "--prune", "origin"])
+    }
+
+    /// Makes the working tree the fetched remote branch (empty when there is none yet).
+    private func checkOutRemoteBranch() throws(SyncError) {
         if try gitSucceeds(["rev-parse", "--verify", "--quiet", "refs/remotes/origin/\(branch)"]) {
-            try git(["checkout", "--quiet", "-B", branch, "refs/remotes/origin/\(branch)"])
+            try git(["checkout", "--quiet", "--force", "-B", branch, "refs/remotes/origin/\(branch)"])
             try git(["reset", "--quiet", "--hard", "refs/remotes/origin/\(branch)"])
         } else {
             // An empty remote: start the branch with no commit, and no files.

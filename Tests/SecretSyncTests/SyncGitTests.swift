@@ -68,6 +68,23 @@ import Testing
         #expect(clone.oversizedFiles(in: "items") == ["big"])
     }
 
+    @Test("a damaged clone is made again from the remote; what was published stays")
+    func damagedClone() throws {
+        let remote = try bareRemote()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let laptop = SyncGit(directory: root.appendingPathComponent("laptop"), remote: remote)
+        try laptop.synchronize()
+        try laptop.write([7, 7], to: "items/one")
+        #expect(try laptop.publish(message: "one") == .pushed)
+        // The clone's HEAD and index are garbage (a crash, a disk error, a person's edit).
+        try Data("garbage".utf8).write(to: laptop.directory.appendingPathComponent(".git/HEAD"))
+        try Data("garbage".utf8).write(to: laptop.directory.appendingPathComponent(".git/index"))
+        try laptop.synchronize()
+        #expect(laptop.files(in: "items") == ["one": [7, 7]])
+        try laptop.write([8], to: "items/two")
+        #expect(try laptop.publish(message: "two") == .pushed)
+    }
+
     @Test("a remote that is not there is a clear error, at once; a clone stays usable after it")
     func missingRemote() throws {
         defer { try? FileManager.default.removeItem(at: root) }
