@@ -205,9 +205,10 @@ public enum SyncEngine {
             return false
         }
         let arrived = record.header
-        // The version this machine holds already: a local change made since supersedes it
-        // without a conflict.
-        if let held = vault.current[name], held == arrived {
+        // The version held here (a local change made since supersedes it without a conflict):
+        // its sealed part must still be whole for machines that join later, else it is
+        // written back.
+        func heldIsWhole() -> Bool {
             do {
                 _ = try record.open(with: vault.keys)
                 return true
@@ -216,21 +217,12 @@ public enum SyncEngine {
                 return false
             }
         }
+        if let held = vault.current[name], held == arrived { return heldIsWhole() }
         let local = pending.firstIndex { $0.header.item == arrived.item }
         let localHeader = local.map { pending[$0].header } ?? vault.current[name]
         let seen = vault.seen[name]?[SyncIDs.hex(arrived.device)]
         let decision = SyncMerge.decide(arrived: arrived, local: localHeader, seenFromDevice: seen)
-        if case .same = decision {
-            // The version held here; its sealed part must still be whole for machines that
-            // join later (else it is written back).
-            do {
-                _ = try record.open(with: vault.keys)
-                return true
-            } catch {
-                report.refused.append(error)
-                return false
-            }
-        }
+        if case .same = decision { return heldIsWhole() }
         if case .refuse(let error) = decision {
             report.refused.append(error)
             return false
