@@ -484,10 +484,10 @@ sync_reachable() {
     done
 }
 
-# sync_fails USER REMOTE REASON: secretctl sync init REMOTE fails within 10 s (no timeout, no
-# question), and what it says names git, the remote and ssh's REASON.
+# sync_fails USER REMOTE REASON [LIMIT]: secretctl sync init REMOTE fails within LIMIT seconds
+# (10; no timeout, no question), and what it says names git, the remote and ssh's REASON.
 sync_fails() {
-    local user=$1 remote=$2 reason=$3 start out rc took
+    local user=$1 remote=$2 reason=$3 limit=${4:-10} start out rc took
     start=$(now)
     out=$(as_user "$user" timeout 60 secretctl sync init "$remote" 2>&1)
     rc=$?
@@ -495,7 +495,7 @@ sync_fails() {
     printf '%s\n' "$out"
     echo "note: secretctl sync init $remote exited $rc after $took s: $(printf '%s' "$out" | head -n 1)"
     if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then echo "secretctl sync init $remote exited $rc after $took s (124: a timeout)"; return 1; fi
-    awk -v t="$took" 'BEGIN { exit !(t < 10) }' || { echo "it took $took s, expected under 10"; return 1; }
+    awk -v t="$took" -v limit="$limit" 'BEGIN { exit !(t < limit) }' || { echo "it took $took s, expected under $limit"; return 1; }
     case $out in *git*"$remote"*"$reason"*) return 0 ;; esac
     echo "the message does not name git, $remote and '$reason'"
     return 1
@@ -520,20 +520,8 @@ while True:
     echo "the silent server does not listen on $SYNC_SILENT_PORT"
     return 1
 }
-sync_silent() {
-    local remote=ssh://git@localhost:$SYNC_SILENT_PORT/~/sync.git start out rc took
-    start=$(now)
-    out=$(as_user bob timeout 60 secretctl sync init "$remote" 2>&1)
-    rc=$?
-    took=$(elapsed_since "$start")
-    printf '%s\n' "$out"
-    echo "note: secretctl sync init $remote exited $rc after $took s: $(printf '%s' "$out" | head -n 1)"
-    if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then echo "exit status $rc after $took s (124: a timeout)"; return 1; fi
-    awk -v t="$took" 'BEGIN { exit !(t < 20) }' || { echo "it took $took s, expected under 20 (ssh's ConnectTimeout is 15 s)"; return 1; }
-    case $out in *git*"$remote"*) return 0 ;; esac
-    echo "the message does not name git and $remote"
-    return 1
-}
+# ssh's ConnectTimeout is 15 s: under 20, with git's message and no reason of ssh's to look for.
+sync_silent() { sync_fails bob "ssh://git@localhost:$SYNC_SILENT_PORT/~/sync.git" "" 20; }
 # Once the stalled try is over, the keyring is free again at once: the next sync init gets
 # ssh's own error.
 sync_free_again() { sync_fails bob "ssh://git@localhost:2222/~/sync.git" "Connection refused"; }
