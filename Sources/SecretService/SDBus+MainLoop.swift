@@ -25,6 +25,10 @@ extension BusServer {
         sourceTag = g_source_add_unix_fd(source, sd_bus_get_fd(bus), G_IO_IN)
         watchedCondition = G_IO_IN.rawValue
         g_source_set_priority(source, G_PRIORITY_DEFAULT)
+        // GLib takes a source's descriptors out of the poll set around each dispatch unless it
+        // may recurse, and each removal and return wakes the loop (two eventfd writes, then an
+        // extra poll and read per call). secretd runs no nested loop; `dispatching` guards anyway.
+        g_source_set_can_recurse(source, 1)
         g_source_attach(source, nil)
     }
 
@@ -66,6 +70,9 @@ extension BusServer {
     /// Lets sd-bus read (calls are queued for their turn), write and run its callbacks, then
     /// handles queued calls; gives up the connection when it is gone.
     fileprivate func dispatch() {
+        guard !dispatching else { return }  // sd_bus_process is not reentrant
+        dispatching = true
+        defer { dispatching = false }
         var readAll = false
         for _ in 0..<Self.messagesReadPerDispatch {
             let result = sd_bus_process(bus, nil)

@@ -78,6 +78,8 @@ final class BusServer {
     var hasMoreToProcess = false
     /// The poll condition the main loop watches the socket for.
     var watchedCondition: UInt32 = 0
+    /// Whether the main loop's source is in ``dispatch()`` (which must not run inside itself).
+    var dispatching = false
     /// Set once the main loop has stopped: calls still read are refused.
     private var stopping = false
     /// The name asked for, its callbacks, and whether it was acquired (SDBus+Bus.swift).
