@@ -144,9 +144,17 @@ final class BusServer {
         let deadline = Date().addingTimeInterval(timeout)
         while sd_bus_get_events(bus) > 0, Int16(sd_bus_get_events(bus)) & Int16(POLLOUT) != 0 {
             let left = deadline.timeIntervalSinceNow
-            guard left > 0 else { return }
+            guard left > 0 else {
+                Log.error("the bus did not take the last replies within \(Int(timeout)) s; exiting without them")
+                return
+            }
             var descriptor = pollfd(fd: sd_bus_get_fd(bus), events: Int16(POLLOUT), revents: 0)
-            guard poll(&descriptor, 1, Int32(left * 1000) + 1) > 0, sd_bus_process(bus, nil) >= 0 else { return }
+            guard poll(&descriptor, 1, Int32(left * 1000) + 1) > 0 else { continue }
+            let processed = sd_bus_process(bus, nil)
+            guard processed >= 0 else {
+                Log.error("cannot write the last replies: \(String(cString: strerror(-processed)))")
+                return
+            }
         }
     }
 
@@ -172,7 +180,7 @@ final class BusServer {
         }
         let bus = self.bus
         return deliver(Held(send: {
-            sd_bus_send(bus, signal, nil)
+            Self.send(signal, on: bus, what: "the signal \(interface).\(name)")
             sd_bus_message_unref(signal)
         }, fail: { sd_bus_message_unref(signal) }))
     }
@@ -407,7 +415,7 @@ final class BusServer {
             sd_bus_message_ref(message)
             let bus = self.bus
             deliver(Held(send: {
-                sd_bus_send(bus, reply, nil)
+                Self.send(reply, on: bus, what: "a reply")
                 sd_bus_message_unref(reply)
                 sd_bus_message_unref(message)
                 done()
@@ -439,8 +447,15 @@ final class BusServer {
             }
         }
         guard made >= 0, let reply else { return }
-        sd_bus_send(bus, reply, nil)
+        Self.send(reply, on: bus, what: "an error reply")
         sd_bus_message_unref(reply)
+    }
+
+    /// Queues `message` on the connection; a failure is logged (it names the message, never
+    /// its contents), since the caller then gets no answer.
+    private static func send(_ message: OpaquePointer, on bus: OpaquePointer, what: String) {
+        let result = sd_bus_send(bus, message, nil)
+        if result < 0 { Log.error("cannot send \(what): \(String(cString: strerror(-result)))") }
     }
 
     /// Whether a reply value is one of the large ones (thousands of paths or secrets).
