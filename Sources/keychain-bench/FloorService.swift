@@ -72,15 +72,39 @@ struct FloorClient {
     /// One call of the no-op method (`ping: false`) or of GDBus's own `Peer.Ping` on the
     /// floor service (`ping: true`, answered in GDBus's thread, without the main loop).
     func call(ping: Bool = false) throws {
+        try call(
+            FloorService.busName, FloorService.path, ping ? "org.freedesktop.DBus.Peer" : FloorService.interface,
+            ping ? "Ping" : FloorService.method, nil, who: "the floor service")
+    }
+
+    /// The provider's own cheapest calls, for the floors of its CPU per call: `Peer.Ping`
+    /// (`ping: true`; the bus library answers it without the provider's code) or the Secret
+    /// Service method that does the least, `ReadAlias("default")`, answered through the
+    /// provider's own dispatch like every other method.
+    func callProvider(ping: Bool) throws {
+        let service = "/org/freedesktop/secrets"
+        if ping {
+            try call("org.freedesktop.secrets", service, "org.freedesktop.DBus.Peer", "Ping", nil, who: "the provider")
+        } else {
+            var alias: OpaquePointer? = g_variant_new_string("default")
+            try call(
+                "org.freedesktop.secrets", service, "org.freedesktop.Secret.Service", "ReadAlias",
+                g_variant_new_tuple(&alias, 1), who: "the provider")
+        }
+    }
+
+    /// One call on the shared connection; `arguments` is floating (the call takes it).
+    private func call(
+        _ destination: String, _ path: String, _ interface: String, _ method: String, _ arguments: OpaquePointer?,
+        who: String
+    ) throws {
         var error: UnsafeMutablePointer<GError>?
         let reply = g_dbus_connection_call_sync(
-            try connection, FloorService.busName, FloorService.path,
-            ping ? "org.freedesktop.DBus.Peer" : FloorService.interface, ping ? "Ping" : FloorService.method,
-            nil, nil, G_DBUS_CALL_FLAGS_NONE, -1, nil, &error)  // transfer full
+            try connection, destination, path, interface, method, arguments, nil, G_DBUS_CALL_FLAGS_NONE, -1, nil, &error)  // transfer full
         if let reply { g_variant_unref(reply) }
         if let error {
             defer { g_error_free(error) }
-            throw BenchError("the floor service did not answer: \(String(cString: error.pointee.message))")
+            throw BenchError("\(who) did not answer: \(String(cString: error.pointee.message))")
         }
     }
 

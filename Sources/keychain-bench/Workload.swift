@@ -105,6 +105,19 @@ struct Workload {
             result["lookup_cpu_ms_per_call"] = round3((after - before) * 1000 / Double(lookups))
         }
         result["lookup"] = lookup.summary
+        // The floors of the provider's CPU per call, measured in the provider itself: its bus
+        // library's Peer.Ping, and the cheapest Secret Service call through its own dispatch.
+        if let providerPID = options.providerPID {
+            for ping in [true, false] {
+                progress("CPU per call: \(lookups) \(ping ? "Peer.Ping" : "ReadAlias") calls to the provider")
+                let before = Self.cpuSeconds(pid: providerPID)
+                for _ in 0..<lookups { try floor.callProvider(ping: ping) }
+                if let before, let after = Self.cpuSeconds(pid: providerPID) {
+                    result[ping ? "provider_ping_cpu_ms_per_call" : "provider_read_alias_cpu_ms_per_call"] =
+                        round3((after - before) * 1000 / Double(lookups))
+                }
+            }
+        }
         if let floorPID = options.floorPID {
             // The no-op through the main loop, as the floor; Peer.Ping in GDBus's thread alone.
             for ping in [false, true] {
