@@ -459,7 +459,9 @@ gk_switch() {
     check "switch: gnome-keyring owns the name at the login" claimed_by gnome-keyring-daemon
     check "switch: its login keyring is unlocked" gk_login_keyring
     check "switch: secretctl import secret-service copies gnome-keyring's login keyring into secretd" import_from_gk
+    check "switch: carol masks gnome-keyring-daemon.socket herself before setup" systemctl --user mask gnome-keyring-daemon.socket
     check "switch: secretctl setup exits 0" expect_status 0 secretctl setup
+    check "switch: setup recorded the unit it masked (the service), not carol's socket" mask_record_is gnome-keyring-daemon.service
     check "switch: secretd alone owns org.freedesktop.secrets, nobody waits in line" claimed_by secretd
     check "switch: secretctl unlock --password-stdin with her password" unlock_with_password "$PASSWORD_CAROL"
     check "switch: secret-tool finds gnome-keyring's item in secretd" lookup_gk
@@ -477,7 +479,29 @@ gk_kept_off() {
 # Login 4: carol undoes the switch.
 gk_undo() {
     desktop_start
-    check "undo: secretctl setup --undo exits 0" expect_status 0 secretctl setup --undo
+    check "undo: secretctl setup --undo exits 0 and says it left carol's own mask" undo_keeps_own_mask
+    check "undo: the service setup masked is unmasked, carol's socket still masked, the record gone" masks_after_undo
+    check "undo: carol unmasks her socket again" systemctl --user unmask gnome-keyring-daemon.socket
+}
+# What secretctl setup lists in its record of the units it masked is exactly "$@".
+mask_record_is() {
+    local listed
+    listed=$(grep -v '^#' ~/.config/systemd/user/secretctl-setup.masked) || { echo "no record"; return 1; }
+    [ "$listed" = "$(printf '%s\n' "$@")" ] && return 0
+    echo "the record lists: $listed"
+    return 1
+}
+undo_keeps_own_mask() {
+    local out
+    out=$(secretctl setup --undo 2>&1) || { printf '%s\n' "$out"; return 1; }
+    printf '%s\n' "$out"
+    printf '%s\n' "$out" | grep -q "left gnome-keyring-daemon.socket masked, as it was before secretctl setup"
+}
+masks_after_undo() {
+    local dir=~/.config/systemd/user
+    ls -l "$dir"
+    [ "$(readlink "$dir/gnome-keyring-daemon.socket")" = /dev/null ] && [ ! -L "$dir/gnome-keyring-daemon.service" ] &&
+        [ ! -e "$dir/secretctl-setup.masked" ]
 }
 # A login with gnome-keyring back: it provides the Secret Service, unlocked, with her item.
 gk_back() {

@@ -210,26 +210,64 @@ extension SetupCommand {
 
     /// Masks gnome-keyring's installed units with `systemctl` and `arguments` (the scope and
     /// verb), unless every one is masked in `directory` already; says which, for `whom`
-    /// (`detail` follows when it masked them).
+    /// (`detail` follows when it masked them). The units it masks that were not masked
+    /// before go into ``maskRecord`` in `directory`, so that `--undo` unmasks those only.
     private static func maskGnomeKeyringUnits(
         _ arguments: [String], in directory: String, for whom: String, detail: String
     ) throws(CommandLineError) {
         let units = installedGnomeKeyringUnits()
         guard !units.isEmpty else { return }
-        if units.allSatisfy({ isMasked(directory + "/" + $0) }) {
+        let newlyMasked = units.filter { !isMasked(directory + "/" + $0) }
+        if newlyMasked.isEmpty {
             Terminal.writeOutput("gnome-keyring: its units were already masked for \(whom)\n")
         } else {
+            // Recorded first: a mask setup made and forgot would outlive --undo.
+            let recorded = readMaskRecord(in: directory) ?? []
+            try writeMaskRecord(recorded + newlyMasked.filter { !recorded.contains($0) }, in: directory)
             try runTool(["systemctl"] + arguments + units)
-            Terminal.writeOutput("gnome-keyring: masked \(units.joined(separator: " and ")) for \(whom)\(detail)\n")
+            Terminal.writeOutput("gnome-keyring: masked \(newlyMasked.joined(separator: " and ")) for \(whom)\(detail)\n")
         }
     }
 
-    /// Unmasks (`systemctl` and `arguments`) those of gnome-keyring's units masked in
-    /// `directory`; whether there were any.
+    /// Unmasks (`systemctl` and `arguments`) those of gnome-keyring's units that setup masked
+    /// in `directory` (its ``maskRecord``; without one, from a setup before the record existed,
+    /// every masked one), then removes the record; whether it unmasked any. A unit that was
+    /// masked before setup stays masked, and says so.
     private static func unmaskGnomeKeyringUnits(_ arguments: [String], in directory: String) throws(CommandLineError) -> Bool {
         let masked = gnomeKeyringUnits.filter { isMasked(directory + "/" + $0) }
-        if !masked.isEmpty { try runTool(["systemctl"] + arguments + masked) }
-        return !masked.isEmpty
+        let recorded = readMaskRecord(in: directory)
+        let ours = masked.filter { recorded?.contains($0) ?? true }
+        if !ours.isEmpty { try runTool(["systemctl"] + arguments + ours) }
+        if recorded != nil, unlink(directory + "/" + maskRecord) != 0, errno != ENOENT {
+            throw .failure("cannot remove \(directory)/\(maskRecord): \(String(cString: strerror(errno)))", status: .failed)
+        }
+        for unit in masked where !ours.contains(unit) {
+            Terminal.writeOutput("gnome-keyring: left \(unit) masked, as it was before secretctl setup\n")
+        }
+        return !ours.isEmpty
+    }
+
+    /// The file beside the masks that lists the units setup masked, one per line after a
+    /// comment (systemd reads no file without a unit's suffix).
+    static let maskRecord = "secretctl-setup.masked"
+
+    /// The units listed in `directory`'s ``maskRecord``; nil when there is none.
+    private static func readMaskRecord(in directory: String) -> [String]? {
+        guard let text = try? String(contentsOfFile: directory + "/" + maskRecord, encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").map { $0.trimmingWhitespace }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") && gnomeKeyringUnits.contains($0) }
+    }
+
+    /// Writes `units` as `directory`'s ``maskRecord``.
+    private static func writeMaskRecord(_ units: [String], in directory: String) throws(CommandLineError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw .failure("cannot create \(directory): \(error)", status: .failed)
+        }
+        let text = "# gnome-keyring units secretctl setup masked; secretctl setup --undo unmasks them and removes this file\n"
+            + units.map { $0 + "\n" }.joined()
+        try rewrite(directory + "/" + maskRecord, text)
     }
 
     /// gnome-keyring's units that are installed.
