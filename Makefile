@@ -3,7 +3,7 @@
 # make test     install what is missing, build, run every test, check the static release build,
 #               then make leaks (1,000) and make fuzz
 # make fuzz     build keychain-fuzz with libFuzzer (in .build/fuzz) and fuzz every parser of
-#               outside input for FUZZ_SECONDS (15) each; fails on a crash (see README.md)
+#               outside input for FUZZ_SECONDS (10) each; fails on a crash (see README.md)
 # make demo     run the library's example program against a throw-away secretd
 # make bench    secretd against gnome-keyring and KeePassXC, in alternating rounds (SIZES="100 1000"
 #               for a quick run; ROUNDS=3; PROVIDERS=...; PARTS=memory for the memory scenarios alone,
@@ -128,7 +128,7 @@ check-release: static-cxx
 # libFuzzer without its main (keychain-fuzz keeps its own and calls LLVMFuzzerRunDriver), from
 # the toolchain's clang resource directory; swiftc's -sanitize=fuzzer would link libFuzzer's
 # main too. Coverage and AddressSanitizer instrument the Swift code; the C libraries are not.
-FUZZ_SECONDS ?= 15
+FUZZ_SECONDS ?= 10
 FUZZ_TARGETS ?=
 FUZZ_BUILD := .build/fuzz
 FUZZER_LIB ?= $(firstword $(wildcard $(dir $(realpath $(shell command -v $(SWIFT))))../lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-$(shell uname -m).a))
