@@ -50,8 +50,9 @@ enum FloorService {
     }()
 }
 
-/// Calls to ``FloorService`` over the session connection libsecret uses (GIO's shared
-/// `g_bus_get_sync` singleton), one at a time, as the bench's libsecret calls are made.
+/// Calls to ``FloorService``, and the provider's own cheapest calls, over the session
+/// connection libsecret uses (GIO's shared `g_bus_get_sync` singleton), one at a time, as the
+/// bench's libsecret calls are made.
 struct FloorClient {
     /// Not sendable, but only ever used from the bench's one thread.
     nonisolated(unsafe) private static var shared: OpaquePointer?
