@@ -125,6 +125,11 @@ package enum SecretServiceNames {
         }
     }
 
+    /// Whether `name` may be an alias: the same rule as ``isCollectionName(_:)``, since an alias
+    /// is the last element of its object path (`/org/freedesktop/secrets/aliases/NAME`). A longer
+    /// one could make a path over sd-bus's 64 KiB, whose calls sd-bus drops unanswered.
+    package static func isAliasName(_ name: String) -> Bool { isCollectionName(name) }
+
     /// A collection name made from a label: lower-case ASCII letters, digits and `_`, never empty.
     package static func collectionName(fromLabel label: String) -> String {
         let cleaned = String(label.lowercased().unicodeScalars.map {

@@ -47,8 +47,12 @@ extension Daemon {
             guard let label = properties[SecretServiceNames.Property.collectionLabel].map(\.string) ?? "Keyring" else {
                 return .failure(.invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)"))
             }
-            guard label.utf8.count <= KeychainLimits.textSize, alias != Self.sessionName else {
-                return .failure(.invalidArgs("that label or alias cannot be used"))
+            guard label.utf8.count <= KeychainLimits.textSize, alias.isEmpty || SecretServiceNames.isAliasName(alias),
+                alias != Self.sessionName
+            else {
+                return .failure(.invalidArgs(
+                    "that label or alias cannot be used: a label is at most \(KeychainLimits.textSize) bytes, an alias 1 to 64 "
+                        + "ASCII letters, digits or _, and not session"))
             }
             // A new collection needs a password, which needs a prompt.
             return addPrompt(Prompt(owner: call.sender, action: .createCollection(label: label, alias: alias))).map {
@@ -144,7 +148,9 @@ extension Daemon {
     }
 
     private func setAlias(_ alias: String, _ path: String) -> Result<DBusValue, SecretServiceError> {
-        guard !alias.isEmpty, alias != Self.sessionName else { return .failure(.invalidArgs("that alias cannot be set")) }
+        guard SecretServiceNames.isAliasName(alias), alias != Self.sessionName else {
+            return .failure(.invalidArgs("that alias cannot be set: an alias is 1 to 64 ASCII letters, digits or _, and not session"))
+        }
         do {
             if path == ObjectPaths.none {
                 try store.setAlias(alias, to: nil)

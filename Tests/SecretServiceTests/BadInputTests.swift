@@ -117,6 +117,15 @@ import Testing
         BadCall(name: "an alias that cannot be set", call: { fixture, _ in
             try fixture.call(service, serviceInterface, "SetAlias", "('', objectpath '\(login)')")
         }, error: "org.freedesktop.DBus.Error.InvalidArgs"),
+        BadCall(name: "an alias whose path would pass sd-bus's 64 KiB", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "SetAlias", "('\(String(repeating: "x", count: 65_536))', objectpath '\(login)')")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs", message: "1 to 64 ASCII letters"),
+        BadCall(name: "an alias that is no path element", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "SetAlias", "('my keys', objectpath '\(login)')")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs", message: "1 to 64 ASCII letters"),
+        BadCall(name: "a new collection under an alias of 65 characters", call: { fixture, _ in
+            try fixture.call(service, serviceInterface, "CreateCollection", "(@a{sv} {}, '\(String(repeating: "a", count: 65))')")
+        }, error: "org.freedesktop.DBus.Error.InvalidArgs", message: "1 to 64 ASCII letters"),
         BadCall(name: "an alias to a collection that does not exist", call: { fixture, _ in
             try fixture.call(service, serviceInterface, "SetAlias", "('work', objectpath '/nope')")
         }, error: "org.freedesktop.Secret.Error.NoSuchObject"),
