@@ -25,7 +25,7 @@ public final class SupervisedProcess: @unchecked Sendable {
         kill -TERM $child 2>/dev/null
         wait $child
         status=$?
-        if [ -n "$cleanup" ]; then sleep 0.5; rm -rf "$cleanup"; fi
+        if [ -n "$cleanup" ] && ! kill -0 "$parent" 2>/dev/null; then sleep 0.5; rm -rf "$cleanup"; fi
         exit $status
         """#
 
