@@ -30,8 +30,7 @@ public struct ScriptedPinentry: Sendable {
     public init(in directory: URL, answers: [String]) throws {
         program = directory.appendingPathComponent("pinentry")
         self.answers = directory.appendingPathComponent("pinentry-answers")
-        try Self.script.write(to: program, atomically: true, encoding: .utf8)
-        chmod(program.path, 0o755)
+        try ExecutableFile.write(script: Self.script, to: program)
         try setAnswers(answers)
     }
 

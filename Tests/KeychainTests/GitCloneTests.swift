@@ -136,15 +136,15 @@ extension ProviderTests.SecretCtlEndToEnd {
             program = directory.appendingPathComponent("askpass")
             passwordFile = directory.appendingPathComponent("askpass-password")
             log = directory.appendingPathComponent("askpass.log")
-            try """
+            let script = """
                 #!/bin/sh
                 echo "$1" >>"\(log.path)"
                 case "$1" in
                 Username*) echo alice ;;
                 *) cat "\(passwordFile.path)" ;;
                 esac
-                """.write(to: program, atomically: true, encoding: .utf8)
-            chmod(program.path, 0o755)
+                """
+            try ExecutableFile.write(script: script, to: program)
         }
 
         func answer(_ password: String) throws {

@@ -21,20 +21,9 @@ import Testing
             let secretctl = URL(fileURLWithPath: SecretdFixture.secretdPath).deletingLastPathComponent()
                 .appendingPathComponent("secretctl")
             for name in names {
-                try Self.copyExecutable(secretctl.path, to: self.bin.appendingPathComponent(name).path)
-                try Self.copyExecutable("/usr/bin/secret-tool", to: self.bin.appendingPathComponent("st-" + name).path)
+                try ExecutableFile.copy(secretctl.path, to: self.bin.appendingPathComponent(name).path)
+                try ExecutableFile.copy("/usr/bin/secret-tool", to: self.bin.appendingPathComponent("st-" + name).path)
             }
-        }
-
-        /// Copies an executable through a close-on-exec descriptor: a copy whose descriptor a
-        /// child forked meanwhile by another test inherited could not be run ("Text file busy").
-        static func copyExecutable(_ source: String, to destination: String) throws {
-            guard let bytes = FileManager.default.contents(atPath: source) else { throw HarnessError("cannot read \(source)") }
-            let descriptor = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
-            guard descriptor >= 0 else { throw HarnessError("cannot create \(destination)") }
-            defer { close(descriptor) }
-            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            guard written == bytes.count else { throw HarnessError("cannot write \(destination)") }
         }
 
         /// The identity of the copy called `name`.

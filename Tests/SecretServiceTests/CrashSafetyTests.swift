@@ -36,8 +36,7 @@ import Testing
     static func fixtureWithWriter() throws -> (SecretdFixture, URL) {
         let fixture = try SecretdFixture()
         let script = fixture.root.appendingPathComponent("writer.sh")
-        try writer.write(to: script, atomically: true, encoding: .utf8)
-        chmod(script.path, 0o755)
+        try ExecutableFile.write(script: writer, to: script)
         return (fixture, script)
     }
 

@@ -38,12 +38,11 @@ import Testing
         // A pinentry that records how it was started, then answers as the scripted one does.
         let scripted = try ScriptedPinentry(in: fixture.root, answers: [Secrets.loginPassword])
         let pinentry = fixture.root.appendingPathComponent("recording-pinentry")
-        try """
+        try ExecutableFile.write(script: """
             #!/bin/sh
             { echo "pinentry argv: $0 $*"; env | sed 's/^/pinentry env: /'; } >>'\(records.path)'
             exec '\(scripted.program.path)' "$@"
-            """.write(to: pinentry, atomically: true, encoding: .utf8)
-        chmod(pinentry.path, 0o755)
+            """, to: pinentry)
         try fixture.writeConfiguration("pinentry = \(pinentry.path)\n")
         fixture.environment.merge(scripted.environment) { $1 }
 

@@ -136,7 +136,7 @@ import Testing
         let member = URL(fileURLWithPath: bin.resolvingSymlinksInPath().path).appendingPathComponent("py-member").path
         let outsider = URL(fileURLWithPath: bin.resolvingSymlinksInPath().path).appendingPathComponent("py-outsider").path
         for copy in [member, outsider] {
-            try AccessGroupTests.Setup.copyExecutable("/usr/bin/python3.11", to: copy)
+            try ExecutableFile.copy("/usr/bin/python3.11", to: copy)
         }
         let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         try Self.writePolicy("""
