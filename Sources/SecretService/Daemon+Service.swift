@@ -51,8 +51,7 @@ extension Daemon {
                 alias != Self.sessionName
             else {
                 return .failure(.invalidArgs(
-                    "that label or alias cannot be used: a label is at most \(KeychainLimits.textSize) bytes, an alias 1 to 64 "
-                        + "ASCII letters, digits or _, and not session"))
+                    "that label or alias cannot be used: a label is at most \(KeychainLimits.textSize) bytes, \(Self.aliasRule)"))
             }
             // A new collection needs a password, which needs a prompt.
             return addPrompt(Prompt(owner: call.sender, action: .createCollection(label: label, alias: alias))).map {
@@ -147,9 +146,12 @@ extension Daemon {
         return .success(.tuple([.objectPaths(locked), .objectPath(ObjectPaths.none)]))
     }
 
+    /// What SetAlias and CreateCollection tell a client whose alias ``SecretServiceNames/isAliasName(_:)`` refuses.
+    private static let aliasRule = "an alias is 1 to 64 ASCII letters, digits or _, and not session"
+
     private func setAlias(_ alias: String, _ path: String) -> Result<DBusValue, SecretServiceError> {
         guard SecretServiceNames.isAliasName(alias), alias != Self.sessionName else {
-            return .failure(.invalidArgs("that alias cannot be set: an alias is 1 to 64 ASCII letters, digits or _, and not session"))
+            return .failure(.invalidArgs("that alias cannot be set: \(Self.aliasRule)"))
         }
         do {
             if path == ObjectPaths.none {
