@@ -148,6 +148,11 @@ struct Workload {
         return ["roundtrip_floor": floor.summary, "lookup": lookup.summary]
     }
 
+    /// How many times the search-all phase runs at `size` items: a search of 100 items takes
+    /// about 100 ms, so 3 samples a round were too few on a noisy machine to say which provider
+    /// is faster; the larger sizes, seconds a search, keep 3 and then 1.
+    static func searchAllSamples(_ size: Int) -> Int { size <= 100 ? 15 : size <= 3000 ? 3 : 1 }
+
     /// The attributes of item `index`.
     func attributes(_ index: Int) -> [String: String] { ["service": service, "account": account(index)] }
     /// The label of item `index`.
@@ -213,7 +218,7 @@ struct Workload {
         let peakWatch = options.providerPID.map { ResidentMemory(pid: $0).watchPeak() }
         var searchAll = Samples()
         try withFloors("search_all", commits: false, into: &floors) {
-            for _ in 0..<(size <= 3000 ? 3 : 1) {
+            for _ in 0..<Self.searchAllSamples(size) {
                 let found = try searchAll.time {
                     try KeychainAttributes.search(["service": service], unlock: false, loadSecrets: true)
                 }
