@@ -8,8 +8,8 @@
 /// installed library is older than the headers.
 ///
 /// The kernel's generator is the one the rest of the system trusts; libgcrypt's own pool would
-/// be mixed again on every cipher handle opened (getrusage, getpid and clock_gettime, then a
-/// hash of the pool: 3 system calls and 4% of a lookup's CPU in secretd). libgcrypt takes the
+/// be mixed again on every cipher handle opened (getrusage and clock_gettime, then a hash of
+/// the pool: 2 system calls a cipher, and about 4% of a lookup's CPU in secretd). libgcrypt takes the
 /// preference only before its first initialisation, so it is asked for first.
 static inline const char *keychain_gcry_initialize(size_t secmem) {
     gcry_control(GCRYCTL_SET_PREFERRED_RNG_TYPE, GCRY_RNG_TYPE_SYSTEM);
