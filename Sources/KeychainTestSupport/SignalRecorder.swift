@@ -108,6 +108,10 @@ public final class SignalRecorder: @unchecked Sendable {
         return nil
     }
 
-    /// Forgets the signals received so far.
-    public func clear() { signals.removeAll() }
+    /// Forgets the signals received so far, including those GDBus has read but not yet handed
+    /// to this recorder (a call's reply can be back before the signals sent ahead of it are).
+    public func clear() {
+        while g_main_context_iteration(context, 0) != 0 {}
+        signals.removeAll()
+    }
 }

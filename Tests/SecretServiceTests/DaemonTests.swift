@@ -329,11 +329,11 @@ import Testing
         let item = try createItem(fixture, session, attributes: "{'k': 'v'}", value: "x")
         #expect(recorder.wait(for: "ItemCreated", path: login)?.arguments == "(objectpath '\(item)',)")
         // The collection's Items, with the value (libsecret's lists load from it).
-        #expect(recorder.wait(for: "PropertiesChanged", path: login)?.arguments.contains("'Items': <[objectpath '\(item)']>") == true)
+        #expect(recorder.wait(for: "PropertiesChanged", path: login, containing: "'Items': <[objectpath '\(item)']>") != nil)
 
         _ = try fixture.call(item, "org.freedesktop.DBus.Properties", "Set", "('\(Self.itemInterface)', 'Label', <'renamed'>)")
         #expect(recorder.wait(for: "ItemChanged", path: login)?.arguments == "(objectpath '\(item)',)")
-        #expect(recorder.wait(for: "PropertiesChanged", path: item)?.arguments.contains("'Label': <'renamed'>") == true)
+        #expect(recorder.wait(for: "PropertiesChanged", path: item, containing: "'Label': <'renamed'>") != nil)
         #expect(try fixture.call(item, "org.freedesktop.DBus.Properties", "Get", "('\(Self.itemInterface)', 'Label')")
                 == "(<'renamed'>,)")
 
@@ -348,13 +348,13 @@ import Testing
         let extra = try #require(objectPaths(in: created).first)
         #expect(recorder.wait(for: "CollectionCreated", path: Self.service)?.arguments == "(objectpath '\(extra)',)")
         // Then the service's Collections, with the value (libsecret's list of keyrings loads from it).
-        #expect(recorder.wait(for: "PropertiesChanged", path: Self.service)?.arguments.contains("'\(extra)'") == true)
+        #expect(recorder.wait(for: "PropertiesChanged", path: Self.service, containing: "'\(extra)'") != nil)
         _ = try fixture.call(extra, Self.collectionInterface, "Delete")
         #expect(recorder.wait(for: "CollectionDeleted", path: Self.service)?.arguments == "(objectpath '\(extra)',)")
 
         recorder.clear()
         _ = try fixture.call(Self.service, Self.serviceInterface, "Lock", "([objectpath '\(login)'],)")
-        #expect(recorder.wait(for: "PropertiesChanged", path: login)?.arguments.contains("'Locked': <true>") == true)
+        #expect(recorder.wait(for: "PropertiesChanged", path: login, containing: "'Locked': <true>") != nil)
         daemon.stop()
     }
 
