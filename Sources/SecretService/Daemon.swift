@@ -51,6 +51,8 @@ public final class Daemon: BusHandler {
     static let sessionName = SecretServiceNames.sessionCollection
 
     let options: Options
+    /// Keeps other secretd processes off the data directory while this one runs.
+    private let dataLock: DataDirectoryLock
     let store: Store
     /// The bus connection, once the daemon serves (a test's own in in-process tests).
     var server: (any BusEndpoint)!
@@ -114,10 +116,31 @@ public final class Daemon: BusHandler {
         lastActivity = clock()
         passwordThrottle = PasswordThrottle(now: clock)
         quickUnlock = QuickUnlock(parameters: options.kdf)
+        dataLock = try Self.lockDataDirectory(options)
         store = try Store(directory: options.dataDirectory)
         try resetSessionCollection()
         // A bad policy at start leaves the empty one: named groups are closed to everyone.
         reloadPolicy(reason: "at start")
+    }
+
+    /// How long a new secretd waits for one that is stopping to let go of the data directory,
+    /// and, with `--replace`, for the one it asked to stop.
+    static let lockWait = 2.0
+    static let replaceWait = 10.0
+
+    /// Takes the data directory's lock (``DataDirectoryLock``). With `--replace`, the secretd
+    /// that holds it is asked to stop (SIGTERM), as the owner of the bus name is asked to give
+    /// it up; it writes out and closes its database before it lets go.
+    private static func lockDataDirectory(_ options: Options) throws(StoreError) -> DataDirectoryLock {
+        do {
+            return try DataDirectoryLock(directory: options.dataDirectory, wait: options.replace ? 0 : lockWait)
+        } catch .inUse(let holder?) where options.replace {
+            Log.info("taking over \(options.dataDirectory.path) from secretd pid \(holder)")
+            guard kill(holder, SIGTERM) == 0 else {
+                throw .io("cannot stop secretd pid \(holder), which uses \(options.dataDirectory.path): \(String(cString: strerror(errno)))")
+            }
+            return try DataDirectoryLock(directory: options.dataDirectory, wait: replaceWait)
+        }
     }
 
     /// The session collection lives only as long as this process: its key is random and never

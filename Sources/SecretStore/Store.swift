@@ -49,7 +49,7 @@ public final class Store {
     }
 
     /// Creates `path` and any missing parents (0700), then makes `path` itself 0700.
-    private static func makePrivateDirectory(_ path: String) throws(StoreError) {
+    static func makePrivateDirectory(_ path: String) throws(StoreError) {
         func failure() -> StoreError { .io("cannot create data directory \(path): \(String(cString: strerror(errno)))") }
         var partial = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {

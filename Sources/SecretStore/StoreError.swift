@@ -20,6 +20,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case crypto(String)
     /// A file-system problem with the data directory or database file.
     case io(String)
+    /// Another process (another secretd: `pid`, when the kernel names it) uses the data
+    /// directory (``DataDirectoryLock``).
+    case inUse(pid: Int32?)
 
     /// A one-line description.
     public var description: String {
@@ -34,6 +37,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .database(let code, let message): return "database error \(code): \(message)"
         case .crypto(let message): return "crypto error: \(message)"
         case .io(let message): return message
+        case .inUse(let pid): return "the keyring database is in use by another secretd" + (pid.map { " (pid \($0))" } ?? "")
         }
     }
 

@@ -37,7 +37,8 @@ let usage = """
       --unlock           read the login password from standard input (to end of input, one
                          trailing newline removed) and unlock the login keyring, creating it
                          if there is none
-      --replace          take org.freedesktop.secrets from the provider that owns it
+      --replace          take org.freedesktop.secrets from the provider that owns it, and
+                         the data directory from the secretd that uses it (it is stopped)
       --bus-name NAME    own NAME instead of org.freedesktop.secrets and take no login password
                          from PAM (secretctl import secret-service runs it so, beside the
                          provider it imports from)
@@ -147,6 +148,10 @@ func credentialPassword() -> SecureBytes? {
 let daemon: Daemon
 do {
     daemon = try Daemon(options: options)
+} catch .inUse(let holder) {
+    fail("the keyring database in \(options.dataDirectory.path) is in use by another secretd"
+        + (holder.map { " (pid \($0))" } ?? "")
+        + "; stop it, use --replace to take over from it, or give this one a --data-dir of its own")
 } catch {
     fail("cannot open the keyring database in \(options.dataDirectory.path): \(error)")
 }

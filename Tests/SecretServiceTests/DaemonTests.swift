@@ -13,7 +13,9 @@ import Testing
     func busName() throws {
         let fixture = try SecretdFixture()
         let first = try fixture.start()
-        let second = try fixture.start(waitForName: false)
+        // The others keep data directories of their own: this is about the bus name alone.
+        func ownDirectory(_ name: String) -> [String] { ["--data-dir", fixture.root.appendingPathComponent(name).path] }
+        let second = try fixture.start(ownDirectory("second"), input: nil, waitForName: false)
         #expect(second.waitForExit(timeout: 20) == 1)
         let lines = second.log.split(separator: "\n").filter { !$0.hasPrefix("<") }
         #expect(lines.count == 1, "\(second.log)")
@@ -21,11 +23,45 @@ import Testing
         #expect(lines.first?.contains("--replace") == true)
         #expect(first.isRunning)
 
-        let third = try fixture.start(["--replace"], input: nil, waitForName: false)
+        let third = try fixture.start(["--replace"] + ownDirectory("third"), input: nil, waitForName: false)
         #expect(first.waitForExit(timeout: 20) == 0, "the replaced daemon exits cleanly")
         #expect(first.log.contains("another provider took org.freedesktop.secrets"))
         #expect(third.isRunning)
         third.stop()
+    }
+
+    @Test("a second secretd on a data directory in use refuses with one line naming the first, which loses nothing; --replace stops it")
+    func sharedDataDirectory() throws {
+        let fixture = try SecretdFixture()
+        let first = try fixture.start()
+        let firstPID = try #require(first.helperPID)
+        // A session-keyring item: the start of a second daemon on the same file deleted these.
+        #expect(try fixture.run(["secret-tool", "store", "--collection=session", "--label=Build", "service", "ci", "account", "job"],
+                                input: "token").status == 0)
+        #expect(try fixture.run(["secret-tool", "store", "--label=Mail", "service", "mail", "account", "alice"], input: "s3cr3t").status == 0)
+
+        // Another bus name stands for another bus (a script under dbus-run-session): the bus
+        // would let it serve, the data directory must not.
+        let second = try fixture.start(["--unlock", "--bus-name", "org.example.Second"], input: "login-password", waitForName: false)
+        #expect(second.waitForExit(timeout: 20) == 1)
+        let lines = second.log.split(separator: "\n").filter { !$0.hasPrefix("<") }
+        #expect(lines.count == 1, "\(second.log)")
+        #expect(lines.first?.contains("is in use by another secretd (pid \(firstPID))") == true, "\(second.log)")
+        #expect(lines.first?.contains("--replace") == true)
+        #expect(first.isRunning)
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "ci", "account", "job"]).text == "token")
+        #expect(try fixture.run(["secret-tool", "store", "--collection=session", "--label=Build 2", "service", "ci", "account", "job2"],
+                                input: "token2").status == 0)
+
+        let third = try fixture.start(["--replace", "--bus-name", "org.example.Third"], input: nil, waitForName: false)
+        #expect(first.waitForExit(timeout: 20) == 0, "the daemon asked to stop writes out its database and exits cleanly")
+        try fixture.control.waitForOwner(of: "org.example.Third", startedBy: third)
+        #expect(third.log.contains("taking over \(fixture.dataDirectory.path) from secretd pid \(firstPID)"), "\(third.log)")
+        third.stop()
+        // The login keyring is whole after the handover.
+        let fourth = try fixture.start()
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "alice"]).text == "s3cr3t")
+        fourth.stop()
     }
 
     @Test("items survive a restart, stay locked until unlocked, and keep their paths")
@@ -58,8 +94,9 @@ import Testing
         daemon.stop()
         try fixture.waitUntilNameIsFree()
         // A user who copies only secretd.sqlite3 (a backup, a move) must get every item.
-        let files = try FileManager.default.contentsOfDirectory(atPath: fixture.dataDirectory.path)
-        #expect(files == [Store.fileName], "\(files)")
+        // Beside it only the empty lock file, which the kernel let go of when secretd ended.
+        let files = try FileManager.default.contentsOfDirectory(atPath: fixture.dataDirectory.path).sorted()
+        #expect(files == [DataDirectoryLock.fileName, Store.fileName].sorted(), "\(files)")
 
         daemon = try fixture.start()
         let fresh = try openPlainSession(fixture)
