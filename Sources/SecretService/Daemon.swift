@@ -525,6 +525,8 @@ public final class Daemon: BusHandler {
 
     var hasPendingCommit: Bool { store.hasPendingCommit }
 
+    var hasOpenTransaction: Bool { store.hasOpenGroup }
+
     func commitPending() -> Bool {
         do {
             try store.commitPending()

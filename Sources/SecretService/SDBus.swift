@@ -59,7 +59,11 @@ protocol BusHandler: AnyObject {
     func objectExists(at path: String, sender: String) -> Bool
     /// Whether writes are waiting for ``commitPending()``; replies and signals wait with them.
     var hasPendingCommit: Bool { get }
-    /// Makes the waiting writes durable; false when that failed (they are rolled back).
+    /// Whether the handler's store holds a transaction open (writes, or a read snapshot) that
+    /// ``commitPending()`` must end before the loop waits for more work.
+    var hasOpenTransaction: Bool { get }
+    /// Makes the waiting writes durable and ends the open transaction; false when the commit
+    /// failed (the writes are rolled back).
     func commitPending() -> Bool
 }
 
@@ -570,9 +574,20 @@ final class BusServer {
         return true
     }
 
+    /// Ends a turn of calls: the store's transaction, when it only read and no call waits, at
+    /// once (there is no commit to share, and waiting for the idle loop would cost a poll a
+    /// call); writes when the loop is idle (``scheduleFlush()``).
+    func endTurn(moreToDo: Bool) {
+        if !moreToDo, held.isEmpty, let handler, handler.hasOpenTransaction, !handler.hasPendingCommit {
+            _ = handler.commitPending()
+            return
+        }
+        scheduleFlush()
+    }
+
     /// Commits after the calls already queued on the main loop have been handled.
     func scheduleFlush() {
-        guard !flushScheduled, handler?.hasPendingCommit == true || !held.isEmpty else { return }
+        guard !flushScheduled, handler?.hasOpenTransaction == true || !held.isEmpty else { return }
         flushScheduled = true
         MainLoop.whenIdle { [weak self] in self?.flush() }
     }

@@ -60,9 +60,14 @@ package final class Database {
     var builtStatements: [(shape: StatementShape, sql: String)] = []
 
     /// `sql`, prepared once and kept, with its parameters bound in order. Used by one caller
-    /// at a time: ``run(_:_:)`` and ``rows(_:_:)`` finish with it before they return.
-    private func prepare(_ sql: String, _ values: [Value]) throws(StoreError) -> Statement {
+    /// at a time: ``run(_:_:)`` and ``rows(_:_:)`` finish with it before they return. When
+    /// commits are grouped, the first statement after a commit opens the group's transaction
+    /// (``groupsCommits``); the statements that open and close transactions themselves don't.
+    private func prepare(_ sql: String, _ values: [Value], opensGroup: Bool = true) throws(StoreError) -> Statement {
         guard !isClosed else { throw Self.closedError }
+        if opensGroup && groupsCommits && transactionDepth == 0 && sqlite3_get_autocommit(handle) != 0 {
+            try control("BEGIN")
+        }
         let prepared: Statement
         if let cached = statements[sql] {
             prepared = cached
@@ -76,6 +81,13 @@ package final class Database {
         }
         for (index, value) in values.enumerated() { try prepared.bind(value, at: Int32(index + 1)) }
         return prepared
+    }
+
+    /// Runs a statement that opens, ends or marks a transaction (never opens the group's).
+    private func control(_ sql: String) throws(StoreError) {
+        let statement = try prepare(sql, [], opensGroup: false)
+        defer { statement.reset() }
+        while try statement.step() {}
     }
 
     /// Runs a statement that returns no rows.
@@ -105,11 +117,20 @@ package final class Database {
         return try body(statement)
     }
 
-    /// Whether transactions are grouped: each runs as a savepoint inside one open transaction
-    /// that ``commitPending()`` commits, so writes that arrive together share one sync to disk.
+    /// Whether work is grouped, for the daemon's main loop: the first statement after a commit
+    /// opens one transaction (a read snapshot, which a write turns into a write transaction),
+    /// every later statement and ``transaction(_:)`` (as a savepoint) runs inside it, and
+    /// ``commitPending()`` ends it. So the reads of one turn of the loop share one snapshot
+    /// (one pair of WAL locks, not one per statement), and writes that arrive together share
+    /// one sync to disk. secretd is the file's only writer (``DataDirectoryLock``), so the
+    /// snapshot can always become the write transaction.
     var groupsCommits = false
-    /// Whether a grouped transaction is open and holds writes not yet committed.
-    private(set) var hasPendingCommit = false
+    /// Whether the group's transaction holds writes not yet committed (a write of any kind:
+    /// a ``transaction(_:)`` or a single statement).
+    var hasPendingCommit: Bool { groupsCommits && !isClosed && sqlite3_txn_state(handle, nil) == SQLITE_TXN_WRITE }
+    /// Whether the group's transaction is open, with writes or only reads: ``commitPending()``
+    /// must end it before the loop waits.
+    var hasOpenGroup: Bool { groupsCommits && !isClosed && sqlite3_get_autocommit(handle) == 0 }
     /// How many calls of ``transaction(_:)`` are running (nested ones are savepoints).
     private var transactionDepth = 0
 
@@ -117,12 +138,12 @@ package final class Database {
     /// ones included): it only grows, so it changes whenever the data may have.
     var totalChanges: Int64 { isClosed ? -1 : sqlite3_total_changes64(handle) }
 
-    /// Commits the open grouped transaction; rolls it back (and throws) when that fails.
+    /// Ends the group's transaction: commits its writes (rolled back, and thrown, when that
+    /// fails), or lets go of its read snapshot.
     func commitPending() throws(StoreError) {
-        guard hasPendingCommit else { return }
-        hasPendingCommit = false
+        guard hasOpenGroup, transactionDepth == 0 else { return }
         do {
-            try run("COMMIT")
+            try control("COMMIT")
         } catch {
             try? execute("ROLLBACK")
             throw error
@@ -130,21 +151,20 @@ package final class Database {
     }
 
     /// Runs `body` in an IMMEDIATE transaction (or, when commits are grouped, a savepoint of
-    /// the open one), rolling back what it did when it throws. The statements that open and
+    /// the group's), rolling back what it did when it throws. The statements that open and
     /// close it are prepared once, like any other (parsing them each time cost 2% of a store).
     /// A transaction inside another is a savepoint of it.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         if groupsCommits || transactionDepth > 0 {
-            if groupsCommits && !hasPendingCommit {
-                try run("BEGIN IMMEDIATE")
-                hasPendingCommit = true
+            if groupsCommits && transactionDepth == 0 && sqlite3_get_autocommit(handle) != 0 {
+                try control("BEGIN IMMEDIATE")
             }
-            try run("SAVEPOINT write")
+            try control("SAVEPOINT write")
             transactionDepth += 1
             defer { transactionDepth -= 1 }
             do {
                 let result = try body()
-                try run("RELEASE write")
+                try control("RELEASE write")
                 return result
             } catch {
                 try? execute("ROLLBACK TO write")
@@ -152,12 +172,12 @@ package final class Database {
                 throw error
             }
         }
-        try run("BEGIN IMMEDIATE")
+        try control("BEGIN IMMEDIATE")
         transactionDepth += 1
         defer { transactionDepth -= 1 }
         do {
             let result = try body()
-            try run("COMMIT")
+            try control("COMMIT")
             return result
         } catch {
             try? execute("ROLLBACK")

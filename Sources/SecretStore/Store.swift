@@ -61,9 +61,11 @@ public final class Store {
 
     // MARK: - Group commit
 
-    /// Whether writes are grouped: each write joins one open transaction, committed by
-    /// ``commitPending()``. The daemon turns it on and commits before it replies, so nothing
-    /// is acknowledged before it is durable, and writes that arrive together share one sync.
+    /// Whether work is grouped: the first read or write opens one transaction that every later
+    /// one joins, until ``commitPending()`` ends it. The daemon turns it on and ends the group
+    /// when its main loop has nothing left to do, before it replies to a write: nothing is
+    /// acknowledged before it is durable, writes that arrive together share one sync, and the
+    /// reads of one turn share one snapshot.
     public var groupsCommits: Bool {
         get { database.groupsCommits }
         set { database.groupsCommits = newValue }
@@ -72,11 +74,16 @@ public final class Store {
     /// Whether grouped writes wait for ``commitPending()``.
     public var hasPendingCommit: Bool { database.hasPendingCommit }
 
+    /// Whether the group's transaction is open (writes, or only reads), for ``commitPending()``
+    /// to end before the daemon waits for more work.
+    public var hasOpenGroup: Bool { database.hasOpenGroup }
+
     /// A number that changes whenever this store writes (or rolls back) anything, for caches
     /// of what it read.
     public var changeCount: Int64 { database.totalChanges }
 
-    /// Commits the grouped writes; on failure they are rolled back and the error thrown.
+    /// Ends the group: commits its writes (on failure they are rolled back and the error
+    /// thrown), or lets go of its read snapshot.
     public func commitPending() throws(StoreError) {
         do {
             try database.commitPending()

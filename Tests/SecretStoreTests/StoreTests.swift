@@ -412,4 +412,39 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
             try store.createCollection(name: "", label: "", password: password, parameters: .testing)
         }
     }
+
+    @Test("grouped work: reads share one snapshot that a write makes the pending commit; another connection sees nothing before commitPending, which ends the group")
+    func groupedWork() throws {
+        let (store, directory) = try makeStore()
+        let (login, keys) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        store.groupsCommits = true
+        #expect(!store.hasOpenGroup)
+
+        // A read opens the group, with nothing to commit; ending it lets go of the snapshot.
+        #expect(try store.search(["service": "mail"], in: login).isEmpty)
+        #expect(store.hasOpenGroup && !store.hasPendingCommit)
+        try store.commitPending()
+        #expect(!store.hasOpenGroup)
+
+        // A read, then writes: the snapshot becomes the write transaction, for a transaction
+        // and for a single statement alike, and the group reads what it wrote.
+        #expect(try store.search(["service": "mail"], in: login).isEmpty)
+        let mail = try store.createItem(in: login, keys: keys, contents: contents("Mail", ["service": "mail"], "s1"))
+        try store.setAlias("work", to: login)
+        #expect(store.hasPendingCommit)
+        #expect(try store.search(["service": "mail"], in: login).map(\.id) == [mail.id])
+        // A transaction that fails inside the group takes back its own writes only.
+        #expect(throws: StoreError.locked) {
+            try store.createItem(in: login, keys: keys.withoutMaster, contents: contents("Bank", ["service": "bank"], "pin"))
+        }
+        #expect(try store.search([:], in: login).map(\.id) == [mail.id])
+
+        let observer = try Store(directory: directory)
+        #expect(try observer.item(id: mail.id) == nil, "not visible before the commit")
+        try store.commitPending()
+        #expect(!store.hasOpenGroup && !store.hasPendingCommit)
+        #expect(try observer.item(id: mail.id) != nil)
+        #expect(try observer.aliases()["work"] == "login")
+        #expect(try observer.search([:], in: login).map(\.id) == [mail.id])
+    }
 }
