@@ -53,8 +53,23 @@ first_login() {
     check "first login: Python keyring set_password" store_python
     check "first login: git credential-libsecret store" store_git
     items_there "first login"
+    check "first login: a secretd started by hand on another bus refuses the keyring in use, naming the unit's" second_secretd_refused
+    check "first login: the unit's secretd still serves the items (secretctl get)" lookup_secretctl
     check "first login: nothing enabled per user (~/.config/systemd absent)" no_user_units
     note "secretctl status: $(secretctl status 2>&1)"
+}
+
+# A secretd started by hand on another bus (a script under dbus-run-session) while the unit's
+# runs on the same keyring: it exits 1 with one line naming the unit's, which goes on serving.
+second_secretd_refused() {
+    local pid out rc
+    pid=$(secretd_pid)
+    out=$(timeout 30 dbus-run-session -- secretd --foreground </dev/null 2>&1)
+    rc=$?
+    [ "$rc" = 1 ] || { printf '%s\n' "$out"; echo "the second secretd exited with status $rc, not 1"; return 1; }
+    printf '%s\n' "$out" | grep -q "in use by another secretd (pid $pid)" ||
+        { printf '%s\n' "$out"; echo "its message does not name the running secretd (pid $pid)"; return 1; }
+    [ "$(secretd_pid)" = "$pid" ] || { echo "the running secretd (pid $pid) is gone"; return 1; }
 }
 
 # A later password login: unlocked again, items there. WHAT names the login.
