@@ -6,7 +6,7 @@ keychain-bench run each, with that round's commit floor) and its memory scenario
 of a phase is the median of its per-round medians, with their min-max as the spread; a phase's
 floor multiple is taken in each round against that round's floors, then summarised the same way.
 A run of some parts only (bench/run.sh PARTS=...) leaves out the tables of the others."""
-import json, platform, statistics, subprocess, sys, time
+import json, os, platform, statistics, subprocess, sys, time
 
 args = sys.argv[1:]
 
@@ -41,6 +41,21 @@ FLOORS = {"store": (1, 1, "store"), "replace": (1, 1, "replace"), "lookup": (2, 
 # Issue 20's targets for secretd: each phase's median at most this multiple of its floor.
 FLOOR_TARGETS = {"store": 1.5, "lookup": 1.3, "delete": 1.5}
 CPU_TARGETS = {"store": 0.12, "lookup": 0.05}
+# 8 concurrent storing clients: at least this multiple of one client's stores per second.
+CONCURRENCY_TARGET = 3.0
+
+
+def concurrency_ceiling(conc, cores):
+    """The most stores per second that 8 clients could reach over 1, as a multiple: at best they
+    keep every CPU busy, so 8 clients make at most cores / (CPU per store in all processes with
+    8 clients) stores per second, against 1 / (one client's time per store) for one. On 2 cores
+    a multiple above 2 exists only because one client leaves the CPUs idle part of its time
+    (waiting for the disk, or for the next process in the chain to be scheduled): the faster
+    one client's store, the lower the ceiling."""
+    one, all8 = conc.get("stores_per_second_1"), conc.get("cpu_ms_per_store_8")
+    if not one or not all8:
+        return None
+    return cores * 1000 / all8 / one
 
 
 def machine():
@@ -298,6 +313,17 @@ if sized:
                     say(f"CPU per {phase} <= {bound} ms: {show(cpu[phase], 3)} ms over {cpu[phase + 's']:,} calls: "
                         f"{'met' if met else 'NOT MET'}"
                         + (f"; the target is below its floor here: {', '.join(below)}" if below else ""))
+        conc = rounds_of("secretd").get(min(rounds_of("secretd"), default=0), {}).get("concurrency", {})
+        one, eight = conc.get("stores_per_second_1"), conc.get("stores_per_second_8")
+        if one and eight:
+            multiple, ceiling = eight / one, concurrency_ceiling(conc, os.cpu_count() or 1)
+            met = multiple >= CONCURRENCY_TARGET
+            targets["concurrency_8"] = {"target": f">= {CONCURRENCY_TARGET}x one client", "value": round(multiple, 3),
+                                        "ceiling": round(ceiling, 3) if ceiling else None, "met": met}
+            say(f"8 clients >= {CONCURRENCY_TARGET}x one: {multiple:.2f}x {'met' if met else 'NOT MET'}"
+                + (f"; ceiling here {ceiling:.2f}x ({os.cpu_count()} CPUs x one client's {1000 / one:.3f} ms per store "
+                   f"/ {conc['cpu_ms_per_store_8']:.3f} ms of CPU per store in all processes with 8)" if ceiling else "")
+                + ("; the target is above the ceiling here" if ceiling and ceiling < CONCURRENCY_TARGET else ""))
         slower = [f"{items} items {phase}: {'; '.join(row['secretd_slower_than'])}"
                   for items, phases in summary["phases"].items() for phase, row in phases.items()
                   if any(flag.startswith("SLOWER") for flag in row.get("secretd_slower_than", []))]
