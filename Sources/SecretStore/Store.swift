@@ -285,13 +285,17 @@ public final class Store {
     {
         var attributes = attributes
         let group = attributes.removeValue(forKey: AccessGroupNames.attribute)
-        let keys = attributes.map { Self.attributeKey(name: $0.key, value: $0.value) }
+        // The name that drove the last search first, then by name: the same lookup made again
+        // counts the entries of the key that settled it last time first (``leastCommon(_:)``).
+        let named = attributes.map { (name: $0.key, key: Self.attributeKey(name: $0.key, value: $0.value)) }
+            .sorted { ($0.name == lastDriver ? 0 : 1, $0.name) < ($1.name == lastDriver ? 0 : 1, $1.name) }
         var values: [Database.Value] = []
         var query: Query<ItemColumn>
-        if let driver = try leastCommon(keys) {
+        if let (name, driver) = try leastCommon(named) {
+            if named.count > 1 { lastDriver = name }
             query = Self.itemsByKey
             values.append(.blob(driver))
-            for key in keys where key != driver {
+            for (_, key) in named where key != driver {
                 query.sql += " AND EXISTS (SELECT 1 FROM attribute_index x WHERE x.hash = ? AND x.item_id = d.item_id)"
                 values.append(.blob(key))
             }
@@ -320,28 +324,32 @@ public final class Store {
     /// How many index entries per attribute ``search(_:in:)`` counts, at most, to pick its driver.
     static let selectivityProbeLimit = 1000
 
-    /// The key with the fewest index entries, or nil for none. Counting is adaptive: every
-    /// key is counted up to 2 entries first, and only if none has at most 1 are the rest
-    /// counted further (to 32, then to ``selectivityProbeLimit``). The usual lookup,
-    /// `service=S, account=A`, so reads a handful of index entries even when S has thousands.
-    private func leastCommon(_ keys: [[UInt8]]) throws(StoreError) -> [UInt8]? {
-        guard keys.count > 1 else { return keys.first }
+    /// The attribute name whose key drove the last search of several attributes.
+    private var lastDriver: String?
+
+    /// The key with the fewest index entries (and its attribute's name), or nil for none.
+    /// Counting is adaptive and in the order given: every key is counted up to 2 entries first,
+    /// and only if none has at most 1 are the rest counted further (to 32, then to
+    /// ``selectivityProbeLimit``). The usual lookup, `service=S, account=A`, so reads a handful
+    /// of index entries even when S has thousands, and counts one key when `account` comes first.
+    private func leastCommon(_ keys: [(name: String, key: [UInt8])]) throws(StoreError) -> (String, [UInt8])? {
+        guard keys.count > 1 else { return keys.first.map { ($0.name, $0.key) } }
         var candidates = keys
-        var best: [UInt8]?
+        var best: (String, [UInt8])?
         for limit in [2, 32, Self.selectivityProbeLimit] {
-            var counted: [(key: [UInt8], count: Int64)] = []
-            for key in candidates {
+            var counted: [(name: String, key: [UInt8], count: Int64)] = []
+            for (name, key) in candidates {
                 let rows = try database.rows(
                     "SELECT count(*) FROM (SELECT 1 FROM attribute_index WHERE hash = ? LIMIT ?)",
                     [.blob(key), .integer(Int64(limit))])
                 let count = rows.first?.first?.integer ?? 0
-                if count <= 1 { return key }  // at most one item to check: the cheapest possible driver
-                counted.append((key, count))
+                if count <= 1 { return (name, key) }  // at most one item to check: the cheapest possible driver
+                counted.append((name, key, count))
             }
             let fewest = counted.map(\.count).min() ?? 0
-            best = counted.first { $0.count == fewest }?.key
+            best = counted.first { $0.count == fewest }.map { ($0.name, $0.key) }
             // Only those that reached the limit can still turn out to be rarer than the best.
-            candidates = counted.filter { $0.count == fewest }.map(\.key)
+            candidates = counted.filter { $0.count == fewest }.map { ($0.name, $0.key) }
             if fewest < Int64(limit) || candidates.count < 2 { break }
         }
         return best

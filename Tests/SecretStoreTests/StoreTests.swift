@@ -233,6 +233,12 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(try store.search(["service": "common", "account": "nobody"]).isEmpty)
         #expect(try store.search(["service": "common"], in: login).count == 1500)
         #expect(try store.search(["service": "common", "extra": "x"]).isEmpty)
+        // The attribute that settled the last search is counted first next time; when it is
+        // now the common one, the rare one still drives, and the matches are the same.
+        #expect(try store.search(["service": "common", "account": "a3"]).map(\.id) == [ids[3]])
+        let shared = try store.createItem(in: login, keys: key, contents: contents("s", ["service": "rare", "account": "a3"], "v"))
+        #expect(try store.search(["service": "rare", "account": "a3"]).map(\.id) == [shared.id])
+        #expect(try store.search(["service": "common", "account": "a3"]).map(\.id) == [ids[3]])
     }
 
     @Test("an update touches only its own row")
