@@ -6,7 +6,7 @@ keychain-bench run each, with that round's commit floor) and its memory scenario
 of a phase is the median of its per-round medians, with their min-max as the spread; a phase's
 floor multiple is taken in each round against that round's floors, then summarised the same way.
 A run of some parts only (bench/run.sh PARTS=...) leaves out the tables of the others."""
-import json, os, platform, statistics, subprocess, sys, time
+import json, platform, statistics, subprocess, sys, time
 
 args = sys.argv[1:]
 
@@ -316,12 +316,12 @@ if sized:
         conc = rounds_of("secretd").get(min(rounds_of("secretd"), default=0), {}).get("concurrency", {})
         one, eight = conc.get("stores_per_second_1"), conc.get("stores_per_second_8")
         if one and eight:
-            multiple, ceiling = eight / one, concurrency_ceiling(conc, os.cpu_count() or 1)
+            multiple, ceiling = eight / one, concurrency_ceiling(conc, info["cores"])
             met = multiple >= CONCURRENCY_TARGET
             targets["concurrency_8"] = {"target": f">= {CONCURRENCY_TARGET}x one client", "value": round(multiple, 3),
                                         "ceiling": round(ceiling, 3) if ceiling else None, "met": met}
             say(f"8 clients >= {CONCURRENCY_TARGET}x one: {multiple:.2f}x {'met' if met else 'NOT MET'}"
-                + (f"; ceiling here {ceiling:.2f}x ({os.cpu_count()} CPUs x one client's {1000 / one:.3f} ms per store "
+                + (f"; ceiling here {ceiling:.2f}x ({info['cores']} CPUs x one client's {1000 / one:.3f} ms per store "
                    f"/ {conc['cpu_ms_per_store_8']:.3f} ms of CPU per store in all processes with 8)" if ceiling else "")
                 + ("; the target is above the ceiling here" if ceiling and ceiling < CONCURRENCY_TARGET else ""))
         slower = [f"{items} items {phase}: {'; '.join(row['secretd_slower_than'])}"
