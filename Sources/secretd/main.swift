@@ -148,11 +148,10 @@ func credentialPassword() -> SecureBytes? {
 let daemon: Daemon
 do {
     daemon = try Daemon(options: options)
-} catch .inUse(let holder) {
-    fail("the keyring database in \(options.dataDirectory.path) is in use by another secretd"
-        + (holder.map { " (pid \($0))" } ?? "")
-        + "; stop it, use --replace to take over from it, or give this one a --data-dir of its own")
 } catch {
+    if case .inUse = error {
+        fail("\(error): \(options.dataDirectory.path); stop it, use --replace to take over from it, or give this one a --data-dir of its own")
+    }
     fail("cannot open the keyring database in \(options.dataDirectory.path): \(error)")
 }
 
