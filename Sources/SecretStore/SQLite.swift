@@ -65,9 +65,7 @@ package final class Database {
     /// (``groupsCommits``); the statements that open and close transactions themselves don't.
     private func prepare(_ sql: String, _ values: [Value], opensGroup: Bool = true) throws(StoreError) -> Statement {
         guard !isClosed else { throw Self.closedError }
-        if opensGroup && groupsCommits && transactionDepth == 0 && sqlite3_get_autocommit(handle) != 0 {
-            try control("BEGIN")
-        }
+        if opensGroup && awaitsGroup { try control("BEGIN") }
         let prepared: Statement
         if let cached = statements[sql] {
             prepared = cached
@@ -133,6 +131,8 @@ package final class Database {
     var hasOpenGroup: Bool { groupsCommits && !isClosed && sqlite3_get_autocommit(handle) == 0 }
     /// How many calls of ``transaction(_:)`` are running (nested ones are savepoints).
     private var transactionDepth = 0
+    /// Whether commits are grouped and no transaction is open: the next statement opens the group's.
+    private var awaitsGroup: Bool { groupsCommits && transactionDepth == 0 && sqlite3_get_autocommit(handle) != 0 }
 
     /// Rows inserted, updated or deleted through this connection since it opened (rolled back
     /// ones included): it only grows, so it changes whenever the data may have.
@@ -156,9 +156,7 @@ package final class Database {
     /// A transaction inside another is a savepoint of it.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         if groupsCommits || transactionDepth > 0 {
-            if groupsCommits && transactionDepth == 0 && sqlite3_get_autocommit(handle) != 0 {
-                try control("BEGIN IMMEDIATE")
-            }
+            if awaitsGroup { try control("BEGIN IMMEDIATE") }
             try control("SAVEPOINT write")
             transactionDepth += 1
             defer { transactionDepth -= 1 }
