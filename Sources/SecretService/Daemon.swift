@@ -525,8 +525,6 @@ public final class Daemon: BusHandler {
 
     var hasPendingCommit: Bool { store.hasPendingCommit }
 
-    var hasOpenTransaction: Bool { store.hasOpenGroup }
-
     func commitPending() -> Bool {
         do {
             try store.commitPending()

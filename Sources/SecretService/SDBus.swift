@@ -59,11 +59,8 @@ protocol BusHandler: AnyObject {
     func objectExists(at path: String, sender: String) -> Bool
     /// Whether writes are waiting for ``commitPending()``; replies and signals wait with them.
     var hasPendingCommit: Bool { get }
-    /// Whether the handler's store holds a transaction open (writes, or a read snapshot) that
-    /// ``commitPending()`` must end before the loop waits for more work.
-    var hasOpenTransaction: Bool { get }
-    /// Makes the waiting writes durable and ends the open transaction; false when the commit
-    /// failed (the writes are rolled back).
+    /// Makes the waiting writes durable and ends the open transaction (writes, or a read
+    /// snapshot); false when the commit failed (the writes are rolled back).
     func commitPending() -> Bool
 }
 
@@ -574,20 +571,12 @@ final class BusServer {
         return true
     }
 
-    /// Ends a turn of calls: the store's transaction, when it only read and no call waits, at
-    /// once (there is no commit to share, and waiting for the idle loop would cost a poll a
-    /// call); writes when the loop is idle (``scheduleFlush()``).
-    func endTurn(moreToDo: Bool) {
-        if !moreToDo, held.isEmpty, let handler, handler.hasOpenTransaction, !handler.hasPendingCommit {
-            _ = handler.commitPending()
-            return
-        }
-        scheduleFlush()
-    }
-
-    /// Commits after the calls already queued on the main loop have been handled.
+    /// Commits after the calls already queued on the main loop have been handled, when there
+    /// are writes to commit or replies waiting. A read snapshot alone stays open from turn to
+    /// turn: a write turns it into the write transaction (secretd is the file's only writer), and
+    /// the reads of the next calls need no new one (two WAL locks and two statements a call).
     func scheduleFlush() {
-        guard !flushScheduled, handler?.hasOpenTransaction == true || !held.isEmpty else { return }
+        guard !flushScheduled, handler?.hasPendingCommit == true || !held.isEmpty else { return }
         flushScheduled = true
         MainLoop.whenIdle { [weak self] in self?.flush() }
     }

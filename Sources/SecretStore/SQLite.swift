@@ -118,16 +118,15 @@ package final class Database {
     /// Whether work is grouped, for the daemon's main loop: the first statement after a commit
     /// opens one transaction (a read snapshot, which a write turns into a write transaction),
     /// every later statement and ``transaction(_:)`` (as a savepoint) runs inside it, and
-    /// ``commitPending()`` ends it. So the reads of one turn of the loop share one snapshot
-    /// (one pair of WAL locks, not one per statement), and writes that arrive together share
-    /// one sync to disk. secretd is the file's only writer (``DataDirectoryLock``), so the
-    /// snapshot can always become the write transaction.
+    /// ``commitPending()`` ends it. So reads share one snapshot until the daemon ends the group
+    /// (no WAL locks and no `BEGIN` per statement or per call), and writes that arrive together
+    /// share one sync to disk. secretd is the file's only writer (``DataDirectoryLock``), so the
+    /// snapshot is never stale and can always become the write transaction.
     var groupsCommits = false
     /// Whether the group's transaction holds writes not yet committed (a write of any kind:
     /// a ``transaction(_:)`` or a single statement).
     var hasPendingCommit: Bool { groupsCommits && !isClosed && sqlite3_txn_state(handle, nil) == SQLITE_TXN_WRITE }
-    /// Whether the group's transaction is open, with writes or only reads: ``commitPending()``
-    /// must end it before the loop waits.
+    /// Whether the group's transaction is open, with writes or only reads.
     var hasOpenGroup: Bool { groupsCommits && !isClosed && sqlite3_get_autocommit(handle) == 0 }
     /// How many calls of ``transaction(_:)`` are running (nested ones are savepoints).
     private var transactionDepth = 0

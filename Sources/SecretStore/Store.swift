@@ -62,10 +62,11 @@ public final class Store {
     // MARK: - Group commit
 
     /// Whether work is grouped: the first read or write opens one transaction that every later
-    /// one joins, until ``commitPending()`` ends it. The daemon turns it on and ends the group
-    /// when its main loop has nothing left to do, before it replies to a write: nothing is
-    /// acknowledged before it is durable, writes that arrive together share one sync, and the
-    /// reads of one turn share one snapshot.
+    /// one joins, until ``commitPending()`` ends it. The daemon turns it on and ends a group
+    /// that wrote when its main loop has nothing left to do, before it replies to a write:
+    /// nothing is acknowledged before it is durable, and writes that arrive together share one
+    /// sync. A group that only read stays open, so the reads between two writes share one
+    /// snapshot (secretd is the file's only writer, so it is never stale).
     public var groupsCommits: Bool {
         get { database.groupsCommits }
         set { database.groupsCommits = newValue }
@@ -74,8 +75,7 @@ public final class Store {
     /// Whether grouped writes wait for ``commitPending()``.
     public var hasPendingCommit: Bool { database.hasPendingCommit }
 
-    /// Whether the group's transaction is open (writes, or only reads), for ``commitPending()``
-    /// to end before the daemon waits for more work.
+    /// Whether the group's transaction is open (writes, or only a read snapshot).
     public var hasOpenGroup: Bool { database.hasOpenGroup }
 
     /// A number that changes whenever this store writes (or rolls back) anything, for caches
