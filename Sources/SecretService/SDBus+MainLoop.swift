@@ -87,7 +87,7 @@ extension BusServer {
         }
         serveQueuedCalls(upTo: Self.callsPerDispatch)
         hasMoreToProcess = !readAll || hasQueuedCalls
-        scheduleFlush()
+        endTurn(moreToDo: hasMoreToProcess)
     }
 
     nonisolated(unsafe) private static let sourceFunctions: UnsafeMutablePointer<GSourceFuncs> = {

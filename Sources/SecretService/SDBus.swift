@@ -567,8 +567,19 @@ final class BusServer {
             flush()
             return false
         }
-        scheduleFlush()
+        if !dispatching { scheduleFlush() }  // a turn of calls flushes at its end (``endTurn(moreToDo:)``)
         return true
+    }
+
+    /// Ends a turn of calls. When the socket is drained (`moreToDo` false), the turn's writes
+    /// are committed and the replies waiting for them sent at once: every call that arrived
+    /// in time to share the commit has been read. Otherwise they wait for the loop to be idle.
+    func endTurn(moreToDo: Bool) {
+        if !moreToDo, handler?.hasPendingCommit == true || !held.isEmpty {
+            flush()
+        } else {
+            scheduleFlush()
+        }
     }
 
     /// Commits after the calls already queued on the main loop have been handled, when there
@@ -578,7 +589,10 @@ final class BusServer {
     func scheduleFlush() {
         guard !flushScheduled, handler?.hasPendingCommit == true || !held.isEmpty else { return }
         flushScheduled = true
-        MainLoop.whenIdle { [weak self] in self?.flush() }
+        MainLoop.whenIdle { [weak self] in
+            // A flush at the end of a turn may have come first.
+            if let self, flushScheduled { flush() }
+        }
     }
 
     /// Commits the pending writes, then sends what waited for them, in order.
