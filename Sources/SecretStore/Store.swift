@@ -89,6 +89,7 @@ public final class Store {
             try database.commitPending()
         } catch {
             forgetCollections()
+            lastRead = nil  // it may hold what was rolled back
             throw error
         }
     }
@@ -100,6 +101,7 @@ public final class Store {
             return try database.transaction(body)
         } catch {
             forgetCollections()  // a collection it created is gone again
+            lastRead = nil
             throw error
         }
     }
@@ -357,10 +359,30 @@ public final class Store {
 
     /// The item with `id`, if any.
     public func item(id: Int64) throws(StoreError) -> ItemRecord? {
-        try database.firstRow(Self.itemByID, [.integer(id)], ItemRecord.init)
+        let found = try database.firstRow(Self.itemByID, [.integer(id)]) { row in
+            (record: ItemRecord(row), sealed: row.blob(.sealed))
+        }
+        lastRead = found.flatMap { found in
+            found.sealed.map { LastRead(record: found.record, changeCount: changeCount, sealed: $0) }
+        }
+        return found?.record
     }
 
-    private static let itemByID = Query(ItemRecord.columns, "FROM items WHERE id = ?")
+    /// The record and the sealed contents of one item: a read of one item is nearly always
+    /// followed by the opening of its secret (GetSecret reads the record, checks the caller's
+    /// access to it, then opens it), and the row is read once for both.
+    private static let itemByID = Query(
+        Selection<ItemColumn>(ItemRecord.columns.columns + [.sealed]), "FROM items WHERE id = ?")
+
+    /// The row ``item(id:)`` read last, with the ``changeCount`` it was read at: while that
+    /// is unchanged, nothing has been written since, and ``readItem(_:in:keys:)`` opens its
+    /// sealed contents without reading the row again (ciphertext, as in SQLite's page cache).
+    private struct LastRead {
+        var record: ItemRecord
+        var changeCount: Int64
+        var sealed: [UInt8]
+    }
+    private var lastRead: LastRead?
 
     /// When an item or a collection was created and last changed (seconds since 1970), for
     /// one brought over from another keyring; new ones get the present time.
@@ -417,8 +439,16 @@ public final class Store {
         -> ItemContents
     {
         guard let key = keys.key(survivingLock: item.survivesLock) else { throw .locked }
-        let found = try database.firstRow(Self.sealedContents, [.integer(item.id), .integer(collection.id)]) { $0.blob(.sealed) }
-        guard let found, let sealed = found else { throw .notFound }
+        let sealed: [UInt8]
+        if let lastRead, lastRead.record.id == item.id, lastRead.record.collectionID == collection.id,
+            lastRead.changeCount == changeCount
+        {
+            sealed = lastRead.sealed
+        } else {
+            let found = try database.firstRow(Self.sealedContents, [.integer(item.id), .integer(collection.id)]) { $0.blob(.sealed) }
+            guard let found, let read = found else { throw .notFound }
+            sealed = read
+        }
         let plaintext = try StoreError.fromCrypto { () throws(CryptoError) in
             try Gcrypt.open(sealed, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
         }

@@ -453,4 +453,28 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(try observer.aliases()["work"] == "login")
         #expect(try observer.search([:], in: login).map(\.id) == [mail.id])
     }
+
+    @Test("the row item(id:) read is opened without reading it again only while nothing was written since; a rolled-back write does not open")
+    func lastReadRow() throws {
+        let (store, _) = try makeStore()
+        let (login, keys) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let item = try store.createItem(in: login, keys: keys, contents: contents("Mail", ["service": "mail"], "s1"))
+        let read = try #require(try store.item(id: item.id))
+        #expect(text(try store.readItem(read, in: login, keys: keys).secret) == "s1")
+        // Written since the record was read: the new contents open, through the old record too.
+        _ = try store.updateItem(read, in: login, keys: keys, contents: contents("Mail", ["service": "mail"], "s2"))
+        #expect(text(try store.readItem(read, in: login, keys: keys).secret) == "s2")
+
+        // A write and a read of the row inside a transaction that then fails: the write is
+        // rolled back, and so is what the read kept.
+        #expect(throws: StoreError.locked) {
+            try store.transaction { () throws(StoreError) in
+                _ = try store.updateItem(read, in: login, keys: keys, contents: contents("Mail", ["service": "mail"], "s3"))
+                guard let during = try store.item(id: item.id) else { throw .notFound }
+                #expect(text(try store.readItem(during, in: login, keys: keys).secret) == "s3")
+                throw StoreError.locked
+            }
+        }
+        #expect(text(try store.readItem(read, in: login, keys: keys).secret) == "s2")
+    }
 }
