@@ -255,6 +255,11 @@ json.dump(report, open(path, "w"))
 PY2
             add_to_report "$provider" "rounds.$round" "$dir/round.json"
             stop_provider
+            # The floor of a store's and a lookup's database work, on a copy of secretd's database.
+            if [ "$provider" = secretd ] && [ $status -eq 0 ] && [ -f "$data/secretd.sqlite3" ]; then
+                python3 bench/work-floor.py "$data/secretd.sqlite3" >"$dir/work-floor.json"
+                add_to_report "$provider" "rounds.$round.work_floor" "$dir/work-floor.json"
+            fi
         done
         round=$((round + 1))
     done
