@@ -149,11 +149,25 @@ package final class Database {
         }
     }
 
-    /// Runs `body` in an IMMEDIATE transaction (or, when commits are grouped, a savepoint of
-    /// the group's), rolling back what it did when it throws. The statements that open and
-    /// close it are prepared once, like any other (parsing them each time cost 2% of a store).
-    /// A transaction inside another is a savepoint of it.
+    /// Runs `body` in an IMMEDIATE transaction (or, when commits are grouped, the group's, as
+    /// a savepoint of it once the group has written), rolling back what it did when it throws.
+    /// The statements that open and close it are prepared once, like any other (parsing them
+    /// each time cost 2% of a store). A transaction inside another is a savepoint of it.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        if groupsCommits && transactionDepth == 0 && !hasPendingCommit {
+            // The group has written nothing yet (it is not open, or only read): its transaction
+            // is this one's, and a failure rolls it all back, which takes back this one's
+            // writes alone. No savepoint (two statements a store).
+            if awaitsGroup { try control("BEGIN IMMEDIATE") }
+            transactionDepth += 1
+            defer { transactionDepth -= 1 }
+            do {
+                return try body()
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
+        }
         if groupsCommits || transactionDepth > 0 {
             if awaitsGroup { try control("BEGIN IMMEDIATE") }
             try control("SAVEPOINT write")

@@ -454,6 +454,27 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         #expect(try observer.search([:], in: login).map(\.id) == [mail.id])
     }
 
+    @Test("grouped work: a write that fails first in a group rolls the group back (it had only read); the next write opens a new one")
+    func failedFirstWriteOfGroup() throws {
+        let (store, directory) = try makeStore()
+        let (login, keys) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        store.groupsCommits = true
+        #expect(try store.search(["service": "mail"], in: login).isEmpty)
+        #expect(store.hasOpenGroup && !store.hasPendingCommit)
+        // Its row is inserted, then sealing it fails: the insert is taken back.
+        #expect(throws: StoreError.locked) {
+            try store.createItem(in: login, keys: keys.withoutMaster, contents: contents("Bank", ["service": "bank"], "pin"))
+        }
+        #expect(!store.hasPendingCommit)
+        #expect(try store.search([:], in: login).isEmpty)
+        let mail = try store.createItem(in: login, keys: keys, contents: contents("Mail", ["service": "mail"], "s1"))
+        #expect(store.hasPendingCommit)
+        try store.commitPending()
+        let observer = try Store(directory: directory)
+        #expect(try observer.search([:], in: login).map(\.id) == [mail.id])
+        #expect(text(try observer.readItem(mail, in: login, keys: keys).secret) == "s1")
+    }
+
     @Test("the row item(id:) read is opened without reading it again only while nothing was written since; a rolled-back write does not open")
     func lastReadRow() throws {
         let (store, _) = try makeStore()
