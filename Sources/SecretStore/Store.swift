@@ -562,8 +562,16 @@ public final class Store {
 
     /// The full hash an ``attributeKey(name:value:)`` is cut from (what schema version 2 stored).
     static func attributeHash(name: String, value: String) -> [UInt8] {
-        Gcrypt.sha256(Array("secretd-attribute-v1\u{0}".utf8) + Array(name.utf8) + [0] + Array(value.utf8))
+        var input = attributeDomain
+        input.reserveCapacity(attributeDomain.count + name.utf8.count + 1 + value.utf8.count)
+        input.append(contentsOf: name.utf8)
+        input.append(0)
+        input.append(contentsOf: value.utf8)
+        return Gcrypt.sha256(input)
     }
+
+    /// The domain label an attribute's hash starts with.
+    private static let attributeDomain = Array("secretd-attribute-v1\u{0}".utf8)
 
     /// Associated data binding a sealed item to its collection and row.
     static func itemAssociatedData(_ uuid: [UInt8], _ id: Int64) -> [UInt8] {
