@@ -117,11 +117,12 @@ package final class Database {
 
     /// Whether work is grouped, for the daemon's main loop: the first statement after a commit
     /// opens one transaction (a read snapshot, which a write turns into a write transaction),
-    /// every later statement and ``transaction(_:)`` (as a savepoint) runs inside it, and
-    /// ``commitPending()`` ends it. So reads share one snapshot until the daemon ends the group
-    /// (no WAL locks and no `BEGIN` per statement or per call), and writes that arrive together
-    /// share one sync to disk. secretd is the file's only writer (``DataDirectoryLock``), so the
-    /// snapshot is never stale and can always become the write transaction.
+    /// every later statement and ``transaction(_:)`` (a savepoint of it once it holds writes)
+    /// runs inside it, and ``commitPending()`` ends it. So reads share one snapshot until the
+    /// daemon ends the group (no WAL locks and no `BEGIN` per statement or per call), and writes
+    /// that arrive together share one sync to disk. secretd is the file's only writer
+    /// (``DataDirectoryLock``), so the snapshot is never stale and can always become the write
+    /// transaction.
     var groupsCommits = false
     /// Whether the group's transaction holds writes not yet committed (a write of any kind:
     /// a ``transaction(_:)`` or a single statement).
