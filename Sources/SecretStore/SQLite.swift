@@ -155,44 +155,34 @@ package final class Database {
     /// The statements that open and close it are prepared once, like any other (parsing them
     /// each time cost 2% of a store). A transaction inside another is a savepoint of it.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        if groupsCommits && transactionDepth == 0 && !hasPendingCommit {
-            // The group has written nothing yet (it is not open, or only read): its transaction
-            // is this one's, and a failure rolls it all back, which takes back this one's
-            // writes alone. No savepoint (two statements a store).
-            if awaitsGroup { try control("BEGIN IMMEDIATE") }
+        if transactionDepth == 0 && !hasPendingCommit {
+            // The outermost, with nothing written before it: a transaction of its own or, when
+            // commits are grouped, the group's (it is not open, or has only read), which
+            // ``commitPending()`` commits. A failure rolls it all back, which takes back this
+            // one's writes alone. No savepoint (two statements a store).
+            if !groupsCommits || awaitsGroup { try control("BEGIN IMMEDIATE") }
             transactionDepth += 1
             defer { transactionDepth -= 1 }
             do {
-                return try body()
+                let result = try body()
+                if !groupsCommits { try control("COMMIT") }
+                return result
             } catch {
                 try? execute("ROLLBACK")
                 throw error
             }
         }
-        if groupsCommits || transactionDepth > 0 {
-            if awaitsGroup { try control("BEGIN IMMEDIATE") }
-            try control("SAVEPOINT write")
-            transactionDepth += 1
-            defer { transactionDepth -= 1 }
-            do {
-                let result = try body()
-                try control("RELEASE write")
-                return result
-            } catch {
-                try? execute("ROLLBACK TO write")
-                try? execute("RELEASE write")
-                throw error
-            }
-        }
-        try control("BEGIN IMMEDIATE")
+        // Inside another, or after the group's writes: a savepoint of the open transaction.
+        try control("SAVEPOINT write")
         transactionDepth += 1
         defer { transactionDepth -= 1 }
         do {
             let result = try body()
-            try control("COMMIT")
+            try control("RELEASE write")
             return result
         } catch {
-            try? execute("ROLLBACK")
+            try? execute("ROLLBACK TO write")
+            try? execute("RELEASE write")
             throw error
         }
     }
