@@ -88,8 +88,7 @@ public final class Store {
         do {
             try database.commitPending()
         } catch {
-            forgetCollections()
-            lastRead = nil  // it may hold what was rolled back
+            forgetRolledBack()
             throw error
         }
     }
@@ -100,8 +99,7 @@ public final class Store {
         do {
             return try database.transaction(body)
         } catch {
-            forgetCollections()  // a collection it created is gone again
-            lastRead = nil
+            forgetRolledBack()
             throw error
         }
     }
@@ -117,6 +115,13 @@ public final class Store {
     private func forgetCollections() {
         cachedCollections = nil
         cachedAliases = nil
+    }
+
+    /// Forgets what a rollback may have made untrue: collections and aliases it took back, and
+    /// the row ``item(id:)`` read inside it (a rollback does not move ``changeCount``).
+    private func forgetRolledBack() {
+        forgetCollections()
+        lastRead = nil
     }
 
     /// Every collection, by name.
@@ -363,7 +368,9 @@ public final class Store {
             (record: ItemRecord(row), sealed: row.blob(.sealed))
         }
         lastRead = found.flatMap { found in
-            found.sealed.map { LastRead(record: found.record, changeCount: changeCount, sealed: $0) }
+            found.sealed.map {
+                LastRead(id: found.record.id, collectionID: found.record.collectionID, changeCount: changeCount, sealed: $0)
+            }
         }
         return found?.record
     }
@@ -378,7 +385,8 @@ public final class Store {
     /// is unchanged, nothing has been written since, and ``readItem(_:in:keys:)`` opens its
     /// sealed contents without reading the row again (ciphertext, as in SQLite's page cache).
     private struct LastRead {
-        var record: ItemRecord
+        var id: Int64
+        var collectionID: Int64
         var changeCount: Int64
         var sealed: [UInt8]
     }
@@ -440,9 +448,7 @@ public final class Store {
     {
         guard let key = keys.key(survivingLock: item.survivesLock) else { throw .locked }
         let sealed: [UInt8]
-        if let lastRead, lastRead.record.id == item.id, lastRead.record.collectionID == collection.id,
-            lastRead.changeCount == changeCount
-        {
+        if let lastRead, lastRead.id == item.id, lastRead.collectionID == collection.id, lastRead.changeCount == changeCount {
             sealed = lastRead.sealed
         } else {
             let found = try database.firstRow(Self.sealedContents, [.integer(item.id), .integer(collection.id)]) { $0.blob(.sealed) }
