@@ -10,7 +10,9 @@ driving attribute (`LIMIT 2`), the search driven by one attribute key with the o
 item, and the item's row with its sealed contents. A store (CreateItem with replace) is, in one
 transaction: the count, the replace search over three keys, the item's row inserted with its
 sealed contents, three index entries, and the durable commit (WAL, synchronous=FULL). secretd
-does at least this (its store also updates the row once it is sealed to its id).
+does at least this (its store also updates the row once it is sealed to its id). The statements
+model Store.search, Store.leastCommon and Store.item(id:) in Sources/SecretStore/Store.swift: a
+change there is a change here.
 The interpreter's cost per statement (a trivial statement, measured here) is taken off, so the
 figures are lower bounds of what SQLite and the kernel spend, whatever calls them.
 Prints {"lookup_sql_cpu_ms", "store_sql_cpu_ms", "store_sql_kernel_cpu_ms",
