@@ -7,7 +7,8 @@ import Testing
 /// from anyone else. logind is `scripts/dbus-clients/fake-logind.py` on a private bus standing
 /// in for the system bus (`DBUS_SYSTEM_BUS_ADDRESS`); the booted-Debian test uses the real one.
 @Suite struct LogindTests {
-    /// A fake logind serving on `bus`; `emit` makes it send a signal and waits until it has.
+    /// A fake logind serving on `bus`; `emit` makes it send a signal and waits until every
+    /// other connection on the bus, secretd's among them, has handled it.
     struct FakeLogind {
         let process: SupervisedProcess
         let control: URL
@@ -38,7 +39,6 @@ import Testing
                 guard process.isRunning, Date() < deadline else { throw HarnessError("fake logind did not emit \(what): \(process.log)") }
                 usleep(20_000)
             }
-            usleep(500_000)  // secretd has read it (and asked who the session belongs to)
         }
     }
 
@@ -71,7 +71,6 @@ import Testing
         defer { logind.process.stop() }
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        usleep(300_000)  // secretd's match rules are in place
         let me = getuid()
 
         for impostor in ["sleep", "lock \(me)"] {
@@ -101,7 +100,6 @@ import Testing
         defer { logind.process.stop() }
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        usleep(300_000)
         try logind.emit("sleep")
         try logind.emit("lock \(getuid())")
         #expect(try !Self.isLocked(fixture))

@@ -286,8 +286,10 @@ import Testing
 
     @Test("a remote that never answers: git is stopped after its timeout with a clear error, and secretd answers meanwhile")
     func silentRemote() throws {
-        // ssh that connects and never answers; one git command may take 3 s here.
-        let a = try Machine(environment: ["GIT_SSH_COMMAND": "sh -c 'exec sleep 600' ssh", "SECRETD_TEST_GIT_TIMEOUT": "3"])
+        // ssh that connects (and says so in a file) and never answers; one git command may take 3 s here.
+        let connected = FileManager.default.temporaryDirectory.appendingPathComponent("ssh-connected-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: connected) }
+        let a = try Machine(environment: ["GIT_SSH_COMMAND": "sh -c ': > \(connected.path); exec sleep 600' ssh", "SECRETD_TEST_GIT_TIMEOUT": "3"])
         try a.secretctl(["set", "com.example.meanwhile", "one"], input: "still-answers")
         let started = Date()
         let result = Mutex<CommandResult?>(nil)
@@ -296,7 +298,7 @@ import Testing
             result.withLock { $0 = outcome }
         }
         thread.start()
-        usleep(500_000)
+        while !FileManager.default.fileExists(atPath: connected.path) && result.withLock({ $0 }) == nil { usleep(20_000) }
         // While the round waits for git, every other call is answered.
         #expect(try a.get("com.example.meanwhile", "one") == "still-answers")
         #expect(result.withLock { $0 } == nil, "sync init returned before git's timeout")
