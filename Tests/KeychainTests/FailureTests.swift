@@ -75,6 +75,13 @@ extension ProviderTests {
             #expect(throws: KeychainError.noSuchKeyring(alias: "no-such-keyring")) {
                 try KeychainProvider.unlock(alias: "no-such-keyring", password: Array("x".utf8))
             }
+            // A store goes straight to the alias's path first; with nothing there, the error
+            // still names the alias, and no item is left anywhere.
+            let service = uniqueService()
+            #expect(throws: KeychainError.noSuchKeyring(alias: "no-such-keyring")) {
+                try Keychain(service: service, collection: KeychainCollection(alias: "no-such-keyring")).set("x", for: "alice")
+            }
+            #expect(try Keychain(service: service).string(for: "alice") == nil)
             if try environment().command.arguments[0].hasSuffix("secretd") {
                 #expect(try !KeychainProvider.whoAmI().identity.isEmpty)
             } else {

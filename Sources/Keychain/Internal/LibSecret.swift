@@ -39,14 +39,21 @@ enum LibSecret {
                 prefix = path + "/"
             }
             var flags = SECRET_SEARCH_ALL.rawValue
-            if prefix == nil && options.unlock { flags |= SECRET_SEARCH_UNLOCK.rawValue }
             if prefix == nil && options.loadSecrets { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
             let table = HashTable(attributes)
-            var error: UnsafeMutablePointer<GError>?
-            // transfer full: the list and its items are ours
-            let list = secret_service_search_sync(service, nil, table.pointer, SecretSearchFlags(rawValue: flags), Cancellation.current, &error)
-            if let error { throw takeError(error) }
-            var items = adoptItems(list)
+            func search(_ flags: UInt32) throws(KeychainError) -> [Item] {
+                var error: UnsafeMutablePointer<GError>?
+                // transfer full: the list and its items are ours
+                let list = secret_service_search_sync(service, nil, table.pointer, SecretSearchFlags(rawValue: flags), Cancellation.current, &error)
+                if let error { throw takeError(error) }
+                return adoptItems(list)
+            }
+            var items = try search(flags)
+            // SECRET_SEARCH_UNLOCK makes libsecret call Unlock even when no match is locked (a
+            // round trip per search, two per `set`); it is asked for only when one is.
+            if prefix == nil, options.unlock, items.contains(where: \.isLocked) {
+                items = try search(flags | SECRET_SEARCH_UNLOCK.rawValue)
+            }
             if let prefix {
                 items = items.filter { $0.objectPath.hasPrefix(prefix) }
                 if options.unlock, items.contains(where: \.isLocked) { try unlock(service, items) }
@@ -181,9 +188,11 @@ enum LibSecret {
     /// Creates an item in `collection` (the default collection when `nil`).
     ///
     /// No provider-side "replace" is asked for: gnome-keyring replaces any item whose attributes
-    /// include the new ones, which would overwrite an item of another key. A locked collection
-    /// is unlocked (which may show a prompt) and the call retried once; a missing default
-    /// collection is created (which may prompt for its password), as libsecret's own store does.
+    /// include the new ones, which would overwrite an item of another key. The item is created
+    /// at the alias's own path (`…/aliases/default`), one round trip, as libsecret's own store
+    /// does; only when that fails is the alias read. A locked collection is unlocked (which may
+    /// show a prompt) and the call retried once; a missing default collection is created (which
+    /// may prompt for its password), as libsecret's own store does.
     ///
     /// The corresponding libsecret functions are `secret_service_create_item_dbus_path_sync`,
     /// `secret_service_read_alias_dbus_path_sync`, `secret_service_unlock_dbus_paths_sync` and
@@ -194,6 +203,25 @@ enum LibSecret {
     ) throws(KeychainError) {
         try withService { service throws(KeychainError) in
             let alias = (collection ?? .default).alias
+            let properties = PropertyTable(label: label, attributes: attributes)
+            let value = secretValue(secret, contentType: contentType)
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            func attempt(at path: String) -> KeychainError? {
+                var error: UnsafeMutablePointer<GError>?
+                let item = secret_service_create_item_dbus_path_sync(
+                    service, path, properties.pointer, value, SECRET_ITEM_CREATE_NONE, Cancellation.current, &error)
+                g_free(item)
+                return error.map(takeError)
+            }
+            // Straight at the alias's own path, as libsecret's secret_service_store does: one
+            // round trip. An alias that cannot be a path element (`-`, say) is only read.
+            var lockedAtAlias = false
+            if SecretServiceNames.isAliasName(alias) {
+                guard let failure = attempt(at: SecretServiceNames.Path.alias(alias)) else { return }
+                lockedAtAlias = failure == .locked
+            }
+            // The alias read: no keyring behind it yet (`default` is made), or a provider that
+            // serves no alias paths.
             let path: String
             if let found = try readAlias(service, alias) {
                 path = found
@@ -202,21 +230,12 @@ enum LibSecret {
             } else {
                 throw missingAlias(alias)
             }
-            let properties = PropertyTable(label: label, attributes: attributes)
-            let value = secretValue(secret, contentType: contentType)
-            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-            func attempt() -> KeychainError? {
-                var error: UnsafeMutablePointer<GError>?
-                let item = secret_service_create_item_dbus_path_sync(
-                    service, path, properties.pointer, value, SECRET_ITEM_CREATE_NONE, Cancellation.current, &error)
-                g_free(item)
-                return error.map(takeError)
-            }
-            if let failure = attempt() {
+            if !lockedAtAlias {
+                guard let failure = attempt(at: path) else { return }
                 guard failure == .locked else { throw failure }
-                try unlock(service, paths: [path])
-                if let again = attempt() { throw again }
             }
+            try unlock(service, paths: [path])
+            if let again = attempt(at: path) { throw again }
         }
     }
 
