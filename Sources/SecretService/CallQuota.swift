@@ -26,14 +26,35 @@ final class CallQuota: Sendable {
         var bytes: Int
         /// What one waiting call costs besides its arguments (its sd-bus message and queue entry).
         var overhead: Int = 1024
+        /// Calls waiting from all clients together. A waiting call holds its message, and with it
+        /// the file descriptors it carries, which any message may (``descriptorBound(openFiles:)``).
+        var allClients: Int = .max
+
+        /// The calls all clients together may have waiting when secretd may have `openFiles`
+        /// descriptors open: each call may carry ``descriptorsPerMessage``, and ``reservedFiles``
+        /// stay for secretd's own (its database, sockets, pinentry's pipes). Never under
+        /// ``minimumAllClients``, so bulk clients keep working where the limit is low.
+        static func descriptorBound(openFiles: Int) -> Int {
+            max(minimumAllClients, (openFiles - reservedFiles) / descriptorsPerMessage)
+        }
+        /// dbus-daemon's `max_message_unix_fds` (its default, which Debian's session bus keeps).
+        static let descriptorsPerMessage = 16
+        /// Descriptors kept for secretd's own use.
+        static let reservedFiles = 1024
+        /// The least ``allClients``: a libsecret search of 1,000 items sends 1,000 calls at once.
+        static let minimumAllClients = 1024
     }
 
     /// The outcome for one call.
     enum Admission: Equatable {
         /// It is queued.
         case admitted
-        /// It is over a limit; `first` for the client's first refusal (the one worth logging).
+        /// It is over a limit of its client's; `first` for the client's first refusal (the one
+        /// worth logging).
         case refused(first: Bool)
+        /// All clients together have ``Limits/allClients`` calls waiting; `first` for the first
+        /// refusal since none were waiting.
+        case refusedAllClients(first: Bool)
     }
 
     /// What a reply means for the quota.
@@ -60,6 +81,10 @@ final class CallQuota: Sendable {
 
     private struct State {
         var clients: [String: Client] = [:]
+        /// Calls waiting from all clients.
+        var total = 0
+        /// Whether a call was refused for ``Limits/allClients`` since no call was waiting.
+        var refusedAllClients = false
         /// Clients refused at least once (logged once each).
         var refused: Set<String> = []
     }
@@ -77,6 +102,10 @@ final class CallQuota: Sendable {
     func admit(sender: String, serial: UInt32, bytes: Int, silent: Bool) -> Admission {
         let cost = bytes + limits.overhead
         return state.withLock { state in
+            if state.total >= limits.allClients {
+                defer { state.refusedAllClients = true }
+                return .refusedAllClients(first: !state.refusedAllClients)
+            }
             var client = state.clients[sender] ?? Client()
             if client.waiting.count >= limits.calls || (silent && client.silent.count >= limits.silentCalls)
                 || (client.bytes + cost > limits.bytes && !client.waiting.isEmpty)
@@ -88,6 +117,7 @@ final class CallQuota: Sendable {
             client.highWater = max(client.highWater, client.waiting.count)
             if silent { client.silent.insert(serial) }
             state.clients[sender] = client
+            state.total += 1
             return .admitted
         }
     }
@@ -99,6 +129,8 @@ final class CallQuota: Sendable {
                 return Reply()
             }
             client.bytes -= cost
+            state.total -= 1
+            if state.total == 0 { state.refusedAllClients = false }
             let reply = Reply(
                 drop: client.silent.remove(serial) != nil,
                 drainedBacklog: client.waiting.isEmpty && client.highWater >= Self.backlog)
@@ -112,13 +144,20 @@ final class CallQuota: Sendable {
     func forget(_ sender: String) -> Bool {
         state.withLock { state in
             state.refused.remove(sender)
-            return (state.clients.removeValue(forKey: sender)?.highWater ?? 0) >= Self.backlog
+            let client = state.clients.removeValue(forKey: sender)
+            state.total -= client?.waiting.count ?? 0
+            if state.total == 0 { state.refusedAllClients = false }
+            return (client?.highWater ?? 0) >= Self.backlog
         }
     }
 
     /// Forgets every call (the connection they came on is gone).
     func reset() {
-        state.withLock { $0.clients.removeAll() }
+        state.withLock { state in
+            state.clients.removeAll()
+            state.total = 0
+            state.refusedAllClients = false
+        }
     }
 
     /// The calls and bytes `sender` has waiting.

@@ -176,7 +176,11 @@ public final class Daemon: BusHandler {
     /// Connects to the session bus, exports the objects and asks for the bus name.
     /// `ready` runs once the name is ours; `refused` when another provider keeps it.
     public func start(ready: @escaping () -> Void, refused: @escaping (String) -> Void) throws(SecretServiceError) {
-        let busServer = try BusServer(handler: self, quota: Limits.callQuota)
+        let openFiles = Self.openFileLimit()
+        if openFiles < CallQuota.Limits.reservedFiles + CallQuota.Limits.descriptorsPerMessage * CallQuota.Limits.minimumAllClients {
+            Log.warning("secretd may have only \(openFiles) files open (ulimit -n); calls that carry file descriptors could use them up")
+        }
+        let busServer = try BusServer(handler: self, quota: Limits.callQuota(openFiles: openFiles))
         serve(on: busServer)
         busServer.watchDisconnects { [weak self] name in self?.clientDisconnected(name) }
         let busName = options.busName
@@ -203,6 +207,14 @@ public final class Daemon: BusHandler {
                 refused("\(busName) is already owned by another provider (\(who)); use --replace to take it over")
             }
         })
+    }
+
+    /// The soft limit on this process's open files (secretd raises it to the hard one as it
+    /// starts); the call quota's bound for all clients comes from it.
+    static func openFileLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        return Int(clamping: limit.rlim_cur)
     }
 
     /// Serves calls through `endpoint` from now on: replies wait for the commit of their
@@ -572,9 +584,14 @@ enum Limits {
     /// Prompts one client connection may have waiting; more are refused with `LimitsExceeded`.
     static let promptsPerClient = 32
     /// Calls one client connection may have waiting for their reply (of them, calls sent with
-    /// `NO_REPLY_EXPECTED`); more are refused at once with `LimitsExceeded`. A call waits in
+    /// `NO_REPLY_EXPECTED`), and all of them together, when secretd may have `openFiles`
+    /// descriptors open; more are refused at once with `LimitsExceeded`. A call waits in
     /// secretd while its new client is being identified or its reply waits for a commit.
-    static let callQuota = CallQuota.Limits(calls: 4096, silentCalls: 256, bytes: 64 << 20)
+    static func callQuota(openFiles: Int) -> CallQuota.Limits {
+        CallQuota.Limits(
+            calls: 4096, silentCalls: 256, bytes: 64 << 20,
+            allClients: CallQuota.Limits.descriptorBound(openFiles: openFiles))
+    }
     // The sizes of secrets, texts and attribute lists are KeychainLimits' (KeychainCore), which
     // the library checks too.
 }

@@ -221,6 +221,14 @@ final class BusServer {
             }
             sendError(to: message, name: SecretServiceError.limitsExceeded("").dbusName,
                       text: "too many calls waiting for secretd from this connection; wait for the replies")
+        case .refusedAllClients(let first):
+            if first {
+                Log.warning(
+                    "\(quota.limits.allClients) calls from all clients are waiting (each may hold file descriptors); "
+                        + "calls over that are refused with LimitsExceeded until they are answered")
+            }
+            sendError(to: message, name: SecretServiceError.limitsExceeded("").dbusName,
+                      text: "too many calls waiting for secretd; try again shortly")
         }
     }
 

@@ -1,7 +1,7 @@
 @testable import SecretService
 import Testing
 
-/// The per-client limits on calls waiting in secretd, without a bus.
+/// The limits on calls waiting in secretd, per client and for all clients, without a bus.
 @Suite struct CallQuotaTests {
     let quota = CallQuota(limits: .init(calls: 3, silentCalls: 1, bytes: 10_000, overhead: 100))
 
@@ -49,6 +49,31 @@ import Testing
         quota.forget(":1.1")
         #expect(quota.waiting(for: ":1.1").calls == 0)
         #expect(quota.replied(to: ":1.1", serial: 1) == .init())
+    }
+
+    @Test("all clients together have a limit, from the open files: over it every client is refused, flagged first once until none wait; replies and departures make room")
+    func allClientsLimit() {
+        let quota = CallQuota(limits: .init(calls: 10, silentCalls: 10, bytes: 1 << 20, allClients: 3))
+        #expect(quota.admit(sender: ":1.1", serial: 1, bytes: 0, silent: false) == .admitted)
+        #expect(quota.admit(sender: ":1.1", serial: 2, bytes: 0, silent: false) == .admitted)
+        #expect(quota.admit(sender: ":1.2", serial: 1, bytes: 0, silent: false) == .admitted)
+        #expect(quota.admit(sender: ":1.3", serial: 1, bytes: 0, silent: false) == .refusedAllClients(first: true))
+        #expect(quota.admit(sender: ":1.1", serial: 3, bytes: 0, silent: false) == .refusedAllClients(first: false))
+        #expect(quota.replied(to: ":1.1", serial: 1) == .init())
+        #expect(quota.admit(sender: ":1.3", serial: 2, bytes: 0, silent: false) == .admitted)
+        quota.forget(":1.1")
+        #expect(quota.admit(sender: ":1.4", serial: 1, bytes: 0, silent: false) == .admitted)
+        #expect(quota.admit(sender: ":1.4", serial: 2, bytes: 0, silent: false) == .refusedAllClients(first: false))
+        // Once no call waits, the next refusal is flagged first again.
+        quota.forget(":1.2")
+        quota.forget(":1.3")
+        #expect(quota.replied(to: ":1.4", serial: 1) == .init())
+        for serial in 10...12 { #expect(quota.admit(sender: ":1.5", serial: UInt32(serial), bytes: 0, silent: false) == .admitted) }
+        #expect(quota.admit(sender: ":1.5", serial: 13, bytes: 0, silent: false) == .refusedAllClients(first: true))
+        // The bound: 16 descriptors a call, 1,024 kept for secretd, never under 1,024 calls.
+        #expect(CallQuota.Limits.descriptorBound(openFiles: 524_288) == 32_704)
+        #expect(CallQuota.Limits.descriptorBound(openFiles: 20_000) == 1_186)
+        #expect(CallQuota.Limits.descriptorBound(openFiles: 1_024) == 1_024)
     }
 
     @Test("the last reply of a backlog says so, so its memory can be handed back")

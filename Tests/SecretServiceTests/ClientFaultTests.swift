@@ -2,6 +2,8 @@ import Foundation
 import KeychainTestSupport
 import Testing
 
+@testable import SecretService
+
 /// Clients that misbehave, as real processes on the private bus: killed mid-prompt or
 /// mid-write, holding hundreds of sessions, or flooding secretd with calls. Other clients keep
 /// being served, and nothing a client leaves behind stays in secretd (see secretd(1), LIMITS).
@@ -237,6 +239,49 @@ import Testing
         #expect((report["operations"] as? Int ?? 0) > 0)
         #expect(daemon.log.contains("refused with LimitsExceeded"), "the call quota never came into play")
         #expect(daemon.isRunning)
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "ReadAlias", "('default',)")
+                == "(objectpath '\(Self.login)',)")
+    }
+
+    @Test("calls that carry file descriptors cannot use up secretd's open files: 300 calls with 16 each at systemd's default soft limit of 1024, then floods from connections enough to pass all clients' limit; secretd keeps its connection and answers every call")
+    func descriptorFlood() throws {
+        // Every message may carry descriptors, named by its arguments or not, and secretd holds
+        // them while the call waits its turn. When the kernel cannot hand the next ones over,
+        // sd-bus gives up the whole connection; secretd raises its soft limit to the hard one.
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        try #require(limit.rlim_max >= 8192, "this test needs a hard limit of open files of 8192 or more (ulimit -Hn), as systemd gives")
+        let fixture = try SecretdFixture()
+        let daemon = try SupervisedProcess(
+            ["/bin/sh", "-c", "ulimit -Sn 1024 && exec \"$0\" \"$@\"", SecretdFixture.secretdPath, "--foreground",
+             "--data-dir", fixture.dataDirectory.path, "--config-dir", fixture.configDirectory.path, "--unlock"],
+            environment: fixture.environment, standardInput: Data("login-password".utf8),
+            logURL: fixture.root.appendingPathComponent("secretd.log"))
+        defer { daemon.stop() }
+        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
+        let owner = try DBusFuzzTests.owner(fixture)
+        let flood = try fixture.runClient("fd-flooder.py", ["300", "16"])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(flood.text.utf8)) as? [String: Any], "\(flood.text) \(flood.errorOutput)")
+        #expect(report["outcomes"] as? [String: Int] == ["reply": 300], "\(report) \(daemon.log.suffix(2000))")
+        // Clients enough to pass all clients' limit, each as far as its own: held, their
+        // descriptors would be many times the hard limit; all clients together are held to it.
+        let quota = Limits.callQuota(openFiles: Int(clamping: limit.rlim_max))
+        let calls = quota.calls + 100
+        let flooders = try (0...(quota.allClients / quota.calls + 1)).map {
+            try Self.python(fixture, "fd-flooder.py", [String(calls), "16"], log: "fd-flood-\($0).out")
+        }
+        for flooder in flooders {
+            #expect(flooder.waitForExit(timeout: 120) == 0, "\(flooder.log)")
+            let report = try? JSONSerialization.jsonObject(with: Data(flooder.log.utf8)) as? [String: Any]
+            let outcomes = report?["outcomes"] as? [String: Int] ?? [:]
+            #expect(outcomes.values.reduce(0, +) == calls, "\(flooder.log)")
+            let kinds = Set(outcomes.keys)
+            #expect(kinds.isSubset(of: ["reply", "org.freedesktop.DBus.Error.LimitsExceeded"]), "\(flooder.log)")
+        }
+        #expect(daemon.log.contains("calls from all clients are waiting"), "\(daemon.log.suffix(2000))")
+        #expect(daemon.isRunning)
+        #expect(!daemon.log.contains("the session bus is gone"), "\(daemon.log.suffix(2000))")
+        #expect(try DBusFuzzTests.owner(fixture) == owner, "secretd's connection changed")
         #expect(try fixture.call(Self.service, Self.serviceInterface, "ReadAlias", "('default',)")
                 == "(objectpath '\(Self.login)',)")
     }

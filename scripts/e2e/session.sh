@@ -121,8 +121,19 @@ more_filters() {
     echo "secretd (pid $pid) Seccomp_filters: ${theirs:-?}; this shell's: ${mine:-?}"
     return 1
 }
+open_files() {
+    local pid soft hard
+    pid=$(secretd_pid)
+    read -r soft hard <<EOF2
+$(awk '/^Max open files/ { print $4, $5 }' "/proc/$pid/limits")
+EOF2
+    [ -n "$soft" ] && [ "$soft" = "$hard" ] && [ "$soft" -gt 1024 ] && { echo "note: open files: $soft (hard $hard)"; return 0; }
+    echo "secretd (pid $pid) may have ${soft:-?} files open, its hard limit ${hard:-?}"
+    return 1
+}
 hardening() {
     check "secretd runs as secretd.service" under_unit
+    check "secretd raised its limit on open files to the unit's hard one (calls may carry descriptors)" open_files
     check "secretd's memory is locked (VmLck > 0 kB)" vmlck
     check "secretd runs with NoNewPrivs: 1" status_is NoNewPrivs 1
     check "secretd runs under a seccomp filter (Seccomp: 2)" status_is Seccomp 2
