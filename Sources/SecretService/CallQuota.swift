@@ -29,6 +29,12 @@ final class CallQuota: Sendable {
         /// Calls waiting from all clients together. A waiting call holds its message, and with it
         /// the file descriptors it carries, which any message may (``descriptorBound(openFiles:)``).
         var allClients: Int = .max
+        /// Once ``allClients`` are waiting, a client with fewer than ``fewCalls`` of its own
+        /// waiting may still add this many more (all such clients together), so one that makes a
+        /// call at a time is served while others flood.
+        var roomForFewCalls: Int = 0
+        /// What counts as few calls waiting, for ``roomForFewCalls``.
+        var fewCalls: Int = 4
 
         /// The calls all clients together may have waiting when secretd may have `openFiles`
         /// descriptors open: each call may carry ``descriptorsPerMessage``, and ``reservedFiles``
@@ -37,6 +43,8 @@ final class CallQuota: Sendable {
         static func descriptorBound(openFiles: Int) -> Int {
             max(minimumAllClients, (openFiles - reservedFiles) / descriptorsPerMessage)
         }
+        /// ``roomForFewCalls``: half of ``reservedFiles``, the other half kept for secretd.
+        static let roomForFewCallsBound = reservedFiles / 2 / descriptorsPerMessage
         /// dbus-daemon's `max_message_unix_fds` (its default, which Debian's session bus keeps).
         static let descriptorsPerMessage = 16
         /// Descriptors kept for secretd's own use.
@@ -52,7 +60,8 @@ final class CallQuota: Sendable {
         /// It is over a limit of its client's; `first` for the client's first refusal (the one
         /// worth logging).
         case refused(first: Bool)
-        /// All clients together have ``Limits/allClients`` calls waiting; `first` for the first
+        /// All clients together have ``Limits/allClients`` calls waiting (and the room for
+        /// clients with few calls is used up, or this one has more); `first` for the first
         /// refusal since none were waiting.
         case refusedAllClients(first: Bool)
     }
@@ -102,11 +111,12 @@ final class CallQuota: Sendable {
     func admit(sender: String, serial: UInt32, bytes: Int, silent: Bool) -> Admission {
         let cost = bytes + limits.overhead
         return state.withLock { state in
-            if state.total >= limits.allClients {
+            var client = state.clients[sender] ?? Client()
+            let room = client.waiting.count < limits.fewCalls ? limits.roomForFewCalls : 0
+            if state.total >= limits.allClients + room {
                 defer { state.refusedAllClients = true }
                 return .refusedAllClients(first: !state.refusedAllClients)
             }
-            var client = state.clients[sender] ?? Client()
             if client.waiting.count >= limits.calls || (silent && client.silent.count >= limits.silentCalls)
                 || (client.bytes + cost > limits.bytes && !client.waiting.isEmpty)
             {

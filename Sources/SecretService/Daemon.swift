@@ -590,7 +590,8 @@ enum Limits {
     static func callQuota(openFiles: Int) -> CallQuota.Limits {
         CallQuota.Limits(
             calls: 4096, silentCalls: 256, bytes: 64 << 20,
-            allClients: CallQuota.Limits.descriptorBound(openFiles: openFiles))
+            allClients: CallQuota.Limits.descriptorBound(openFiles: openFiles),
+            roomForFewCalls: CallQuota.Limits.roomForFewCallsBound)
     }
     // The sizes of secrets, texts and attribute lists are KeychainLimits' (KeychainCore), which
     // the library checks too.

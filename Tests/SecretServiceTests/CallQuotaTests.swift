@@ -74,6 +74,22 @@ import Testing
         #expect(CallQuota.Limits.descriptorBound(openFiles: 524_288) == 32_704)
         #expect(CallQuota.Limits.descriptorBound(openFiles: 20_000) == 1_186)
         #expect(CallQuota.Limits.descriptorBound(openFiles: 1_024) == 1_024)
+        #expect(CallQuota.Limits.roomForFewCallsBound == 32)
+    }
+
+    @Test("over all clients' limit, clients with few calls waiting still get some room, all of them together")
+    func roomForFewCalls() {
+        let quota = CallQuota(limits: .init(calls: 10, silentCalls: 10, bytes: 1 << 20, allClients: 3, roomForFewCalls: 2, fewCalls: 2))
+        for serial in 1...3 { #expect(quota.admit(sender: ":1.1", serial: UInt32(serial), bytes: 0, silent: false) == .admitted) }
+        // The flooder is refused; a client with one call at a time is not.
+        #expect(quota.admit(sender: ":1.1", serial: 4, bytes: 0, silent: false) == .refusedAllClients(first: true))
+        #expect(quota.admit(sender: ":1.2", serial: 1, bytes: 0, silent: false) == .admitted)
+        #expect(quota.admit(sender: ":1.2", serial: 2, bytes: 0, silent: false) == .admitted)
+        // Two waiting is no longer few; and the room is shared: a third client finds it used up.
+        #expect(quota.admit(sender: ":1.2", serial: 3, bytes: 0, silent: false) == .refusedAllClients(first: false))
+        #expect(quota.admit(sender: ":1.3", serial: 1, bytes: 0, silent: false) == .refusedAllClients(first: false))
+        #expect(quota.replied(to: ":1.2", serial: 1) == .init())
+        #expect(quota.admit(sender: ":1.3", serial: 2, bytes: 0, silent: false) == .admitted)
     }
 
     @Test("the last reply of a backlog says so, so its memory can be handed back")
