@@ -176,7 +176,7 @@ public final class Daemon: BusHandler {
     /// Connects to the session bus, exports the objects and asks for the bus name.
     /// `ready` runs once the name is ours; `refused` when another provider keeps it.
     public func start(ready: @escaping () -> Void, refused: @escaping (String) -> Void) throws(SecretServiceError) {
-        let openFiles = Self.openFileLimit()
+        let openFiles = OpenFileLimit.current
         if openFiles < CallQuota.Limits.reservedFiles + CallQuota.Limits.descriptorsPerMessage * CallQuota.Limits.minimumAllClients {
             Log.warning("secretd may have only \(openFiles) files open (ulimit -n); calls that carry file descriptors could use them up")
         }
@@ -207,14 +207,6 @@ public final class Daemon: BusHandler {
                 refused("\(busName) is already owned by another provider (\(who)); use --replace to take it over")
             }
         })
-    }
-
-    /// The soft limit on this process's open files (secretd raises it to the hard one as it
-    /// starts); the call quota's bound for all clients comes from it.
-    static func openFileLimit() -> Int {
-        var limit = rlimit()
-        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
-        return Int(clamping: limit.rlim_cur)
     }
 
     /// Serves calls through `endpoint` from now on: replies wait for the commit of their

@@ -116,25 +116,10 @@ let options = Daemon.Options(
 // MARK: - Hardening and secrets
 
 _ = keychain_set_non_dumpable()
-raiseOpenFileLimit()
+if let problem = OpenFileLimit.raiseToHard() { printError("<4>secretd: \(problem)\n") }
 Gcrypt.initialize()
 SecureBytes.lockRefused = { bytes in
     printError("<4>secretd: cannot lock \(bytes) bytes of secrets in memory (its RLIMIT_MEMLOCK, ulimit -l, is used up); they may be written to swap\n")
-}
-
-/// Raises the soft limit on open files to the hard one (systemd gives 1024 and 524288). Any
-/// call may carry file descriptors, up to 16 (dbus-daemon's max_message_unix_fds), named by its
-/// arguments or not, and secretd holds them while the call waits its turn; when the kernel cannot
-/// hand over the next ones, sd-bus gives up the whole connection. At 1024, some 60 such calls
-/// from one client were enough. secretd polls (GLib), so descriptors above 1024 are no problem.
-func raiseOpenFileLimit() {
-    let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-    var limit = rlimit()
-    guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-    limit.rlim_cur = limit.rlim_max
-    if setrlimit(resource, &limit) != 0 {
-        printError("<4>secretd: cannot raise its limit of open files to \(limit.rlim_max): \(String(cString: strerror(errno)))\n")
-    }
 }
 
 /// Reads the login password from standard input: one line typed without echo on a terminal,
