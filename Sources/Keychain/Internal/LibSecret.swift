@@ -41,18 +41,18 @@ enum LibSecret {
             var flags = SECRET_SEARCH_ALL.rawValue
             if prefix == nil && options.loadSecrets { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
             let table = HashTable(attributes)
-            func search(_ flags: UInt32) throws(KeychainError) -> [Item] {
+            func searchOnce(_ flags: UInt32) throws(KeychainError) -> [Item] {
                 var error: UnsafeMutablePointer<GError>?
                 // transfer full: the list and its items are ours
                 let list = secret_service_search_sync(service, nil, table.pointer, SecretSearchFlags(rawValue: flags), Cancellation.current, &error)
                 if let error { throw takeError(error) }
                 return adoptItems(list)
             }
-            var items = try search(flags)
+            var items = try searchOnce(flags)
             // SECRET_SEARCH_UNLOCK makes libsecret call Unlock even when no match is locked (a
             // round trip per search, two per `set`); it is asked for only when one is.
             if prefix == nil, options.unlock, items.contains(where: \.isLocked) {
-                items = try search(flags | SECRET_SEARCH_UNLOCK.rawValue)
+                items = try searchOnce(flags | SECRET_SEARCH_UNLOCK.rawValue)
             }
             if let prefix {
                 items = items.filter { $0.objectPath.hasPrefix(prefix) }
