@@ -37,16 +37,23 @@ final class CallQuota: Sendable {
         var fewCalls: Int = 4
 
         /// The calls all clients together may have waiting when secretd may have `openFiles`
-        /// descriptors open: each call may carry ``descriptorsPerMessage``, and ``reservedFiles``
-        /// stay for secretd's own (its database, sockets, pinentry's pipes). Never under
-        /// ``minimumAllClients``, so bulk clients keep working where the limit is low.
+        /// descriptors open: each call may carry ``descriptorsPerMessage``, ``reservedFiles`` stay
+        /// for secretd's own (its database, sockets, pinentry's pipes), and the
+        /// ``roomForFewCallsBound`` calls past the limit have theirs. Never under
+        /// ``minimumAllClients``, so bulk clients keep working where the limit is low; below
+        /// ``soundOpenFiles`` the bound then holds only for calls that carry fewer descriptors.
         static func descriptorBound(openFiles: Int) -> Int {
-            max(minimumAllClients, (openFiles - reservedFiles) / descriptorsPerMessage)
+            max(minimumAllClients, (openFiles - reservedFiles) / descriptorsPerMessage - roomForFewCallsBound)
         }
-        /// ``roomForFewCalls``: half of ``reservedFiles``, the other half kept for secretd.
-        static let roomForFewCallsBound = reservedFiles / 2 / descriptorsPerMessage
-        /// dbus-daemon's `max_message_unix_fds` (its default, which Debian's session bus keeps).
-        static let descriptorsPerMessage = 16
+        /// The least open files for which ``descriptorBound(openFiles:)`` holds whatever each call
+        /// carries: 268,192 (systemd gives 524,288 as the hard limit).
+        static let soundOpenFiles = reservedFiles + (minimumAllClients + roomForFewCallsBound) * descriptorsPerMessage
+        /// ``roomForFewCalls``.
+        static let roomForFewCallsBound = 32
+        /// The most descriptors one message can carry: Linux passes at most 253 (`SCM_MAX_FD`,
+        /// unix(7)) in one `sendmsg`, whatever the bus allows (Debian's session bus, dbus-daemon,
+        /// allows 16; other buses may allow more).
+        static let descriptorsPerMessage = 253
         /// Descriptors kept for secretd's own use.
         static let reservedFiles = 1024
         /// The least ``allClients``: a libsecret search of 1,000 items sends 1,000 calls at once.

@@ -177,8 +177,10 @@ public final class Daemon: BusHandler {
     /// `ready` runs once the name is ours; `refused` when another provider keeps it.
     public func start(ready: @escaping () -> Void, refused: @escaping (String) -> Void) throws(SecretServiceError) {
         let openFiles = OpenFileLimit.current
-        if openFiles < CallQuota.Limits.reservedFiles + CallQuota.Limits.descriptorsPerMessage * CallQuota.Limits.minimumAllClients {
-            Log.warning("secretd may have only \(openFiles) files open (ulimit -n); calls that carry file descriptors could use them up")
+        if openFiles < CallQuota.Limits.soundOpenFiles {
+            Log.warning(
+                "secretd may have only \(openFiles) files open (ulimit -n), not \(CallQuota.Limits.soundOpenFiles); "
+                    + "calls that carry many file descriptors could use them up")
         }
         let busServer = try BusServer(handler: self, quota: Limits.callQuota(openFiles: openFiles))
         serve(on: busServer)

@@ -13,10 +13,10 @@ public enum OpenFileLimit {
     }
 
     /// Raises the soft limit to the hard one (systemd gives 1024 and 524288); returns why it
-    /// could not. Any call may carry file descriptors, up to 16 (dbus-daemon's
-    /// `max_message_unix_fds`), named by its arguments or not, and secretd holds them while the
-    /// call waits; when the kernel cannot hand over the next ones, sd-bus gives up the whole
-    /// connection. At 1024, about 100 such calls from one client were enough. secretd polls
+    /// could not. Any call may carry file descriptors (16 on dbus-daemon's session bus, at most
+    /// 253 on any bus), named by its arguments or not, and secretd holds them while the call
+    /// waits; when the kernel cannot hand over the next ones, sd-bus gives up the whole
+    /// connection. At 1024, about 100 calls of 16 from one client were enough. secretd polls
     /// (GLib), so descriptors above 1024 are no problem.
     public static func raiseToHard() -> String? {
         var limit = rlimit()

@@ -70,11 +70,15 @@ import Testing
         #expect(quota.replied(to: ":1.4", serial: 1) == .init())
         for serial in 10...12 { #expect(quota.admit(sender: ":1.5", serial: UInt32(serial), bytes: 0, silent: false) == .admitted) }
         #expect(quota.admit(sender: ":1.5", serial: 13, bytes: 0, silent: false) == .refusedAllClients(first: true))
-        // The bound: 16 descriptors a call, 1,024 kept for secretd, never under 1,024 calls.
-        #expect(CallQuota.Limits.descriptorBound(openFiles: 524_288) == 32_704)
-        #expect(CallQuota.Limits.descriptorBound(openFiles: 20_000) == 1_186)
-        #expect(CallQuota.Limits.descriptorBound(openFiles: 1_024) == 1_024)
-        #expect(CallQuota.Limits.roomForFewCallsBound == 32)
+        // The bound: 253 descriptors a call (Linux's most), 1,024 kept for secretd, room for 32
+        // calls past the limit; never under 1,024 calls.
+        #expect(CallQuota.Limits.descriptorBound(openFiles: 524_288) == 2_036)
+        #expect(CallQuota.Limits.descriptorBound(openFiles: 20_000) == 1_024)
+        #expect(CallQuota.Limits.soundOpenFiles == 268_192)
+        #expect(CallQuota.Limits.descriptorBound(openFiles: CallQuota.Limits.soundOpenFiles) == CallQuota.Limits.minimumAllClients)
+        let held = (CallQuota.Limits.descriptorBound(openFiles: 524_288) + CallQuota.Limits.roomForFewCallsBound)
+            * CallQuota.Limits.descriptorsPerMessage
+        #expect(held + CallQuota.Limits.reservedFiles <= 524_288)
     }
 
     @Test("over all clients' limit, clients with few calls waiting still get some room, all of them together")
