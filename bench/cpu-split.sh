@@ -17,15 +17,9 @@ command -v secret-tool >/dev/null || { echo "cpu-split: secret-tool is missing (
 for program in secretd keychain-bench; do
     [ -x "$bin/$program" ] || { echo "cpu-split: no $bin/$program; build the release first (make bench does)" >&2; exit 1; }
 done
+. scripts/exit-cleanup.sh
 dir=$(mktemp -d /tmp/keychain-cpu-split.XXXXXX)
-pids=""
-cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+scratch=$dir
 . scripts/private-bus.sh
 private_home
 export XDG_DATA_HOME="$HOME/.local/share"

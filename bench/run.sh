@@ -42,16 +42,10 @@ if has_part memory && ! /usr/bin/python3 -c "import jeepney, secretstorage" 2>/d
     echo "bench: /usr/bin/python3 cannot import jeepney and secretstorage (make deps installs python3-jeepney and python3-secretstorage)" >&2
     exit 1
 fi
-work=$(mktemp -d /tmp/keychain-bench.XXXXXX)
-pids=""
 # An interrupted run (Ctrl-C) leaves no bus or provider behind.
-cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. scripts/exit-cleanup.sh
+work=$(mktemp -d /tmp/keychain-bench.XXXXXX)
+scratch=$work
 password=bench-password
 providers=${PROVIDERS:-secretd gnome-keyring keepassxc}
 rounds=${ROUNDS:-3}

@@ -8,19 +8,12 @@ set -eu
 secretd=${1:?usage: leak-check.sh SECRETD [OPERATIONS]}
 operations=${2:-10000}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/exit-cleanup.sh"
 dir=$(mktemp -d /tmp/keychain-leaks.XXXXXX)
 chmod 700 "$dir"
-pids=""
-cleanup() {
-    for pid in $pids; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    cp "$dir/secretd.log" /tmp/last-leak-secretd.log 2>/dev/null || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-# Interrupted (Ctrl-C, kill): exit at once, which runs cleanup once.
-trap 'exit 130' INT
-trap 'exit 143' TERM
+scratch=$dir
+# Kept for a look after a failure.
+after_stopping() { cp "$dir/secretd.log" /tmp/last-leak-secretd.log 2>/dev/null || true; }
 
 . "$here/private-bus.sh"
 private_home

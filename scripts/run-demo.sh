@@ -6,18 +6,10 @@ set -eu
 bin=${1:?usage: run-demo.sh BIN-DIR}
 demo="$bin/keychain-demo"
 secretd="$bin/secretd"
+. "$(dirname "$0")/exit-cleanup.sh"
 dir=$(mktemp -d /tmp/keychain-demo.XXXXXX)
 chmod 700 "$dir"
-pids=""
-cleanup() {
-    for pid in $pids; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-# Interrupted (Ctrl-C, kill): exit at once, which runs cleanup once.
-trap 'exit 130' INT
-trap 'exit 143' TERM
+scratch=$dir
 
 . "$(dirname "$0")/private-bus.sh"
 private_home

@@ -4,21 +4,12 @@
 # Data lives where secretd keeps it by default ($XDG_DATA_HOME/secretd).
 set -eu
 secretd=${1:?usage: run-secretd.sh PATH-TO-SECRETD}
-pids=""
-dir=""
-cleanup() {
-    for pid in $pids; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    [ -z "$dir" ] || rm -rf "$dir"
-}
-trap cleanup EXIT
-# Interrupted (Ctrl-C, kill): exit at once, which runs cleanup once.
-trap 'exit 130' INT
-trap 'exit 143' TERM
+. "$(dirname "$0")/exit-cleanup.sh"
 
 if [ -z "${DBUS_SESSION_BUS_ADDRESS:-}" ] && [ ! -S "${XDG_RUNTIME_DIR:-/nonexistent}/bus" ]; then
     dir=$(mktemp -d /tmp/secretd-bus.XXXXXX)
     chmod 700 "$dir"
+    scratch=$dir
     . "$(dirname "$0")/private-bus.sh"
     echo "No session bus here: started a private one. To talk to secretd from another shell:"
     echo "  export DBUS_SESSION_BUS_ADDRESS='$DBUS_SESSION_BUS_ADDRESS'"
