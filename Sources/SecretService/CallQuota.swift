@@ -13,6 +13,14 @@ import Synchronization
 /// arguments (``SDBusValues/payloadSize(_:)``: sd-bus does not say a message's size) plus
 /// ``Limits/overhead``.
 ///
+/// Calls waiting from all clients together have a limit too (``Limits/descriptorBound(openFiles:)``),
+/// because any call may carry file descriptors and secretd's connection has to take them: the
+/// desktop portal's `RetrieveSecret` passes a pipe, and it comes to `org.freedesktop.secrets`
+/// wherever gnome-keyring's `gnome-keyring.portal` is installed (its `DBusName`), which
+/// xdg-desktop-portal 1.16 prefers to `secretd.portal` (same `UseIn`, first by name) and that
+/// many desktops' `portals.conf` name for later versions (`Secret=gnome-keyring`). A connection that takes no descriptors, with the
+/// portal backend on a second one under a name of its own, would break sandboxed apps there.
+///
 /// Used from the main loop only; the lock keeps it safe to share.
 final class CallQuota: Sendable {
     /// The limits for each client connection.
