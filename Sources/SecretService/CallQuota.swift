@@ -13,13 +13,14 @@ import Synchronization
 /// arguments (``SDBusValues/payloadSize(_:)``: sd-bus does not say a message's size) plus
 /// ``Limits/overhead``.
 ///
-/// Calls waiting from all clients together have a limit too (``Limits/descriptorBound(openFiles:)``),
-/// because any call may carry file descriptors and secretd's connection has to take them: the
-/// desktop portal's `RetrieveSecret` passes a pipe, and it comes to `org.freedesktop.secrets`
-/// wherever gnome-keyring's `gnome-keyring.portal` is installed (its `DBusName`), which
-/// xdg-desktop-portal 1.16 prefers to `secretd.portal` (same `UseIn`, first by name) and that
-/// many desktops' `portals.conf` name for later versions (`Secret=gnome-keyring`). A connection that takes no descriptors, with the
-/// portal backend on a second one under a name of its own, would break sandboxed apps there.
+/// Calls waiting from all clients together have a limit too
+/// (``Limits/descriptorBound(openFiles:)``), because any call may carry file descriptors and
+/// secretd's connection has to take them: the desktop portal's `RetrieveSecret` passes a pipe,
+/// and it comes to `org.freedesktop.secrets` wherever gnome-keyring's `gnome-keyring.portal` is
+/// installed (its `DBusName`), which xdg-desktop-portal 1.16 prefers to `secretd.portal` (same
+/// `UseIn`, first by name) and which many desktops' `portals.conf` name for later versions
+/// (`Secret=gnome-keyring`). A connection that takes no descriptors, with the portal backend on
+/// a second one under a name of its own, would break sandboxed apps there.
 ///
 /// Used from the main loop only; the lock keeps it safe to share.
 final class CallQuota: Sendable {
@@ -55,8 +56,9 @@ final class CallQuota: Sendable {
         }
         /// The least open files for which ``descriptorBound(openFiles:)`` holds whatever each call
         /// carries: 268,192 (systemd gives 524,288 as the hard limit).
-        static let soundOpenFiles = reservedFiles + (minimumAllClients + roomForFewCallsBound) * descriptorsPerMessage
-        /// ``roomForFewCalls``.
+        static let soundOpenFiles =
+            reservedFiles + (minimumAllClients + roomForFewCallsBound) * descriptorsPerMessage
+        /// The ``roomForFewCalls`` secretd gives: 32 calls.
         static let roomForFewCallsBound = 32
         /// The most descriptors one message can carry: Linux passes at most 253 (`SCM_MAX_FD`,
         /// unix(7)) in one `sendmsg`, whatever the bus allows (Debian's session bus, dbus-daemon,
