@@ -179,8 +179,9 @@ public final class Daemon: BusHandler {
         let openFiles = OpenFileLimit.current
         if openFiles < CallQuota.Limits.soundOpenFiles {
             Log.warning(
-                "secretd may have only \(openFiles) files open (ulimit -n), not \(CallQuota.Limits.soundOpenFiles); "
-                    + "calls that carry many file descriptors could use them up")
+                "secretd may have only \(openFiles) files open (ulimit -n), not \(CallQuota.Limits.soundOpenFiles): "
+                    + "a client sending calls with many file descriptors could use them up; "
+                    + "raise the hard limit (systemd's DefaultLimitNOFILE=, 524288 unless changed)")
         }
         let busServer = try BusServer(handler: self, quota: Limits.callQuota(openFiles: openFiles))
         serve(on: busServer)
