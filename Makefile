@@ -4,6 +4,7 @@
 #               then make leaks (1,000) and make fuzz
 # make fuzz     build keychain-fuzz with libFuzzer (in .build/fuzz) and fuzz every parser of
 #               outside input for FUZZ_SECONDS (10) each; fails on a crash (see README.md)
+# make fuzz-dbus  random D-Bus calls at a throw-away secretd for DBUS_FUZZ_SECONDS (300)
 # make demo     run the library's example program against a throw-away secretd
 # make bench    secretd against gnome-keyring and KeePassXC, in alternating rounds (SIZES="100 1000"
 #               for a quick run; ROUNDS=3; PROVIDERS=...; PARTS=memory for the memory scenarios alone,
@@ -143,6 +144,14 @@ fuzz: deps
 	$(SWIFT) build --product keychain-fuzz $(FUZZ_FLAGS)
 	scripts/fuzz.sh "$$($(SWIFT) build $(FUZZ_FLAGS) --show-bin-path)/keychain-fuzz" $(FUZZ_SECONDS) $(FUZZ_BUILD)/work $(FUZZ_TARGETS)
 
+# Random D-Bus calls with random arguments at a throw-away secretd for DBUS_FUZZ_SECONDS
+# (fuzz/dbus-fuzz.py; `make test` runs it for 30 s as part of DBusFuzzTests).
+DBUS_FUZZ_SECONDS ?= 300
+.PHONY: fuzz-dbus
+fuzz-dbus: deps
+	$(SWIFT) build --build-tests
+	DBUS_FUZZ_SECONDS=$(DBUS_FUZZ_SECONDS) $(SWIFT) test --skip-build --filter 'DBusFuzzTests/fuzz\('
+
 # The man pages lint clean and render; the user units pass systemd-analyze (a static check only:
 # make e2e runs them on a booted system).
 check-files:
@@ -221,11 +230,3 @@ install: static-cxx pam
 
 clean:
 	$(SWIFT) package clean
-
-# make fuzz-dbus   random D-Bus calls with random arguments at a throw-away secretd for
-#                  DBUS_FUZZ_SECONDS (fuzz/dbus-fuzz.py; `make test` runs it for 30 s)
-DBUS_FUZZ_SECONDS ?= 300
-.PHONY: fuzz-dbus
-fuzz-dbus: deps
-	$(SWIFT) build --build-tests
-	DBUS_FUZZ_SECONDS=$(DBUS_FUZZ_SECONDS) $(SWIFT) test --skip-build --filter 'DBusFuzzTests/fuzz\('
