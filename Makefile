@@ -183,7 +183,7 @@ bench: static-cxx
 	$(SWIFT) build $(RELEASE) --product secretd
 	$(SWIFT) build $(RELEASE) --product secretctl
 	$(SWIFT) build $(RELEASE) --product keychain-bench
-	bench/run.sh $(SIZES)
+	BIN="$$($(SWIFT) build $(RELEASE) --show-bin-path)" bench/run.sh $(SIZES)
 
 # secretd built with AddressSanitizer in .build/asan; LeakSanitizer checks it at exit.
 LEAK_OPERATIONS ?= 10000
