@@ -12,6 +12,13 @@ public enum OpenFileLimit {
         return Int(clamping: limit.rlim_cur)
     }
 
+    /// The hard limit, which ``raiseToHard()`` raises the soft one to (1024 when it cannot be read).
+    static var hard: Int {
+        var limit = rlimit()
+        guard getrlimit(resource, &limit) == 0 else { return 1024 }
+        return Int(clamping: limit.rlim_max)
+    }
+
     /// Raises the soft limit to the hard one (systemd gives 1024 and 524288); returns why it
     /// could not. Any call may carry file descriptors (16 on dbus-daemon's session bus, at most
     /// 253 on any bus), named by its arguments or not, and secretd holds them while the call

@@ -248,9 +248,7 @@ import Testing
         // Every message may carry descriptors, named by its arguments or not, and secretd holds
         // them while the call waits its turn. When the kernel cannot hand the next ones over,
         // sd-bus gives up the whole connection; secretd raises its soft limit to the hard one.
-        var limit = rlimit()
-        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-        try #require(limit.rlim_max >= 8192, "this test needs a hard limit of open files of 8192 or more (ulimit -Hn), as systemd gives")
+        try #require(OpenFileLimit.hard >= 8192, "this test needs a hard limit of open files of 8192 or more (ulimit -Hn), as systemd gives")
         let fixture = try SecretdFixture()
         let daemon = try SupervisedProcess(
             ["/bin/sh", "-c", "ulimit -Sn 1024 && exec \"$0\" \"$@\"", SecretdFixture.secretdPath, "--foreground",
@@ -265,7 +263,7 @@ import Testing
         #expect(report["outcomes"] as? [String: Int] == ["reply": 300], "\(report) \(daemon.log.suffix(2000))")
         // Clients enough to pass all clients' limit, each as far as its own: held, their
         // descriptors would be many times the hard limit; all clients together are held to it.
-        let quota = Limits.callQuota(openFiles: Int(clamping: limit.rlim_max))
+        let quota = Limits.callQuota(openFiles: OpenFileLimit.hard)
         let calls = quota.calls + 100
         let flooders = try (0...(quota.allClients / quota.calls + 1)).map {
             try Self.python(fixture, "fd-flooder.py", [String(calls), "16"], log: "fd-flood-\($0).out")
