@@ -72,6 +72,11 @@ def fmt(value, digits=2):
     return "-" if value is None else (f"{value:.{digits}f}" if isinstance(value, float) else str(value))
 
 
+def ms(value):
+    """A CPU time in ms, to the microsecond (JSON gives whole numbers back as ints)."""
+    return fmt(None if value is None else float(value), 3)
+
+
 def spread(values):
     """{"median", "min", "max", "rounds"} of the values that are there, or None."""
     values = [v for v in values if v is not None]
@@ -336,9 +341,11 @@ if sized:
             met = multiple >= CONCURRENCY_TARGET
             targets["concurrency_8"] = {"target": f">= {CONCURRENCY_TARGET}x one client", "value": round(multiple, 3),
                                         "ceiling": round(ceiling, 3) if ceiling else None, "met": met}
+            clients8 = conc.get("clients_cpu_ms_per_store_8")
             say(f"8 clients >= {CONCURRENCY_TARGET}x one: {multiple:.2f}x {'met' if met else 'NOT MET'}"
                 + (f"; ceiling here {ceiling:.2f}x ({info['cores']} CPUs x one client's {1000 / one:.3f} ms per store "
-                   f"/ {conc['cpu_ms_per_store_8']:.3f} ms of CPU per store in all processes with 8)" if ceiling else "")
+                   f"/ {conc['cpu_ms_per_store_8']:.3f} ms of CPU per store in all processes with 8"
+                   + (f", {clients8:.3f} of it in the clients" if clients8 is not None else "") + ")" if ceiling else "")
                 + ("; the target is above the ceiling here" if ceiling and ceiling < CONCURRENCY_TARGET else ""))
         slower = [f"{items} items {phase}: {'; '.join(row['secretd_slower_than'])}"
                   for items, phases in summary["phases"].items() for phase, row in phases.items()
@@ -379,8 +386,10 @@ if sized:
                 busy = conc.get(f"cpu_busy_fraction_{n}")
                 if busy is not None:
                     say(f"  {n} client{'s' if n > 1 else ''}: machine CPUs {busy * 100:.0f}% busy; CPU per store "
-                        f"{fmt(conc.get(f'cpu_ms_per_store_{n}'))} ms in all processes, "
-                        f"{fmt(conc.get(f'provider_cpu_ms_per_store_{n}'))} ms in the provider")
+                        f"{ms(conc.get(f'cpu_ms_per_store_{n}'))} ms in all processes: "
+                        f"{ms(conc.get(f'clients_cpu_ms_per_store_{n}'))} in the clients, "
+                        f"{ms(conc.get(f'bus_cpu_ms_per_store_{n}'))} in the bus, "
+                        f"{ms(conc.get(f'provider_cpu_ms_per_store_{n}'))} in the provider")
 
 def mib(kib):
     return "-" if kib is None else f"{kib / 1024:.1f}"

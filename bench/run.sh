@@ -218,7 +218,7 @@ if has_part sizes; then
             python3 bench/commit-floor.py "$dir" >"$dir/commit-floor.json"
             echo "== round $round/$rounds: $provider (sizes $these; CPU over $calls calls; started in $startup_ms ms)" >&2
             status=0
-            timeout "$provider_timeout" "$bin/keychain-bench" --sizes "$these" --provider-pid "$pid" --floor-pid "$floor_pid" \
+            timeout "$provider_timeout" "$bin/keychain-bench" --sizes "$these" --provider-pid "$pid" --floor-pid "$floor_pid" --bus-pid "$bus_pid" \
                 ${data:+--data-dir "$data"} ${unlock_password:+--password "$unlock_password"} --secretctl "$bin/secretctl" \
                 --commit-floor-dir "$dir" --commit-floor bench/commit-floor.py \
                 --extras $extras --cpu-stores "$calls" --cpu-lookups "$calls" --concurrency-stores "$per_client" \

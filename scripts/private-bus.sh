@@ -1,8 +1,8 @@
 # Sourced by run-secretd.sh, run-demo.sh, leak-check.sh, bench/run.sh and bench/cpu-split.sh:
 # starts a private D-Bus session bus (no service directories, so nothing is auto-activated; the
 # limits of a real session bus, from session-bus-limits.conf) with its socket in "$dir",
-# exports DBUS_SESSION_BUS_ADDRESS, and adds the daemon to "$pids" for the caller's cleanup
-# (exit-cleanup.sh, sourced before).
+# exports DBUS_SESSION_BUS_ADDRESS, sets bus_pid to the daemon's pid and adds it to "$pids" for
+# the caller's cleanup (exit-cleanup.sh, sourced before).
 # Also defines has_owner NAME, wait_for_owner NAME LOG WHO and private_home.
 # The callers live in scripts/ or bench/, or run from the repository's root.
 for limits in "$(dirname "$0")/session-bus-limits.conf" "$(dirname "$0")/../scripts/session-bus-limits.conf" \
@@ -23,7 +23,8 @@ cat >"$dir/bus.conf" <<CONF
 </busconfig>
 CONF
 dbus-daemon --config-file="$dir/bus.conf" --nofork --nopidfile 2>"$dir/bus.log" &
-pids="$pids $!"
+bus_pid=$!
+pids="$pids $bus_pid"
 export DBUS_SESSION_BUS_ADDRESS="unix:path=$dir/bus"
 
 has_owner() {

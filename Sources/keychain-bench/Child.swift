@@ -6,7 +6,8 @@ import ProcessSpawning
 /// that its time is its own (Foundation's `Process` notices an exit only on its run loop's
 /// next turn, which added about 40 ms to every whole-process lookup).
 final class Child {
-    private let pid: Int32
+    /// Its process id.
+    let pid: Int32
     private let output: Int32
     private let input: Int32?
     /// Output read but not yet returned as a line.

@@ -267,9 +267,10 @@ struct Workload {
     }
 
     /// Stores per second of one client, and of eight clients (separate processes, so separate
-    /// connections) storing at once, each storing ``Options/concurrencyStores`` new items; with how busy the machine's CPUs were and the CPU time
-    /// one store took, in the provider and in all processes, which tell whether more clients
-    /// could have gone faster.
+    /// connections) storing at once, each storing ``Options/concurrencyStores`` new items; with
+    /// how busy the machine's CPUs were and the CPU time one store took, in all processes, in
+    /// the clients, in the bus and in the provider, which tell whether more clients could have
+    /// gone faster and where their CPU went.
     private func concurrency() throws -> [String: Any] {
         let perClient = options.concurrencyStores
         var result: [String: Any] = ["stores_per_client": perClient]
@@ -281,8 +282,14 @@ struct Workload {
                 try Child([CommandLine.arguments[0], "--store-worker", "\(clients)-\(id)", "\(perClient)"], input: true)
             }
             for worker in workers where worker.readLine() != "ready" { throw BenchError("a storing client did not start") }
+            // CPU to the nanosecond: 300 stores take a few hundred ms, and /proc/PID/stat counts
+            // in ticks of 10 ms. The clients' CPU once they are ready (start and warm-up) is
+            // taken off the CPU of all of them when they have been waited for.
+            let clientsReady = workers.map { Self.threadsCPUSeconds(pid: $0.pid) }
+            let childrenBefore = Self.waitedForChildrenCPUSeconds()
             let machineBefore = Self.machineCPU()
-            let providerBefore = providerCPUSeconds()
+            let providerBefore = options.providerPID.flatMap(Self.threadsCPUSeconds(pid:))
+            let busBefore = options.busPID.flatMap(Self.threadsCPUSeconds(pid:))
             let start = DispatchTime.now().uptimeNanoseconds
             for worker in workers { worker.go() }
             for worker in workers where worker.waitForExit() != 0 { throw BenchError("a storing client failed") }
@@ -294,11 +301,41 @@ struct Workload {
                 result["cpu_busy_fraction_\(clients)"] = round3(busy / (after.total - before.total))
                 result["cpu_ms_per_store_\(clients)"] = round3(busy * 1000 / stores)
             }
-            if let before = providerBefore, let after = providerCPUSeconds() {
+            if let before = providerBefore, let after = options.providerPID.flatMap(Self.threadsCPUSeconds(pid:)) {
                 result["provider_cpu_ms_per_store_\(clients)"] = round3((after - before) * 1000 / stores)
+            }
+            if let before = busBefore, let after = options.busPID.flatMap(Self.threadsCPUSeconds(pid:)) {
+                result["bus_cpu_ms_per_store_\(clients)"] = round3((after - before) * 1000 / stores)
+            }
+            let ready = clientsReady.compactMap { $0 }
+            if ready.count == workers.count {
+                let timed = Self.waitedForChildrenCPUSeconds() - childrenBefore - ready.reduce(0, +)
+                result["clients_cpu_ms_per_store_\(clients)"] = round3(timed * 1000 / stores)
             }
         }
         return result
+    }
+
+    /// CPU seconds process `pid`'s live threads have used, to the nanosecond
+    /// (/proc/PID/task/*/schedstat; threads that have ended are not counted).
+    private static func threadsCPUSeconds(pid: Int32) -> Double? {
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
+        var nanoseconds = 0.0
+        for thread in threads {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/schedstat", encoding: .utf8),
+                let onCPU = stat.split(separator: " ").first.flatMap({ Double($0) })
+            else { return nil }
+            nanoseconds += onCPU
+        }
+        return nanoseconds / 1e9
+    }
+
+    /// CPU seconds (user and system) of the children this process has waited for, in all.
+    private static func waitedForChildrenCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     /// CPU seconds the machine has spent busy, and in all, summed over its CPUs (/proc/stat).

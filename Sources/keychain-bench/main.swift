@@ -29,6 +29,8 @@ struct Options {
     var secretTool = "/usr/bin/secret-tool"
     /// The floor service's process, for its CPU per no-op call.
     var floorPID: Int32?
+    /// The bus's dbus-daemon, for its share of the concurrent clients' CPU per store.
+    var busPID: Int32?
     /// Whether to run unlock and the concurrent clients (bench/run.sh: in the first round only).
     var extras = true
     /// How many new items and lookups the provider's CPU per call is measured over (0: not measured).
@@ -63,6 +65,7 @@ struct Options {
             case "--secretctl": secretctl = value
             case "--secret-tool": secretTool = value
             case "--floor-pid": floorPID = Int32(value)
+            case "--bus-pid": busPID = Int32(value)
             case "--extras": extras = value != "no"
             case "--cpu-stores": cpuStores = Int(value) ?? cpuStores
             case "--cpu-lookups": cpuLookups = Int(value) ?? cpuLookups
