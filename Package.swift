@@ -60,7 +60,7 @@ let package = Package(
 
         // MARK: Starting child processes with a clean signal state
         .target(
-            name: "ProcessSpawning",
+            name: "ProcessSpawning", dependencies: ["CProcess"],
             swiftSettings: strictSettings),
 
         // MARK: Pure-Swift helpers shared by the library, secretd and secretctl (threads, text)
@@ -151,7 +151,7 @@ let package = Package(
             name: "GnomeKeyringFormatTests", dependencies: ["GnomeKeyringFormat", "KeychainTestSupport", "SecretCrypto"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "SecretCtlTests", dependencies: ["KeychainCore", "SecretCtl", "SecretCrypto", "Keychain"],
+            name: "SecretCtlTests", dependencies: ["KeychainCore", "ProcessSpawning", "SecretCtl", "SecretCrypto", "Keychain"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "SecretServiceTests", dependencies: ["CSystemd", "DBusValues", "KeychainCore", "KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService"],

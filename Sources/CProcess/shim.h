@@ -1,5 +1,5 @@
-// Process-level calls for secretd (hardening, memory) and for naming threads; prctl is variadic,
-// so it is wrapped here.
+// Process-level calls for secretd (hardening, memory), for naming threads and for starting
+// processes; prctl is variadic, so it is wrapped here.
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
@@ -109,3 +109,10 @@ static inline int keychain_set_non_blocking(int fd) {
     int flags = fcntl(fd, F_GETFL);
     return flags < 0 ? -1 : fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
+
+// MARK: Starting processes (ProcessSpawning.swift)
+#include <spawn.h>
+
+/// glibc 2.34's action that closes every descriptor from `from` on in the child (close_range).
+/// glibc declares it only under _GNU_SOURCE, which the Glibc module is not built with.
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);

@@ -1,7 +1,9 @@
-// Starting child processes with posix_spawnp, clean of the parent's signal state: an empty
-// signal mask and default handlers. Foundation's Process passes on the spawning thread's mask,
-// so a child started from a thread that blocks SIGTERM could never be stopped.
+// Starting child processes with posix_spawnp, clean of the parent's state: an empty signal
+// mask, default handlers, and only the descriptors they are given. Foundation's Process passes
+// on the spawning thread's mask, so a child started from a thread that blocks SIGTERM could
+// never be stopped.
 
+internal import CProcess
 import Glibc
 
 /// Starts and waits for child processes; for `secretctl login` and the test support.
@@ -21,7 +23,8 @@ public enum ProcessSpawning {
 
     /// Starts `arguments` (argv[0] looked up in `PATH`) with exactly `environment`. Each
     /// `(child, parent)` pair of `descriptors` gives the child `parent` as its descriptor
-    /// `child` (standard input is 0). Returns the child's process id.
+    /// `child` (standard input is 0); standard input, output and error not among them are the
+    /// parent's, and the child has no other descriptor. Returns the child's process id.
     public static func spawn(
         _ arguments: [String], environment: [String: String], descriptors: [(child: Int32, parent: Int32)]
     ) -> Result<Int32, SpawnError> {
@@ -29,6 +32,16 @@ public enum ProcessSpawning {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         for (child, parent) in descriptors { posix_spawn_file_actions_adddup2(&actions, parent, child) }
+        // Closing on exec is not enough: C libraries open descriptors without O_CLOEXEC
+        // (libtss2's connection to a TPM simulator), and a child started by another thread
+        // meanwhile would hold them open. A TPM simulator serves one connection at a time, so
+        // a child keeping the last one open stalled every later TPM call.
+        let given = Set(descriptors.map(\.child))
+        let firstClosedOnwards = max(3, (given.max() ?? 0) + 1)
+        for descriptor in 3..<firstClosedOnwards where !given.contains(descriptor) {
+            posix_spawn_file_actions_addclose(&actions, descriptor)
+        }
+        posix_spawn_file_actions_addclosefrom_np(&actions, firstClosedOnwards)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
