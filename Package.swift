@@ -58,7 +58,7 @@ let package = Package(
             name: "Keychain", dependencies: ["CLibSecret", "DBusValues", "KeychainCore", "Pinentry"],
             swiftSettings: strictSettings),
 
-        // MARK: Starting child processes with a clean signal state
+        // MARK: Starting child processes with a clean signal state and only the descriptors given
         .target(
             name: "ProcessSpawning", dependencies: ["CProcess"],
             swiftSettings: strictSettings),
