@@ -6,17 +6,15 @@ import Glibc
 /// The soft limit on this process's open files.
 public enum OpenFileLimit {
     /// The limit now (1024 when it cannot be read).
-    static var current: Int {
-        var limit = rlimit()
-        guard getrlimit(resource, &limit) == 0 else { return 1024 }
-        return Int(clamping: limit.rlim_cur)
-    }
+    static var current: Int { limits.map { Int(clamping: $0.rlim_cur) } ?? 1024 }
 
     /// The hard limit, which ``raiseToHard()`` raises the soft one to (1024 when it cannot be read).
-    static var hard: Int {
+    static var hard: Int { limits.map { Int(clamping: $0.rlim_max) } ?? 1024 }
+
+    /// The soft and hard limits, or nil when they cannot be read.
+    private static var limits: rlimit? {
         var limit = rlimit()
-        guard getrlimit(resource, &limit) == 0 else { return 1024 }
-        return Int(clamping: limit.rlim_max)
+        return getrlimit(resource, &limit) == 0 ? limit : nil
     }
 
     /// Raises the soft limit to the hard one (systemd gives 1024 and 524288); returns why it

@@ -356,7 +356,9 @@ struct Workload {
         options.providerPID.flatMap(Self.cpuSeconds(pid:))
     }
 
-    /// CPU seconds process `pid` has used, all its threads, user and system (/proc/PID/stat).
+    /// CPU seconds process `pid` has used, all its threads (ended ones too), user and system
+    /// (/proc/PID/stat, in ticks of 10 ms: for phases of seconds; ``threadsCPUSeconds(pid:)`` for
+    /// short ones).
     private static func cpuSeconds(pid: Int32) -> Double? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let end = stat.lastIndex(of: ")")
