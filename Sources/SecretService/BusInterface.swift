@@ -1,7 +1,8 @@
 /// One D-Bus interface secretd serves: its methods, properties and signals, declared once.
 /// The dispatcher checks each call's arguments against ``Method/inSignature`` and each property
-/// access against ``properties``; the introspection XML is written from the same declaration
-/// (see ``Introspection``), so adding a method is one line there.
+/// access against ``properties``, the daemon checks who calls against each method's
+/// ``Method/rule`` (``CallerRule``), and the introspection XML is written from the same
+/// declaration (see ``Introspection``), so adding a method is one line there.
 struct BusInterface {
     /// One argument: a name for the introspection data and a single complete D-Bus type.
     struct Argument {
@@ -15,6 +16,8 @@ struct BusInterface {
     struct Method {
         /// The method name.
         var name: String
+        /// Who may call it; checked before its handler runs.
+        var rule: CallerRule
         /// What the caller sends.
         var arguments: [Argument] = []
         /// What the reply carries.
@@ -31,8 +34,11 @@ struct BusInterface {
         var name: String
         /// Its D-Bus type signature.
         var type: String
-        /// Whether `Properties.Set` may write it.
-        var writable = false
+        /// Who may write it with `Properties.Set`; nil: nobody (read-only). Reading follows
+        /// the object: an item a client may not see has no properties for it.
+        var writableBy: CallerRule? = nil
+        /// Whether `Properties.Set` may write it at all.
+        var writable: Bool { writableBy != nil }
     }
 
     /// A signal and its arguments.

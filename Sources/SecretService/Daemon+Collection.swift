@@ -28,6 +28,7 @@ extension Daemon {
                     sender: call.sender)
             }
         case "Delete":
+            // Only unconfined clients outside a sandbox get here (its rule in Introspection).
             guard collection.name != Self.sessionName else { return .failure(.invalidArgs("the session keyring cannot be deleted")) }
             if isLocked(collection) { return .failure(.isLocked("the collection is locked")) }
             do {

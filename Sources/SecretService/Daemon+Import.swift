@@ -22,12 +22,6 @@ extension Daemon {
         guard let name = args[0].string, let properties = args[1].variantMap, case .array(_, let itemValues) = args[3] else {
             return .failure(.invalidArgs("(sa{sv}(oayays)a(a{sv}(oayays))) expected"))
         }
-        switch caller(call.sender) {
-        case .failure(let refusal): return .failure(refusal)
-        case .success(let caller) where membership(caller).confined:
-            return .failure(.forbidden("\(caller.identity) is confined to its access groups and cannot import keyrings"))
-        case .success: break
-        }
         guard ObjectPaths.isCollectionName(name), name != Self.sessionName else {
             return .failure(.invalidArgs("“\(name)” cannot name a keyring (letters, digits and _, at most 64)"))
         }
@@ -49,8 +43,9 @@ extension Daemon {
             else { return .failure(.invalidArgs("an item's Label must be s and its Attributes a{ss}")) }
             if let problem = Self.checkItemText(label: itemLabel, attributes: requested) { return .failure(problem) }
             var placed: [String: String]
-            if let appID = Self.appKeyOwner(requested), isUnconfinedHostClient(call.sender) {
-                // A desktop portal app key (gnome-keyring's, oo7's): into its app's own group.
+            if let appID = Self.appKeyOwner(requested) {
+                // A desktop portal app key (gnome-keyring's, oo7's): into its app's own group (only
+                // unconfined clients outside a sandbox import, so the key is the person's to place).
                 placed = requested
                 placed[AccessGroupNames.attribute] = PortalNames.group(of: appID)
             } else {

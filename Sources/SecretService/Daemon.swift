@@ -406,42 +406,29 @@ public final class Daemon: BusHandler {
 
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
         lastActivity = clock()
-        // Every call comes from an identified client of this user; others are refused here.
-        if case .failure(let refusal) = caller(call.sender) { return .failure(refusal) }
-        switch (ObjectPaths.parse(call.path), call.interface) {
+        return admit(call).flatMap { target in perform(call, on: target) }
+    }
+
+    /// The handler of an admitted call that answers at once.
+    private func perform(_ call: MethodCall, on target: AdmittedTarget) -> Result<DBusValue, SecretServiceError> {
+        switch (target, call.interface) {
         case (.service, Introspection.service): return handleService(call)
         case (.service, Introspection.gnomeExtension): return handleGnomeExtension(call)
         case (.service, Introspection.accessGroups): return handleAccessGroups(call)
         case (.service, Introspection.importing): return handleImport(call)
-        case (.collection, Introspection.collection), (.alias, Introspection.collection):
-            guard let collection = collection(at: call.path) else { return .failure(.noSuchObject("no collection \(call.path)")) }
-            return handleCollection(call, collection)
-        case (.item, Introspection.item):
-            guard let (item, collection, access) = visibleItem(at: call.path, for: call.sender) else {
-                return .failure(.noSuchObject("no item \(call.path)"))
-            }
-            guard access == .full else { return .failure(.isLocked("the item is in an access group you must be allowed into")) }
-            return handleItem(call, item, collection)
+        case (.collection(let collection), Introspection.collection): return handleCollection(call, collection)
+        case (.item(let item, let collection), Introspection.item): return handleItem(call, item, collection)
         case (.session(let id), Introspection.session):
-            guard sessions.contains(id, of: call.sender) else {
-                return .failure(.noSession("the session \(call.path) does not exist"))
-            }
             sessions.remove(id)
             return .success(.tuple([]))
-        case (.prompt(let id), Introspection.prompt):
-            return handlePrompt(call, id: id)
-        case (.service, Introspection.appKeys):
-            return handleAppKeys(call)
-        case (.service, Introspection.quickUnlock):
-            return handleQuickUnlock(call)
-        case (.service, Introspection.tpm):
-            return handleTPM(call)
+        case (.prompt(let id), Introspection.prompt): return handlePrompt(call, id: id)
+        case (.service, Introspection.appKeys): return handleAppKeys(call)
+        case (.service, Introspection.quickUnlock): return handleQuickUnlock(call)
+        case (.service, Introspection.tpm): return handleTPM(call)
         case (.service, Introspection.locking):
-            guard call.method == "LockAll" else { return .failure(.noSuchObject("no method \(call.method)")) }
             lockAll(reason: "on request", keepingAfterFirstUnlock: false)
             return .success(.tuple([]))
-        case (.portalRequest(let handle), Introspection.portalRequest):
-            return closePortalRequest(handle, from: call.sender)
+        case (.portalRequest(let handle), Introspection.portalRequest): return closePortalRequest(handle)
         default:
             return .failure(.noSuchObject("no object \(call.path) with \(call.interface)"))
         }
@@ -449,12 +436,16 @@ public final class Daemon: BusHandler {
 
     func handle(_ call: MethodCall, replyLater reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
         lastActivity = clock()
-        if case .failure(let refusal) = caller(call.sender) { return reply(.failure(refusal)) }
-        switch (ObjectPaths.parse(call.path), call.interface) {
+        let target: AdmittedTarget
+        switch admit(call) {
+        case .failure(let refusal): return reply(.failure(refusal))
+        case .success(let admitted): target = admitted
+        }
+        switch (target, call.interface) {
         case (.portal, Introspection.portalSecret): retrieveSecret(call, reply: reply)
         case (.service, Introspection.tpm): enrollTPM(call, reply: reply)
         case (.service, Introspection.sync): handleSync(call, reply: reply)
-        default: reply(handle(call))
+        default: reply(perform(call, on: target))
         }
     }
 
@@ -502,14 +493,19 @@ public final class Daemon: BusHandler {
     }
 
     func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError? {
-        if case .failure(let refusal) = caller(sender) { return refusal }
-        switch (ObjectPaths.parse(path), interface) {
-        case (.collection, Introspection.collection), (.alias, Introspection.collection):
-            guard let collection = collection(at: path) else { return .noSuchObject("no collection \(path)") }
+        lastActivity = clock()
+        guard let rule = Introspection.interfaces[interface]?.property(name)?.writableBy else {
+            return .propertyReadOnly("\(interface).\(name) cannot be written")
+        }
+        let target: AdmittedTarget
+        switch admit(sender: sender, path: path, interface: interface, member: "Set(\(name))", rule: rule) {
+        case .failure(let refusal): return refusal
+        case .success(let admitted): target = admitted
+        }
+        switch (target, interface) {
+        case (.collection(let collection), Introspection.collection):
             return setCollectionProperty(name, value, collection)
-        case (.item, Introspection.item):
-            guard let (item, collection, access) = visibleItem(at: path, for: sender) else { return .noSuchObject("no item \(path)") }
-            guard access == .full else { return .isLocked("the item is in an access group you must be allowed into") }
+        case (.item(let item, let collection), Introspection.item):
             return setItemProperty(name, value, item, collection, sender: sender)
         default:
             return .noSuchObject("no writable property \(name) at \(path)")
