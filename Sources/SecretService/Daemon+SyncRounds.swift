@@ -400,17 +400,6 @@ extension Daemon {
     /// Runs `work` on a thread of its own (git talks to the network) and gives its result to
     /// `done` on the main loop.
     func offMainLoop<T>(_ work: @escaping @Sendable () -> T, done: @escaping (T) -> Void) {
-        let box = UncheckedBox(done)
-        let started = DetachedThread.start(named: "secretd-sync") {
-            let value = UncheckedBox(work())
-            MainLoop.onMainLoop { box.value(value.value) }
-        }
-        if !started { Log.error("cannot start the sync thread") }
+        OffLoop.thread.run(named: "secretd-sync", work, done: done)
     }
-}
-
-/// A value handed between the main loop and a sync thread, which never touch it at once.
-private final class UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

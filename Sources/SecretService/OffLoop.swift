@@ -1,0 +1,47 @@
+import KeychainCore
+
+/// Where slow work runs (a key derivation, a sync round's git commands) so that the main loop
+/// keeps serving other clients meanwhile: on a thread of its own, its result handed back to
+/// the main loop (``thread``). In-process tests, which run no main loop, run it in place
+/// (``inline``).
+struct OffLoop: Sendable {
+    /// Runs `work` off the loop, then `done` with its result on the loop.
+    private let start: @Sendable (_ name: String, _ work: @escaping @Sendable () -> Void, _ done: @escaping () -> Void) -> Void
+
+    /// A thread of its own per piece of work; `done` runs on the main loop.
+    static let thread = OffLoop { name, work, done in
+        let back = UncheckedBox(done)
+        let started = DetachedThread.start(named: name) {
+            work()
+            MainLoop.onMainLoop { back.value() }
+        }
+        if !started {
+            Log.error("cannot start a thread for \(name); the work runs on the main loop")
+            work()
+            done()
+        }
+    }
+
+    /// In place, at once (in-process tests).
+    static let inline = OffLoop { _, work, done in
+        work()
+        done()
+    }
+
+    /// Runs `work` off the loop (on a thread called `name`), then `done` with its value on the loop.
+    func run<T>(named name: String, _ work: @escaping @Sendable () -> T, done: @escaping (T) -> Void) {
+        let result = ResultBox<T>()
+        start(name, { result.value = work() }, { done(result.value!) })
+    }
+}
+
+/// A value handed between the main loop and a worker thread, which never touch it at once.
+final class UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// The result a worker thread leaves for the main loop, which reads it after the worker ends.
+private final class ResultBox<Value>: @unchecked Sendable {
+    var value: Value?
+}
