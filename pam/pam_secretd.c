@@ -9,8 +9,12 @@
  *
  * Every decision (create, unlock, refuse, re-wrap) is secretd's: this module only carries the
  * password over the protocol of login-control.h. It never logs, never prompts, never makes a
- * login or a password change fail, and never talks to secretd as root: when the host runs as
- * root (login, sshd, su), a forked helper drops to the user first.
+ * login or a password change fail, and never talks to secretd with root's effective uid: when
+ * the host runs as root (login, sshd, su), a forked helper takes the user's groups, gid and
+ * effective uid first. It keeps its real (and saved) uid 0 until the request is sent, so that
+ * the kernel names root as its sender (SO_PASSCRED): that is how secretd tells root's PAM stack
+ * from a process of the user, which may not set the login password without the old one nor
+ * create the login keyring (secretd(1), LOGIN). Then it drops root for good and reads the reply.
  *
  * Why C and not Swift: PAM loads modules into sshd, login, su, sudo and display managers, and
  * pam_end dlcloses them. Swift code must not be unloaded (the runtime keeps pointers into a
@@ -221,10 +225,21 @@ static bool transfer(int fd, unsigned char *bytes, size_t length, bool sending, 
     return length == 0;
 }
 
-/* One request and its reply, run as the user: checks the socket's location, connects, checks
- * that the peer is the user's, sends the frame and reads the 8-byte reply. Returns secretd's
- * result, NOT_REACHED or NO_ANSWER. */
-static int exchange(const struct request *request) {
+/* Gives up the real and saved uid 0 the helper kept for the kernel to name as the sender (see
+ * helper): the user's uids for good, and not traceable (a change of credentials resets that). */
+static bool drop_root(const struct request *request) {
+    uid_t real, effective, saved;
+    return setresuid(request->uid, request->uid, request->uid) == 0 && prctl(PR_SET_DUMPABLE, 0) == 0
+        && getresuid(&real, &effective, &saved) == 0 && real == request->uid && effective == request->uid
+        && saved == request->uid && setuid(0) != 0;
+}
+
+/* One request and its reply, with the user's effective uid: checks the socket's location,
+ * connects, checks that the peer is the user's, sends the frame, drops root for good when the
+ * helper kept its real uid 0 to vouch for the request (`vouching`), says it has sent everything
+ * (so a peer waiting for the end sees it after the drop), and reads the 8-byte reply. Returns
+ * secretd's result, NOT_REACHED or NO_ANSWER. */
+static int exchange(const struct request *request, bool vouching) {
     if (!safe_location(request)) return NOT_REACHED;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return NOT_REACHED;
@@ -242,8 +257,8 @@ static int exchange(const struct request *request) {
         && peer.uid == request->uid) {
         unsigned char reply[8];
         result = NO_ANSWER;
-        if (transfer(fd, request->frame, request->length, true, &start)
-            && transfer(fd, reply, sizeof reply, false, &start) && get_u32(reply) == sizeof reply
+        if (transfer(fd, request->frame, request->length, true, &start) && (!vouching || drop_root(request))
+            && shutdown(fd, SHUT_WR) == 0 && transfer(fd, reply, sizeof reply, false, &start) && get_u32(reply) == sizeof reply
             && get_u32(reply + 4) <= SECRETD_CONTROL_FAILED)
             result = (int)get_u32(reply + 4);
     }
@@ -252,35 +267,40 @@ static int exchange(const struct request *request) {
 }
 
 /* The forked helper: default signal handlers (the host's must not run here), then the user's
- * groups, gid and uid for good, undumpable (it holds a copy of the host's memory), then the
- * exchange. Only system calls: the host may have had other threads. */
-static int helper(const struct request *request) {
+ * groups and gid for good and the user's effective uid, undumpable (it holds a copy of the
+ * host's memory), then the exchange. `vouching` (the host's real uid is 0): the real and saved
+ * uid stay 0 until the request is sent, for the kernel to name root as its sender; otherwise
+ * the user's uids for good at once. Only system calls: the host may have had other threads. */
+static int helper(const struct request *request, bool vouching) {
     struct sigaction standard = {.sa_handler = SIG_DFL};
     sigemptyset(&standard.sa_mask);
     for (int signal = 1; signal < NSIG; signal++)
         if (signal != SIGKILL && signal != SIGSTOP) sigaction(signal, &standard, NULL);
-    uid_t real, effective, saved;
+    uid_t kept = vouching ? 0 : request->uid, real, effective, saved;
     if (setgroups(0, NULL) != 0 || setresgid(request->gid, request->gid, request->gid) != 0
-        || setresuid(request->uid, request->uid, request->uid) != 0 || prctl(PR_SET_DUMPABLE, 0) != 0)
+        || setresuid(kept, request->uid, kept) != 0 || prctl(PR_SET_DUMPABLE, 0) != 0)
         return NOT_REACHED;
-    if (getresuid(&real, &effective, &saved) != 0 || real != request->uid || effective != request->uid
-        || saved != request->uid || setuid(0) == 0)
+    if (getresuid(&real, &effective, &saved) != 0 || real != kept || effective != request->uid || saved != kept
+        || (!vouching && setuid(0) == 0))
         return NOT_REACHED;
-    return exchange(request);
+    return exchange(request, vouching);
 }
 
 /* Runs the exchange as the user: in this process when it already runs as the user (a screen
- * locker), in a forked helper when it runs as root (login, sshd, su), not at all otherwise.
- * SIGCHLD is at its default meanwhile, so that the host's handler cannot reap our child. */
+ * locker), in a forked helper when it runs as root (login, sshd, su), not at all otherwise. The
+ * helper vouches for the request when the host's real uid is root's (not a setuid program that
+ * a user started, such as passwd or su run by a user). SIGCHLD is at its default meanwhile, so
+ * that the host's handler cannot reap our child. */
 static int run_as_user(const struct request *request) {
-    if (geteuid() == request->uid) return exchange(request);
+    if (geteuid() == request->uid) return exchange(request, false);
     if (geteuid() != 0) return NOT_REACHED;
+    bool vouching = getuid() == 0;
     struct sigaction standard = {.sa_handler = SIG_DFL}, host;
     sigemptyset(&standard.sa_mask);
     if (sigaction(SIGCHLD, &standard, &host) != 0) return NOT_REACHED;
     int result = NOT_REACHED, status;
     pid_t child = fork();
-    if (child == 0) _exit(helper(request));
+    if (child == 0) _exit(helper(request, vouching));
     if (child > 0) {
         pid_t waited;
         while ((waited = waitpid(child, &status, 0)) < 0 && errno == EINTR) continue;

@@ -98,6 +98,47 @@ static inline long long keychain_peer_uid(int fd) {
     return (long long)credentials.uid;
 }
 
+/// Asks the kernel to attach the sender's credentials to what arrives on `fd` (SO_PASSCRED). Set
+/// on a listening socket, it holds for the connections it accepts from their first byte.
+static inline int keychain_pass_credentials(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+}
+
+/// Reads up to `count` bytes from the Unix stream socket `fd` as read(2) does, and sets
+/// `*sender_uid` to the real uid of the process that sent them, as the kernel attaches it when
+/// SO_PASSCRED is set (SCM_CREDENTIALS: a sender may name only its own real, effective or saved
+/// uid), or to -1 when none came with them. Descriptors sent along are closed.
+static inline long keychain_read_with_sender(int fd, void *buffer, size_t count, long long *sender_uid) {
+    struct credentials { pid_t pid; uid_t uid; gid_t gid; };  /* struct ucred, as keychain_peer_uid */
+    const int credentials_type = 2;                          /* SCM_CREDENTIALS, GNU-only in glibc */
+    union {
+        char bytes[CMSG_SPACE(sizeof(struct credentials)) + CMSG_SPACE(16 * sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct iovec vector = {.iov_base = buffer, .iov_len = count};
+    struct msghdr message = {.msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.bytes, .msg_controllen = sizeof control.bytes};
+    *sender_uid = -1;
+    ssize_t got = recvmsg(fd, &message, 0x40000000 /* MSG_CMSG_CLOEXEC */);
+    if (got < 0) return got;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET) continue;
+        if (header->cmsg_type == credentials_type && header->cmsg_len == CMSG_LEN(sizeof(struct credentials))) {
+            struct credentials sender;
+            memcpy(&sender, CMSG_DATA(header), sizeof sender);
+            *sender_uid = (long long)sender.uid;
+        } else if (header->cmsg_type == SCM_RIGHTS) {
+            size_t descriptors = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t index = 0; index < descriptors; index++) {
+                int received;
+                memcpy(&received, CMSG_DATA(header) + index * sizeof(int), sizeof received);
+                close(received);
+            }
+        }
+    }
+    return got;
+}
+
 /// Sets close-on-exec on `fd` (a socket systemd passed).
 static inline int keychain_set_close_on_exec(int fd) {
     int flags = fcntl(fd, F_GETFD);

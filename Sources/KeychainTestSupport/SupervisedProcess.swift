@@ -54,6 +54,17 @@ public final class SupervisedProcess: @unchecked Sendable {
     /// What the helper wrote so far.
     public var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
+    /// Whether the log comes to contain `text` within `timeout` seconds: for what the process
+    /// does after it answered (a re-wrap after an unlock).
+    public func logs(_ text: String, within timeout: TimeInterval = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !log.contains(text) {
+            guard Date() < deadline, isRunning else { return log.contains(text) }
+            usleep(20_000)
+        }
+        return true
+    }
+
     /// The helper's own process id (the watchdog's only child), while it runs.
     public var helperPID: pid_t? {
         (try? String(contentsOfFile: "/proc/\(process.pid)/task/\(process.pid)/children", encoding: .utf8))?

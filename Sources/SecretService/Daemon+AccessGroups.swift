@@ -142,17 +142,19 @@ extension Daemon {
 
     // MARK: - The AccessGroups interface
 
-    func handleAccessGroups(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+    /// The AccessGroups1 interface; a policy change with the login password answers once the
+    /// password's check, off the main loop, is done.
+    func handleAccessGroups(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
         let args = call.arguments
         switch call.method {
         case "WhoAmI":
-            return caller(call.sender).map { caller in
+            reply(caller(call.sender).map { caller in
                 let membership = membership(caller)
                 return .tuple([
                     .string(caller.identity.description), .array(element: "s", membership.groups.map { .string($0) }),
                     .string(membership.defaultGroup), .boolean(membership.confined),
                 ])
-            }
+            })
         case "GetPolicy":
             let groups = policy.groups.map { group in
                 DBusValue.tuple([.string(group.name), .boolean(group.ask), .array(element: "s", group.members.map { .string($0) })])
@@ -160,42 +162,47 @@ extension Daemon {
             let apps = policy.apps.sorted { $0.key < $1.key }.map { app in
                 DBusValue.Entry(key: .string(app.key), value: .array(element: "s", app.value.map { .string($0) }))
             }
-            return .success(.tuple([.array(element: "(sbas)", groups), .dictionary(key: "s", value: "as", apps)]))
+            reply(.success(.tuple([.array(element: "(sbas)", groups), .dictionary(key: "s", value: "as", apps)])))
         case "AddMember", "RemoveMember":
             guard let group = args[0].string, let identity = args[1].string else {
-                return .failure(.invalidArgs("(ss(oayays)) expected"))
+                return reply(.failure(.invalidArgs("(ss(oayays)) expected")))
             }
-            guard AccessGroupNames.isGroupName(group) else { return .failure(.invalidArgs("“\(group)” is not a group name")) }
+            guard AccessGroupNames.isGroupName(group) else { return reply(.failure(.invalidArgs("“\(group)” is not a group name"))) }
             guard !AccessGroupNames.isAppGroup(group) else {
-                return .failure(.forbidden("“\(group)” is a Flatpak app's own group, which only that app belongs to"))
+                return reply(.failure(.forbidden("“\(group)” is a Flatpak app's own group, which only that app belongs to")))
             }
             guard CallerIdentity(parsing: identity) != nil else {
-                return .failure(.invalidArgs("“\(identity)” is not an identity (flatpak:ID, snap:NAME, unit:NAME or exe:/PATH)"))
+                return reply(.failure(.invalidArgs("“\(identity)” is not an identity (flatpak:ID, snap:NAME, unit:NAME or exe:/PATH)")))
             }
             let change = PolicyChange(add: call.method == "AddMember", group: group, identity: identity)
             if args[2].tuple?.first?.objectPath == ObjectPaths.none {
                 // No password: the person confirms through a prompt, if there is a way to ask.
                 guard options.configuration.pinentry != nil else {
-                    return .failure(.forbidden(
+                    return reply(.failure(.forbidden(
                         "secretd has no pinentry to ask for your consent; give the login password instead "
-                            + "(secretctl groups … --password-stdin)"))
+                            + "(secretctl groups … --password-stdin)")))
                 }
-                return addPrompt(Prompt(owner: call.sender, action: .changePolicy(change))).map { .tuple([.objectPath($0)]) }
+                return reply(addPrompt(Prompt(owner: call.sender, action: .changePolicy(change))).map { .tuple([.objectPath($0)]) })
             }
-            return decodeSecret(args[2], from: call.sender).flatMap { password, _ in
-                verifyLoginPassword(password).flatMap { apply(change) }.map { .tuple([.objectPath(ObjectPaths.none)]) }
+            switch decodeSecret(args[2], from: call.sender) {
+            case .failure(let problem): reply(.failure(problem))
+            case .success(let (password, _)):
+                verifyLoginPassword(password) { [weak self] verified in
+                    guard let self else { return }
+                    reply(verified.flatMap { self.apply(change) }.map { .tuple([.objectPath(ObjectPaths.none)]) })
+                }
             }
         default:
-            return .failure(.noSuchObject("no method \(call.method)"))
+            reply(.failure(.noSuchObject("no method \(call.method)")))
         }
     }
 
-    /// Checks `password` against the login keyring's, with the same growing wait after wrong
-    /// passwords as unlocking; the keyring's state does not change.
-    func verifyLoginPassword(_ password: SecureBytes) -> Result<Void, SecretServiceError> {
+    /// Checks `password` against the login keyring's, through the keyring's throttle as
+    /// unlocking does; the keyring's state does not change.
+    func verifyLoginPassword(_ password: SecureBytes, completion: @escaping (Result<Void, SecretServiceError>) -> Void) {
         guard let login = try? store.collection(named: Self.loginName) else {
-            return .failure(.failed("there is no login keyring to check the password against"))
+            return completion(.failure(.failed("there is no login keyring to check the password against")))
         }
-        return checkPassword(password, of: login, purpose: " for an access group change").map { _ in }
+        checkPassword(password, of: login, purpose: " for an access group change") { completion($0.map { _ in }) }
     }
 }

@@ -16,8 +16,44 @@ extension Daemon {
         var times: Store.Times?
     }
 
-    func handleImport(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
-        guard call.method == "ImportKeyring" else { return .failure(.unknownMethod("no method \(call.method)")) }
+    /// `ImportKeyring`; answers once the keyring's key is derived (off the main loop) and the
+    /// items are written.
+    func handleImport(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+        switch prepareImport(call) {
+        case .failure(let problem):
+            reply(.failure(problem))
+        case .success(let request):
+            if let existing = request.existing {
+                // A locked keyring is opened with the password given, as UnlockWithMasterPassword would.
+                unlock(existing, password: request.password) { [weak self] unlocked in
+                    guard let self else { return }
+                    reply(unlocked.flatMap { self.importItems(request, newKey: nil) })
+                }
+            } else {
+                let (password, parameters) = (request.password, options.kdf)
+                passwordChecks.derive({ Result { () throws(StoreError) in try NewCollectionKey(password: password, parameters: parameters) } }) {
+                    [weak self] derived in
+                    guard let self else { return }
+                    reply(derived.flatMap { made in
+                        made.mapError { SecretServiceError(storeFailure: $0) }.flatMap { self.importItems(request, newKey: $0) }
+                    })
+                }
+            }
+        }
+    }
+
+    /// What an import call asks for, checked.
+    private struct ImportRequest {
+        var name: String
+        var label: String
+        var times: Store.Times?
+        var items: [ImportedItem]
+        var existing: Store.CollectionRecord?
+        var password: SecureBytes
+    }
+
+    /// Checks and decodes an import call.
+    private func prepareImport(_ call: MethodCall) -> Result<ImportRequest, SecretServiceError> {
         let args = call.arguments
         guard let name = args[0].string, let properties = args[1].variantMap, case .array(_, let itemValues) = args[3] else {
             return .failure(.invalidArgs("(sa{sv}(oayays)a(a{sv}(oayays))) expected"))
@@ -73,34 +109,33 @@ extension Daemon {
         case .success(let (secret, _)): password = secret
         }
         if let existing {
-            // A locked keyring is opened with the password given, as UnlockWithMasterPassword would.
-            if keys[existing.id] == nil {
-                guard password.count > 0 else { return .failure(.isLocked("the keyring \(name) is locked; unlock it first")) }
-                if case .failure(let refusal) = unlock(existing, password: password) { return .failure(refusal) }
+            if keys[existing.id] == nil, password.count == 0 {
+                return .failure(.isLocked("the keyring \(name) is locked; unlock it first"))
             }
         } else if password.count == 0 {
             return .failure(.invalidArgs("a new keyring needs a password"))
         }
-        return importItems(items, into: existing, name: name, label: label, times: collectionTimes, password: password)
+        return .success(ImportRequest(
+            name: name, label: label, times: collectionTimes, items: items, existing: existing, password: password))
     }
 
-    /// Writes the items in one transaction (into a new collection under `password` when
-    /// `existing` is nil),
-    /// skipping each that the keyring holds already with the same attributes and secret.
-    private func importItems(
-        _ items: [ImportedItem], into existing: Store.CollectionRecord?, name: String, label: String,
-        times: Store.Times?, password: SecureBytes
-    ) -> Result<DBusValue, SecretServiceError> {
+    /// Writes the items in one transaction (into a new collection with `newKey` when the
+    /// request names none that exists), skipping each that the keyring holds already with the
+    /// same attributes and secret.
+    private func importItems(_ request: ImportRequest, newKey: NewCollectionKey?) -> Result<DBusValue, SecretServiceError> {
+        let (items, existing, name, label, times) = (request.items, request.existing, request.name, request.label, request.times)
         do {
             var created: [Store.ItemRecord] = []
             var skipped = 0
             let (collection, key) = try store.transaction { () throws(StoreError) -> (Store.CollectionRecord, Store.ItemKeys) in
                 let (collection, key): (Store.CollectionRecord, Store.ItemKeys)
-                if let existing, let known = keys[existing.id] {
+                if let existing {
+                    guard let known = keys[existing.id] else { throw .locked }
                     (collection, key) = (existing, known)
+                } else if let newKey {
+                    (collection, key) = try store.createCollection(name: name, label: label, key: newKey, times: times)
                 } else {
-                    (collection, key) = try store.createCollection(
-                        name: name, label: label, password: password, parameters: options.kdf, times: times)
+                    throw .invalidInput("a new keyring needs a password")
                 }
                 for item in items {
                     if try holds(item, in: collection, key: key) {

@@ -5,52 +5,111 @@ import SecretStore
 /// What secretd does with the login password pam_secretd.so hands over (LoginControlSocket).
 /// Every decision about the login keyring at login and at `passwd` is made here; the module
 /// only passes the password. Nothing here logs a password.
+///
+/// Who may do what on the socket (secretd(1), LOGIN): the kernel says whether root's PAM stack
+/// sent a request (``PasswordChecks/Origin/rootLogin``) or a process of the user did.
+/// - UNLOCK: anyone may unlock with the keyring's password (a process of the user through the
+///   keyring's throttle, as on the bus); only root's PAM stack creates the login keyring.
+/// - CHANGE with the old password: anyone who knows it (checked through the throttle).
+/// - CHANGE without the old password (root running `passwd USER`): root's PAM stack only.
 extension Daemon {
-    /// Answers one request; its writes are committed before the reply goes out, so a login
-    /// keyring re-wrapped under a new password is on disk when `passwd` finishes.
-    func handleLoginControl(_ request: LoginControlRequest) -> LoginControlResult {
+    /// Answers one request through `reply`; its writes are committed first, so a login keyring
+    /// re-wrapped under a new password is on disk when `passwd` finishes.
+    func handleLoginControl(
+        _ request: LoginControlRequest, origin: PasswordChecks.Origin, reply: @escaping (LoginControlResult) -> Void
+    ) {
         lastActivity = clock()  // a login is use: lock-after-idle counts from here
-        let result: LoginControlResult
-        switch request {
-        case .ping: return .ok
-        case .unlock(let password): result = openLoginKeyring(with: password)
-        case .change(let old, let new): result = changeLoginPassword(from: old, to: new)
+        if case .ping = request {} else {
+            Log.info("the login socket: \(request.operationName) from \(origin == .rootLogin ? "root's PAM stack" : "a process of the user")")
         }
-        guard store.hasPendingCommit else { return result }
-        return commitPending() ? result : .failed
+        let committed = { [weak self] (result: LoginControlResult) in
+            guard let self, self.store.hasPendingCommit else { return reply(result) }
+            reply(self.commitPending() ? result : .failed)
+        }
+        switch request {
+        case .ping: reply(.ok)
+        case .unlock(let password): openLoginKeyring(with: password, origin: origin, completion: committed)
+        case .change(let old, let new): changeLoginPassword(from: old, to: new, origin: origin, completion: committed)
+        }
     }
 
     /// Unlocks the login keyring with the login password, or creates it (with the `default`
-    /// alias) when there is none. An unlocked keyring stays as it is.
-    func openLoginKeyring(with password: SecureBytes) -> LoginControlResult {
+    /// alias) when there is none and root's PAM stack sent it. An unlocked keyring stays as it is.
+    func openLoginKeyring(
+        with password: SecureBytes, origin: PasswordChecks.Origin, completion: @escaping (LoginControlResult) -> Void
+    ) {
         guard password.count > 0 else {
             Log.warning("an empty login password was handed over; the login keyring is not opened with it")
-            return .failed
+            return completion(.failed)
         }
+        let existing: Store.CollectionRecord?
         do {
-            guard let login = try store.collection(named: Self.loginName) else {
-                try createLoginKeyring(password: password)
-                return .ok
-            }
-            switch unlock(login, password: password, fromLogin: true) {
-            case .success: return .ok
-            case .failure(.accessDenied):
-                Log.warning("the login password does not open the login keyring; it stays locked (secretctl unlock opens it with its own password, secretctl passwd then sets the login password)")
-                return .denied
-            case .failure: return .failed
-            }
+            existing = try store.collection(named: Self.loginName)
         } catch {
             Log.error("cannot open the login keyring: \(error)")
-            return .failed
+            return completion(.failed)
+        }
+        guard let login = existing else {
+            guard origin == .rootLogin else {
+                Log.warning("refused to create the login keyring for a process of the user: a login creates it from the login password")
+                return completion(.failed)
+            }
+            return createLoginKeyring(password: password) { [weak self] created in
+                guard let self else { return }
+                // Another login may have created it meanwhile: then this one unlocks it.
+                if !created, (try? self.store.collection(named: Self.loginName)) != nil {
+                    return self.openLoginKeyring(with: password, origin: origin, completion: completion)
+                }
+                completion(created ? .ok : .failed)
+            }
+        }
+        unlock(login, password: password, origin: origin) { result in
+            switch result {
+            case .success:
+                completion(.ok)
+            case .failure(.accessDenied(let message)):
+                if origin == .rootLogin {
+                    Log.warning("the login password does not open the login keyring; it stays locked (secretctl unlock opens it "
+                                + "with its own password, secretctl passwd then sets the login password)")
+                } else {
+                    Log.warning("a process of the user could not unlock the login keyring on the login socket: \(message)")
+                }
+                completion(.denied)
+            case .failure:
+                completion(.failed)
+            }
         }
     }
 
-    /// Creates the login keyring, unlocked, under `password`, and points `default` at it when no
-    /// alias does; once the daemon serves the bus, the collection is exported and announced.
+    /// Creates the login keyring under `password` (its key derived off the main loop),
+    /// unlocked, and points `default` at it when no alias does; `completion` says whether it did.
+    func createLoginKeyring(password: SecureBytes, completion: @escaping (Bool) -> Void) {
+        let parameters = options.kdf
+        passwordChecks.derive({ Result { () throws(StoreError) in try NewCollectionKey(password: password, parameters: parameters) } }) {
+            [weak self] derived in
+            guard let self else { return }
+            do throws(StoreError) {
+                guard case .success(let made) = derived else { return completion(false) }
+                try self.createLoginKeyring(key: try made.get())
+                completion(true)
+            } catch {
+                Log.error("cannot create the login keyring: \(error)")
+                completion(false)
+            }
+        }
+    }
+
+    /// Creates the login keyring under `password`, deriving its key on this thread (at start,
+    /// before the daemon serves: `--unlock`, the `login-password` credential).
     func createLoginKeyring(password: SecureBytes) throws(StoreError) {
-        let (login, key) = try store.createCollection(
-            name: Self.loginName, label: "Login", password: password, parameters: options.kdf)
-        keys.unlocked(login, with: key, announcing: false)
+        try createLoginKeyring(key: try NewCollectionKey(password: password, parameters: options.kdf))
+    }
+
+    /// Creates the login keyring with a key made beforehand, unlocked, and points `default` at
+    /// it when no alias does; once the daemon serves the bus, the collection is announced.
+    private func createLoginKeyring(key: NewCollectionKey) throws(StoreError) {
+        let (login, itemKeys) = try store.createCollection(name: Self.loginName, label: "Login", key: key)
+        keys.unlocked(login, with: itemKeys, announcing: false)
         if try store.aliases()["default"] == nil { try store.setAlias("default", to: login) }
         Log.info("created the login keyring")
         guard server != nil else { return }
@@ -58,45 +117,75 @@ extension Daemon {
     }
 
     /// The login password changed from `old` to `new`: re-wraps the login keyring under `new`
-    /// if `old` opens it. `old` is empty when the password was set without it (root running
-    /// `passwd USER`): then the keyring is re-wrapped only if it is unlocked now; a locked one
-    /// keeps opening with the previous password, and the log says so.
-    func changeLoginPassword(from old: SecureBytes, to new: SecureBytes) -> LoginControlResult {
-        guard new.count > 0 else { return .failed }
+    /// if `old` opens it. `old` is empty when root set the password without it (`passwd USER`),
+    /// which only root's PAM stack may send: then an unlocked keyring is re-wrapped at once, and
+    /// a locked one keeps `new` in memory and takes it when it is next unlocked (by its previous
+    /// password, a PIN or the TPM) while this secretd runs.
+    func changeLoginPassword(
+        from old: SecureBytes, to new: SecureBytes, origin: PasswordChecks.Origin, completion: @escaping (LoginControlResult) -> Void
+    ) {
+        guard new.count > 0 else { return completion(.failed) }
         let login: Store.CollectionRecord
         do {
             guard let existing = try store.collection(named: Self.loginName) else {
                 Log.info("the login password changed before there was a login keyring; the next login creates it")
-                return .ok
+                return completion(.ok)
             }
             login = existing
         } catch {
-            return .failed
+            return completion(.failed)
         }
-        let itemKeys: Store.ItemKeys
-        if old.count == 0 {
-            guard let key = keys[login.id] else {
-                Log.warning("the login password was set without the old one while the login keyring was locked: "
-                            + "the keyring still opens with the previous password (secretctl unlock, then secretctl passwd)")
-                return .failed
-            }
-            itemKeys = key
-        } else {
-            switch checkPassword(old, of: login, purpose: " (at a login password change)", fromLogin: true) {
-            case .success(let key): itemKeys = key
-            case .failure(.accessDenied):
-                Log.warning("the old login password does not open the login keyring; its password is unchanged")
-                return .denied
-            case .failure: return .failed
+        guard old.count == 0 else {
+            return changePassword(of: login, from: old, to: new) { result in
+                switch result {
+                case .success:
+                    Log.info("the login keyring now opens with the new login password")
+                    completion(.ok)
+                case .failure(.accessDenied):
+                    Log.warning("the old login password does not open the login keyring; its password is unchanged")
+                    completion(.denied)
+                case .failure:
+                    completion(.failed)
+                }
             }
         }
-        do {
-            try store.rewrap(login, keys: itemKeys, to: new, parameters: options.kdf)
-        } catch {
-            Log.error("cannot re-wrap the login keyring: \(error)")
-            return .failed
+        guard origin == .rootLogin else {
+            Log.warning("refused a login password change without the old password from a process of the user: only root's "
+                        + "passwd may set it without the old one; the login keyring's password is unchanged")
+            return completion(.failed)
         }
-        Log.info("the login keyring now opens with the new login password")
-        return .ok
+        guard let itemKeys = keys[login.id] else {
+            loginPasswordSetByRoot = (login.id, new)
+            Log.warning("the login password was set without the old one while the login keyring was locked: it opens with the "
+                        + "previous password until it is next unlocked (secretctl unlock, a PIN or the TPM), then with the new one")
+            return completion(.ok)
+        }
+        rewrap(login, keys: itemKeys, to: new) { result in
+            if case .success = result { Log.info("the login keyring now opens with the new login password") }
+            completion(result.isSuccess ? .ok : .failed)
+        }
+    }
+
+    /// Re-wraps `collection` under the login password root set while it was locked, now that it
+    /// is unlocked (the keys' unlock event calls this).
+    func takeLoginPasswordSetByRoot(_ collection: Store.CollectionRecord) {
+        guard let (collectionID, password) = loginPasswordSetByRoot, collectionID == collection.id,
+            let itemKeys = keys[collection.id]
+        else { return }
+        loginPasswordSetByRoot = nil
+        rewrap(collection, keys: itemKeys, to: password) { result in
+            switch result {
+            case .success: Log.info("the login keyring now opens with the login password root set")
+            case .failure(let error): Log.error("cannot re-wrap the login keyring under the password root set: \(error.message)")
+            }
+        }
+    }
+}
+
+extension Result {
+    /// Whether this is a success.
+    var isSuccess: Bool {
+        if case .success = self { return true }
+        return false
     }
 }

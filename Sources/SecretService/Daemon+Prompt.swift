@@ -95,8 +95,9 @@ extension Daemon {
                 MainLoop.onMainLoop { self.complete(id: id, result: nil) }
                 return
             }
+            let created = MainLoop.awaiting { done in self.createCollection(label: label, password: password, completion: done) }
             MainLoop.onMainLoop {
-                guard case .success(let path) = self.createCollection(label: label, password: password) else {
+                guard case .success(let path) = created else {
                     self.complete(id: id, result: nil)
                     return
                 }
@@ -165,7 +166,9 @@ extension Daemon {
                 return self.unlockDelay(login)
             }
             if wait > 0 { DetachedThread.sleep(seconds: wait) }
-            let verified = MainLoop.onMainLoop { self.verifyLoginPassword(password).flatMap { self.apply(change) } }
+            let verified = MainLoop.awaiting { done in
+                self.verifyLoginPassword(password) { verified in done(verified.flatMap { self.apply(change) }) }
+            }
             switch verified {
             case .success:
                 MainLoop.onMainLoop { self.complete(id: id, result: .boolean(true)) }
@@ -195,13 +198,13 @@ extension Daemon {
             MainLoop.onMainLoop { self.complete(id: id, result: nil) }
             return
         }
+        let changed = MainLoop.awaiting { done in self.changePassword(of: collection, from: old, to: new, completion: done) }
         MainLoop.onMainLoop {
-            do {
-                try self.store.changePassword(collection, from: old, to: new, parameters: self.options.kdf)
-                Log.info("changed the password of the \(collection.name) keyring")
+            switch changed {
+            case .success:
                 self.complete(id: id, result: .string(""))
-            } catch {
-                Log.warning("the password of the \(collection.name) keyring was not changed: \(error)")
+            case .failure(let refusal):
+                Log.warning("the password of the \(collection.name) keyring was not changed: \(refusal.message)")
                 self.complete(id: id, result: nil)
             }
         }
@@ -225,7 +228,7 @@ extension Daemon {
             }
             let wait = MainLoop.onMainLoop { self.unlockDelay(collection) }
             if wait > 0 { DetachedThread.sleep(seconds: wait) }
-            switch MainLoop.onMainLoop({ self.unlockWithPIN(pin) }) {
+            switch MainLoop.awaiting({ done in self.unlockWithPIN(pin, completion: done) }) {
             case .success: return true
             case .failure(let failure): error = failure.message
             }
@@ -248,7 +251,7 @@ extension Daemon {
                 // Honour the wait after wrong passwords here, on the prompt's thread.
                 let wait = MainLoop.onMainLoop { self.unlockDelay(collection) }
                 if wait > 0 { DetachedThread.sleep(seconds: wait) }
-                let result = MainLoop.onMainLoop { self.unlock(collection, password: password) }
+                let result = MainLoop.awaiting { done in self.unlock(collection, password: password, completion: done) }
                 switch result {
                 case .success: return true
                 case .failure(let failure): error = failure.message

@@ -8,76 +8,84 @@ import SecretStore
 import DBusValues
 
 extension Daemon {
-    func handleQuickUnlock(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+    /// The QuickUnlock1 interface, for unconfined clients outside a sandbox (its rule); the PIN
+    /// methods answer once their key derivation, off the main loop, is done.
+    func handleQuickUnlock(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
         let args = call.arguments
         switch call.method {
         case "SetPin":
-            return decodeSecret(args[0], from: call.sender).flatMap { password, _ in
-                decodeSecret(args[1], from: call.sender).flatMap { pin, _ in setPIN(pin, password: password) }
-            }.map { .tuple([]) }
+            switch decodeSecret(args[0], from: call.sender).flatMap({ password, _ in
+                decodeSecret(args[1], from: call.sender).map { pin, _ in (password, pin) }
+            }) {
+            case .failure(let problem): reply(.failure(problem))
+            case .success(let (password, pin)): setPIN(pin, password: password) { reply($0.map { .tuple([]) }) }
+            }
         case "ClearPin":
             let wasSet = quickUnlock.collectionID != nil
             quickUnlock.clear()
             if wasSet { Log.info("cleared the PIN of the login keyring") }
-            return .success(.tuple([.boolean(wasSet)]))
+            reply(.success(.tuple([.boolean(wasSet)])))
         case "UnlockWithPin":
-            return decodeSecret(args[0], from: call.sender).flatMap { pin, _ in unlockWithPIN(pin) }.map { .tuple([]) }
+            switch decodeSecret(args[0], from: call.sender) {
+            case .failure(let problem): reply(.failure(problem))
+            case .success(let (pin, _)): unlockWithPIN(pin) { reply($0.map { .tuple([]) }) }
+            }
         case "GetPinStatus":
-            return .success(.tuple([.boolean(quickUnlock.collectionID != nil), .uint32(UInt32(quickUnlock.triesLeft))]))
+            reply(.success(.tuple([.boolean(quickUnlock.collectionID != nil), .uint32(UInt32(quickUnlock.triesLeft))])))
         default:
-            return .failure(.noSuchObject("no method \(call.method)"))
+            reply(.failure(.noSuchObject("no method \(call.method)")))
         }
     }
 
     /// Sets the PIN of the login keyring, once `password` proves the person knows its password
-    /// (with the same waits after wrong passwords as unlocking): whoever sits at an unlocked
-    /// session must not be able to choose a PIN of their own.
-    private func setPIN(_ pin: SecureBytes, password: SecureBytes) -> Result<Void, SecretServiceError> {
+    /// (through the keyring's throttle): whoever sits at an unlocked session must not be able
+    /// to choose a PIN of their own.
+    private func setPIN(_ pin: SecureBytes, password: SecureBytes, completion: @escaping (Result<Void, SecretServiceError>) -> Void) {
         guard KeychainLimits.pinLength.contains(pin.count) else {
-            return .failure(.invalidArgs("a PIN has \(KeychainLimits.pinLength.lowerBound) to \(KeychainLimits.pinLength.upperBound) characters"))
+            return completion(.failure(.invalidArgs(
+                "a PIN has \(KeychainLimits.pinLength.lowerBound) to \(KeychainLimits.pinLength.upperBound) characters")))
         }
         guard let login = try? store.collection(named: Self.loginName) else {
-            return .failure(.failed("there is no login keyring to set a PIN for"))
+            return completion(.failure(.failed("there is no login keyring to set a PIN for")))
         }
-        return checkPassword(password, of: login, purpose: " (setting a PIN)").flatMap { itemKeys in
-            do {
-                guard let master = itemKeys.master else { return .failure(.isLocked("the keyring is locked")) }
-                try quickUnlock.set(pin: pin, key: master, collectionID: login.id)
-            } catch {
-                return .failure(.failed("cannot seal the PIN slot"))
+        checkPassword(password, of: login, purpose: " (setting a PIN)") { [weak self] checked in
+            guard let self else { return }
+            guard case .success(let itemKeys) = checked, let master = itemKeys.master else {
+                if case .failure(let refusal) = checked { return completion(.failure(refusal)) }
+                return completion(.failure(.isLocked("the keyring is locked")))
             }
-            Log.info("set a PIN for the login keyring (in memory until secretd stops)")
-            return .success(())
+            let parameters = self.quickUnlock.pinParameters
+            self.passwordChecks.derive({ try? QuickUnlock.sealing(master, under: pin, collectionID: login.id, parameters: parameters) }) {
+                [weak self] sealed in
+                guard let self else { return }
+                switch sealed {
+                case .failure(let refusal): completion(.failure(refusal))
+                case .success(nil): completion(.failure(.failed("cannot seal the PIN slot")))
+                case .success(let slot?):
+                    self.quickUnlock.set(slot)
+                    Log.info("set a PIN for the login keyring (in memory until secretd stops)")
+                    completion(.success(()))
+                }
+            }
         }
     }
 
-    /// Unlocks the login keyring with `pin`; a wrong PIN waits as a wrong password does, and
-    /// the last allowed wrong PIN ends the slot.
-    func unlockWithPIN(_ pin: SecureBytes) -> Result<Void, SecretServiceError> {
+    /// Unlocks the login keyring with `pin` through ``PasswordChecks``: a wrong PIN waits as a
+    /// wrong password does, and the last allowed wrong PIN ends the slot.
+    func unlockWithPIN(_ pin: SecureBytes, completion: @escaping (Result<Void, SecretServiceError>) -> Void) {
         guard let collectionID = quickUnlock.collectionID,
             let login = ((try? store.collections()) ?? []).first(where: { $0.id == collectionID })
-        else { return .failure(.notSupported("no PIN is set; unlock with the password")) }
-        guard isLocked(login) else { return .success(()) }
-        let source = PasswordThrottle.Source(collectionID: login.id, fromLogin: false)
-        let wait = passwordThrottle.wait(for: source)
-        if wait > 0 { return .failure(.accessDenied("too many wrong PINs or passwords; try again in \(Int(wait.rounded(.up))) s")) }
-        switch quickUnlock.open(pin: pin) {
-        case .success(let master):
-            passwordThrottle.succeeded(collectionID: login.id)
-            guard let itemKeys = try? Store.ItemKeys(master: master) else { return .failure(.failed("cannot derive the keyring's keys")) }
-            keys.unlocked(login, with: itemKeys)
-            Log.info("unlocked the \(login.name) keyring with the PIN")
-            return .success(())
-        case .failure(.wrongPIN(let left)):
-            let count = passwordThrottle.failed(source)
-            Log.warning("wrong PIN for the \(login.name) keyring (attempt \(count), \(left) left)")
-            return .failure(.accessDenied("the PIN is wrong; \(left) \(left == 1 ? "try" : "tries") left"))
-        case .failure(.exhausted):
-            _ = passwordThrottle.failed(source)
-            Log.warning("\(QuickUnlock.allowedFailures) wrong PINs: the PIN no longer unlocks the \(login.name) keyring, only its password")
-            return .failure(.accessDenied("too many wrong PINs; the PIN is gone, unlock with the password"))
-        case .failure(.noPIN):
-            return .failure(.notSupported("no PIN is set; unlock with the password"))
+        else { return completion(.failure(.notSupported("no PIN is set; unlock with the password"))) }
+        guard isLocked(login) else { return completion(.success(())) }
+        passwordChecks.open(login, withPIN: pin, slot: quickUnlock) { [weak self] opened in
+            guard let self else { return }
+            completion(opened.flatMap { master in
+                guard self.isLocked(login) else { return .success(()) }
+                guard let itemKeys = try? Store.ItemKeys(master: master) else { return .failure(.failed("cannot derive the keyring's keys")) }
+                self.keys.unlocked(login, with: itemKeys)
+                Log.info("unlocked the \(login.name) keyring with the PIN")
+                return .success(())
+            })
         }
     }
 

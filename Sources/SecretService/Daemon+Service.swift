@@ -168,96 +168,146 @@ extension Daemon {
 
     // MARK: - gnome-keyring extension
 
-    func handleGnomeExtension(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+    /// gnome-keyring's extension; its password methods answer once the key derivation, which
+    /// runs off the main loop (``PasswordChecks``), is done.
+    func handleGnomeExtension(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
         let args = call.arguments
         switch call.method {
         case "UnlockWithMasterPassword":
             guard let path = args[0].objectPath, let collection = collection(at: path) else {
-                return .failure(.noSuchObject("no collection \(args[0])"))
+                return reply(.failure(.noSuchObject("no collection \(args[0])")))
             }
-            return decodeSecret(args[1], from: call.sender).flatMap { password, _ in
-                unlock(collection, password: password).map { .tuple([]) }
+            switch decodeSecret(args[1], from: call.sender) {
+            case .failure(let problem): reply(.failure(problem))
+            case .success(let (password, _)): unlock(collection, password: password) { reply($0.map { .tuple([]) }) }
             }
         case "CreateWithMasterPassword":
-            guard let properties = args[0].variantMap else { return .failure(.invalidArgs("a{sv} expected")) }
+            guard let properties = args[0].variantMap else { return reply(.failure(.invalidArgs("a{sv} expected"))) }
             guard let label = properties[SecretServiceNames.Property.collectionLabel].map(\.string) ?? "Keyring" else {
-                return .failure(.invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)"))
+                return reply(.failure(.invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)")))
             }
-            return decodeSecret(args[1], from: call.sender).flatMap { password, _ in
-                createCollection(label: label, password: password).map { .tuple([.objectPath($0)]) }
+            switch decodeSecret(args[1], from: call.sender) {
+            case .failure(let problem): reply(.failure(problem))
+            case .success(let (password, _)): createCollection(label: label, password: password) { reply($0.map { .tuple([.objectPath($0)]) }) }
             }
         case "ChangeWithMasterPassword":
             guard let path = args[0].objectPath, let collection = collection(at: path) else {
-                return .failure(.noSuchObject("no collection \(args[0])"))
+                return reply(.failure(.noSuchObject("no collection \(args[0])")))
             }
-            return decodeSecret(args[1], from: call.sender).flatMap { original, _ in
-                decodeSecret(args[2], from: call.sender).flatMap { master, _ in
-                    guard collection.name != Self.sessionName else { return .failure(.invalidArgs("the session keyring has no password")) }
-                    do {
-                        try store.changePassword(collection, from: original, to: master, parameters: options.kdf)
-                        Log.info("changed the password of the \(collection.name) keyring")
-                        return .success(.tuple([]))
-                    } catch {
-                        if (error as? StoreError) == .wrongPassword {
-                            return .failure(.accessDenied("the original password is wrong"))
-                        }
-                        return .failure(storeFailure(error))
-                    }
+            guard collection.name != Self.sessionName else { return reply(.failure(.invalidArgs("the session keyring has no password"))) }
+            switch decodeSecret(args[1], from: call.sender).flatMap({ original, _ in
+                decodeSecret(args[2], from: call.sender).map { master, _ in (original, master) }
+            }) {
+            case .failure(let problem): reply(.failure(problem))
+            case .success(let (original, master)):
+                changePassword(of: collection, from: original, to: master) { result in
+                    reply(result.map { .tuple([]) }.mapError { error in
+                        error == .accessDenied("the password is wrong") ? .accessDenied("the original password is wrong") : error
+                    })
                 }
             }
         case "ChangeWithPrompt":
             guard let path = args[0].objectPath, let collection = collection(at: path), collection.name != Self.sessionName else {
-                return .failure(.noSuchObject("no collection \(args[0]) with a password"))
+                return reply(.failure(.noSuchObject("no collection \(args[0]) with a password")))
             }
-            return addPrompt(Prompt(owner: call.sender, action: .changePassword(collection))).map { .tuple([.objectPath($0)]) }
+            reply(addPrompt(Prompt(owner: call.sender, action: .changePassword(collection))).map { .tuple([.objectPath($0)]) })
         default:
-            return .failure(.noSuchObject("no method \(call.method)"))
+            reply(.failure(.noSuchObject("no method \(call.method)")))
         }
     }
 
-    /// Unlocks `collection` with `password`; wrong passwords make the next attempt wait longer
-    /// (1 s, 2 s, 4 s … up to 60 s) and change nothing. `fromLogin`: the password came from
-    /// pam_secretd.so, whose attempts wait apart from the clients' (``PasswordThrottle``).
-    func unlock(_ collection: Store.CollectionRecord, password: SecureBytes, fromLogin: Bool = false) -> Result<Void, SecretServiceError> {
-        if !isLocked(collection) { return .success(()) }
-        return checkPassword(password, of: collection, fromLogin: fromLogin).map { key in
-            keys.unlocked(collection, with: key)
-            Log.info("unlocked the \(collection.name) keyring")
+    /// Unlocks `collection` with `password` through ``PasswordChecks`` (one throttle per
+    /// keyring, the derivation off the main loop); `completion` runs on the main loop. An
+    /// unlocked collection stays as it is.
+    func unlock(
+        _ collection: Store.CollectionRecord, password: SecureBytes, origin: PasswordChecks.Origin = .client,
+        completion: @escaping (Result<Void, SecretServiceError>) -> Void
+    ) {
+        if !isLocked(collection) { return completion(.success(())) }
+        passwordChecks.open(collection, with: password, origin: origin) { [weak self] result in
+            guard let self else { return }
+            completion(result.map { key in
+                guard self.isLocked(collection) else { return }  // unlocked meanwhile
+                self.keys.unlocked(collection, with: key)
+                Log.info("unlocked the \(collection.name) keyring")
+            })
         }
     }
 
-    /// Unwraps `collection`'s master key (its item keys) with `password`, refusing while the wait after earlier
-    /// wrong passwords from the same source runs; a wrong password makes the next wait longer
-    /// (1 s, 2 s, 4 s … up to 60 s). `purpose` ends the log line of a wrong password.
+    /// Re-wraps `collection`'s master key under `new` once `old` opens it (both derivations off
+    /// the main loop, the first through the keyring's throttle).
+    func changePassword(
+        of collection: Store.CollectionRecord, from old: SecureBytes, to new: SecureBytes,
+        completion: @escaping (Result<Void, SecretServiceError>) -> Void
+    ) {
+        guard new.count > 0 else { return completion(.failure(.invalidArgs("the new password is empty"))) }
+        passwordChecks.open(collection, with: old, origin: .client, purpose: " (changing its password)") { [weak self] opened in
+            switch opened {
+            case .failure(let refusal): completion(.failure(refusal))
+            case .success(let itemKeys): self?.rewrap(collection, keys: itemKeys, to: new, completion: completion)
+            }
+        }
+    }
+
+    /// Wraps the master key of `keys` (`collection`'s, unlocked) under `password`, the
+    /// derivation off the main loop; the store then holds the new wrapping.
+    func rewrap(
+        _ collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys, to password: SecureBytes,
+        completion: @escaping (Result<Void, SecretServiceError>) -> Void
+    ) {
+        guard let master = itemKeys.master else { return completion(.failure(.isLocked("the keyring is locked"))) }
+        let (parameters, uuid) = (options.kdf, collection.uuid)
+        passwordChecks.derive({ Result { () throws(StoreError) in
+            try WrappedKey(wrapping: master, under: password, parameters: parameters, uuid: uuid)
+        } }) { [weak self] derived in
+            guard let self else { return }
+            completion(derived.flatMap { made in
+                made.mapError { SecretServiceError(storeFailure: $0) }.flatMap { wrapped in
+                    do {
+                        try self.store.setWrappedKey(of: collection, to: wrapped)
+                        // A password set since root's change wins over it.
+                        if self.loginPasswordSetByRoot?.collectionID == collection.id { self.loginPasswordSetByRoot = nil }
+                        Log.info("changed the password of the \(collection.name) keyring")
+                        return .success(())
+                    } catch {
+                        return .failure(self.storeFailure(error))
+                    }
+                }
+            })
+        }
+    }
+
+    /// Checks `password` against `collection`'s through ``PasswordChecks`` without unlocking
+    /// it: its item keys, for what needs them (a PIN, a TPM slot, a policy change).
     func checkPassword(
-        _ password: SecureBytes, of collection: Store.CollectionRecord, purpose: String = "", fromLogin: Bool = false
-    ) -> Result<Store.ItemKeys, SecretServiceError> {
-        let source = PasswordThrottle.Source(collectionID: collection.id, fromLogin: fromLogin)
-        let wait = passwordThrottle.wait(for: source)
-        if wait > 0 {
-            return .failure(.accessDenied("too many wrong passwords; try again in \(Int(wait.rounded(.up))) s"))
-        }
-        do {
-            let key = try store.unlock(collection, password: password)
-            passwordThrottle.succeeded(collectionID: collection.id)
-            return .success(key)
-        } catch .wrongPassword {
-            let count = passwordThrottle.failed(source)
-            Log.warning("wrong password for the \(collection.name) keyring (attempt \(count))\(purpose)")
-            return .failure(.accessDenied("the password is wrong"))
-        } catch {
-            return .failure(storeFailure(error))
-        }
+        _ password: SecureBytes, of collection: Store.CollectionRecord, purpose: String = "",
+        completion: @escaping (Result<Store.ItemKeys, SecretServiceError>) -> Void
+    ) {
+        passwordChecks.open(collection, with: password, origin: .client, purpose: purpose, completion: completion)
     }
 
-    /// Seconds until the next password attempt of a client on `collection` is accepted.
+    /// Seconds until a client may try a password on `collection` again.
     func unlockDelay(_ collection: Store.CollectionRecord) -> TimeInterval {
-        passwordThrottle.wait(for: PasswordThrottle.Source(collectionID: collection.id, fromLogin: false))
+        passwordChecks.wait(for: collection)
     }
 
-    /// Creates an unlocked collection with a name made from `label`; returns its path.
-    func createCollection(label: String, password: SecureBytes) -> Result<String, SecretServiceError> {
-        guard label.utf8.count <= KeychainLimits.textSize else { return .failure(.invalidArgs("the label is too long")) }
+    /// Creates an unlocked collection with a name made from `label` (its key derived off the
+    /// main loop); `completion` gets its path.
+    func createCollection(label: String, password: SecureBytes, completion: @escaping (Result<String, SecretServiceError>) -> Void) {
+        guard label.utf8.count <= KeychainLimits.textSize else { return completion(.failure(.invalidArgs("the label is too long"))) }
+        guard password.count > 0 else { return completion(.failure(.invalidArgs("a new keyring needs a password"))) }
+        let parameters = options.kdf
+        passwordChecks.derive({ Result { () throws(StoreError) in try NewCollectionKey(password: password, parameters: parameters) } }) {
+            [weak self] derived in
+            guard let self else { return }
+            completion(derived.flatMap { made in
+                made.mapError { SecretServiceError(storeFailure: $0) }.flatMap { self.createCollection(label: label, key: $0) }
+            })
+        }
+    }
+
+    /// Creates an unlocked collection with a name made from `label` and a key made beforehand.
+    private func createCollection(label: String, key: NewCollectionKey) -> Result<String, SecretServiceError> {
         do {
             var name = ObjectPaths.name(fromLabel: label)
             var suffix = 2
@@ -265,8 +315,8 @@ extension Daemon {
                 name = ObjectPaths.name(fromLabel: label) + "_\(suffix)"
                 suffix += 1
             }
-            let (collection, key) = try store.createCollection(name: name, label: label, password: password, parameters: options.kdf)
-            keys.unlocked(collection, with: key, announcing: false)
+            let (collection, itemKeys) = try store.createCollection(name: name, label: label, key: key)
+            keys.unlocked(collection, with: itemKeys, announcing: false)
             let path = ObjectPaths.collection(name)
             announceNewCollection(path)
             return .success(path)
@@ -282,17 +332,6 @@ extension Daemon {
 
     /// The D-Bus error for a store failure; the detail is logged, not sent.
     func storeFailure(_ error: StoreError) -> SecretServiceError {
-        switch error {
-        case .notFound: return .noSuchObject("no such object")
-        case .invalidInput(let message): return .invalidArgs(message)
-        case .wrongPassword: return .accessDenied("the password is wrong")
-        case .locked: return .isLocked("the keyring is locked")
-        case .corrupted:
-            Log.error("storage error: \(error)")
-            return .failed("the item's stored data is damaged and cannot be opened; see secretd's log")
-        default:
-            Log.error("storage error: \(error)")
-            return .incomplete
-        }
+        SecretServiceError(storeFailure: error)
     }
 }

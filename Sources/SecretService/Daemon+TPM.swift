@@ -56,13 +56,23 @@ extension Daemon {
         guard let login = try? store.collection(named: Self.loginName) else {
             return reply(.failure(.failed("there is no login keyring to enroll")))
         }
-        let checked = decodeSecret(call.arguments[1], from: call.sender).flatMap { password, _ in
-            checkPassword(password, of: login, purpose: " (enrolling the TPM)")
+        switch decodeSecret(call.arguments[1], from: call.sender) {
+        case .failure(let problem): reply(.failure(problem))
+        case .success(let (password, _)):
+            checkPassword(password, of: login, purpose: " (enrolling the TPM)") { [weak self] checked in
+                guard case .success(let itemKeys) = checked, let master = itemKeys.master else {
+                    if case .failure(let error) = checked { return reply(.failure(error)) }
+                    return reply(.failure(.isLocked("the keyring is locked")))
+                }
+                self?.enrollTPM(login, master: master, pcrs: pcrs, reply: reply)
+            }
         }
-        guard case .success(let itemKeys) = checked, let master = itemKeys.master else {
-            if case .failure(let error) = checked { return reply(.failure(error)) }
-            return reply(.failure(.isLocked("the keyring is locked")))
-        }
+    }
+
+    /// Seals `master`, the login keyring's key, to the TPM on a thread of its own.
+    private func enrollTPM(
+        _ login: Store.CollectionRecord, master: SecureBytes, pcrs: [Int], reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) {
         let (tcti, directory) = (options.configuration.tpmTCTI, options.dataDirectory)
         Self.onTPMThread({ () -> Result<TPMSlot, TPMSlot.Failure> in
             Result { () throws(TPMSlot.Failure) -> TPMSlot in

@@ -62,8 +62,9 @@ public final class Daemon: BusHandler {
     let sessions = SessionRegistry(limit: Limits.sessionsPerClient)
     /// The prompts clients have open.
     let prompts = PromptRegistry(limit: Limits.promptsPerClient)
-    /// The waits after wrong passwords.
-    var passwordThrottle: PasswordThrottle
+    /// Every password and PIN check and key derivation: one throttle per keyring, one at a
+    /// time, off the main loop.
+    let passwordChecks: PasswordChecks
     /// The clock the waits after wrong passwords and `lock-after-idle` are measured on.
     let clock: () -> Date
     /// When a client last called the daemon (for `lock-after-idle`), on ``clock``.
@@ -91,6 +92,9 @@ public final class Daemon: BusHandler {
     private var logindSignals: LogindSignals?
     /// The socket pam_secretd.so hands the login password to, once started.
     private var loginControl: LoginControlSocket?
+    /// The login password root set without the old one while the login keyring was locked: the
+    /// keyring takes it when it is next unlocked (Daemon+LoginControl). In memory only.
+    var loginPasswordSetByRoot: (collectionID: Int64, password: SecureBytes)?
 
     /// What ``recentItem`` keeps: no secret, only what an unlocked item's properties show.
     struct ItemDescription {
@@ -109,15 +113,16 @@ public final class Daemon: BusHandler {
         try self.init(options: options, clock: PasswordClock.now)
     }
 
-    /// The same, on `clock` (in-process tests move it by hand).
-    init(options: Options, clock: @escaping () -> Date) throws(StoreError) {
+    /// The same, on `clock`, with key derivations run by `offLoop` (in-process tests move the
+    /// clock by hand and derive in place).
+    init(options: Options, clock: @escaping () -> Date, offLoop: OffLoop = .thread) throws(StoreError) {
         self.options = options
         self.clock = clock
         lastActivity = clock()
-        passwordThrottle = PasswordThrottle(now: clock)
         quickUnlock = QuickUnlock(parameters: options.kdf)
         dataLock = try Self.lockDataDirectory(options)
         store = try Store(directory: options.dataDirectory)
+        passwordChecks = PasswordChecks(store: store, clock: clock, offLoop: offLoop)
         try resetSessionCollection()
         // A bad policy at start leaves the empty one: named groups are closed to everyone.
         reloadPolicy(reason: "at start")
@@ -188,8 +193,9 @@ public final class Daemon: BusHandler {
         busServer.watchDisconnects { [weak self] name in self?.clientDisconnected(name) }
         let busName = options.busName
         if busName == SecretServiceNames.busName {
-            loginControl = LoginControlSocket(runtimeDirectory: options.runtimeDirectory) { [weak self] request in
-                self?.handleLoginControl(request) ?? .failed
+            loginControl = LoginControlSocket(runtimeDirectory: options.runtimeDirectory) { [weak self] request, origin, reply in
+                guard let self else { return reply(.failed) }
+                self.handleLoginControl(request, origin: origin, reply: reply)
             }
         }
         MainLoop.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
@@ -219,6 +225,7 @@ public final class Daemon: BusHandler {
         server = endpoint
         store.groupsCommits = true
         keys.announce = { [weak self] collection, locked in
+            if !locked { self?.takeLoginPasswordSetByRoot(collection) }
             self?.syncLockChanged(collection, locked: locked)
             self?.server.emitPropertiesChanged(
                 path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
@@ -413,9 +420,6 @@ public final class Daemon: BusHandler {
     private func perform(_ call: MethodCall, on target: AdmittedTarget) -> Result<DBusValue, SecretServiceError> {
         switch (target, call.interface) {
         case (.service, Introspection.service): return handleService(call)
-        case (.service, Introspection.gnomeExtension): return handleGnomeExtension(call)
-        case (.service, Introspection.accessGroups): return handleAccessGroups(call)
-        case (.service, Introspection.importing): return handleImport(call)
         case (.collection(let collection), Introspection.collection): return handleCollection(call, collection)
         case (.item(let item, let collection), Introspection.item): return handleItem(call, item, collection)
         case (.session(let id), Introspection.session):
@@ -423,7 +427,6 @@ public final class Daemon: BusHandler {
             return .success(.tuple([]))
         case (.prompt(let id), Introspection.prompt): return handlePrompt(call, id: id)
         case (.service, Introspection.appKeys): return handleAppKeys(call)
-        case (.service, Introspection.quickUnlock): return handleQuickUnlock(call)
         case (.service, Introspection.tpm): return handleTPM(call)
         case (.service, Introspection.locking):
             lockAll(reason: "on request", keepingAfterFirstUnlock: false)
@@ -445,6 +448,10 @@ public final class Daemon: BusHandler {
         case (.portal, Introspection.portalSecret): retrieveSecret(call, reply: reply)
         case (.service, Introspection.tpm): enrollTPM(call, reply: reply)
         case (.service, Introspection.sync): handleSync(call, reply: reply)
+        case (.service, Introspection.gnomeExtension): handleGnomeExtension(call, reply: reply)
+        case (.service, Introspection.quickUnlock): handleQuickUnlock(call, reply: reply)
+        case (.service, Introspection.accessGroups): handleAccessGroups(call, reply: reply)
+        case (.service, Introspection.importing): handleImport(call, reply: reply)
         default: reply(perform(call, on: target))
         }
     }

@@ -105,6 +105,28 @@ enum MainLoop {
         return result!
     }
 
+    /// Starts `start` on the loop and waits until it hands its completion a value (on the loop,
+    /// now or later): for threads other than the loop's (prompt conversations) that need
+    /// something the loop works out without blocking (a password check). Never call it from
+    /// the loop itself.
+    static func awaiting<T>(_ start: @escaping (_ completion: @escaping (T) -> Void) -> Void) -> T {
+        let answer = Answer<T>()
+        onMainLoop {
+            start { value in
+                guard answer.value == nil else { return }
+                answer.value = value
+                answer.done.signal()
+            }
+        }
+        answer.done.wait()
+        return answer.value!
+    }
+
+    private final class Answer<T>: @unchecked Sendable {
+        var value: T?
+        let done = DispatchSemaphore(value: 0)
+    }
+
     private final class CrossThreadCall: @unchecked Sendable {
         let body: () -> Void
         let done = DispatchSemaphore(value: 0)

@@ -47,16 +47,17 @@ enum Introspection {
             Method(name: "WhoAmI", rule: .anyClient, results: [
                 Argument(name: "identity", type: "s"), Argument(name: "groups", type: "as"),
                 Argument(name: "default_group", type: "s"), Argument(name: "confined", type: "b"),
-            ]),
-            Method(name: "GetPolicy", rule: .unconfined, results: [Argument(name: "groups", type: "a(sbas)"), Argument(name: "apps", type: "a{sas}")]),
+            ], repliesLater: true),
+            Method(name: "GetPolicy", rule: .unconfined, results: [Argument(name: "groups", type: "a(sbas)"), Argument(name: "apps", type: "a{sas}")],
+                   repliesLater: true),
             Method(name: "AddMember", rule: .unconfined, arguments: [
                 Argument(name: "group", type: "s"), Argument(name: "identity", type: "s"),
                 Argument(name: "login_password", type: secret),
-            ], results: [Argument(name: "prompt", type: "o")]),
+            ], results: [Argument(name: "prompt", type: "o")], repliesLater: true),
             Method(name: "RemoveMember", rule: .unconfined, arguments: [
                 Argument(name: "group", type: "s"), Argument(name: "identity", type: "s"),
                 Argument(name: "login_password", type: secret),
-            ], results: [Argument(name: "prompt", type: "o")]),
+            ], results: [Argument(name: "prompt", type: "o")], repliesLater: true),
         ]),
         BusInterface(name: appKeys, methods: [
             Method(name: "List", rule: .unconfined, results: [Argument(name: "keys", type: "a(sst)")]),
@@ -100,10 +101,12 @@ enum Introspection {
             ], repliesLater: true),
         ]),
         BusInterface(name: quickUnlock, methods: [
-            Method(name: "SetPin", rule: .unconfined, arguments: [Argument(name: "login_password", type: secret), Argument(name: "pin", type: secret)]),
-            Method(name: "ClearPin", rule: .unconfined, results: [Argument(name: "was_set", type: "b")]),
-            Method(name: "UnlockWithPin", rule: .unconfined, arguments: [Argument(name: "pin", type: secret)]),
-            Method(name: "GetPinStatus", rule: .unconfined, results: [Argument(name: "set", type: "b"), Argument(name: "tries_left", type: "u")]),
+            Method(name: "SetPin", rule: .unconfined, arguments: [Argument(name: "login_password", type: secret), Argument(name: "pin", type: secret)],
+                   repliesLater: true),
+            Method(name: "ClearPin", rule: .unconfined, results: [Argument(name: "was_set", type: "b")], repliesLater: true),
+            Method(name: "UnlockWithPin", rule: .unconfined, arguments: [Argument(name: "pin", type: secret)], repliesLater: true),
+            Method(name: "GetPinStatus", rule: .unconfined, results: [Argument(name: "set", type: "b"), Argument(name: "tries_left", type: "u")],
+                   repliesLater: true),
         ]),
         BusInterface(name: portalSecret, methods: [
             Method(name: "RetrieveSecret", rule: .portalFrontend, arguments: [
@@ -120,7 +123,7 @@ enum Introspection {
                 Argument(name: "master", type: secret), Argument(name: "items", type: "a(a{sv}\(secret))"),
             ], results: [
                 Argument(name: "collection", type: "o"), Argument(name: "imported", type: "u"), Argument(name: "skipped", type: "u"),
-            ]),
+            ], repliesLater: true),
         ]),
         BusInterface(name: service, methods: [
             Method(name: "OpenSession", rule: .anyClient, arguments: [Argument(name: "algorithm", type: "s"), Argument(name: "input", type: "v")],
@@ -147,11 +150,13 @@ enum Introspection {
         BusInterface(name: gnomeExtension, methods: [
             Method(name: "ChangeWithMasterPassword", rule: .unconfined, arguments: [
                 Argument(name: "collection", type: "o"), Argument(name: "original", type: secret), Argument(name: "master", type: secret),
-            ]),
-            Method(name: "ChangeWithPrompt", rule: .unconfined, arguments: [Argument(name: "collection", type: "o")], results: [Argument(name: "prompt", type: "o")]),
+            ], repliesLater: true),
+            Method(name: "ChangeWithPrompt", rule: .unconfined, arguments: [Argument(name: "collection", type: "o")], results: [Argument(name: "prompt", type: "o")],
+                   repliesLater: true),
             Method(name: "CreateWithMasterPassword", rule: .unconfined, arguments: [Argument(name: "attributes", type: "a{sv}"), Argument(name: "master", type: secret)],
-                   results: [Argument(name: "collection", type: "o")]),
-            Method(name: "UnlockWithMasterPassword", rule: .anyClient, arguments: [Argument(name: "collection", type: "o"), Argument(name: "master", type: secret)]),
+                   results: [Argument(name: "collection", type: "o")], repliesLater: true),
+            Method(name: "UnlockWithMasterPassword", rule: .anyClient, arguments: [Argument(name: "collection", type: "o"), Argument(name: "master", type: secret)],
+                   repliesLater: true),
         ]),
         BusInterface(name: collection, methods: [
             Method(name: "Delete", rule: .unconfined, results: [Argument(name: "prompt", type: "o")]),

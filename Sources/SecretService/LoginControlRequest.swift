@@ -13,6 +13,15 @@ public enum LoginControlRequest {
     /// Nothing: a connection that only starts secretd.
     case ping
 
+    /// The operation's name in login-control.h, for the log (never a password).
+    public var operationName: String {
+        switch self {
+        case .unlock: return "UNLOCK"
+        case .change(let old, _): return old.count == 0 ? "CHANGE without the old password" : "CHANGE"
+        case .ping: return "PING"
+        }
+    }
+
     /// Why a frame was refused (never containing its bytes).
     public enum ParseError: Error, Equatable {
         /// Fewer bytes than the frame says, or than its header needs, so far.

@@ -10,9 +10,14 @@ import SecretCrypto
 /// itself. Only connections from secretd's own uid are answered; each carries one request,
 /// gets one reply and is closed, and one that has not sent its request within the protocol's
 /// timeout is closed without a reply. Runs on the main loop. The only file with socket calls.
+///
+/// Who sent a request: the kernel attaches the real uid of the sending process to each byte
+/// (SO_PASSCRED). A request whose every byte came from real uid 0 is root's PAM stack (the
+/// module's helper keeps its real uid 0 until it has sent, pam_secretd(8)), the
+/// ``PasswordChecks/Origin/rootLogin``; any other is a process of the user.
 final class LoginControlSocket {
-    /// What the socket does with a request; returns the reply.
-    typealias Handler = (LoginControlRequest) -> LoginControlResult
+    /// What the socket does with a request, sent by `origin`; calls `reply` once, now or later.
+    typealias Handler = (LoginControlRequest, PasswordChecks.Origin, _ reply: @escaping (LoginControlResult) -> Void) -> Void
 
     /// Connections served at once; more are closed at once (left in the listen queue, they would
     /// keep the listener readable and the main loop spinning).
@@ -32,7 +37,14 @@ final class LoginControlSocket {
         var header: [UInt8] = []
         var frame: SecureBytes?
         var filled = 0
+        /// The real uids the kernel named as senders of what arrived (-1: none named).
+        var senders: Set<Int64> = []
+        /// Whether the request went to the handler, which replies.
+        var answering = false
         init(fd: Int32) { self.fd = fd }
+
+        /// Who sent the request: root's PAM stack when real uid 0 sent every byte of it.
+        var origin: PasswordChecks.Origin { senders == [0] ? .rootLogin : .client }
     }
 
     /// Takes the socket systemd passed, or else listens at the path under `runtimeDirectory`;
@@ -66,6 +78,10 @@ final class LoginControlSocket {
             }
             listener = fd
             boundPath = path
+        }
+        if keychain_pass_credentials(listener) != 0 {
+            Log.warning("cannot ask for the senders' credentials on the login socket: \(String(cString: strerror(errno))); "
+                        + "every login is taken for a process of the user")
         }
         listenerWatch = MainLoop.watch(fd: listener) { [weak self] in
             self?.acceptWaiting()
@@ -131,6 +147,7 @@ final class LoginControlSocket {
                 Glibc.close(fd)
                 continue
             }
+            _ = keychain_pass_credentials(fd)
             let connection = Connection(fd: fd)
             connections[fd] = connection
             connection.watch = MainLoop.watch(fd: fd) { [weak self, weak connection] in
@@ -139,7 +156,9 @@ final class LoginControlSocket {
             }
             MainLoop.after(seconds: Double(SECRETD_CONTROL_TIMEOUT_SECONDS)) { [weak self, weak connection] in
                 guard let self, let connection, self.connections[connection.fd] === connection else { return }
-                Log.warning("a login control client sent no complete request in \(SECRETD_CONTROL_TIMEOUT_SECONDS) s; closed")
+                Log.warning(connection.answering
+                    ? "a login control request was not answered in \(SECRETD_CONTROL_TIMEOUT_SECONDS) s (its client has given up); closed"
+                    : "a login control client sent no complete request in \(SECRETD_CONTROL_TIMEOUT_SECONDS) s; closed")
                 self.finish(connection, reply: nil)
             }
         }
@@ -150,8 +169,10 @@ final class LoginControlSocket {
         while true {
             if connection.frame == nil {
                 var bytes = [UInt8](repeating: 0, count: 4 - connection.header.count)
-                let got = Glibc.read(connection.fd, &bytes, bytes.count)
+                var sender: Int64 = -1
+                let got = keychain_read_with_sender(connection.fd, &bytes, bytes.count, &sender)
                 guard got > 0 else { return readFailed(connection, got) }
+                connection.senders.insert(sender)
                 connection.header += bytes[0..<got]
                 guard let length = connection.header.withUnsafeBytes({ LoginControlRequest.announcedLength($0) }) else { continue }
                 guard length >= 8, length <= LoginControlRequest.maximumFrameLength else {
@@ -165,18 +186,29 @@ final class LoginControlSocket {
                 connection.filled = 4
             }
             guard let frame = connection.frame else { return false }
-            let got = frame.withMutableBytes { Glibc.read(connection.fd, $0.baseAddress! + connection.filled, $0.count - connection.filled) }
+            var sender: Int64 = -1
+            let got = frame.withMutableBytes {
+                keychain_read_with_sender(connection.fd, $0.baseAddress! + connection.filled, $0.count - connection.filled, &sender)
+            }
             guard got > 0 else { return readFailed(connection, got) }
+            connection.senders.insert(sender)
             connection.filled += got
             guard connection.filled == frame.count else { continue }
-            let reply: LoginControlResult
+            let request: LoginControlRequest
             do {
-                reply = handler(try frame.withBytes { (bytes) throws(LoginControlRequest.ParseError) in try LoginControlRequest.parse(bytes) })
+                request = try frame.withBytes { (bytes) throws(LoginControlRequest.ParseError) in try LoginControlRequest.parse(bytes) }
             } catch {
                 Log.warning("a login control request was refused: \(error)")
-                reply = .failed
+                finish(connection, reply: .failed)
+                return false
             }
-            finish(connection, reply: reply)
+            connection.frame = nil  // wiped; the request holds its own copies
+            connection.answering = true
+            MainLoop.removeWatch(connection.watch)
+            handler(request, connection.origin) { [weak self, weak connection] reply in
+                guard let self, let connection else { return }
+                self.finish(connection, reply: reply)
+            }
             return false
         }
     }
@@ -191,12 +223,14 @@ final class LoginControlSocket {
     /// Sends `reply` (if any) and closes the connection; the frame's secure memory is wiped as
     /// it is released.
     private func finish(_ connection: Connection, reply: LoginControlResult?) {
-        guard connections.removeValue(forKey: connection.fd) != nil else { return }
+        // Only the connection itself: once closed, its descriptor number may be another one's.
+        guard connections[connection.fd] === connection else { return }
+        connections[connection.fd] = nil
         if let reply {
             let frame = reply.frame
             _ = frame.withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
-        MainLoop.removeWatch(connection.watch)
+        if !connection.answering { MainLoop.removeWatch(connection.watch) }
         connection.frame = nil
         Glibc.close(connection.fd)
     }

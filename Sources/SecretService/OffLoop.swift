@@ -8,6 +8,12 @@ struct OffLoop: Sendable {
     /// Runs `work` off the loop, then `done` with its result on the loop.
     private let start: @Sendable (_ name: String, _ work: @escaping @Sendable () -> Void, _ done: @escaping () -> Void) -> Void
 
+    /// An off-loop runner that starts each piece of work (named for its thread) with `start`,
+    /// which must run `done` on the main loop after `work` (tests keep the work to run it later).
+    init(start: @escaping @Sendable (_ name: String, _ work: @escaping @Sendable () -> Void, _ done: @escaping () -> Void) -> Void) {
+        self.start = start
+    }
+
     /// A thread of its own per piece of work; `done` runs on the main loop.
     static let thread = OffLoop { name, work, done in
         let back = UncheckedBox(done)

@@ -31,6 +31,8 @@ final class QuickUnlock {
     }
 
     private var slot: Slot?
+    /// Changes each time a slot is put in place, so that an attempt at an older one counts for nothing.
+    private var generation = 0
     /// The Argon2id cost of deriving the PIN's key.
     private let parameters: KDFParameters
 
@@ -45,24 +47,70 @@ final class QuickUnlock {
     /// Tries left before the slot is gone (0 when no PIN is set).
     var triesLeft: Int { slot.map { Self.allowedFailures - $0.failures } ?? 0 }
 
-    /// Seals `key` (collection `collectionID`'s master key) under `pin`, replacing any slot.
-    func set(pin: SecureBytes, key: SecureBytes, collectionID: Int64) throws(CryptoError) {
+    /// A PIN slot sealed beforehand (``sealing(_:under:collectionID:parameters:)``, on another
+    /// thread), to put in place.
+    struct SealedSlot: Sendable {
+        fileprivate var collectionID: Int64
+        fileprivate var salt: [UInt8]
+        fileprivate var sealed: SecureBytes
+    }
+
+    /// Seals `key` (collection `collectionID`'s master key) under `pin`; any thread.
+    static func sealing(_ key: SecureBytes, under pin: SecureBytes, collectionID: Int64, parameters: KDFParameters)
+        throws(CryptoError) -> SealedSlot
+    {
         let salt = Gcrypt.randomBytes(count: 16)
         let pinKey = try pin.withBytes { bytes throws(CryptoError) in try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters) }
         let sealed = try key.withBytes { bytes throws(CryptoError) in
             try Gcrypt.seal(bytes, key: pinKey, associatedData: Self.associatedData(collectionID))
         }
-        slot = Slot(collectionID: collectionID, salt: salt, sealed: SecureBytes(sealed))
+        return SealedSlot(collectionID: collectionID, salt: salt, sealed: SecureBytes(sealed))
     }
 
-    /// The master key, when `pin` is right; a wrong one counts against the slot.
-    func open(pin: SecureBytes) -> Result<SecureBytes, Failure> {
-        guard var current = slot else { return .failure(.noPIN) }
-        let opened: SecureBytes? = try? pin.withBytes { bytes throws(CryptoError) -> SecureBytes in
-            let pinKey = try Gcrypt.argon2id(password: bytes, salt: current.salt, parameters: parameters)
-            let sealed = current.sealed.withBytes { Array($0) }
-            return try Gcrypt.open(sealed, key: pinKey, associatedData: Self.associatedData(current.collectionID))
+    /// The Argon2id cost of a PIN's key.
+    var pinParameters: KDFParameters { parameters }
+
+    /// Puts `sealed` in place, replacing any slot.
+    func set(_ sealed: SealedSlot) {
+        generation += 1
+        slot = Slot(collectionID: sealed.collectionID, salt: sealed.salt, sealed: sealed.sealed)
+    }
+
+    /// Seals `key` (collection `collectionID`'s master key) under `pin`, replacing any slot, on
+    /// this thread.
+    func set(pin: SecureBytes, key: SecureBytes, collectionID: Int64) throws(CryptoError) {
+        set(try Self.sealing(key, under: pin, collectionID: collectionID, parameters: parameters))
+    }
+
+    /// What trying a PIN needs, taken from the slot on the main loop and used on another
+    /// thread (``Attempt/open(with:)``); nil when no PIN is set.
+    struct Attempt: Sendable {
+        fileprivate let generation: Int
+        fileprivate let collectionID: Int64
+        fileprivate let salt: [UInt8]
+        fileprivate let sealed: SecureBytes
+        fileprivate let parameters: KDFParameters
+
+        /// The master key when `pin` is the slot's; nil when it is not. Any thread.
+        func open(with pin: SecureBytes) -> SecureBytes? {
+            try? pin.withBytes { bytes throws(CryptoError) -> SecureBytes in
+                let pinKey = try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
+                let sealedBytes = sealed.withBytes { Array($0) }
+                return try Gcrypt.open(sealedBytes, key: pinKey, associatedData: QuickUnlock.associatedData(collectionID))
+            }
         }
+    }
+
+    /// An attempt at the slot as it is now.
+    func attempt() -> Attempt? {
+        slot.map { Attempt(generation: generation, collectionID: $0.collectionID, salt: $0.salt, sealed: $0.sealed, parameters: parameters) }
+    }
+
+    /// Records how `attempt` went (`opened`: the master key it gave, nil for a wrong PIN); a
+    /// wrong PIN counts against the slot. An attempt at a slot that was replaced or cleared
+    /// meanwhile counts for nothing and is `noPIN`.
+    func record(_ attempt: Attempt, opened: SecureBytes?) -> Result<SecureBytes, Failure> {
+        guard var current = slot, attempt.generation == generation else { return .failure(.noPIN) }
         if let opened {
             current.failures = 0
             slot = current
@@ -77,13 +125,20 @@ final class QuickUnlock {
         return .failure(.wrongPIN(left: Self.allowedFailures - current.failures))
     }
 
+    /// The master key, when `pin` is right; a wrong one counts against the slot. On this thread.
+    func open(pin: SecureBytes) -> Result<SecureBytes, Failure> {
+        guard let attempt = attempt() else { return .failure(.noPIN) }
+        return record(attempt, opened: attempt.open(with: pin))
+    }
+
     /// Forgets the slot.
     func clear() {
+        generation += 1
         slot = nil
     }
 
     /// What the sealed key is bound to: its purpose and its collection.
-    private static func associatedData(_ collectionID: Int64) -> [UInt8] {
+    fileprivate static func associatedData(_ collectionID: Int64) -> [UInt8] {
         Array("secretd quick unlock \(collectionID)".utf8)
     }
 }

@@ -1,4 +1,5 @@
 import KeychainCore
+import SecretStore
 
 /// Errors returned to D-Bus callers; each has the name clients match on.
 public enum SecretServiceError: Error, Equatable {
@@ -61,6 +62,24 @@ public enum SecretServiceError: Error, Equatable {
             .unknownMethod(let message), .unknownInterface(let message), .unknownProperty(let message),
             .propertyReadOnly(let message), .failed(let message):
             return message
+        }
+    }
+}
+
+extension SecretServiceError {
+    /// The error a client gets when the store failed; the detail is logged, not sent.
+    init(storeFailure error: StoreError) {
+        switch error {
+        case .notFound: self = .noSuchObject("no such object")
+        case .invalidInput(let message): self = .invalidArgs(message)
+        case .wrongPassword: self = .accessDenied("the password is wrong")
+        case .locked: self = .isLocked("the keyring is locked")
+        case .corrupted:
+            Log.error("storage error: \(error)")
+            self = .failed("the item's stored data is damaged and cannot be opened; see secretd's log")
+        default:
+            Log.error("storage error: \(error)")
+            self = .incomplete
         }
     }
 }

@@ -140,36 +140,50 @@ public final class Store {
     }
 
     /// Creates a collection whose fresh random master key is wrapped by `password`; returns it
-    /// with its keys (it is unlocked).
+    /// with its keys (it is unlocked). Derives the password's key on this thread.
     public func createCollection(
         name: String, label: String, password: SecureBytes, parameters: KDFParameters = .standard,
         times: Times? = nil
     ) throws(StoreError) -> (CollectionRecord, ItemKeys) {
         guard !name.isEmpty else { throw .invalidInput("collection name is empty") }
         if try collection(named: name) != nil { throw .invalidInput("a collection named '\(name)' exists") }
-        let uuid = Gcrypt.randomBytes(count: 16)
-        let masterKey = Gcrypt.randomKey()
-        let salt = Gcrypt.randomBytes(count: 16)
-        let wrapped = try wrap(masterKey, password: password, salt: salt, parameters: parameters, uuid: uuid)
+        return try createCollection(
+            name: name, label: label, key: try NewCollectionKey(password: password, parameters: parameters), times: times)
+    }
+
+    /// Creates a collection with a key made beforehand (``NewCollectionKey``, on another thread);
+    /// returns it with its keys (it is unlocked).
+    public func createCollection(
+        name: String, label: String, key: NewCollectionKey, times: Times? = nil
+    ) throws(StoreError) -> (CollectionRecord, ItemKeys) {
+        guard !name.isEmpty else { throw .invalidInput("collection name is empty") }
+        if try collection(named: name) != nil { throw .invalidInput("a collection named '\(name)' exists") }
         let now = Self.now()
         let created = times?.created ?? now
         let modified = times?.modified ?? now
         forgetCollections()
+        let wrapped = key.wrapped
         try database.insert([
-            CollectionColumn.name: .text(name), .uuid: .blob(uuid), .label: .text(label), .created: .integer(Int64(created)),
-            .modified: .integer(Int64(modified)), .kdfSalt: .blob(salt), .kdfIterations: .integer(Int64(parameters.iterations)),
-            .kdfMemoryKiB: .integer(Int64(parameters.memoryKiB)), .kdfLanes: .integer(Int64(parameters.lanes)),
-            .wrappedKey: .blob(wrapped),
+            CollectionColumn.name: .text(name), .uuid: .blob(key.uuid), .label: .text(label), .created: .integer(Int64(created)),
+            .modified: .integer(Int64(modified)), .kdfSalt: .blob(wrapped.salt),
+            .kdfIterations: .integer(Int64(wrapped.parameters.iterations)),
+            .kdfMemoryKiB: .integer(Int64(wrapped.parameters.memoryKiB)), .kdfLanes: .integer(Int64(wrapped.parameters.lanes)),
+            .wrappedKey: .blob(wrapped.bytes),
         ])
         let record = CollectionRecord(
-            id: database.lastInsertID, name: name, label: label, created: created, modified: modified, uuid: uuid)
-        return (record, try ItemKeys(master: masterKey))
+            id: database.lastInsertID, name: name, label: label, created: created, modified: modified, uuid: key.uuid)
+        return (record, try ItemKeys(master: key.masterKey))
     }
 
     /// Unwraps the collection's master key with `password`, and returns the keys of its items;
-    /// `.wrongPassword` when it does not fit. Items from before schema version 2 get their
-    /// access group recorded on the way.
+    /// `.wrongPassword` when it does not fit. Derives the password's key on this thread (the
+    /// daemon uses ``passwordLock(of:)`` and ``unlock(_:master:)`` to do that elsewhere).
     public func unlock(_ collection: CollectionRecord, password: SecureBytes) throws(StoreError) -> ItemKeys {
+        try unlock(collection, master: try passwordLock(of: collection).open(with: password))
+    }
+
+    /// What locks the collection's master key, to open on another thread.
+    public func passwordLock(of collection: CollectionRecord) throws(StoreError) -> PasswordLock {
         let stored = try database.firstRow(Self.wrappedKey, [.integer(collection.id)]) { row in
             (salt: row.blob(.kdfSalt), iterations: row.integer(.kdfIterations), memory: row.integer(.kdfMemoryKiB),
              lanes: row.integer(.kdfLanes), wrapped: row.blob(.wrappedKey))
@@ -180,22 +194,13 @@ public final class Store {
         guard let parameters = KDFParameters(
             checkingIterations: Int(iterations), memoryKiB: Int(memory), lanes: Int(lanes))
         else { throw .corrupted("the collection's key derivation parameters are out of range") }
-        guard password.count > 0 else { throw .wrongPassword }
-        let kek = try StoreError.fromCrypto { () throws(CryptoError) in
-            try password.withBytes { (bytes) throws(CryptoError) in
-                try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
-            }
-        }
-        let key: SecureBytes
-        do {
-            key = try Gcrypt.open(wrapped, key: kek, associatedData: Self.keyAssociatedData(collection.uuid))
-        } catch {
-            // A wrong password and a tampered wrapped key look the same to GCM.
-            if error == .authenticationFailed { throw .wrongPassword }
-            throw StoreError(error)
-        }
-        guard key.count == Gcrypt.keyLength else { throw .corrupted("wrapped key has the wrong size") }
-        let keys = try ItemKeys(master: key)
+        return PasswordLock(uuid: collection.uuid, wrapped: WrappedKey(salt: salt, parameters: parameters, bytes: wrapped))
+    }
+
+    /// The keys of the collection's items from its master key (``PasswordLock/open(with:)``).
+    /// Items from before schema version 2 get their access group recorded on the way.
+    public func unlock(_ collection: CollectionRecord, master: SecureBytes) throws(StoreError) -> ItemKeys {
+        let keys = try ItemKeys(master: master)
         try assignAccessGroups(in: collection, keys: keys)
         return keys
     }
@@ -213,20 +218,27 @@ public final class Store {
     }
 
     /// Wraps the master key of `keys`, the collection's keys while it is unlocked, under
-    /// `newPassword` (new salt): a password change without the old password.
+    /// `newPassword` (new salt): a password change without the old password. Derives the new
+    /// password's key on this thread.
     public func rewrap(
         _ collection: CollectionRecord, keys: ItemKeys, to newPassword: SecureBytes,
         parameters: KDFParameters = .standard
     ) throws(StoreError) {
         guard let masterKey = keys.master else { throw .locked }
         guard newPassword.count > 0 else { throw .invalidInput("the new password is empty") }
-        let salt = Gcrypt.randomBytes(count: 16)
-        let wrapped = try wrap(masterKey, password: newPassword, salt: salt, parameters: parameters, uuid: collection.uuid)
+        try setWrappedKey(
+            of: collection,
+            to: try WrappedKey(wrapping: masterKey, under: newPassword, parameters: parameters, uuid: collection.uuid))
+    }
+
+    /// Replaces the collection's wrapped master key (made on another thread with
+    /// ``PasswordLock/rewrapping(_:under:parameters:)``): its password changes, nothing else.
+    public func setWrappedKey(of collection: CollectionRecord, to wrapped: WrappedKey) throws(StoreError) {
         forgetCollections()
         try database.update(
-            [CollectionColumn.kdfSalt: .blob(salt), .kdfIterations: .integer(Int64(parameters.iterations)),
-             .kdfMemoryKiB: .integer(Int64(parameters.memoryKiB)), .kdfLanes: .integer(Int64(parameters.lanes)),
-             .wrappedKey: .blob(wrapped), .modified: .integer(Int64(Self.now()))],
+            [CollectionColumn.kdfSalt: .blob(wrapped.salt), .kdfIterations: .integer(Int64(wrapped.parameters.iterations)),
+             .kdfMemoryKiB: .integer(Int64(wrapped.parameters.memoryKiB)), .kdfLanes: .integer(Int64(wrapped.parameters.lanes)),
+             .wrappedKey: .blob(wrapped.bytes), .modified: .integer(Int64(Self.now()))],
             where: .id, is: .integer(collection.id))
     }
 
@@ -542,20 +554,6 @@ public final class Store {
         }
     }
 
-    private func wrap(
-        _ masterKey: SecureBytes, password: SecureBytes, salt: [UInt8], parameters: KDFParameters, uuid: [UInt8]
-    ) throws(StoreError) -> [UInt8] {
-        guard password.count > 0 else { throw .invalidInput("the password is empty") }
-        return try StoreError.fromCrypto { () throws(CryptoError) in
-            let kek = try password.withBytes { (bytes) throws(CryptoError) in
-                try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
-            }
-            return try masterKey.withBytes { (bytes) throws(CryptoError) in
-                try Gcrypt.seal(bytes, key: kek, associatedData: Self.keyAssociatedData(uuid))
-            }
-        }
-    }
-
     /// Bytes of an index key: 64 bits make an accidental match between two of a user's
     /// attributes about as likely as a disk error.
     static let attributeKeySize = 8
@@ -582,11 +580,6 @@ public final class Store {
     /// Associated data binding a sealed item to its collection and row.
     static func itemAssociatedData(_ uuid: [UInt8], _ id: Int64) -> [UInt8] {
         Array("secretd-item-v1".utf8) + uuid + withUnsafeBytes(of: id.bigEndian) { Array($0) }
-    }
-
-    /// Associated data binding a wrapped master key to its collection.
-    static func keyAssociatedData(_ uuid: [UInt8]) -> [UInt8] {
-        Array("secretd-collection-key-v1".utf8) + uuid
     }
 
     static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970) }

@@ -236,7 +236,50 @@ struct PAMModuleTests: SecretServiceCalls {
         #expect(daemon.log.contains("the login keyring now opens with the new login password"), "\(daemon.log)")
     }
 
-    @Test("the forked helper talks as the user: uids and gids the user's, no groups, not traceable",
+    @Test("the socket as the user's own processes see it: they cannot set the login password without the old one; root's passwd (the module's helper) can, and a locked keyring takes it at its next unlock",
+          .enabled(if: getuid() == 0, "needs root to run secretd as another user"))
+    func passwordWithoutOldOneIsRoots() throws {
+        let fixture = try SecretdFixture(otherUsers: true)
+        let runtime = fixture.root.appendingPathComponent("run")
+        for directory in [fixture.dataDirectory, fixture.configDirectory, runtime] {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            #expect(chown(directory.path, Self.nobody, Self.nobody) == 0)
+        }
+        let daemon = try SupervisedProcess(
+            Self.asNobody + [SecretdFixture.secretdPath, "--foreground", "--data-dir", fixture.dataDirectory.path,
+                             "--config-dir", fixture.configDirectory.path],
+            environment: fixture.environment, logURL: fixture.root.appendingPathComponent("secretd-nobody.log"))
+        defer { daemon.stop() }
+        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
+        let stack = try PAMStack(fixture: fixture, user: "nobody")
+        // A process of nobody's cannot create the login keyring over the socket; a login does.
+        let socket = controlSocket(fixture)
+        let client = Self.asNobody + ["/usr/bin/python3", "-c", LoginControlTests.client, socket]
+        #expect(try fixture.run(client + [LoginControlTests.unlock("chosen")]).text == "2\n")
+        let absent = try lockedAsNobody(fixture)
+        #expect(absent.contains("no collection"), "\(absent)")
+        #expect(try stack.login("first-password").status == 0)
+        #expect(try lockedAsNobody(fixture) == "b false")
+        // Nobody's own process: refused, whether the keyring is unlocked or not.
+        #expect(try fixture.run(client + [LoginControlTests.change("", "attacker")]).text == "2\n")
+        #expect(daemon.log.contains("refused a login password change without the old password from a process of the user"))
+        let secretctl = Self.asNobody + [SecretdFixture.secretdPath.replacingOccurrences(of: "/secretd", with: "/secretctl")]
+        #expect(try fixture.run(secretctl + ["lock"]).status == 0)
+        #expect(try fixture.run(client + [LoginControlTests.change("", "attacker")]).text == "2\n")
+        #expect(try fixture.run(secretctl + ["unlock", "--password-stdin"], input: "attacker").status != 0)
+        // Root's passwd for nobody while the keyring is locked: it takes the new password when
+        // it is next unlocked, with the one it has.
+        #expect(try stack.changePassword(old: nil, new: "root-set").status == 0)
+        #expect(try lockedAsNobody(fixture) == "b true")
+        usleep(1_100_000)  // the attacker's wrong password above made the next try wait 1 s
+        let opened = try fixture.run(secretctl + ["unlock", "--password-stdin"], input: "first-password")
+        #expect(opened.status == 0, "\(opened.errorOutput)")
+        #expect(daemon.logs("the login keyring now opens with the login password root set"), "\(daemon.log)")
+        #expect(try fixture.run(secretctl + ["lock"]).status == 0)
+        #expect(try fixture.run(secretctl + ["unlock", "--password-stdin"], input: "root-set").status == 0)
+    }
+
+    @Test("the forked helper talks as the user: the user's gids and effective uid, no groups, not traceable; run by root, it sends as real uid 0, then drops root for good",
           .enabled(if: getuid() == 0, "needs root to run a listener as another user"))
     func helperCredentials() throws {
         let listener = try Listener(user: Self.nobody)
@@ -246,7 +289,7 @@ struct PAMModuleTests: SecretServiceCalls {
         #expect(try listener.connections(1) == [
             Listener.Connection(
                 bytes: 26, operation: 1, arguments: ["login-password"], uid: "65534 65534 65534 65534",
-                gid: "65534 65534 65534 65534", groups: "", memOwner: 0),
+                gid: "65534 65534 65534 65534", groups: "", memOwner: 0, senders: [0]),
         ])
     }
 
@@ -534,6 +577,8 @@ extension PAMModuleTests {
             var groups: String? = nil
             /// The owner of the sender's /proc/PID/mem: root when the sender is not dumpable.
             var memOwner: UInt32? = nil
+            /// The real uids the kernel named as senders of the request's bytes (SO_PASSCRED).
+            var senders: [UInt32]? = nil
         }
 
         let root: URL
@@ -545,6 +590,7 @@ extension PAMModuleTests {
         static let script = #"""
             import json, os, socket, struct, sys
             server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
             server.bind(sys.argv[1])
             server.listen(8)
             print("listening", flush=True)
@@ -553,9 +599,12 @@ extension PAMModuleTests {
                 connection, _ = server.accept()
                 kept.append(connection)
                 pid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
-                data = b""
+                data, senders = b"", set()
                 while len(data) < 4 or len(data) < struct.unpack(">I", data[:4])[0]:
-                    chunk = connection.recv(65536)
+                    chunk, ancillary, _, _ = connection.recvmsg(65536, socket.CMSG_SPACE(12))
+                    for level, kind, payload in ancillary:
+                        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                            senders.add(struct.unpack("3i", payload)[1])
                     if not chunk:
                         break
                     data += chunk
@@ -566,6 +615,14 @@ extension PAMModuleTests {
                         size = struct.unpack(">I", data[offset:offset + 4])[0]
                         seen["arguments"].append(data[offset + 4:offset + 4 + size].decode())
                         offset += 4 + size
+                    seen["senders"] = sorted(senders)
+                    # The sender says it has sent everything (after dropping root, if it kept it): look at it then.
+                    connection.settimeout(5)
+                    try:
+                        connection.recv(1)
+                    except socket.timeout:
+                        pass
+                    connection.settimeout(None)
                     status = dict(line.split(":", 1) for line in open("/proc/%d/status" % pid).read().splitlines())
                     for key in ("Uid", "Gid", "Groups"):
                         seen[key.lower()] = " ".join(status[key].split())
