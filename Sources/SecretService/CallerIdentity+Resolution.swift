@@ -95,12 +95,21 @@ extension CallerIdentity {
         return nil
     }
 
-    /// The canonical path of the process's executable (`/proc/PID/exe`).
-    private static func executable(_ directory: String) -> String? {
+    /// The canonical path of the process's executable (`/proc/PID/exe`), as it was when the
+    /// process started it: a program replaced or removed on disk while it runs (a package
+    /// upgrade writes the new file and renames it over the old) shows as `PATH (deleted)`, and
+    /// is still named by PATH, so that an `[app]` entry keeps confining it. The suffix is taken
+    /// off only when the file really has no name left (no links), never from a file whose name
+    /// ends that way.
+    static func executable(_ directory: String) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = readlink(directory + "/exe", &buffer, buffer.count - 1)
         guard length > 0 else { return nil }
-        return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let path = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let suffix = " (deleted)"
+        var status = stat()
+        guard path.hasSuffix(suffix), stat(directory + "/exe", &status) == 0, status.st_nlink == 0 else { return path }
+        return String(path.dropLast(suffix.count))
     }
 
     /// A small text file of /proc (at most 64 KiB), or nil.

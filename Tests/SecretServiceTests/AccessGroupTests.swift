@@ -379,6 +379,74 @@ import Testing
         #expect(daemon.log.contains("refused a call from uid 65534"))
     }
 
+    /// The Debian Python, copied to `path`: a program of its own name to secretd, that runs the
+    /// D-Bus clients of scripts/dbus-clients.
+    func copyPython(to path: String) throws {
+        try ExecutableFile.copy(URL(fileURLWithPath: "/usr/bin/python3").resolvingSymlinksInPath().path, to: path)
+    }
+
+    /// What `identity-probe.py` printed.
+    struct Probe: Decodable {
+        var identity: String
+        var confined: Bool
+        var items: [String]
+    }
+
+    @Test("a confined app whose program is replaced on disk while it runs (a package upgrade: a new file renamed over it) is still confined: named by the path it was started from")
+    func replacedExecutableStaysConfined() throws {
+        let setup = try Setup(tools: [])
+        let app = setup.bin.appendingPathComponent("app").path
+        try copyPython(to: app)
+        try setup.writePolicy("[app \"exe:\(app)\"]\ngroups = com.example.app\n")
+        let daemon = try setup.fixture.start()
+        defer { daemon.stop() }
+        #expect(try setup.fixture.run(["secret-tool", "store", "--label=x", "service", "probe"], input: "default-secret").status == 0)
+        let go = setup.fixture.root.appendingPathComponent("go").path
+        let script = DBusClients.directory.appendingPathComponent("identity-probe.py").path
+        let probe = try SupervisedProcess(
+            [app, "-B", script, go, "probe"], environment: setup.fixture.environment,
+            logURL: setup.fixture.root.appendingPathComponent("probe.log"))
+        defer { probe.stop() }
+        #expect(waitUntil {
+            guard let pid = probe.helperPID else { return false }
+            return (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == app
+        })
+        // The upgrade, as dpkg does it: the new file beside the old, renamed over it.
+        try copyPython(to: app + ".dpkg-new")
+        #expect(rename(app + ".dpkg-new", app) == 0)
+        let pid = try #require(probe.helperPID)
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == app + " (deleted)")
+        #expect(FileManager.default.createFile(atPath: go, contents: nil))
+        #expect(probe.waitForExit(timeout: 60) == 0, "\(probe.log)")
+        let seen = try JSONDecoder().decode(Probe.self, from: Data(try #require(probe.log.split(separator: "\n").last).utf8))
+        #expect(seen.identity == "exe:\(app)" && seen.confined, "\(probe.log)")
+        #expect(seen.items.isEmpty, "a confined app saw the default group's item")
+    }
+
+    @Test("exec after connecting: a connection is named by what the process that opened it runs at its first call, so a process that execs a member while its child keeps the connection gets the member's groups (a residual risk, secretd(1))")
+    func execAfterConnect() throws {
+        let setup = try Setup(tools: ["alpha"])
+        let app = setup.bin.appendingPathComponent("app").path
+        let member = setup.bin.appendingPathComponent("member").path
+        try copyPython(to: app)
+        try ExecutableFile.copy("/bin/sleep", to: member)
+        try setup.writePolicy("""
+            [group "com.example.secret"]
+            member = exe:\(member)
+            member = \(setup.identity("alpha"))
+            [app "exe:\(app)"]
+            groups = com.example.app
+            """)
+        let daemon = try setup.fixture.start()
+        defer { daemon.stop() }
+        #expect(try setup.run("alpha", ["set", "--group", "com.example.secret", "probe", "alice"], input: "group-secret").status == 0)
+        let script = DBusClients.directory.appendingPathComponent("identity-probe.py").path
+        let result = try setup.fixture.run([app, "-B", script, "--exec-after-connect", member, "probe"])
+        let line = try #require(result.text.split(separator: "\n").last, "\(result.errorOutput)")
+        let seen = try JSONDecoder().decode(Probe.self, from: Data(line.utf8))
+        #expect(seen.identity == "exe:\(member)" && !seen.confined && seen.items.count == 1, "\(result.text)")
+    }
+
     @Test("PID reuse: a process that started after the call arrived is never taken for the caller")
     func pidReuse() throws {
         let before = CallerIdentity.ticksSinceBoot()
