@@ -7,6 +7,10 @@ package enum KeychainLimits {
     package static let textSize = 64 * 1024
     /// The most attributes an item may have.
     package static let attributeCount = 256
+    /// The most bytes an item's attributes may take, names and values together: attributes
+    /// are for finding an item, and each write hashes and indexes them all (secretd refuses
+    /// more, so that one client's writes cannot hold the others up).
+    package static let attributeBytes = 64 * 1024
     /// The longest keyring password read from a terminal or standard input, in bytes; the
     /// login control protocol's SECRETD_CONTROL_MAX_PASSWORD is the same (LoginControlTests
     /// checks it).

@@ -1,5 +1,6 @@
 public import FoundationEssentials
 package import KeychainCore
+public import SecretStore
 
 /// The settings read from `secretd.conf` (see secretd.conf(5)).
 ///
@@ -36,6 +37,11 @@ public struct Configuration: Equatable, Sendable {
     /// How often a synced keyring syncs when nothing changes locally (`secretctl sync`), in
     /// seconds; 300 by default. Local changes sync a few seconds after they are made.
     public var syncInterval: Int = 300
+
+    /// How much one program (a caller's identity) may store: its items (`quota-items`, 200,000
+    /// by default) and their sealed bytes (`quota-bytes`, 1 GiB); and how large the database
+    /// file may grow (`quota-database`, 4 GiB).
+    public var quota = Store.Quota(items: 200_000, bytes: 1 << 30, databaseBytes: 4 << 30)
 
     /// The defaults.
     public init() {}
@@ -91,6 +97,17 @@ public struct Configuration: Equatable, Sendable {
                     throw ConfigurationError(file: file, line: index + 1, message: "sync-interval takes a number of seconds, at least 1")
                 }
                 configuration.syncInterval = seconds
+            case "quota-items":
+                guard let count = Int(parts[1]), count >= 1 else {
+                    throw ConfigurationError(file: file, line: index + 1, message: "quota-items takes a number of items, at least 1")
+                }
+                configuration.quota.items = count
+            case "quota-bytes", "quota-database":
+                guard let bytes = Self.size(parts[1]), bytes >= 1 else {
+                    throw ConfigurationError(
+                        file: file, line: index + 1, message: "\(parts[0]) takes a size in bytes, or with K, M or G (1024-based): 512M")
+                }
+                if parts[0] == "quota-bytes" { configuration.quota.bytes = bytes } else { configuration.quota.databaseBytes = bytes }
             case "portal-frontends":
                 let names = parts[1].split(separator: ",", omittingEmptySubsequences: false)
                 let frontends = names.compactMap { CallerIdentity(parsing: $0.trimmingWhitespace) }
@@ -107,6 +124,18 @@ public struct Configuration: Equatable, Sendable {
             }
         }
         return configuration
+    }
+}
+
+extension Configuration {
+    /// A size written as a number of bytes, optionally followed by K, M or G (powers of 1024).
+    static func size(_ text: String) -> Int? {
+        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        guard let last = text.last else { return nil }
+        let (digits, unit) = units[last].map { (text.dropLast(), $0) } ?? (Substring(text), 1)
+        guard let number = Int(digits), number >= 0 else { return nil }
+        let (bytes, overflow) = number.multipliedReportingOverflow(by: unit)
+        return overflow ? nil : bytes
     }
 }
 

@@ -74,13 +74,14 @@ extension Daemon {
                 where access == .full {
                     let existing = try store.readItem(candidate, in: collection, keys: key)
                     guard existing.attributes == attributes else { continue }
-                    let updated = try store.updateItem(candidate, in: collection, keys: key, contents: contents)
+                    let updated = try store.updateItem(candidate, in: collection, keys: key, contents: contents, within: quota)
                     let path = ObjectPaths.item(collection.name, candidate.id)
                     announceChanged(candidate, to: updated, label: label, attributes: attributes, in: collection)
                     return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
                 }
             }
-            let item = try store.createItem(in: collection, keys: key, contents: contents)
+            let creator = try? caller(sender).get().identity.description
+            let item = try store.createItem(in: collection, keys: key, contents: contents, creator: creator, within: quota)
             let path = ObjectPaths.item(collection.name, item.id)
             announceCreated(item, in: collection)
             return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
@@ -97,6 +98,9 @@ extension Daemon {
         }
         if attributes.contains(where: { $0.key.utf8.count > KeychainLimits.textSize || $0.value.utf8.count > KeychainLimits.textSize }) {
             return .invalidArgs("attribute names and values must be at most \(KeychainLimits.textSize) bytes")
+        }
+        if attributes.reduce(0, { $0 + $1.key.utf8.count + $1.value.utf8.count }) > KeychainLimits.attributeBytes {
+            return .invalidArgs("an item's attributes may take at most \(KeychainLimits.attributeBytes) bytes, names and values together")
         }
         return nil
     }

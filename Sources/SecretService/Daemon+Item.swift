@@ -51,7 +51,7 @@ extension Daemon {
             if let problem = Self.checkItemText(label: contents.label, attributes: contents.attributes) {
                 return .failure(problem)
             }
-            let updated = try store.updateItem(item, in: collection, keys: itemKeys, contents: contents)
+            let updated = try store.updateItem(item, in: collection, keys: itemKeys, contents: contents, within: quota)
             announceChanged(item, to: updated, label: contents.label, attributes: contents.attributes, in: collection)
             return .success(())
         } catch {

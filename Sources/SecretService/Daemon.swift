@@ -381,6 +381,9 @@ public final class Daemon: BusHandler {
         }
     }
 
+    /// How much each program may store and how large the database may grow (secretd.conf).
+    var quota: Store.Quota { options.configuration.quota }
+
     /// The collection an alias points at.
     func resolveAlias(_ alias: String) -> Store.CollectionRecord? {
         if alias == Self.sessionName { return try? store.collection(named: Self.sessionName) }

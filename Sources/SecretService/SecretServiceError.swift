@@ -74,6 +74,9 @@ extension SecretServiceError {
         case .invalidInput(let message): self = .invalidArgs(message)
         case .wrongPassword: self = .accessDenied("the password is wrong")
         case .locked: self = .isLocked("the keyring is locked")
+        case .overQuota(let limit):
+            Log.warning("refused a write over the quota (\(limit))")
+            self = .limitsExceeded("the write would go over secretd.conf's \(limit) (see secretd.conf(5)); nothing was written")
         case .corrupted:
             Log.error("storage error: \(error)")
             self = .failed("the item's stored data is damaged and cannot be opened; see secretd's log")

@@ -23,8 +23,9 @@ extension Store.ItemRecord {
     /// The columns a record is read from: every column of `items` but the sealed contents,
     /// which are read only when needed (a search reads thousands of records).
     /// A column added to `items` is read here too, so the record's decoder must take it (a
-    /// test checks).
-    package static let columns = Selection<ItemColumn>(allBut: [.sealed])
+    /// test checks), unless it is left out here as the creator is (only the quota triggers
+    /// read it).
+    package static let columns = Selection<ItemColumn>(allBut: [.sealed, .creator])
 
     /// The record of a row of ``columns``. A time before 1970 (only a damaged or edited file
     /// holds one) reads as 1970.

@@ -106,6 +106,29 @@ enum Migrations {
         );
         CREATE INDEX sync_history_by_item ON sync_history(sync_id);
         """),
+        // 7: quotas (secretd.conf's quota-items and quota-bytes). Each item names the program
+        // that created it by a hash, as attributes are (Store.creatorKey; NULL for items from
+        // before, imports and arrivals from sync, which count for nobody), and each creator's
+        // items and their sealed bytes are counted as they are written, by triggers, so that a
+        // quota check is one lookup and no write path can forget to count.
+        .sql("""
+        ALTER TABLE items ADD COLUMN creator BLOB;
+        CREATE TABLE creator_usage (
+            creator BLOB PRIMARY KEY,
+            items INTEGER NOT NULL,
+            bytes INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TRIGGER creator_usage_insert AFTER INSERT ON items WHEN NEW.creator IS NOT NULL BEGIN
+            INSERT INTO creator_usage (creator, items, bytes) VALUES (NEW.creator, 1, length(NEW.sealed))
+                ON CONFLICT (creator) DO UPDATE SET items = items + 1, bytes = bytes + length(NEW.sealed);
+        END;
+        CREATE TRIGGER creator_usage_update AFTER UPDATE OF sealed ON items WHEN NEW.creator IS NOT NULL BEGIN
+            UPDATE creator_usage SET bytes = bytes + length(NEW.sealed) - length(OLD.sealed) WHERE creator = NEW.creator;
+        END;
+        CREATE TRIGGER creator_usage_delete AFTER DELETE ON items WHEN OLD.creator IS NOT NULL BEGIN
+            UPDATE creator_usage SET items = items - 1, bytes = bytes - length(OLD.sealed) WHERE creator = OLD.creator;
+        END;
+        """),
     ]
 
     private static func shrinkAttributeIndex(_ database: Database) throws(StoreError) {
@@ -134,8 +157,10 @@ enum Migrations {
 
     /// The tables a file at `version` (1 or later) has; one without them is not ours.
     static func tables(at version: Int) -> Set<String> {
-        let base: Set = ["collections", "aliases", "items", version < 3 ? "attribute_hashes" : "attribute_index"]
-        return version < 6 ? base : base.union(["sync_vaults", "sync_items", "sync_changes", "sync_history"])
+        var tables: Set = ["collections", "aliases", "items", version < 3 ? "attribute_hashes" : "attribute_index"]
+        if version >= 6 { tables.formUnion(["sync_vaults", "sync_items", "sync_changes", "sync_history"]) }
+        if version >= 7 { tables.insert("creator_usage") }
+        return tables
     }
 
     /// Refuses, before anything is written to it, a database from a newer build and another

@@ -89,6 +89,9 @@ package enum ItemColumn: Int, TableColumn {
     /// ``Store/ItemKeys/afterFirstUnlock``), else NULL (schema version 5), so secretd knows,
     /// while the collection is locked, which key opens the item.
     case survivesLock
+    /// Who created it, as ``Store/creatorKey(_:)`` hashes the name of the program (schema
+    /// version 7); NULL for items that count for nobody's quota.
+    case creator
 
     package static let table = "items"
 
@@ -101,6 +104,7 @@ package enum ItemColumn: Int, TableColumn {
         case .sealed: ("sealed", "BLOB")
         case .accessGroup: ("access_group", "TEXT")
         case .survivesLock: ("survives_lock", "INTEGER")
+        case .creator: ("creator", "BLOB")
         }
     }
 }
@@ -150,6 +154,27 @@ package enum IndexColumn: Int, TableColumn {
         switch self {
         case .hash: ("hash", "BLOB")
         case .itemID: ("item_id", "INTEGER")
+        }
+    }
+}
+
+/// The columns of `creator_usage` (schema version 7): what each program that created items
+/// has stored, kept by triggers on `items` (Migrations.swift), for the quotas.
+package enum CreatorUsageColumn: Int, TableColumn {
+    /// The program, as ``Store/creatorKey(_:)`` hashes it.
+    case creator
+    /// How many items it created that are still there.
+    case items
+    /// Their sealed contents' bytes.
+    case bytes
+
+    package static let table = "creator_usage"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .creator: ("creator", "BLOB")
+        case .items: ("items", "INTEGER")
+        case .bytes: ("bytes", "INTEGER")
         }
     }
 }

@@ -417,8 +417,13 @@ public final class Store {
 
     /// Creates an item in `collection`, sealed under the one of its `keys` that its class
     /// calls for, created now or at `times`.
+    ///
+    /// `creator` (a caller's identity) counts the item for that program's quota; with `quota`,
+    /// an item that would take it, or the database, past the quota is refused (`.overQuota`)
+    /// and not written.
     public func createItem(
-        in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents, times: Times? = nil
+        in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents, times: Times? = nil, creator: String? = nil,
+        within quota: Quota? = nil
     ) throws(StoreError) -> ItemRecord {
         let now = Self.now()
         let created = times?.created ?? now
@@ -427,24 +432,27 @@ public final class Store {
             // Sealed once the row has its id, which the sealed contents are bound to.
             try database.insert([
                 ItemColumn.collectionID: .integer(collection.id), .created: .integer(Int64(created)),
-                .modified: .integer(Int64(modified)), .sealed: .blob([]),
+                .modified: .integer(Int64(modified)), .sealed: .blob([]), .creator: creator.map { .blob(Self.creatorKey($0)) } ?? .null,
             ])
             let record = ItemRecord(
                 id: database.lastInsertID, collectionID: collection.id, created: created, modified: modified,
                 accessGroup: contents.accessGroup, survivesLock: contents.accessibility.survivesLock)
             try write(record, in: collection, keys: keys, contents: contents, modified: modified, replacing: false)
+            if let quota { try check(quota, creator: creator.map(Self.creatorKey)) }
             return record
         }
     }
 
     /// Replaces an item's sealed contents (label, attributes, secret); `keys` must open both
-    /// the item and what it becomes (its class may change).
+    /// the item and what it becomes (its class may change). With `quota`, a change that would
+    /// take the item's creator, or the database, past it is refused (`.overQuota`) and undone.
     public func updateItem(
-        _ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents
+        _ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents, within quota: Quota? = nil
     ) throws(StoreError) -> ItemRecord {
         let now = max(Self.now(), item.modified)
         try database.transaction { () throws(StoreError) in
             try write(item, in: collection, keys: keys, contents: contents, modified: now)
+            if let quota { try check(quota, creator: try creatorKey(of: item)) }
         }
         var updated = item
         updated.modified = now
@@ -553,6 +561,57 @@ public final class Store {
                 [.blob(Self.attributeKey(name: name, value: value)), .integer(item.id)])
         }
     }
+
+    // MARK: - Quotas
+
+    /// What the program `creator` (a caller's identity, `exe:/usr/bin/tool`) has stored: its
+    /// items and their sealed bytes, as the triggers of schema version 7 count them.
+    public func usage(of creator: String) throws(StoreError) -> (items: Int, bytes: Int) {
+        let found = try database.firstRow(Self.creatorUsage, [.blob(Self.creatorKey(creator))]) { row in
+            (items: Int(row.integer(.items) ?? 0), bytes: Int(row.integer(.bytes) ?? 0))
+        }
+        return found ?? (0, 0)
+    }
+
+    private static let creatorUsage = Query(Selection<CreatorUsageColumn>([.items, .bytes]), "FROM creator_usage WHERE creator = ?")
+
+    /// The creator key of `item`, when it counts for one.
+    private func creatorKey(of item: ItemRecord) throws(StoreError) -> [UInt8]? {
+        let found = try database.firstRow(Self.itemCreator, [.integer(item.id)]) { row in row.blob(.creator) }
+        return found ?? nil
+    }
+
+    private static let itemCreator = Query(Selection<ItemColumn>([.creator]), "FROM items WHERE id = ?")
+
+    /// Refuses, inside the write's own transaction (so that it is undone), a write that took
+    /// the program `creator` (its key), or the whole database, past `quota`.
+    private func check(_ quota: Quota, creator: [UInt8]?) throws(StoreError) {
+        if let creator {
+            let found = try database.firstRow(Self.creatorUsage, [.blob(creator)]) { row in
+                (items: Int(row.integer(.items) ?? 0), bytes: Int(row.integer(.bytes) ?? 0))
+            }
+            if let found, found.items > quota.items { throw .overQuota(.items(quota.items)) }
+            if let found, found.bytes > quota.bytes { throw .overQuota(.bytes(quota.bytes)) }
+        }
+        if try databaseSize() > quota.databaseBytes { throw .overQuota(.database(quota.databaseBytes)) }
+    }
+
+    /// The size of the database file, in bytes (its pages; the write-ahead log aside).
+    public func databaseSize() throws(StoreError) -> Int {
+        let pages = try database.rows("PRAGMA page_count").first?.first?.integer ?? 0
+        let size = try database.rows("PRAGMA page_size").first?.first?.integer ?? 0
+        return Int(pages * size)
+    }
+
+    /// How `items.creator` and `creator_usage` name a program: the first 8 bytes of SHA-256 over
+    /// a domain label and its identity, as attributes are indexed (a copy of the file tells
+    /// whether a given program created an item, as it tells a given attribute; secretd(1)).
+    public static func creatorKey(_ creator: String) -> [UInt8] {
+        Array(Gcrypt.sha256(creatorDomain + Array(creator.utf8)).prefix(attributeKeySize))
+    }
+
+    /// The domain label a creator's hash starts with.
+    private static let creatorDomain = Array("secretd-creator-v1\u{0}".utf8)
 
     /// Bytes of an index key: 64 bits make an accidental match between two of a user's
     /// attributes about as likely as a disk error.

@@ -23,6 +23,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Another process (another secretd: `pid`, when the kernel names it) uses the data
     /// directory (``DataDirectoryLock``).
     case inUse(pid: Int32?)
+    /// The write would take its program, or the database, past a quota (``Store/Quota``);
+    /// nothing was written.
+    case overQuota(Store.Quota.Limit)
 
     /// A one-line description.
     public var description: String {
@@ -38,6 +41,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .crypto(let message): return "crypto error: \(message)"
         case .io(let message): return message
         case .inUse(let pid): return "the keyring database is in use by another secretd" + (pid.map { " (pid \($0))" } ?? "")
+        case .overQuota(let limit): return "over the quota: \(limit)"
         }
     }
 
