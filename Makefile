@@ -157,7 +157,7 @@ fuzz-dbus: deps
 check-files:
 	@echo "== man pages and systemd unit"
 	@for page in man/*.[1-8]; do \
-		out=$$(groff -mdoc -ww -z "$$page" 2>&1); \
+		out=$$(groff -t -mdoc -ww -z "$$page" 2>&1); \
 		if [ -n "$$out" ]; then echo "$$page: $$out" >&2; exit 1; fi; \
 		MANWIDTH=80 man -l "$$page" >/dev/null 2>&1 || { echo "$$page does not render" >&2; exit 1; }; \
 	done

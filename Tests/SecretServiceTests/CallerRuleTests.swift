@@ -270,6 +270,39 @@ import Testing
         #expect(Set(Self.decided.keys) == Set(declared.keys))
     }
 
+    @Test("secretd(1)'s ACCESS CONTROL lists every method and writable property under the rule it has")
+    func manualListsEveryRule() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let manual = try String(contentsOf: root.appendingPathComponent("man/secretd.1"), encoding: .utf8)
+        let section = try #require(manual.components(separatedBy: ".Sh ACCESS CONTROL\n").dropFirst().first?
+            .components(separatedBy: "\n.Sh ").first)
+        let headings: [String: CallerRule] = [
+            "Any client": .anyClient, "Members of the item's access group": .itemGroup,
+            "The client that opened the object": .objectOwner, "The desktop portal": .portalFrontend,
+            "Unconfined clients outside a sandbox": .unconfined,
+        ]
+        var paragraphs: [CallerRule: String] = [:]
+        for entry in section.components(separatedBy: "\n.It ").dropFirst() {
+            let heading = String(entry.prefix { $0 != "\n" })
+            let rule = try #require(headings[heading], "an entry \(heading) that names no rule")
+            paragraphs[rule] = entry
+        }
+        #expect(Set(paragraphs.keys) == Set(CallerRule.allCases))
+        for (name, rule) in Self.decided {
+            let writing = name.hasPrefix("Set ")
+            let qualified = writing ? String(name.dropFirst(4)) : name
+            let parts = qualified.split(separator: ".")
+            let interface = parts.dropLast().joined(separator: ".")
+            let method = String(parts.last!)
+            let shown = interface == SecretServiceNames.Interface.gnomeExtension
+                ? "gnome-keyring's\n.Li \(method)" : ".Li \(parts[parts.count - 2]).\(method)"
+            let line = writing ? "writing\n" + shown : shown
+            #expect(paragraphs[rule]?.contains(line + " ") == true || paragraphs[rule]?.contains(line + "\n") == true
+                    || (interface == SecretServiceNames.Interface.gnomeExtension && paragraphs[rule]?.contains(".Li \(method) ") == true),
+                    "secretd(1) does not list \(name) under \(rule.rawValue)")
+        }
+    }
+
     @Test("every method of every interface: admitted or refused by its declared rule, for each kind of client; refusals change nothing")
     func matrix() throws {
         var checked = 0
