@@ -20,6 +20,11 @@ final class Caller {
     /// (store, lookup, clear: what `secret-tool` and most scripts use) reads none, and would
     /// only drop the signals of every other client's writes.
     var watchesItems = false
+    /// How many of its calls were refused for what it is (logged up to ``loggedRefusals``).
+    var refusals = 0
+    /// Refusals of one client that are logged; after them one line says the rest are not, so a
+    /// client that keeps calling what it may not cannot flood the journal.
+    static let loggedRefusals = 10
 
     init(identity: CallerIdentity, pid: Int32) {
         self.identity = identity

@@ -95,10 +95,15 @@ extension Daemon {
         }
     }
 
-    /// Logs a refusal of `caller`'s kind and makes its error (`AccessDenied`).
+    /// Logs a refusal of `caller`'s kind (its first ``Caller/loggedRefusals``) and makes its
+    /// error (`AccessDenied`).
     private func refuse(_ caller: Caller, interface: String, member: String, rule: CallerRule) -> SecretServiceError {
         let name = interface.split(separator: ".").last.map(String.init) ?? interface
-        Log.warning("refused \(name).\(member) to \(caller.identity) (pid \(caller.pid)): only \(rule.rawValue) may call it")
+        caller.refusals += 1
+        if caller.refusals <= Caller.loggedRefusals {
+            Log.warning("refused \(name).\(member) to \(caller.identity) (pid \(caller.pid)): only \(rule.rawValue) may call it"
+                        + (caller.refusals == Caller.loggedRefusals ? "; its further refusals are not logged" : ""))
+        }
         return .forbidden("\(caller.identity) may not call \(interface).\(member): only \(rule.rawValue) may")
     }
 }

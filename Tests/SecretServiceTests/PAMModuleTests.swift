@@ -217,18 +217,8 @@ struct PAMModuleTests: SecretServiceCalls {
     @Test("run as root for another user, the module unlocks and re-wraps that user's keyring through its forked helper",
           .enabled(if: getuid() == 0, "needs root to run secretd as another user"))
     func forkedHelper() throws {
-        let fixture = try SecretdFixture(otherUsers: true)
-        let runtime = fixture.root.appendingPathComponent("run")
-        for directory in [fixture.dataDirectory, fixture.configDirectory, runtime] {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            #expect(chown(directory.path, Self.nobody, Self.nobody) == 0)
-        }
-        let daemon = try SupervisedProcess(
-            Self.asNobody + [SecretdFixture.secretdPath, "--foreground", "--data-dir", fixture.dataDirectory.path,
-                             "--config-dir", fixture.configDirectory.path],
-            environment: fixture.environment, logURL: fixture.root.appendingPathComponent("secretd-nobody.log"))
+        let (fixture, daemon) = try startAsNobody()
         defer { daemon.stop() }
-        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
         let stack = try PAMStack(fixture: fixture, user: "nobody")
         #expect(try stack.login("first-password").status == 0)
         #expect(try lockedAsNobody(fixture) == "b false")
@@ -239,18 +229,8 @@ struct PAMModuleTests: SecretServiceCalls {
     @Test("the socket as the user's own processes see it: they cannot set the login password without the old one; root's passwd (the module's helper) can, and a locked keyring takes it at its next unlock",
           .enabled(if: getuid() == 0, "needs root to run secretd as another user"))
     func passwordWithoutOldOneIsRoots() throws {
-        let fixture = try SecretdFixture(otherUsers: true)
-        let runtime = fixture.root.appendingPathComponent("run")
-        for directory in [fixture.dataDirectory, fixture.configDirectory, runtime] {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            #expect(chown(directory.path, Self.nobody, Self.nobody) == 0)
-        }
-        let daemon = try SupervisedProcess(
-            Self.asNobody + [SecretdFixture.secretdPath, "--foreground", "--data-dir", fixture.dataDirectory.path,
-                             "--config-dir", fixture.configDirectory.path],
-            environment: fixture.environment, logURL: fixture.root.appendingPathComponent("secretd-nobody.log"))
+        let (fixture, daemon) = try startAsNobody()
         defer { daemon.stop() }
-        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
         let stack = try PAMStack(fixture: fixture, user: "nobody")
         // A process of nobody's cannot create the login keyring over the socket; a login does.
         let socket = controlSocket(fixture)
@@ -393,6 +373,23 @@ struct PAMModuleTests: SecretServiceCalls {
         let fixture = try SecretdFixture()
         let daemon = try password.map { try fixture.start(["--unlock"], input: $0) } ?? fixture.start([], input: nil)
         return (fixture, daemon, try PAMStack(fixture: fixture, checksPassword: checksPassword))
+    }
+
+    /// A fixture whose secretd runs as nobody, with its data, configuration and runtime
+    /// directories nobody's, once it owns the bus name.
+    func startAsNobody() throws -> (SecretdFixture, SupervisedProcess) {
+        let fixture = try SecretdFixture(otherUsers: true)
+        let runtime = fixture.root.appendingPathComponent("run")
+        for directory in [fixture.dataDirectory, fixture.configDirectory, runtime] {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            #expect(chown(directory.path, Self.nobody, Self.nobody) == 0)
+        }
+        let daemon = try SupervisedProcess(
+            Self.asNobody + [SecretdFixture.secretdPath, "--foreground", "--data-dir", fixture.dataDirectory.path,
+                             "--config-dir", fixture.configDirectory.path],
+            environment: fixture.environment, logURL: fixture.root.appendingPathComponent("secretd-nobody.log"))
+        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
+        return (fixture, daemon)
     }
 
     enum LoginKeyring: Equatable { case absent, locked, unlocked }
