@@ -68,8 +68,10 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .noSuchKeyring(let alias): return "no keyring has the alias '\(alias)'"
         case .notSupported(let feature): return "the provider does not support \(feature)"
         case .protocolError(let reason): return "the provider broke the Secret Service protocol: \(reason)"
-        // org.freedesktop.DBus.Error.Failed: the provider's own words say it all.
-        case .backend("g-dbus-error-quark", 0, let message) where !message.isEmpty: return message
+        // org.freedesktop.DBus.Error.Failed (GDBus's code 0) and LimitsExceeded (8, a quota or a
+        // limit of secretd's): the provider's own words say it all.
+        case .backend("g-dbus-error-quark", let code, let message) where (code == 0 || code == 8) && !message.isEmpty:
+            return message
         case .backend(let domain, let code, let message): return "\(domain) error \(code): \(message)"
         }
     }

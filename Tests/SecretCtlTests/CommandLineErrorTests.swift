@@ -25,6 +25,9 @@ import Testing
         // org.freedesktop.DBus.Error.Failed (GDBus's code 0): the provider's message alone.
         let failed = CommandLineError(.backend(domain: "g-dbus-error-quark", code: 0, message: "no TPM answers at device:/dev/tpmrm0"))
         #expect(failed.message == "secretctl: no TPM answers at device:/dev/tpmrm0")
+        // LimitsExceeded (8), a quota of secretd's: its message alone too, and exit 6.
+        let quota = CommandLineError(.backend(domain: "g-dbus-error-quark", code: 8, message: "the write would go over secretd.conf's quota-items = 2"))
+        #expect(quota.message == "secretctl: the write would go over secretd.conf's quota-items = 2" && quota.status == .failed)
         // The library's own failures: a provider that cannot do the call fails; a missing keyring is
         // "nothing matched".
         #expect(CommandLineError(.notSupported(feature: "access groups")).status == .failed)
