@@ -276,6 +276,46 @@ reset_while_logged_in() {
     logout_check "after chpasswd while logged in"
 }
 
+# secretd's journal says who sent each login socket request: root's PAM stack for the ssh
+# logins, and the refusal of alice's own process's reset.
+socket_journal() {
+    local journal
+    journal=$(journalctl --no-pager -o cat _UID="$(id -u alice)" _COMM=secretd)
+    printf '%s\n' "$journal" | grep -q "the login socket: UNLOCK from root's PAM stack" ||
+        { echo "no UNLOCK from root's PAM stack in alice's secretd journal"; return 1; }
+    printf '%s\n' "$journal" | grep -q "refused a login password change without the old password from a process of the user" ||
+        { echo "no refusal of the reset in alice's secretd journal"; return 1; }
+}
+
+# Root sets alice's password while she is logged in with her keyring locked: it keeps opening with
+# its password until she unlocks it with that, then it takes root's.
+alice_unlocks_with() { printf '%s' "$1" | as_user alice secretctl unlock --password-stdin; }
+lock_alice() { as_user alice secretctl lock && expect_status 0 as_user alice bash -c ". $E2E_DIR/lib.sh; keyring_is locked"; }
+took_root_password() {
+    local i
+    for i in $(seq 50); do
+        journalctl --no-pager -o cat _UID="$(id -u alice)" | grep -q 'the login keyring now opens with the login password root set' && return 0
+        sleep 0.2
+    done
+    echo "secretd did not say it re-wrapped the keyring under root's password"
+    return 1
+}
+reset_while_locked() {
+    local holder
+    ssh_password alice "$PASSWORD_3" bash "$E2E_DIR/session.sh" hold 90 >/tmp/hold.log 2>&1 &
+    holder=$!
+    check "chpasswd while alice's keyring is locked: her open session has it unlocked" wait_unlocked
+    check "chpasswd while alice's keyring is locked: secretctl lock" lock_alice
+    check "chpasswd while alice's keyring is locked: root sets her password (chpasswd)" root_sets_password "$PASSWORD_4"
+    check "chpasswd while alice's keyring is locked: it still opens with its password (secretctl unlock)" \
+        alice_unlocks_with "$PASSWORD_3"
+    check "chpasswd while alice's keyring is locked: as it unlocks, secretd re-wraps it under root's (journal)" took_root_password
+    logout_check "chpasswd while locked"
+    wait "$holder" 2>/dev/null
+    session "after chpasswd while locked" password alice "$PASSWORD_4" password_login "after chpasswd while locked"
+    logout_check "after chpasswd while locked"
+}
+
 # ---- locking on screen lock and on sleep, and the PIN after it (lock-on-screen-lock,
 # lock-on-suspend). Root drives alice's open session: loginctl lock-session, systemctl suspend.
 
@@ -884,11 +924,16 @@ second_boot() {
     logout_check "new password"
     check "after passwd: the old password no longer logs in" old_password_refused
 
+    session "a process of alice's on the login socket" password alice "$PASSWORD_2" socket_reset_refused PASSWORD_2
+    logout_check "a process of alice's on the login socket"
+    check "journal: the refusal of the reset, and the logins from root's PAM stack" socket_journal
     reset_while_logged_in
-    check "chpasswd while logged out: root sets alice's password" root_sets_password "$PASSWORD_4"
-    session "after chpasswd while logged out" password alice "$PASSWORD_4" after_root_reset
+    reset_while_locked
+    # Root sets the first password again (chpasswd checks no likeness to old ones).
+    check "chpasswd while logged out: root sets alice's password" root_sets_password "$PASSWORD_1"
+    session "after chpasswd while logged out" password alice "$PASSWORD_1" after_root_reset PASSWORD_4
     logout_check "after chpasswd while logged out"
-    session "the login after that" password alice "$PASSWORD_4" show_state
+    session "the login after that" password alice "$PASSWORD_1" show_state
     logout_check "the login after that"
 
     check "journal: no 'insecure memory' warning" insecure_memory

@@ -360,27 +360,46 @@ run_passwd() {
 }
 
 # After root set the password while alice was away: the keyring stays locked at the login, and
-# the previous password unlocks it.
+# the previous password (NAME: the variable that holds it) unlocks it at once: the login's own
+# password, from root's PAM stack, made nothing wait.
 after_root_reset() {
-    local out rc wait name="chpasswd while logged out: secretctl unlock --password-stdin with the previous password, right after the login"
+    local previous=${!1} out rc name="chpasswd while logged out: secretctl unlock --password-stdin with the previous password, right after the login"
     note "secretctl status after the login: $(secretctl status 2>&1)"
     check "chpasswd while logged out: the new password's login leaves the keyring locked" keyring_is locked
-    out=$(printf '%s' "$PASSWORD_3" | secretctl unlock --password-stdin 2>&1)
+    out=$(printf '%s' "$previous" | secretctl unlock --password-stdin 2>&1)
     rc=$?
     if [ $rc -eq 0 ]; then pass "$name"; else fail "$name" "exit status $rc" "$out"; fi
-    note "secretctl unlock printed: ${out:-nothing}"
-    # secretd counts the login's attempt as a wrong password; when it asks to wait, wait as a
-    # person would have, and try again (so that the checks after this one still say something).
-    wait=$(printf '%s\n' "$out" | sed -n 's/.*try again in \([0-9]*\) s.*/\1/p')
-    if [ $rc -ne 0 ] && [ -n "$wait" ]; then
-        sleep "$wait.5"
-        name="chpasswd while logged out: secretctl unlock with the previous password after the $wait s secretctl asked to wait"
-        out=$(printf '%s' "$PASSWORD_3" | secretctl unlock --password-stdin 2>&1)
-        rc=$?
-        if [ $rc -eq 0 ]; then pass "$name"; else fail "$name" "exit status $rc" "$out"; fi
-    fi
     check "chpasswd while logged out: unlocked after secretctl unlock" keyring_is unlocked
     items_there "chpasswd while logged out"
+}
+
+# A process of alice's (not a login) on her login socket asks secretd to set the login password
+# without the old one, which only root's passwd may: prints secretd's answer (2: FAILED).
+socket_reset() {
+    printf '%s' "$WRONG_PASSWORD" | python3 -c '
+import socket, struct, sys
+new = sys.stdin.buffer.read()
+body = struct.pack(">I", 0) + struct.pack(">I", len(new)) + new
+frame = struct.pack(">II", 8 + len(body), 2) + body
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(sys.argv[1])
+s.sendall(frame)
+s.shutdown(socket.SHUT_WR)
+reply = s.recv(16)
+print(struct.unpack(">II", reply)[1] if len(reply) == 8 else "none")' "$XDG_RUNTIME_DIR/secretd/control"
+}
+refused_unlock() { ! unlock_with_password "$1"; }
+# The reset refused, and the keyring still opens with its password (NAME: the variable that
+# holds it), not with the one asked for.
+socket_reset_refused() {
+    local password=${!1}
+    check "the login socket: a process of alice's asking to set the password without the old one gets FAILED (2)" \
+        expect_output 2 socket_reset
+    check "the login socket: secretctl lock" secretctl lock
+    check "the login socket: the password it asked for does not unlock the keyring" refused_unlock "$WRONG_PASSWORD"
+    sleep 1.5  # the wait after that wrong password
+    check "the login socket: the keyring's own password still does" unlock_with_password "$password"
 }
 
 # Prints the session's keyring state (no check).
