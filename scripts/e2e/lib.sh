@@ -232,3 +232,12 @@ no_pam_lines() {
     echo "pam_secretd is still in /etc/pam.d (above)"
     return 1
 }
+# no_units: nothing of secretd's in /etc/systemd/user (no unit enabled for every user, no record).
+no_units() {
+    local left
+    left=$(find /etc/systemd/user -name '*secret*' 2>/dev/null)
+    [ -z "$left" ] && return 0
+    printf '%s\n' "$left"
+    echo "unit links are left in /etc/systemd/user"
+    return 1
+}

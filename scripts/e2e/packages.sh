@@ -43,14 +43,6 @@ apt_install() { apt_get install "$DEBS/$1"/*.deb && installed_at "$(version_of "
 pam_profile_registered() {
     [ -f /usr/share/pam-configs/secretd ] && grep -qx 'Default: no' /usr/share/pam-configs/secretd && no_pam_lines
 }
-no_unit_enabled() {
-    local found
-    found=$(find /etc/systemd/user -name 'secretd.*' 2>/dev/null)
-    [ -z "$found" ] && return 0
-    printf '%s\n' "$found"
-    echo "secretd's units are enabled for every user"
-    return 1
-}
 # gnome-keyring's activation file for org.freedesktop.secrets is its own, in place.
 gk_activation_file_kept() {
     local path=/usr/share/dbus-1/services/org.freedesktop.secrets.service owner
@@ -105,7 +97,7 @@ install_previous() {
     note "apt installed: $(dpkg-query -W -f '${Package} ${Version}; ' $PACKAGES)"
     check "install: every library secretd, secretctl and pam_secretd.so link is there (ldd), both programs run" libraries_found
     check "install: the PAM profile is registered, off (Default: no): no pam_secretd in /etc/pam.d/common-*" pam_profile_registered
-    check "install: no secretd unit enabled for every user (/etc/systemd/user)" no_unit_enabled
+    check "install: no secretd unit enabled for every user (/etc/systemd/user)" no_units
     check "install: gnome-keyring's org.freedesktop.secrets.service is its own and in place (dpkg -S)" gk_activation_file_kept
     check "install: each of the packages' files belongs to its package alone (dpkg -S)" files_own
     check "install: no file of another package changed (dpkg --verify)" packages_intact
@@ -212,7 +204,7 @@ remove() {
     check "remove: apt remove secretd secretctl libpam-secretd" apt_get remove $PACKAGES
     check "remove: the packages are removed" removed
     check "remove: no pam_secretd in /etc/pam.d/common-* (libpam-secretd's prerm)" no_pam_lines
-    check "remove: no secretd unit enabled for every user (secretd's prerm undid setup --system)" no_unit_enabled
+    check "remove: no secretd unit enabled for every user (secretd's prerm undid setup --system)" no_units
     check "remove: gnome-keyring's files are its package's again (dpkg --verify, no diversion, no mask)" gk_restored
     check "remove: gnome-keyring's org.freedesktop.secrets.service is in place again (dpkg -S)" gk_activation_file_kept
     check "remove: dave's password login still works" ssh_password dave "$PASSWORD_DAVE" true

@@ -100,14 +100,6 @@ gk_hidden() {
     return 1
 }
 
-no_units() {
-    local left
-    left=$(find /etc/systemd/user -name '*secret*' 2>/dev/null)
-    [ -z "$left" ] && return 0
-    printf '%s\n' "$left"
-    echo "unit links are left in /etc/systemd/user"
-    return 1
-}
 system_undo() {
     check "setup --system --undo exits 0" expect_status 0 secretctl setup --system --undo
     check "setup --system --undo: no pam_secretd in /etc/pam.d/common-*" no_pam_lines
