@@ -87,7 +87,7 @@ in_root() {
 }
 
 build() {
-    local release=$1 number key tar work start dir
+    local release=$1 number key tar start dir
     number=$(release_number "$release")
     start=$(date +%s.%N)
     key=$(section_key "$0" "build root" <(sed '/^$/q' "$repo/debian/control"))
@@ -95,8 +95,6 @@ build() {
     echo "deb.sh: $release: build root ready after $(seconds_since "$start") s"
 
     work=$(mktemp -d /var/tmp/secretd-deb-"$release".XXXXXX)
-    # shellcheck disable=SC2064 # the directory of this build, now
-    trap "rm -rf --one-file-system '$work'" RETURN
     start=$(date +%s.%N)
     mkdir "$work/root"
     tar -C "$work/root" -xf "$tar"
@@ -132,6 +130,8 @@ build() {
     contents "$dir" >"$dir/contents.txt"
     hardened "$dir" || return 1
     ls -l "$dir"/*.deb
+    rm -rf --one-file-system "$work"
+    work=""
 }
 
 # contents DIRECTORY: each package's control fields that matter and its files.
@@ -160,6 +160,9 @@ hardened() {
     return 1
 }
 
+# The root of the build under way, removed however the script ends.
+work=""
+trap '[ -n "$work" ] && rm -rf --one-file-system "$work"' EXIT
 for release in "$@"; do
     build "$release"
 done
