@@ -119,7 +119,7 @@ build() {
     # lintian of that release, on what was built: every tag shown (-I: info too, overrides
     # listed); errors and warnings fail the build.
     start=$(date +%s.%N)
-    if in_root "$work/root" sh -c "lintian -I --show-overrides --color never --fail-on error,warning /build/secretd_$version+deb${number}_*.changes" \
+    if in_root "$work/root" sh -c "lintian -I --show-overrides --color never --hyperlinks off --fail-on error,warning /build/secretd_$version+deb${number}_*.changes" \
         >"$dir/lintian.txt" 2>&1; then
         echo "deb.sh: $release: lintian: no errors or warnings ($(grep -c . "$dir/lintian.txt") lines in $dir/lintian.txt, $(seconds_since "$start") s)"
     else
