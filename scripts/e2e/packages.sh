@@ -6,7 +6,8 @@
 #     bash /usr/local/lib/e2e/packages.sh upgrade     apt install of this version, alice logged in
 #     (reboot; scenario.sh second-boot, which ends with setup --system --undo)
 #     bash /usr/local/lib/e2e/packages.sh remove      setup --system, apt remove, apt purge,
-#                                                    apt install again, setup --system, logins
+#                                                    apt install again, setup --system, logins;
+#                                                    then without gnome-keyring (a server)
 # The packages are in /root/debs/previous and /root/debs/current (e2e.sh put them there; the
 # previous version is this one's files under a lower version, see e2e.sh). The machine has no
 # network: apt resolves their dependencies from Debian's package lists and takes the packages
@@ -221,13 +222,40 @@ remove() {
     check "reinstall: secretctl setup --system" expect_status 0 secretctl setup --system
     check "reinstall: dave's password login unlocks his old keyring and finds his item" dave_session dave_reads
     logout_check "reinstall" dave
-    check "reinstall: setup --system --undo at the end" expect_status 0 secretctl setup --system --undo
+    check "reinstall: setup --system --undo" expect_status 0 secretctl setup --system --undo
+}
+
+# ---- a machine without gnome-keyring (a server): no package has an activation file for
+# org.freedesktop.secrets, so setup --system links secretd's in, and --undo takes it out.
+
+ACTIVATION_FILE=/usr/share/dbus-1/services/org.freedesktop.secrets.service
+activation_linked() {
+    [ "$(readlink "$ACTIVATION_FILE")" = /usr/share/secretd/dbus-1/services/org.freedesktop.secrets.service ] &&
+        [ -z "$(dpkg -S "$ACTIVATION_FILE" 2>/dev/null)" ] && return 0
+    ls -l "$ACTIVATION_FILE"
+    echo "$ACTIVATION_FILE is not an unowned link to secretd's file"
+    return 1
+}
+activation_unlinked() {
+    [ ! -e "$ACTIVATION_FILE" ] && [ ! -L "$ACTIVATION_FILE" ] && return 0
+    ls -l "$ACTIVATION_FILE"
+    echo "$ACTIVATION_FILE is still there"
+    return 1
+}
+without_gnome_keyring() {
+    check "without gnome-keyring: apt remove gnome-keyring libpam-gnome-keyring" apt_get remove gnome-keyring libpam-gnome-keyring
+    check "without gnome-keyring: secretctl setup --system" expect_status 0 secretctl setup --system
+    check "without gnome-keyring: $ACTIVATION_FILE is a link to secretd's (no package's)" activation_linked
+    session "without gnome-keyring: activation" key alice activation
+    logout_check "without gnome-keyring: activation"
+    check "without gnome-keyring: secretctl setup --system --undo" expect_status 0 secretctl setup --system --undo
+    check "without gnome-keyring: the link is gone after --undo" activation_unlinked
 }
 
 case $1 in
 install) install_previous ;;
 upgrade) upgrade ;;
-remove) remove ;;
+remove) remove; without_gnome_keyring ;;
 dave_stores | dave_reads) "$1" ;;
 *) echo "usage: packages.sh install|upgrade|remove" >&2; exit 2 ;;
 esac
