@@ -17,8 +17,12 @@
 #               looks for them (PAMDIR, PAMCONFIGDIR), secretd.portal where xdg-desktop-portal
 #               does (PORTALDIR)
 # make pam      build the PAM module pam_secretd.so (C, libc and libpam only) into .build/pam
-# make e2e      the installed product on a booted Debian 12 (mmdebstrap + systemd-nspawn -b), driven
-#               through real logins (scripts/e2e.sh; the image is cached in .build/e2e)
+# make deb      Debian packages (debian/) for Debian 13 and 12 in .build/deb/trixie and
+#               .build/deb/bookworm, each built in a clean root of its release and checked with
+#               lintian (scripts/deb.sh; the roots are cached in /var/cache/secretd-build)
+# make e2e      make deb, then the packages installed with apt on a booted Debian 13 and a booted
+#               Debian 12 (mmdebstrap + systemd-nspawn -b), driven through real logins, upgraded,
+#               removed, purged and installed again (scripts/e2e.sh; DEB_RELEASES to choose)
 # make deps     only install the Debian packages the build and the tests need
 
 # Build: libsecret, GLib, libgcrypt and SQLite headers, and g++ for libstdc++.a. Tests: a
@@ -36,9 +40,21 @@ DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-j
 # keepassxc-cli), secret-tool, and Python with jeepney and secretstorage for the commit floor,
 # the report and the memory scenarios' clients (scripts/dbus-clients).
 DEB_BENCH := dbus-daemon dbus-bin gnome-keyring keepassxc libsecret-tools python3 python3-jeepney python3-secretstorage
-# make e2e: a Debian 12 system built from Debian packages, booted in a container, logged into over ssh.
+# make deb: the roots of each release (mmdebstrap), builds in them (systemd-nspawn), the changelog
+# read (dpkg-dev) and hardening-check (devscripts) on what was built.
+DEB_PACKAGING := mmdebstrap systemd-container dpkg-dev devscripts
+# make e2e: Debian 13 and 12 systems built from Debian packages, booted in containers, logged into over ssh.
 DEB_E2E := mmdebstrap systemd-container sshpass
+# What make deps installs; debian/rules empties it (the build root has debian/control's
+# Build-Depends, and make install needs nothing more).
+DEPS_PACKAGES ?= $(DEB_BUILD) $(DEB_TEST)
+# The releases make deb builds for and make e2e boots.
+DEB_RELEASES ?= trixie bookworm
 SWIFT ?= swift
+# The oldest Swift this code is built and tested with. 6.2 is the first that parses
+# nonisolated(nonsending) (Keychain+Login.swift); no toolchain older than 6.3 was tried. Debian 13's
+# own swiftlang (6.0.3) is refused here, with the version, instead of failing deep in the build.
+SWIFT_MINIMUM := 6.3
 # The providers the provider tests run against, one full run each
 # (see Sources/KeychainTestSupport/ProviderCommand.swift).
 PROVIDERS ?= gnome-keyring secretd
@@ -55,7 +71,14 @@ PROVIDERS ?= gnome-keyring secretd
 # a linker script named libstdc++.so, in a directory searched before GCC's, points it at
 # libstdc++.a (from libstdc++-dev, which the Swift toolchain requires).
 STATIC_CXX_DIR := $(CURDIR)/.build/static-libstdc++
-RELEASE := -c release --static-swift-stdlib --disable-local-rpath -Xswiftc -L$(STATIC_CXX_DIR)
+#
+# Hardening, as Debian's packages have it (lintian, hardening-check): position-independent
+# (swiftc's default on Linux), and the relocations read-only once resolved at start (relro, now).
+# Linked by the toolchain's lld: GNU ld (Debian 13 has no gold, which swiftc prefers) emits no
+# RELRO segment for these programs, because the Swift runtime's objects have writable .rodata
+# sections; lld does, and the same linker then links them on every release.
+RELEASE := -c release --static-swift-stdlib --disable-local-rpath -Xswiftc -L$(STATIC_CXX_DIR) \
+	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -75,15 +98,20 @@ PAMCONFIGDIR ?= /usr/share/pam-configs
 PORTALDIR ?= /usr/share/xdg-desktop-portal/portals
 PAM_BUILD := .build/pam
 
-.PHONY: check-release all deps toolchain build test check-files fuzz run demo bench leaks install clean static-cxx pam e2e
+.PHONY: check-release all deps toolchain build test check-files fuzz run demo bench leaks install clean static-cxx pam e2e \
+	release deb
 
 all: build
 
+# The toolchain on PATH, and its version (one line naming the one needed when it is older).
 toolchain:
-	@command -v $(SWIFT) >/dev/null 2>&1 || { echo "make: '$(SWIFT)' not found: install the Swift 6 toolchain (swift.org) and put it on PATH" >&2; exit 1; }
+	@command -v $(SWIFT) >/dev/null 2>&1 || { echo "make: '$(SWIFT)' not found: install Swift $(SWIFT_MINIMUM) or later (swift.org) and put it on PATH" >&2; exit 1; }
+	@version=$$($(SWIFT) --version 2>/dev/null | sed -n 's/.*Swift version \([0-9][0-9.]*\).*/\1/p' | head -n 1); \
+	if [ "$$(printf '%s\n' "$(SWIFT_MINIMUM)" "$$version" | sort -V | head -n 1)" != "$(SWIFT_MINIMUM)" ] || [ -z "$$version" ]; then \
+		echo "make: this needs Swift $(SWIFT_MINIMUM) or later; '$$(command -v $(SWIFT))' is Swift $${version:-of unknown version}: install $(SWIFT_MINIMUM) (swift.org) and put it first on PATH" >&2; exit 1; fi
 
 deps: toolchain
-	@scripts/install-deps.sh $(DEB_BUILD) $(DEB_TEST)
+	@scripts/install-deps.sh $(DEPS_PACKAGES)
 
 build: deps
 	$(SWIFT) build
@@ -195,20 +223,30 @@ leaks: deps
 # pam_secretd.so: C with libc and libpam only, loaded into sshd, login, su and display managers
 # (see pam/pam_secretd.c for why it is not Swift). It exports only pam_sm_* (version script), stays
 # mapped once loaded (-z nodelete: pam_end dlcloses modules) and resolves every symbol at load.
+# CPPFLAGS, CFLAGS and LDFLAGS come from the environment when set (dpkg-buildflags' hardening, in
+# debian/rules).
 pam: deps
 	@mkdir -p $(PAM_BUILD)
-	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -ISources/CLoginControl \
+	$(CC) $(CPPFLAGS) -std=gnu11 -O2 $(CFLAGS) -Wall -Wextra -Werror -fPIC -fvisibility=hidden -ISources/CLoginControl \
 		-shared -Wl,--version-script=pam/pam_secretd.map -Wl,--no-undefined -Wl,-z,nodelete -Wl,-z,relro -Wl,-z,now \
-		-o $(PAM_BUILD)/pam_secretd.so pam/pam_secretd.c -lpam
+		$(LDFLAGS) -o $(PAM_BUILD)/pam_secretd.so pam/pam_secretd.c -lpam
 
-# See scripts/e2e.sh: what it builds, boots and checks.
-e2e: deps
+# See scripts/deb.sh: where it builds, what it checks, where the packages go.
+deb: toolchain
+	@scripts/install-deps.sh $(DEB_PACKAGING)
+	SWIFT=$(SWIFT) scripts/deb.sh $(DEB_RELEASES)
+
+# See scripts/e2e.sh: what it boots, installs and checks.
+e2e: deb
 	@scripts/install-deps.sh $(DEB_E2E)
-	scripts/e2e.sh
+	scripts/e2e.sh $(DEB_RELEASES)
 
-install: static-cxx pam
+# What make install and the packages ship: secretd and secretctl (release build), pam_secretd.so.
+release: static-cxx pam
 	$(SWIFT) build $(RELEASE) --product secretd
 	$(SWIFT) build $(RELEASE) --product secretctl
+
+install: release
 	@bin=$$($(SWIFT) build $(RELEASE) --show-bin-path); tmp=$$(mktemp -d); set -e; \
 	strip -o "$$tmp/secretd" "$$bin/secretd"; strip -o "$$tmp/secretctl" "$$bin/secretctl"; \
 	sed "s|/usr/local/bin/secretd|$(BINDIR)/secretd|" systemd/secretd.service >"$$tmp/secretd.service"; \

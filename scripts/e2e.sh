@@ -1,48 +1,61 @@
 #!/bin/bash
-# make e2e: the installed product on a booted Debian 12, driven through real logins.
-#
-#  1. image    a Debian 12 root built by mmdebstrap from Debian packages only, cached in
-#              .build/e2e/image-KEY.tar (KEY: a hash of the image section below)
-#  2. install  `make install PREFIX=/usr DESTDIR=` a fresh copy of the image, with git's libsecret credential helper built here from the
-#              source git ships (the same Debian 12, so the binaries fit)
+# make e2e: the packages of make deb installed with apt on a booted Debian 13 and a booted Debian
+# 12, driven through real logins, upgraded, removed, purged and installed again.
+#     scripts/e2e.sh trixie bookworm
+# For each release, in turn:
+#  1. image    a root of the release built by mmdebstrap from Debian packages only, cached
+#              outside the clone (scripts/release-root.sh; its key: the image section below)
+#  2. prepare  a fresh copy of the image gets the packages (.build/deb/RELEASE) and, under a lower
+#              version, the same packages as the previous version to upgrade from; apt downloads
+#              their dependencies from Debian's archive into its cache (the machine itself has no
+#              network); git's libsecret credential helper, built from the source git ships in the
+#              release's build root (make deb's), so that it links that release's libraries
 #  3. boot     systemd-nspawn -b: systemd as PID 1, journald, logind, sshd, dbus, user managers
-#  4. scenario scripts/e2e/scenario.sh run as root inside: the administrator runs
-#              `secretctl setup --system`, users log in over ssh (passwords and keys), use
-#              su and passwd, the machine reboots, root resets a password, setup is undone.
+#  4. inside, as root: scripts/e2e/packages.sh install (apt install of the previous version);
+#              scenario.sh first-boot (the administrator runs `secretctl setup --system`, users
+#              log in over ssh with passwords and keys, use su and passwd); packages.sh upgrade
+#              (apt install of this version while a user is logged in); a reboot; scenario.sh
+#              second-boot (root resets a password, setup is undone); packages.sh remove (apt
+#              remove, apt purge, apt install again, the old keyring opens)
 #
-# E2E_HOLD=1 only boots the installed machine and waits (see main) so that it can be explored.
+# E2E_HOLD=1 only boots the first release's installed machine and waits (see main) so that it
+# can be explored.
 #
-# Every check prints "ok - NAME" or "not ok - NAME (REASON)"; the run ends with the line
-# "N passed, N failed" and exits non-zero when a check failed. Logs: .build/e2e/logs/
-# (e2e.log: this output; install.log; console-N.log: the container's console; journal.txt:
-# the container's whole journal; secretd.txt: secretd's lines of it). Root only; the
-# network is used only to fetch Debian packages for the image.
+# Every check prints "ok - NAME" or "not ok - NAME (REASON)"; each release ends with
+# "RELEASE: N passed, N failed", the run with the line "N passed, N failed" for all of them,
+# and exits non-zero when a check failed. Logs: .build/e2e/logs/RELEASE/ (e2e.log: this
+# output; prepare.log; console-N.log: the container's console; journal.txt: the container's
+# whole journal; secretd.txt: secretd's lines of it). Root only; the network is used only to
+# fetch Debian packages, for the image and for apt's cache.
 set -u
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$repo/.build/e2e
-logs=$work/logs
-root=$work/root.$$   # this run's machine, removed at the end
+release=""           # the release under test
+logs=""              # its logs
+root=""              # this run's machine, removed at the end
 machine=e2e-secretd-$$
 nspawn=""            # systemd-nspawn's pid while the machine runs
 leader=""            # the machine's PID 1 (its systemd), seen from here
 times=""
 
 [ "$(id -u)" -eq 0 ] || { echo "e2e.sh: run as root (mmdebstrap, systemd-nspawn)" >&2; exit 1; }
-mkdir -p "$logs"
+[ $# -gt 0 ] || { echo "usage: e2e.sh RELEASE..." >&2; exit 2; }
 # shellcheck source=e2e/lib.sh
 . "$repo/scripts/e2e/lib.sh"
+# shellcheck source=release-root.sh
+. "$repo/scripts/release-root.sh"
 
 seconds_since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
 timed() { times="$times${times:+, }$1 $2 s${3:+ $3}"; note "time: $1 $2 s${3:+ $3}"; }
 
 # ---- image (begin): this section, package list included, is the image's cache key
+# The same names on Debian 13 and 12. Nothing that secretd, secretctl or pam_secretd.so alone
+# link (libassuan, libtss2, libgcrypt): the packages' Depends must bring those.
 PACKAGES=systemd,systemd-sysv,dbus,dbus-user-session,libpam-systemd,libpam-runtime,login,passwd
 PACKAGES=$PACKAGES,openssh-server,openssh-client,sshpass,procps,python3,util-linux,man-db
-# The clients checked, and what secretd, secretctl and the helper link.
+# The clients checked (the helper links libsecret and GLib, which libsecret-tools brings).
 PACKAGES=$PACKAGES,libsecret-tools,python3-keyring,python3-secretstorage,git,pinentry-tty
-PACKAGES=$PACKAGES,libsecret-1-0,libglib2.0-0,libgcrypt20,libsqlite3-0,libassuan0
-PACKAGES=$PACKAGES,libtss2-esys-3.0.2-0,libtss2-tctildr0,libtss2-mu0,libtss2-rc0,libtss2-sys1
 # A software TPM for the TPM slot (the machine has no TPM of its own).
 PACKAGES=$PACKAGES,swtpm
 # The keyring secretd replaces, as a GNOME desktop has it, and dex to run its XDG autostart
@@ -50,79 +63,105 @@ PACKAGES=$PACKAGES,swtpm
 PACKAGES=$PACKAGES,gnome-keyring,libpam-gnome-keyring,dex
 # The desktop portal and what stands in for a Flatpak app (bubblewrap, xdg-dbus-proxy).
 PACKAGES=$PACKAGES,xdg-desktop-portal,bubblewrap,xdg-dbus-proxy
-MIRRORS=("deb http://deb.debian.org/debian bookworm main"
-    "deb http://deb.debian.org/debian bookworm-updates main"
-    "deb http://deb.debian.org/debian-security bookworm-security main")
-build_image() {
-    mmdebstrap --variant=minbase --include="$PACKAGES" \
-        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
-        --dpkgopt='path-exclude=/usr/share/info/*' bookworm "$1" "${MIRRORS[@]}"
-}
+# build_image RELEASE TARGET
+build_image() { release_mmdebstrap "$1" "$2" --include="$PACKAGES"; }
 # ---- image (end)
 
 image_phase() {
     local key image start
-    key=$(sed -n '/^# ---- image (begin)/,/^# ---- image (end)/p' "$0" | sha256sum | cut -c1-16)
-    image=$work/image-$key.tar
     start=$(date +%s.%N)
-    if [ -f "$image" ]; then
-        pass "image: Debian 12 root (cached, $(basename "$image"))"
-        timed image "$(seconds_since "$start")" "(cached)"
+    key=$(section_key "$0" image)
+    if image=$(cached_root "e2e-$release" "$key" "$logs/image.log" build_image "$release" 2>"$logs/image-cache.txt"); then
+        pass "image: Debian $(release_number "$release") root ($(cat "$logs/image-cache.txt" | tr '\n' ' '))"
     else
-        if build_image "$work/image.tmp.$$.tar" >"$logs/image.log" 2>&1; then
-            rm -f "$work"/image-*.tar
-            mv "$work/image.tmp.$$.tar" "$image"
-            pass "image: Debian 12 root built by mmdebstrap"
-        else
-            rm -f "$work/image.tmp.$$.tar"
-            fail "image: Debian 12 root built by mmdebstrap" "mmdebstrap failed; see $logs/image.log" "$(tail -n 20 "$logs/image.log")"
-            return 1
-        fi
-        timed image "$(seconds_since "$start")" "(built)"
+        fail "image: Debian $(release_number "$release") root built by mmdebstrap" "mmdebstrap failed; see $logs/image.log" "$(cat "$logs/image-cache.txt")"
+        return 1
     fi
+    timed image "$(seconds_since "$start")"
     start=$(date +%s.%N)
     mkdir "$root" && tar -C "$root" -xf "$image" || { fail "image: extract" "tar failed"; return 1; }
     timed extract "$(seconds_since "$start")"
 }
 
-# ---- install: the product as `make install PREFIX=/usr` puts it, plus the test's own files
+# ---- prepare: the packages, apt's cache, the test's own files
 
 random() { tr -dc "$1" </dev/urandom | head -c 16; }
 
-install_phase() {
-    local start helper e2e
+# previous_packages FROM TO: the packages in FROM, as the previous version to upgrade from, in
+# TO: their files, maintainer scripts and dependencies unchanged, their version (and their
+# Depends on each other) lowered to VERSION~previous. No earlier package of secretd exists; what
+# the upgrade proves is dpkg's and the maintainer scripts' part (data kept, setup --system's
+# changes kept, no running secretd restarted), which does not depend on what the programs'
+# files hold. The programs' own upgrades of their data (the database's migrations) are tested
+# by make test.
+previous_packages() {
+    local from=$1 to=$2 version previous deb tmp
+    version=$(dpkg-deb -f "$from"/secretd_*.deb Version)
+    previous=$version~previous
+    mkdir -p "$to"
+    for deb in "$from"/*.deb; do
+        tmp=$(mktemp -d)
+        dpkg-deb -R "$deb" "$tmp/package" &&
+            sed -i -e "s/^Version: $version\$/Version: $previous/" -e "s/(= $version)/(= $previous)/g" "$tmp/package/DEBIAN/control" &&
+            dpkg-deb -b "$tmp/package" "$to" >/dev/null || { rm -rf "$tmp"; return 1; }
+        rm -rf "$tmp"
+    done
+}
+
+# git_helper: git's libsecret credential helper, built from the source git ships (this machine's
+# git) in the release's build root that make deb made, so that it links that release's libsecret.
+git_helper() {
+    local helper=$work/$release/git-credential-libsecret tar tmp
+    [ -x "$helper" ] && return 0
+    tar=$(find "$RELEASE_CACHE" -maxdepth 1 -name "build-$release-*.tar" | head -n 1)
+    [ -n "$tar" ] || { echo "no build root of $release in $RELEASE_CACHE: run make deb"; return 1; }
+    tmp=$(mktemp -d /var/tmp/secretd-helper.XXXXXX)
+    # In /build: systemd-nspawn mounts a tmpfs of its own on /tmp.
+    tar -C "$tmp" -xf "$tar" && install -D -m644 /usr/share/doc/git/contrib/credential/libsecret/git-credential-libsecret.c "$tmp/build/git-credential-libsecret.c" &&
+        systemd-nspawn -q -D "$tmp" --register=no --keep-unit --private-network sh -c \
+            'gcc -O2 -o /build/git-credential-libsecret /build/git-credential-libsecret.c $(pkg-config --cflags --libs libsecret-1 glib-2.0)' &&
+        install -Dm755 "$tmp/build/git-credential-libsecret" "$helper"
+    local rc=$?
+    rm -rf --one-file-system "$tmp"
+    return $rc
+}
+
+prepare_phase() {
+    local start debs=$repo/.build/deb/$release e2e
     start=$(date +%s.%N)
-    # Into the machine's root itself, so that make install sees its dpkg database and leaves
-    # the files of its packages alone (gnome-keyring's activation file), as on a real machine.
-    (cd "$root" && find . ! -type d | sort) >"$work/before.$$"
-    if make -C "$repo" --no-print-directory install PREFIX=/usr DESTDIR="$root" >"$logs/install.log" 2>&1; then
-        pass "make install PREFIX=/usr DESTDIR=…"
-    else
-        fail "make install PREFIX=/usr DESTDIR=…" "make failed; see $logs/install.log" "$(tail -n 20 "$logs/install.log")"
+    if ! ls "$debs"/secretd_*.deb >/dev/null 2>&1; then
+        fail "prepare: the packages for $release are in $debs" "none there: run make deb"
         return 1
     fi
-    timed install "$(seconds_since "$start")"
-    (cd "$root" && find . ! -type d | sort) | comm -13 "$work/before.$$" - | sed 's|^\.||' >"$work/manifest.$$"
-    note "installed:" "$(cat "$work/manifest.$$")"
-    if grep -q 'belongs to gnome-keyring; not overwritten' "$logs/install.log"; then
-        pass "make install leaves gnome-keyring's org.freedesktop.secrets.service alone (and says so)"
+    install -d "$root/root/debs/current"
+    cp "$debs"/*.deb "$root/root/debs/current/"
+    if previous_packages "$debs" "$root/root/debs/previous" >"$logs/prepare.log" 2>&1; then
+        pass "prepare: the packages of $(basename "$debs") and, as the previous version, the same under $(dpkg-deb -f "$root"/root/debs/previous/secretd_*.deb Version)"
     else
-        fail "make install leaves gnome-keyring's org.freedesktop.secrets.service alone" "install.log does not say so" "$(cat "$logs/install.log" | tail -n 20)"
+        fail "prepare: the previous version's packages" "dpkg-deb failed" "$(cat "$logs/prepare.log")"
+        return 1
     fi
-
-    helper=$work/git-credential-libsecret
-    if [ ! -x "$helper" ]; then
-        # shellcheck disable=SC2046 # pkg-config's flags are words
-        gcc -O2 -o "$helper" /usr/share/doc/git/contrib/credential/libsecret/git-credential-libsecret.c \
-            $(pkg-config --cflags --libs libsecret-1 glib-2.0) >"$logs/git-helper.log" 2>&1 ||
-            { fail "install: git's libsecret credential helper builds" "gcc failed" "$(cat "$logs/git-helper.log")"; return 1; }
+    # apt's lists and the packages' dependencies, from Debian's archive (this is the only step
+    # with network; the machine boots without).
+    if systemd-nspawn -q -D "$root" --register=no --keep-unit sh -c \
+        'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --download-only /root/debs/previous/*.deb' \
+        >>"$logs/prepare.log" 2>&1; then
+        pass "prepare: apt update, and apt downloads what the packages depend on into its cache ($(find "$root/var/cache/apt/archives" -name '*.deb' | wc -l) packages)"
+    else
+        fail "prepare: apt downloads what the packages depend on" "apt-get failed; see $logs/prepare.log" "$(tail -n 20 "$logs/prepare.log")"
+        return 1
     fi
-    install -Dm755 "$helper" "$root/usr/local/bin/git-credential-libsecret"
+    if git_helper >>"$logs/prepare.log" 2>&1; then
+        install -Dm755 "$work/$release/git-credential-libsecret" "$root/usr/local/bin/git-credential-libsecret"
+    else
+        fail "prepare: git's libsecret credential helper builds" "see $logs/prepare.log" "$(tail -n 20 "$logs/prepare.log")"
+        return 1
+    fi
+    timed prepare "$(seconds_since "$start")"
 
     e2e=$root/usr/local/lib/e2e
     install -d "$e2e"
-    install -m644 "$repo"/scripts/e2e/{lib.sh,scenario.sh,session.sh,pty-drive.py,probe.py} "$e2e/"
-    install -m644 "$work/manifest.$$" "$e2e/manifest"
+    install -m644 "$repo"/scripts/e2e/{lib.sh,scenario.sh,session.sh,packages.sh,pty-drive.py,probe.py} "$e2e/"
     # Random passwords and secrets (other alphabets for each of alice's passwords: passwd
     # refuses a new password too similar to the old one), so the journal can be searched.
     {
@@ -132,6 +171,7 @@ install_phase() {
         echo "PASSWORD_4=$(random N-Z5-9)"
         echo "PASSWORD_BOB=$(random a-z0-9)"
         echo "PASSWORD_CAROL=$(random a-z0-9)"
+        echo "PASSWORD_DAVE=$(random a-z0-9)"
         echo "WRONG_PASSWORD=$(random a-z0-9)"
         echo "SECRET_TOOL=st-$(random a-z0-9)"
         echo "SECRET_PYTHON=py-$(random a-z0-9)"
@@ -143,6 +183,7 @@ install_phase() {
         echo "SECRET_SYNC_BOB=syncb-$(random a-z0-9)"
         echo "SECRET_SYNC_DEVICE=syncd-$(random a-z0-9)"
         echo "SECRET_SYNC_AFTER=synca-$(random a-z0-9)"
+        echo "SECRET_LIFECYCLE=life-$(random a-z0-9)"
     } >"$e2e/secrets.env"
     chmod 644 "$e2e/secrets.env" # the users' sessions read it too
 
@@ -253,13 +294,14 @@ reboot_machine() {
     boot 2
 }
 
-scenario() {
+# run SCRIPT PHASE: scripts/e2e/SCRIPT PHASE as root inside the machine.
+run() {
     local start rc
     start=$(date +%s.%N)
-    inside timeout 900 bash /usr/local/lib/e2e/scenario.sh "$1"
+    inside timeout 900 bash "/usr/local/lib/e2e/$1" "$2"
     rc=$?
-    [ $rc -eq 0 ] || fail "scenario $1 runs to its end" "exit status $rc (124: killed after 900 s)"
-    timed "scenario $1" "$(seconds_since "$start")"
+    [ $rc -eq 0 ] || fail "$1 $2 runs to its end" "exit status $rc (124: killed after 900 s)"
+    timed "$1 $2" "$(seconds_since "$start")"
 }
 
 save_journal() {
@@ -280,7 +322,7 @@ stop_machine() {
 cleanup() {
     [ -n "$nspawn" ] && alive "$nspawn" && save_journal
     stop_machine
-    rm -rf --one-file-system "$root" "$work/manifest.$$" "$work/before.$$"
+    rm -rf --one-file-system "$root"
 }
 
 # Machines and files of earlier runs that were killed before they cleaned up.
@@ -293,12 +335,13 @@ remove_stale() {
     done
 }
 
-main() {
+# main_release RELEASE: the whole run on one release.
+main_release() {
     trap cleanup EXIT
     trap 'exit 130' INT TERM
-    remove_stale
+    echo "# ==== Debian $(release_number "$release") ($release)"
     image_phase || return
-    install_phase || return
+    prepare_phase || return
     boot 1 || return
     if [ -n "${E2E_HOLD:-}" ]; then
         # For a person to look around: nsenter -t LEADER -a bash, until the file is removed.
@@ -307,18 +350,34 @@ main() {
         while [ -e "$work/hold" ]; do sleep 1; done
         return
     fi
-    scenario first-boot
+    run packages.sh install
+    run scenario.sh first-boot
+    run packages.sh upgrade
     reboot_machine || return
-    scenario second-boot
-    note "times: $times"
+    run scenario.sh second-boot
+    run packages.sh remove
+    note "times ($release): $times"
 }
 
-main 2>&1 | tee "$logs/e2e.log"
-passed=$(grep -c '^ok - ' "$logs/e2e.log")
-failed=$(grep -c '^not ok - ' "$logs/e2e.log")
-if [ "$failed" -gt 0 ] && [ -s "$logs/secretd.txt" ]; then
-    echo "# secretd's journal ($logs/secretd.txt):"
-    sed 's/^/#   /' "$logs/secretd.txt"
-fi
-echo "$passed passed, $failed failed" | tee -a "$logs/e2e.log"
-[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+remove_stale
+all_passed=0 all_failed=0
+for release in "$@"; do
+    release_number "$release" >/dev/null || exit 2
+    logs=$work/logs/$release
+    root=$work/root.$$
+    rm -rf "$logs"
+    mkdir -p "$logs"
+    main_release 2>&1 | tee "$logs/e2e.log"
+    passed=$(grep -c '^ok - ' "$logs/e2e.log")
+    failed=$(grep -c '^not ok - ' "$logs/e2e.log")
+    if [ "$failed" -gt 0 ] && [ -s "$logs/secretd.txt" ]; then
+        echo "# secretd's journal ($logs/secretd.txt):"
+        sed 's/^/#   /' "$logs/secretd.txt"
+    fi
+    echo "# $release: $passed passed, $failed failed" | tee -a "$logs/e2e.log"
+    all_passed=$((all_passed + passed))
+    all_failed=$((all_failed + failed))
+    [ -n "${E2E_HOLD:-}" ] && break
+done
+echo "$all_passed passed, $all_failed failed ($*)"
+[ "$all_failed" -eq 0 ] && [ "$all_passed" -gt 0 ]

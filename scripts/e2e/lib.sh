@@ -179,6 +179,21 @@ logged_out() {
     return 1
 }
 
+# logout_check NAME [USER]: the check that USER's (alice's) user manager and secretd stop at logout.
+logout_check() { check "$1: ${2:-alice}'s user manager and secretd stop at logout" logged_out "${2:-alice}"; }
+
+# wait_unlocked [USER]: USER's (by default alice's) open session has the login keyring unlocked.
+wait_unlocked() {
+    local user=${1:-alice} i state
+    for i in $(seq 100); do
+        state=$(as_user "$user" secretctl status --json 2>/dev/null | state_from_json 2>/dev/null)
+        [ "$state" = unlocked ] && return 0
+        sleep 0.3
+    done
+    echo "$user's login keyring is ${state:-unreachable} in the open session"
+    return 1
+}
+
 # as_user USER COMMAND...: COMMAND as USER on USER's running session bus (root's view of a
 # session that is open elsewhere).
 as_user() {
@@ -194,4 +209,35 @@ database_digest() {
     local home
     home=$(getent passwd "$1" | cut -d: -f6)
     (cd "$home/.local/share/secretd" 2>/dev/null && find . -type f -print0 | sort -z | xargs -0r sha256sum)
+}
+
+# ---- the system's files, as root
+
+# dpkg_verify [PACKAGE]: dpkg --verify, without the documentation the image leaves out
+# (mmdebstrap's path-exclude, which dpkg reports as missing).
+dpkg_verify() {
+    dpkg --verify "$@" 2>&1 | grep -Ev '^missing +(c )?/usr/share/(doc|locale|info)(/|$)'
+}
+# After setup --system --undo: gnome-keyring's package is as dpkg installed it.
+gk_restored() {
+    local out
+    out=$(dpkg_verify gnome-keyring; dpkg-divert --list | grep gnome-keyring)
+    [ -z "$out" ] && [ -z "$(find /etc/systemd/user -name 'gnome-keyring*' -lname /dev/null)" ] && return 0
+    printf '%s\n' "$out"; find /etc/systemd/user -name 'gnome-keyring*' -lname /dev/null
+    echo "gnome-keyring's files differ from its package (dpkg --verify, dpkg-divert, /etc/systemd/user)"
+    return 1
+}
+no_pam_lines() {
+    ! grep -n 'pam_secretd' /etc/pam.d/common-* && return 0
+    echo "pam_secretd is still in /etc/pam.d (above)"
+    return 1
+}
+# no_units: nothing of secretd's in /etc/systemd/user (no unit enabled for every user, no record).
+no_units() {
+    local left
+    left=$(find /etc/systemd/user -name '*secret*' 2>/dev/null)
+    [ -z "$left" ] && return 0
+    printf '%s\n' "$left"
+    echo "unit links are left in /etc/systemd/user"
+    return 1
 }

@@ -36,6 +36,8 @@ def main():
     output = b""
     pending = b""
     timed_out = False
+    reaped = False
+    status = 0
     quiet_since = time.monotonic()
     while True:
         left = deadline - time.monotonic()
@@ -47,7 +49,14 @@ def main():
         if ready:
             try:
                 data = os.read(fd, 4096)
-            except OSError:  # EIO: the program closed the terminal (it exited)
+            except OSError:  # EIO: no one has the terminal open
+                # util-linux's login (Debian 13) hangs the terminal up (vhangup) and opens it
+                # again; only a program that exited has closed it for good.
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done == 0:
+                    time.sleep(0.05)
+                    continue
+                reaped = True
                 break
             if not data:
                 break
@@ -61,7 +70,8 @@ def main():
         elif not answers and typed and time.monotonic() - quiet_since > 1.0:
             os.write(fd, typed.pop(0).encode() + b"\n")
             quiet_since = time.monotonic()
-    _, status = os.waitpid(pid, 0)
+    if not reaped:
+        _, status = os.waitpid(pid, 0)
     sys.stdout.write(output.decode(errors="replace").replace("\r\n", "\n"))
     if timed_out:
         sys.stdout.write("\npty-drive: killed after %g s\n" % seconds)

@@ -247,16 +247,19 @@ activation() {
 PORTAL_APP=org.example.E2E
 flatpak_app() {
     local data=$HOME/.var/app/$PORTAL_APP/data info=$XDG_RUNTIME_DIR/e2e-flatpak-info bus=${DBUS_SESSION_BUS_ADDRESS#unix:path=}
-    mkdir -p "$data"
+    # bwrap's --info-fd writes the sandbox's process ids where flatpak keeps them for the
+    # instance; xdg-desktop-portal 1.20 (Debian 13) refuses an app without them.
+    mkdir -p "$data" "$XDG_RUNTIME_DIR/.flatpak/1"
     printf '[Application]\nname=%s\n\n[Instance]\ninstance-id=1\nsession-bus-proxy=true\n' "$PORTAL_APP" >"$info"
-    timeout 60 bwrap --ro-bind /usr /usr --ro-bind /etc /etc --symlink usr/bin /bin --symlink usr/lib /lib \
+    timeout 60 bwrap --info-fd 3 --ro-bind /usr /usr --ro-bind /etc /etc --symlink usr/bin /bin --symlink usr/lib /lib \
         --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run \
         --dir "$XDG_RUNTIME_DIR" --ro-bind "$info" /.flatpak-info --ro-bind "$bus" /run/host-bus --bind "$data" "$data" \
         --unshare-user --unshare-pid --unshare-ipc --unshare-net --unshare-uts --die-with-parent --new-session \
         --setenv DBUS_SESSION_BUS_ADDRESS "unix:path=$XDG_RUNTIME_DIR/bus" --setenv XDG_DATA_HOME "$data" \
         -- /bin/sh -c 'xdg-dbus-proxy unix:path=/run/host-bus "$XDG_RUNTIME_DIR/bus" --filter \
             "--call=org.freedesktop.portal.*=*" "--broadcast=org.freedesktop.portal.*=@/org/freedesktop/portal/*" &
-            i=0; while [ ! -S "$XDG_RUNTIME_DIR/bus" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; exec "$@"' sh "$@"
+            i=0; while [ ! -S "$XDG_RUNTIME_DIR/bus" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; exec "$@"' sh "$@" \
+        3>"$XDG_RUNTIME_DIR/.flatpak/1/bwrapinfo.json"
 }
 store_in_app() { printf '%s' "$SECRET_PORTAL" | flatpak_app secret-tool store --label=e2e-app service app account alice; }
 lookup_in_app() { expect_output "$SECRET_PORTAL" flatpak_app secret-tool lookup service app account alice; }
@@ -285,6 +288,10 @@ portal_active() {
 }
 app_lookup_fails_fast() { fails_fast 10 "the app's secret-tool lookup" flatpak_app secret-tool lookup service app account alice; }
 portal_app() {
+    # As a desktop session does (gnome-session exports it to the user manager): xdg-desktop-portal
+    # 1.17 and later (Debian 13's 1.20) choose a Secret backend by portals.conf or by the
+    # desktop's name in UseIn, and have none without it; 1.16 (Debian 12) takes one either way.
+    systemctl --user set-environment XDG_CURRENT_DESKTOP=GNOME
     check "portal: a Flatpak-style app stores a secret through xdg-desktop-portal (libsecret's file backend)" store_in_app
     check "portal: xdg-desktop-portal.service was started by D-Bus activation" portal_active
     check "portal: the app's file keyring is there and does not hold the secret in clear" app_keyring_sealed
@@ -296,6 +303,7 @@ portal_app() {
     check "portal: secretd.service is active after the app's request" secretd_active
     check "portal: secretctl unlock opens the login keyring" unlock_with_password "$PASSWORD_1"
     check "portal: the app reads its secret back from the restarted secretd" lookup_in_app
+    systemctl --user unset-environment XDG_CURRENT_DESKTOP
 }
 
 # The TPM slot: enrolled with the login password (on stdin) in a login session.

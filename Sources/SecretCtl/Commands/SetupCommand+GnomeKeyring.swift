@@ -147,6 +147,52 @@ extension SetupCommand {
         }
     }
 
+    // MARK: - Activation where no package provides the Secret Service's
+
+    /// Where no package's activation file names org.freedesktop.secrets (gnome-keyring is not
+    /// installed), links secretd's in its place, for every user, so that the first client call
+    /// starts secretd; says so. No package of secretd's ships the file there: it is
+    /// gnome-keyring's path, and two packages cannot own one file.
+    static func linkActivationForEveryone() throws(CommandLineError) {
+        let path = packagedActivationDirectory + "/" + secretsActivationFile
+        guard !exists(path) else { return }
+        try link(path, to: try replacementDirectory() + "/" + Replacement.activationFile(secretsActivationFile), subject: "D-Bus")
+    }
+
+    /// Removes that link again, unless it stands in for a diverted gnome-keyring file (which
+    /// ``giveBackGnomeKeyringToEveryone()`` puts back); says so.
+    static func unlinkActivationForEveryone() {
+        let path = packagedActivationDirectory + "/" + secretsActivationFile
+        guard !exists(path + divertedSuffix) else { return }
+        _ = removeLink(path, to: Replacement.activationFile(secretsActivationFile), subject: "D-Bus")
+    }
+
+    /// The same for the user running setup, in their own activation directory, when neither
+    /// the system's nor theirs has a file for org.freedesktop.secrets.
+    static func linkActivationForMe() throws(CommandLineError) {
+        let path = userDataDirectory + "/dbus-1/services/" + secretsActivationFile
+        guard !exists(packagedActivationDirectory + "/" + secretsActivationFile), !exists(path) else { return }
+        try link(path, to: try replacementDirectory() + "/" + Replacement.activationFile(secretsActivationFile), subject: "D-Bus")
+        try? KeychainProvider.reloadBusConfiguration()
+    }
+
+    /// Removes the user's link made by ``linkActivationForMe()``.
+    static func unlinkActivationForMe() {
+        if removeLink(userDataDirectory + "/dbus-1/services/" + secretsActivationFile,
+                      to: Replacement.activationFile(secretsActivationFile), subject: "D-Bus") {
+            try? KeychainProvider.reloadBusConfiguration()
+        }
+    }
+
+    /// The activation file of org.freedesktop.secrets.
+    private static let secretsActivationFile = "org.freedesktop.secrets.service"
+
+    /// Whether there is anything at `path`: a file, or a link (even one that leads nowhere).
+    private static func exists(_ path: String) -> Bool {
+        var status = stat()
+        return lstat(path, &status) == 0
+    }
+
     // MARK: - gnome-keyring running now
 
     /// Stops every gnome-keyring-daemon that owns org.freedesktop.secrets or waits in line for
@@ -292,12 +338,12 @@ extension SetupCommand {
         let share = (OwnExecutable.prefix ?? "/usr") + "/share/secretd"
         let needed = [Replacement.autostartEntry] + gnomeKeyringActivationFiles.map(Replacement.activationFile)
         guard let missing = needed.first(where: { !FileManager.default.fileExists(atPath: share + "/" + $0) }) else { return share }
-        throw .failure("\(share)/\(missing) is missing: install secretd with make install", status: .failed)
+        throw .failure("\(share)/\(missing) is missing: install the secretd package (or make install)", status: .failed)
     }
 
     /// Makes `path` a link to `target`, unless it is one already; a file of someone else's there
     /// is left alone, with a warning.
-    private static func link(_ path: String, to target: String) throws(CommandLineError) {
+    private static func link(_ path: String, to target: String, subject: String = "gnome-keyring") throws(CommandLineError) {
         if let existing = try? FileManager.default.destinationOfSymbolicLink(atPath: path), existing == target { return }
         if FileManager.default.fileExists(atPath: path) || (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil {
             Terminal.writeError("secretctl: \(path) exists and is not secretctl's: left as it is (gnome-keyring may still start through it)\n")
@@ -310,15 +356,15 @@ extension SetupCommand {
         } catch {
             throw .failure("cannot link \(path) to \(target): \(error)", status: .failed)
         }
-        Terminal.writeOutput("gnome-keyring: \(path) -> \(target)\n")
+        Terminal.writeOutput("\(subject): \(path) -> \(target)\n")
     }
 
     /// Removes `path` if it is a link to secretd's `replacement` (wherever secretd is
     /// installed); says so, and whether it did.
-    private static func removeLink(_ path: String, to replacement: String) -> Bool {
+    private static func removeLink(_ path: String, to replacement: String, subject: String = "gnome-keyring") -> Bool {
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path),
               target.hasSuffix("/share/secretd/" + replacement), unlink(path) == 0 else { return false }
-        Terminal.writeOutput("gnome-keyring: removed \(path)\n")
+        Terminal.writeOutput("\(subject): removed \(path)\n")
         return true
     }
 

@@ -44,7 +44,7 @@ enum SetupCommand: Verb {
 
     private static func enableForEveryone() throws(CommandLineError) {
         guard FileManager.default.fileExists(atPath: pamProfile) else {
-            throw .failure("\(pamProfile) is missing: install secretd first (make install PREFIX=/usr)", status: .failed)
+            throw .failure("\(pamProfile) is missing: install libpam-secretd first (or make install PREFIX=/usr)", status: .failed)
         }
         let wasEnabled = pamProfileInForce()
         try runTool(["pam-auth-update", "--enable", "secretd"])
@@ -57,6 +57,7 @@ enum SetupCommand: Verb {
             : "PAM: enabled the secretd profile (pam-auth-update): pam_secretd.so now runs in /etc/pam.d/common-auth, "
                 + "common-session and common-password\n")
         try switchOffGnomeKeyringForEveryone()
+        try linkActivationForEveryone()
         try runTool(["systemctl", "--global", "enable"] + units)
         Terminal.writeOutput(
             "systemd: enabled \(units.joined(separator: " and ")) for every user (/etc/systemd/user)\n"
@@ -64,24 +65,44 @@ enum SetupCommand: Verb {
                 + "every login after; logins without a password leave it locked (secretctl unlock). Undo: secretctl setup --system --undo\n")
     }
 
+    /// Says only what it changed: the secretd package's removal runs it whether or not setup
+    /// --system was run.
     private static func disableForEveryone() throws(CommandLineError) {
-        if pamProfileInForce() || FileManager.default.fileExists(atPath: pamProfile) {
+        let wasInForce = pamProfileInForce()
+        if wasInForce || FileManager.default.fileExists(atPath: pamProfile) {
             try runTool(["pam-auth-update", "--disable", "secretd"])
         }
         guard !pamProfileInForce() else {
             throw .failure("pam-auth-update left pam_secretd.so in \(pamSessionFile); see pam-auth-update(8)", status: .failed)
         }
-        Terminal.writeOutput("PAM: disabled the secretd profile (pam-auth-update): pam_secretd.so no longer runs at login\n")
-        try runTool(["systemctl", "--global", "disable"] + units)
-        Terminal.writeOutput(
-            "systemd: disabled \(units.joined(separator: " and ")) for every user; keyrings in ~/.local/share/secretd are kept\n")
+        if wasInForce {
+            Terminal.writeOutput("PAM: disabled the secretd profile (pam-auth-update): pam_secretd.so no longer runs at login\n")
+        }
+        if units.contains(where: enabledGlobally) {
+            try runTool(["systemctl", "--global", "disable"] + units)
+            Terminal.writeOutput(
+                "systemd: disabled \(units.joined(separator: " and ")) for every user; keyrings in ~/.local/share/secretd are kept\n")
+        }
+        unlinkActivationForEveryone()
         try giveBackGnomeKeyringToEveryone()
+    }
+
+    /// Whether `unit` is enabled for every user: a link to it in a .wants directory of
+    /// /etc/systemd/user.
+    private static func enabledGlobally(_ unit: String) -> Bool {
+        let directory = "/etc/systemd/user"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return entries.contains { entry in
+            var status = stat()
+            return entry.hasSuffix(".wants") && lstat(directory + "/" + entry + "/" + unit, &status) == 0
+        }
     }
 
     // MARK: - This user
 
     private static func enableForMe() throws(CommandLineError) {
         try switchOffGnomeKeyringForMe()
+        try linkActivationForMe()
         try runTool(["systemctl", "--user", "enable", "--now"] + units)
         Terminal.writeOutput(
             "systemd: enabled and started \(units.joined(separator: " and ")) for you: secretd starts at each login and "
@@ -96,6 +117,7 @@ enum SetupCommand: Verb {
     private static func disableForMe() throws(CommandLineError) {
         try runTool(["systemctl", "--user", "disable", "--now"] + units)
         Terminal.writeOutput("systemd: stopped and disabled \(units.joined(separator: " and ")) for you; your keyrings are kept\n")
+        unlinkActivationForMe()
         try giveBackGnomeKeyringToMe()
     }
 
