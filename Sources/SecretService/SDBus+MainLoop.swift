@@ -77,6 +77,13 @@ extension BusServer {
         for _ in 0..<Self.messagesReadPerDispatch {
             let result = sd_bus_process(bus, nil)
             if result < 0 {
+                // A message sd-bus failed to handle itself (Peer.GetMachineId where
+                // /etc/machine-id is empty: ENOMEDIUM) costs that call its answer, not secretd
+                // its connection; only a connection that is closed ends the daemon.
+                guard sd_bus_is_open(bus) <= 0 else {
+                    Log.warning("sd-bus could not handle a message: \(String(cString: strerror(-result))); going on")
+                    continue
+                }
                 connectionLost(reason: String(cString: strerror(-result)))
                 return
             }

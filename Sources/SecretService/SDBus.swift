@@ -114,6 +114,28 @@ final class BusServer {
                 throw .failed("cannot serve \(root): \(String(cString: strerror(-exported)))")
             }
         }
+        // Peer.GetMachineId is sd-bus's to answer; where the machine has no id (/etc/machine-id
+        // empty, as in a fresh chroot or container) it cannot, and would leave the call unanswered:
+        // answer it here with an error instead.
+        let filtered = sd_bus_add_filter(bus, nil, { message, _, _ in
+            guard let message, sd_bus_message_is_method_call(message, SecretServiceNames.Interface.peer, "GetMachineId") > 0
+            else { return 0 }
+            var machine = sd_id128_t()
+            guard sd_id128_get_machine(&machine) < 0 else { return 0 }
+            var reply: OpaquePointer?
+            let made = "org.freedesktop.DBus.Error.Failed".withCString { name in
+                "this machine has no machine id (/etc/machine-id is empty)".withCString { text in
+                    var error = sd_bus_error(name: name, message: text, _need_free: 0)
+                    return sd_bus_message_new_method_error(message, &reply, &error)
+                }
+            }
+            if made >= 0, let reply {
+                sd_bus_send(nil, reply, nil)
+                sd_bus_message_unref(reply)
+            }
+            return 1
+        }, nil)
+        guard filtered >= 0 else { throw .failed("cannot watch the bus's messages: \(String(cString: strerror(-filtered)))") }
         Self.active = self
         MainLoop.afterEachCallback = { BusServer.active?.scheduleFlush() }
         attachToMainLoop()

@@ -335,6 +335,27 @@ import Testing
         daemon.stop()
     }
 
+    // MARK: - A machine without a machine id
+
+    @Test("Peer.GetMachineId where /etc/machine-id is empty (a fresh chroot or container) gets an error; secretd keeps serving",
+          .enabled(if: getuid() == 0, "needs root to mount over /etc/machine-id in a private mount namespace"))
+    func noMachineID() throws {
+        let fixture = try SecretdFixture()
+        let empty = fixture.root.appendingPathComponent("machine-id")
+        #expect(FileManager.default.createFile(atPath: empty.path, contents: Data()))
+        // The empty machine id exists only in secretd's own mount namespace.
+        let script = "mount --bind '\(empty.path)' /etc/machine-id && exec \"$0\" \"$@\""
+        let daemon = try SupervisedProcess(
+            ["unshare", "-m", "sh", "-c", script, SecretdFixture.secretdPath, "--foreground", "--unlock",
+             "--data-dir", fixture.dataDirectory.path, "--config-dir", fixture.configDirectory.path],
+            environment: fixture.environment, standardInput: Data("login-password".utf8),
+            logURL: fixture.root.appendingPathComponent("machine-id.log"))
+        defer { daemon.stop() }
+        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
+        #expect(refusal { try fixture.call(Self.service, "org.freedesktop.DBus.Peer", "GetMachineId") } == "org.freedesktop.DBus.Error.Failed")
+        #expect(daemon.isRunning, "\(daemon.log)")
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "ReadAlias", "('default',)") == "(objectpath '\(Self.login)',)")
+    }
 
     // MARK: - Helpers
 
