@@ -169,6 +169,7 @@ prepare_phase() {
         echo "PASSWORD_2=$(random n-z5-9)"
         echo "PASSWORD_3=$(random A-M0-4)"
         echo "PASSWORD_4=$(random N-Z5-9)"
+        echo "PASSWORD_5=$(random a-m5-9)"
         echo "PASSWORD_BOB=$(random a-z0-9)"
         echo "PASSWORD_CAROL=$(random a-z0-9)"
         echo "PASSWORD_DAVE=$(random a-z0-9)"

@@ -209,7 +209,7 @@ remove() {
     check "remove: gnome-keyring's files are its package's again (dpkg --verify, no diversion, no mask)" gk_restored
     check "remove: gnome-keyring's org.freedesktop.secrets.service is in place again (dpkg -S)" gk_activation_file_kept
     check "remove: dave's password login still works" ssh_password dave "$PASSWORD_DAVE" true
-    check "remove: alice's password login still works" ssh_password alice "$PASSWORD_4" true
+    check "remove: alice's password login still works" ssh_password alice "$PASSWORD_5" true  # her last password
     logout_check "remove: the logins" dave
     logged_out alice >/dev/null
     check "remove: dave's keyring files are untouched" digest_kept

@@ -104,7 +104,7 @@ system_undo() {
     check "setup --system --undo exits 0" expect_status 0 secretctl setup --system --undo
     check "setup --system --undo: no pam_secretd in /etc/pam.d/common-*" no_pam_lines
     check "setup --system --undo: no secretd unit enabled in /etc/systemd/user" no_units
-    check "setup --system --undo: password logins still work" ssh_password alice "$PASSWORD_4" true
+    check "setup --system --undo: password logins still work" ssh_password alice "$PASSWORD_5" true  # her last password
     check "setup --system --undo: gnome-keyring's files are its package's again (dpkg --verify), no diversion, no mask" gk_restored
     session "gnome-keyring back for everyone" password carol "$PASSWORD_CAROL" gk_back "gnome-keyring back for everyone"
     logout_check "gnome-keyring back for everyone" carol
@@ -822,7 +822,7 @@ quiet_logouts() {
 no_secrets_logged() {
     local journal name found=""
     journal=$(journalctl --no-pager -o verbose)
-    for name in PASSWORD_1 PASSWORD_2 PASSWORD_3 PASSWORD_4 PASSWORD_BOB PASSWORD_CAROL WRONG_PASSWORD \
+    for name in PASSWORD_1 PASSWORD_2 PASSWORD_3 PASSWORD_4 PASSWORD_5 PASSWORD_BOB PASSWORD_CAROL WRONG_PASSWORD \
         SECRET_TOOL SECRET_PYTHON SECRET_GIT SECRET_GK SECRET_PORTAL \
         SECRET_SYNC SECRET_SYNC_2 SECRET_SYNC_BOB SECRET_SYNC_DEVICE SECRET_SYNC_AFTER; do
         printf '%s' "$journal" | grep -F -- "${!name}" && found="$found $name"
@@ -906,11 +906,10 @@ second_boot() {
     check "journal: the refusal of the reset, and the logins from root's PAM stack" socket_journal
     reset_while_logged_in
     reset_while_locked
-    # Root sets the first password again (chpasswd checks no likeness to old ones).
-    check "chpasswd while logged out: root sets alice's password" root_sets_password "$PASSWORD_1"
-    session "after chpasswd while logged out" password alice "$PASSWORD_1" after_root_reset PASSWORD_4
+    check "chpasswd while logged out: root sets alice's password" root_sets_password "$PASSWORD_5"
+    session "after chpasswd while logged out" password alice "$PASSWORD_5" after_root_reset PASSWORD_4
     logout_check "after chpasswd while logged out"
-    session "the login after that" password alice "$PASSWORD_1" show_state
+    session "the login after that" password alice "$PASSWORD_5" show_state
     logout_check "the login after that"
 
     check "journal: no 'insecure memory' warning" insecure_memory
