@@ -38,6 +38,10 @@ public struct ProviderCommand: Sendable, CustomStringConvertible {
             arguments: value.split(separator: " ").map(String.init), password: "test-login-password")
     }
 
+    /// Whether the provider is this package's `secretd` (which, unlike gnome-keyring, makes the
+    /// next password attempt on a keyring wait after a wrong one, whatever the route).
+    public var isSecretd: Bool { arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent == "secretd" } ?? false }
+
     /// The command line.
     public var description: String { arguments.joined(separator: " ") }
 }

@@ -184,13 +184,18 @@ extension ProviderTests.SecretCtlEndToEnd {
         let original = try environment().command.password
         let wrong = try run(["passwd", "--password-stdin"], input: "not-it\nwhatever\n")
         #expect(wrong.status == 4, "\(wrong.errorOutput)")
+        if try environment().command.isSecretd {
+            // A wrong current password is a wrong password like any other: the next try waits 1 s.
+            let waiting = try run(["passwd", "--password-stdin"], input: "\(original)\nchanged-password\n")
+            #expect(waiting.status == 4 && waiting.errorOutput.contains("try again in 1 s"), "\(waiting.errorOutput)")
+            try environment().passwordClock.advance(by: 1.01)
+        }
         let changed = try run(["passwd", "--password-stdin"], input: "\(original)\nchanged-password\n")
         #expect(changed.status == 0, "\(changed.errorOutput)")
         #expect(try run(["lock"]).status == 0)
-        try environment().passwordClock.advance(by: 1.01)  // the wait after passwd's wrong current password
         let withOld = try run(["unlock", "--password-stdin"], input: original)
         #expect(withOld.status == 4)
-        try environment().passwordClock.advance(by: 2.01)  // after a second wrong password the wait is 2 s
+        try environment().passwordClock.advance(by: 1.01)  // the wait after that wrong password
         #expect(try run(["unlock", "--password-stdin"], input: "changed-password").status == 0)
         // Back to the harness's password, which restarts of the provider use.
         #expect(try run(["passwd", "--password-stdin"], input: "changed-password\n\(original)\n").status == 0)
