@@ -7,10 +7,10 @@ import time
 import pyatspi
 
 
-def application(name):
-    """The running program of this name on the accessibility bus, or None."""
+def application(*names):
+    """The running program of one of these names on the accessibility bus, or None."""
     for app in pyatspi.Registry.getDesktop(0):
-        if app is not None and app.name == name:
+        if app is not None and app.name in names:
             return app
     return None
 
@@ -37,13 +37,25 @@ def showing(node):
         return False
 
 
-def all_of(root, role, name=None, contains=None, visible=True):
+def role(name):
+    """The role of this name in AT-SPI's specification ("push button", "password text"), as a
+    number. Widgets are matched by that number: the names toolkits give (getRoleName) change
+    between versions (at-spi2-core 2.46, Debian 12: "push button"; 2.56, Debian 13: "button")."""
+    return getattr(pyatspi, "ROLE_" + name.upper().replace(" ", "_"))
+
+
+def is_a(node, name):
+    """Whether node has the role of this name (see role)."""
+    return node.getRole() == role(name)
+
+
+def all_of(root, role_name, name=None, contains=None, visible=True):
     """The widgets under root of this role (and name, or with contains in their name), shown
     on the screen unless visible is False."""
     result = []
     for node in walk(root):
         try:
-            if node.getRoleName() != role:
+            if not is_a(node, role_name):
                 continue
             if name is not None and node.name != name:
                 continue
@@ -73,3 +85,24 @@ def click(node, button="1", repeat=1, x_offset=None, top=False):
 
 def type_text(text):
     xdotool("type", "--delay", "15", text)
+
+
+def describe(root):
+    """The tree under root, a widget a line (indented by depth): role (as the toolkit names
+    it), name, and whether it is showing, for a failure's artifacts."""
+    lines = []
+
+    def visit(node, depth):
+        if node is None or depth > 40:
+            return
+        try:
+            lines.append("%s%s %r%s" % ("  " * depth, node.getRoleName(), node.name, "" if showing(node) else " (hidden)"))
+            children = list(node)
+        except Exception as error:
+            lines.append("%s? %s" % ("  " * depth, error))
+            return
+        for child in children:
+            visit(child, depth + 1)
+
+    visit(root, 0)
+    return "\n".join(lines)

@@ -30,7 +30,9 @@ step_number = 0
 # ---- the accessibility tree
 
 def seahorse():
-    return person.application("seahorse")
+    # Seahorse 43 (Debian 12) is "seahorse" on the accessibility bus; 47 (Debian 13) names
+    # itself by its application id.
+    return person.application("seahorse", "org.gnome.seahorse.Application")
 
 
 def all_of(role, name=None, contains=None, visible=True, inside=None):
@@ -60,7 +62,7 @@ def rows(label_contains, visible=True):
     found = []
     for label in all_of("label", contains=label_contains, visible=visible):
         row = label.parent
-        while row is not None and row.getRoleName() != "list item":
+        while row is not None and not person.is_a(row, "list item"):
             row = row.parent
         if row is not None:
             found.append(row)
@@ -139,6 +141,12 @@ def report(step, ui=None):
 def fail(message):
     try:
         subprocess.run(["import", "-window", "root", os.path.join(ARTIFACTS, "failed.png")])
+    except Exception:
+        pass
+    # What the accessibility bus showed, beside the screenshot.
+    try:
+        with open(os.path.join(ARTIFACTS, "failed-tree.txt"), "w") as tree:
+            tree.write(person.describe(pyatspi.Registry.getDesktop(0)) + "\n")
     except Exception:
         pass
     # What Seahorse said, so that a failure on a machine nobody can look at explains itself.

@@ -6,7 +6,10 @@ public import Foundation
 /// does) with the filters flatpak 1.14 gives an app: its own names and the portals, plus the
 /// manifest's `--talk-name`s. The proxy's socket is the app's `$XDG_RUNTIME_DIR/bus`. The bus
 /// sees the proxy's process, so secretd (and xdg-desktop-portal) name the app from the proxy's
-/// `/proc/PID/root/.flatpak-info`. (A real flatpak needs a runtime from the network.)
+/// `/proc/PID/root/.flatpak-info`. As flatpak does, bubblewrap writes the sandbox's process ids
+/// (`--info-fd`) to `$XDG_RUNTIME_DIR/.flatpak/INSTANCE/bwrapinfo.json` of the fixture's
+/// environment, where xdg-desktop-portal 1.20 (Debian 13) looks before it serves an app (1.16,
+/// Debian 12, does not). (A real flatpak needs a runtime from the network.)
 public struct FlatpakSandbox {
     /// The app id.
     public var appID: String
@@ -35,20 +38,28 @@ public struct FlatpakSandbox {
 
     /// `command` wrapped to run inside the sandbox on `fixture`'s bus.
     public func wrap(_ command: [String], fixture: SecretdFixture) throws -> [String] {
-        let info = fixture.root.appendingPathComponent("flatpak-info-\(appID)")
+        // An instance of its own for each command, as each `flatpak run` gets.
+        let instance = String(UInt32.random(in: 1...UInt32.max))
+        let info = fixture.root.appendingPathComponent("flatpak-info-\(appID)-\(instance)")
         try """
             [Application]
             name=\(appID)
             runtime=runtime/org.freedesktop.Platform/x86_64/23.08
 
             [Instance]
-            instance-id=1
+            instance-id=\(instance)
             session-bus-proxy=true
 
             """.write(to: info, atomically: true, encoding: .utf8)
+        let runtimeDirectory = fixture.environment["XDG_RUNTIME_DIR"] ?? fixture.root.appendingPathComponent("run").path
+        let instanceDirectory = URL(fileURLWithPath: runtimeDirectory).appendingPathComponent(".flatpak/\(instance)")
+        try FileManager.default.createDirectory(at: instanceDirectory, withIntermediateDirectories: true)
+        let bwrapInfo = instanceDirectory.appendingPathComponent("bwrapinfo.json")
         let realBus = String(fixture.bus.address.dropFirst("unix:path=".count))
         let runtime = "/run/user/\(getuid())"
-        var arguments = ["bwrap", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+        // bwrap writes its information to descriptor 3, which the shell opens on bwrapinfo.json.
+        var arguments = ["/bin/sh", "-c", "exec \"$@\" 3>\"$0\"", bwrapInfo.path,
+                         "bwrap", "--info-fd", "3", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
         for top in ["/bin", "/lib", "/lib64", "/sbin"] {
             if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: top) {
                 arguments += ["--symlink", target, top]

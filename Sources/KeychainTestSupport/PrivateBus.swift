@@ -13,6 +13,10 @@ public final class PrivateBus: @unchecked Sendable {
     /// `directory` must then be searchable by them. The bus has the limits of a real session bus
     /// (`/usr/share/dbus-1/session.conf`: 50,000 pending replies per connection, 1 GB queues),
     /// as users' buses and the scripts' do, not dbus-daemon's built-in ones (128 pending replies).
+    /// Its soft limit of open files is its hard one, as dbus-daemon 1.15 and later set for a
+    /// user's bus: as root it asks for 65,536 instead and, where it may not raise the hard limit
+    /// (a container: systemd-nspawn's soft 1024, hard 20,000 here), keeps 1024, then cuts off
+    /// clients whose descriptors it cannot take (ClientFaultTests.descriptorFlood on Debian 13).
     public init(directory: URL, otherUsers: Bool = false) throws {
         let socket = directory.appendingPathComponent("bus").path
         let config = directory.appendingPathComponent("bus.conf")
@@ -20,7 +24,8 @@ public final class PrivateBus: @unchecked Sendable {
             .write(to: config, atomically: true, encoding: .utf8)
         address = "unix:path=\(socket)"
         daemon = try SupervisedProcess(
-            ["dbus-daemon", "--config-file=\(config.path)", "--nofork", "--nopidfile"],
+            ["/bin/sh", "-c", "ulimit -Sn \"$(ulimit -Hn)\" && exec \"$@\"", "sh",
+             "dbus-daemon", "--config-file=\(config.path)", "--nofork", "--nopidfile"],
             environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"],
             logURL: directory.appendingPathComponent("bus.log"), removeWhenOrphaned: directory)
         let deadline = Date().addingTimeInterval(10)

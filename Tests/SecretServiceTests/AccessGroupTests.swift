@@ -18,10 +18,8 @@ import Testing
             try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
             // Real paths, as /proc/PID/exe shows them.
             self.bin = URL(fileURLWithPath: bin.resolvingSymlinksInPath().path)
-            let secretctl = URL(fileURLWithPath: SecretdFixture.secretdPath).deletingLastPathComponent()
-                .appendingPathComponent("secretctl")
             for name in names {
-                try ExecutableFile.copy(secretctl.path, to: self.bin.appendingPathComponent(name).path)
+                try ExecutableFile.copy(SecretdFixture.secretctlPath, to: self.bin.appendingPathComponent(name).path)
                 try ExecutableFile.copy("/usr/bin/secret-tool", to: self.bin.appendingPathComponent("st-" + name).path)
             }
         }
@@ -550,7 +548,7 @@ import Testing
 
     @Test("secretctl and secretd accept the same identities and group names (one rule, one table)")
     func oneRuleForBothSides() throws {
-        let secretctl = SecretdFixture.secretdPath.replacingOccurrences(of: "/secretd", with: "/secretctl")
+        let secretctl = SecretdFixture.secretctlPath
         // No bus: a name secretctl accepts goes on to the provider and fails there (exit 5);
         // one it refuses is a usage error (exit 2) before any call.
         let environment = ["PATH": "/usr/bin:/bin", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"]

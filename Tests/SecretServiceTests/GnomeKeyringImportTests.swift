@@ -22,9 +22,7 @@ import Testing
         print(json.dumps(out))
         """#
 
-    static var secretctl: String {
-        URL(fileURLWithPath: SecretdFixture.secretdPath).deletingLastPathComponent().appendingPathComponent("secretctl").path
-    }
+    static var secretctl: String { SecretdFixture.secretctlPath }
 
     @Test("every keyring comes over whole: labels, attributes, secrets and times; again adds nothing; a bad file or password leaves the others")
     func importsRealFiles() throws {

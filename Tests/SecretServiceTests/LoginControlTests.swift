@@ -115,7 +115,7 @@ import Testing
         // The login's wrong password (root's PAM stack, as this client is when the tests run as
         // root) neither waits nor counts: the user's own unlock right after it is not made to
         // wait, and neither is the next login.
-        let secretctl = SecretdFixture.secretdPath.replacingOccurrences(of: "/secretd", with: "/secretctl")
+        let secretctl = SecretdFixture.secretctlPath
         let unlocked = try fixture.run([secretctl, "unlock", "--password-stdin"], input: "login-password")
         #expect(unlocked.status == 0, "\(unlocked.errorOutput)")
         #expect(try !Self.isLocked(fixture))

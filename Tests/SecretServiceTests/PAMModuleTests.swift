@@ -243,7 +243,7 @@ struct PAMModuleTests: SecretServiceCalls {
         // Nobody's own process: refused, whether the keyring is unlocked or not.
         #expect(try fixture.run(client + [LoginControlTests.change("", "attacker")]).text == "2\n")
         #expect(daemon.log.contains("refused a login password change without the old password from a process of the user"))
-        let secretctl = Self.asNobody + [SecretdFixture.secretdPath.replacingOccurrences(of: "/secretd", with: "/secretctl")]
+        let secretctl = Self.asNobody + [SecretdFixture.secretctlPath]
         #expect(try fixture.run(secretctl + ["lock"]).status == 0)
         #expect(try fixture.run(client + [LoginControlTests.change("", "attacker")]).text == "2\n")
         #expect(try fixture.run(secretctl + ["unlock", "--password-stdin"], input: "attacker").status != 0)

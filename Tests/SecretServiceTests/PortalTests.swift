@@ -166,14 +166,17 @@ import Testing
         let fixture = try SecretdFixture()
         var daemon = try fixture.start()
         defer { daemon.stop() }
-        // The frontend on the test's bus, reading only our .portal file.
+        // The frontend on the test's bus, reading only our .portal file, in a desktop its UseIn
+        // names: xdg-desktop-portal 1.17 and later (Debian 13's 1.20) choose a backend by
+        // portals.conf or by the desktop's name, and have no Secret portal without either; 1.16
+        // (Debian 12) takes the one backend there is whatever the desktop.
         let portals = fixture.root.appendingPathComponent("portals")
         try FileManager.default.createDirectory(at: portals, withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: DBusClients.directory.deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("portal/secretd.portal"), to: portals.appendingPathComponent("secretd.portal"))
         let frontend = try SupervisedProcess(
             ["/usr/libexec/xdg-desktop-portal", "--replace"],
-            environment: fixture.environment.merging(["XDG_DESKTOP_PORTAL_DIR": portals.path, "XDG_CURRENT_DESKTOP": "none"]) { $1 },
+            environment: fixture.environment.merging(["XDG_DESKTOP_PORTAL_DIR": portals.path, "XDG_CURRENT_DESKTOP": "GNOME"]) { $1 },
             logURL: fixture.root.appendingPathComponent("xdg-desktop-portal.log"))
         defer { frontend.stop() }
         try fixture.control.waitForOwner(of: "org.freedesktop.portal.Desktop", startedBy: frontend)

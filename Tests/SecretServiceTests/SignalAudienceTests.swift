@@ -135,8 +135,10 @@ import Testing
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
         let member = URL(fileURLWithPath: bin.resolvingSymlinksInPath().path).appendingPathComponent("py-member").path
         let outsider = URL(fileURLWithPath: bin.resolvingSymlinksInPath().path).appendingPathComponent("py-outsider").path
+        // The release's Python itself (python3 is a link to python3.11 on Debian 12, 3.13 on 13).
+        let python = URL(fileURLWithPath: "/usr/bin/python3").resolvingSymlinksInPath().path
         for copy in [member, outsider] {
-            try ExecutableFile.copy("/usr/bin/python3.11", to: copy)
+            try ExecutableFile.copy(python, to: copy)
         }
         let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         try Self.writePolicy("""
