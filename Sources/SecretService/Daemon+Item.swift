@@ -17,7 +17,7 @@ extension Daemon {
             return session(at: sessionPath, for: call.sender).flatMap { session in
                 do {
                     let contents = try store.readItem(item, in: collection, keys: itemKeys)
-                    return session.encode(contents.secret, contentType: contents.contentType, sessionPath: sessionPath)
+                    return session.encode(contents, sessionPath: sessionPath)
                         .map { .tuple([$0]) }
                 } catch {
                     return .failure(storeFailure(error))

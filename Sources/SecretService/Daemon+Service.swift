@@ -89,7 +89,7 @@ extension Daemon {
                 else { continue }
                 do {
                     let contents = try store.readItem(item, in: collection, keys: key)
-                    let encoded = session.encode(contents.secret, contentType: contents.contentType, sessionPath: sessionPath)
+                    let encoded = session.encode(contents, sessionPath: sessionPath)
                     guard case .success(let secret) = encoded else { return encoded }
                     entries.append(.init(key: .objectPath(path), value: secret))
                 } catch {

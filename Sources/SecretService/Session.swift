@@ -2,6 +2,7 @@
 
 package import SecretCrypto
 package import DBusValues
+package import SecretStore
 
 /// A client's transfer session: how secrets are encoded between it and the daemon.
 package final class Session {
@@ -45,6 +46,12 @@ package final class Session {
         default:
             return .failure(.notSupported("the session algorithm '\(algorithm)' is not supported"))
         }
+    }
+
+    /// Encodes an item's secret for this session as the `(oayays)` struct, with the content
+    /// type clients are answered (``SecretContentType/answered(_:for:)``).
+    package func encode(_ contents: ItemContents, sessionPath: String) -> Result<DBusValue, SecretServiceError> {
+        encode(contents.secret, contentType: SecretContentType.answered(contents.contentType, for: contents.secret), sessionPath: sessionPath)
     }
 
     /// Encodes a secret for this session as the `(oayays)` struct.
