@@ -21,18 +21,13 @@ package enum CSVImport {
         var items: [ExportFile.Item] = []
         var skipped = 0
         for row in rows where !(row.count == 1 && row[0].isEmpty) {
-            guard row.count > max(url, username, password), let parsed = URL(string: row[url]), let host = parsed.host,
-                !host.isEmpty, parsed.port.map({ (1...65535).contains($0) }) ?? true, !row[password].isEmpty
+            guard row.count > max(url, username, password), !row[password].isEmpty,
+                let attributes = ImportedLogin.networkAttributes(url: row[url], user: row[username]),
+                let host = attributes[KeychainAttributeName.server]
             else {
                 skipped += 1
                 continue
             }
-            var attributes = [
-                KeychainAttributeName.schema: KeychainAttributeName.networkSchema, KeychainAttributeName.server: host,
-                KeychainAttributeName.user: row[username],
-            ]
-            if let scheme = parsed.scheme { attributes["protocol"] = scheme.lowercased() }
-            if let port = parsed.port { attributes["port"] = String(port) }
             let label = name.flatMap { $0 < row.count && !row[$0].isEmpty ? row[$0] : nil } ?? "\(row[username])@\(host)"
             items.append(ExportFile.Item(label: label, attributes: attributes, secret: Data(row[password].utf8)))
         }

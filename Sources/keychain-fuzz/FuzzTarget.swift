@@ -20,7 +20,7 @@ struct FuzzTarget: Sendable {
     static let all: [FuzzTarget] = [
         GitCredentialTarget.target, AccessPolicyTarget.target, ExportFileTarget.target, CSVImportTarget.target,
         ConfigurationTarget.target, SessionTarget.target, StoredItemTarget.target, LoginControlTarget.target,
-        GnomeKeyringTarget.target, TPMSlotTarget.target, SyncFileTarget.target,
+        GnomeKeyringTarget.target, TPMSlotTarget.target, SyncFileTarget.target, PasswordManagerImportTarget.target,
     ]
 
     /// The target called `name`, if any.

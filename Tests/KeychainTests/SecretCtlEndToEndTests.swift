@@ -247,6 +247,28 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(try InternetKeychain(server: host, protocol: .https).password(for: "alice") == "pa55")
         #expect(try InternetKeychain(server: host).removeValue(for: "alice"))
     }
+
+    @Test("import of a Bitwarden export: internet and generic passwords, notes kept; a second run adds nothing")
+    func importBitwarden() throws {
+        let host = "bw-\(UUID().uuidString.prefix(8)).example.com"
+        let service = uniqueService()
+        let file = try environment().root.appendingPathComponent("bitwarden-\(UUID().uuidString.prefix(6)).json")
+        let export = #"{"encrypted": false, "folders": [], "items": ["#
+            + #"{"type": 1, "name": "Forge", "notes": "ask Ann", "login": {"uris": [{"uri": "https://HOST/"}], "username": "clara", "password": "pw1"}},"#
+            + #"{"type": 1, "name": "SERVICE", "login": {"uris": [], "username": "bob", "password": "pässwörd ✓"}},"#
+            + #"{"type": 3, "name": "Visa", "card": {"number": "4111111111111111"}}]}"#
+        try export.replacingOccurrences(of: "HOST", with: host).replacingOccurrences(of: "SERVICE", with: service)
+            .write(to: file, atomically: true, encoding: .utf8)
+        let first = try run(["import", file.path])
+        #expect(first.text == "imported 2, replaced 0, skipped 1\n", "\(first.errorOutput)")
+        #expect(first.errorOutput.contains("is a Bitwarden export (JSON); 1 cards, identities or SSH keys are not imported"))
+        #expect(try InternetKeychain(server: host, protocol: .https).password(for: "clara") == "pw1")
+        #expect(try Keychain(service: service).string(for: "bob") == "pässwörd ✓")
+        let again = try run(["import", file.path])
+        #expect(again.text == "imported 0, replaced 0, skipped 3\n", "\(again.errorOutput)")
+        #expect(try InternetKeychain(server: host).removeValue(for: "clara"))
+        #expect(try Keychain(service: service).removeValue(for: "bob"))
+    }
 }
 
 extension ProviderTests.SecretCtlEndToEnd {

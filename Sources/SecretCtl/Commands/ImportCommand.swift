@@ -2,7 +2,8 @@ import FoundationEssentials
 import Keychain
 import KeychainCore
 
-/// `secretctl import FILE`: adds the items of a secretctl export (``ExportFile``) or of a
+/// `secretctl import FILE`: adds the items of a secretctl export (``ExportFile``), of a password
+/// manager's export (``PasswordManagerImport``: Bitwarden, Apple Passwords, 1Password) or of a
 /// browser's CSV (``CSVImport``); items that exist are skipped unless `--replace`.
 /// `secretctl import gnome-keyring [DIR]`: gnome-keyring's keyrings (``GnomeKeyringImport``).
 /// `secretctl import secret-service [--from NAME]`: the keyrings of the provider running now
@@ -12,7 +13,7 @@ enum ImportCommand: Verb {
     /// `gnome-keyring` or `secret-service`.
     static let file = Positional<String>(
         "FILE",
-        help: "A secretctl export, a CSV file, gnome-keyring (its keyring files) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
+        help: "A secretctl export, a Bitwarden (JSON or CSV), Apple Passwords or 1Password (CSV) export, a browser's CSV file, gnome-keyring (its keyring files) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
     /// `DIR`, with `gnome-keyring` only.
     static let directory = Positional<String?>(
         "DIR", help: "With gnome-keyring: where its *.keyring files are (default: ~/.local/share/keyrings).")
@@ -33,10 +34,11 @@ enum ImportCommand: Verb {
 
     static let spec = CommandSpec(
         name: "import",
-        abstract: "Add the items of an export, of a browser's CSV (name,url,username,password), of gnome-keyring's keyrings, or of the provider running now.",
+        abstract: "Add the items of an export, of Bitwarden's, Apple Passwords' or 1Password's export, of a browser's CSV (name,url,username,password), of gnome-keyring's keyrings, or of the provider running now.",
         arguments: [file, directory], options: [replace, passwordStdin, from],
         examples: [
-            "secretctl import keyring.export", "secretctl import passwords.csv", "secretctl import gnome-keyring",
+            "secretctl import keyring.export", "secretctl import passwords.csv", "secretctl import bitwarden_export.json",
+            "secretctl import gnome-keyring",
             "secretctl import gnome-keyring --password-stdin < login-password", "secretctl import secret-service",
         ])
 
@@ -65,9 +67,17 @@ enum ImportCommand: Verb {
         var skipped = 0
         if ExportFile.isExport(data) {
             items = try ExportFile.open(data, passphrase: try ExportPassphrase.read(confirm: false))
+        } else if let source = PasswordManagerImport.source(of: data) {
+            let contents = try PasswordManagerImport.contents(data, source: source)
+            items = contents.items
+            skipped = contents.empty + contents.otherKinds
+            var note = "secretctl: \(path) is \(source.rawValue)"
+            if contents.empty > 0 { note += "; \(contents.empty) \(contents.empty == 1 ? "entry has" : "entries have") neither a password nor notes" }
+            if contents.otherKinds > 0 { note += "; \(contents.otherKinds) cards, identities or SSH keys are not imported" }
+            Terminal.writeError(note + "\n")
         } else {
             guard let text = String(data: data, encoding: .utf8) else {
-                throw .failure("\(path) is neither a secretctl export nor a UTF-8 CSV file", status: .usage)
+                throw .failure("\(path) is neither a secretctl export, a password manager's export nor a UTF-8 CSV file", status: .usage)
             }
             (items, skipped) = try CSVImport.items(text)
         }
