@@ -71,6 +71,7 @@ extension GnomeKeyringFile {
     /// How many items an encrypted keyring holds, read from its unencrypted header (no
     /// password needed); nil when the header is damaged.
     public static func itemCount(_ data: [UInt8]) -> Int? {
+        if isVersion1(data) { return version1ItemCount(data) }
         guard isEncrypted(data) else { return nil }
         return try? typed {
             try data.withUnsafeBytes { (raw) throws(GnomeKeyringError) -> Int in
@@ -85,7 +86,7 @@ extension GnomeKeyringFile {
     }
 
     /// `body`'s result, its error typed again (the standard library's `withUnsafeBytes` only rethrows).
-    private static func typed<T>(_ body: () throws -> T) throws(GnomeKeyringError) -> T {
+    static func typed<T>(_ body: () throws -> T) throws(GnomeKeyringError) -> T {
         do { return try body() } catch let error as GnomeKeyringError { throw error } catch { throw .damaged("\(error)") }
     }
 

@@ -1,16 +1,17 @@
 public import SecretCrypto
 
-/// Reads the keyring files of gnome-keyring (`~/.local/share/keyrings/NAME.keyring`) with no
-/// gnome-keyring running: the encrypted binary format (version 0) of a keyring with a password,
-/// and the plain key file of one without.
-///
-/// Both are read as gnome-keyring 42 reads them; see GnomeKeyringFile+Binary.swift and
-/// GnomeKeyringFile+KeyFile.swift for the layouts.
+/// Reads keyring files with none of their programs running: gnome-keyring's
+/// (`~/.local/share/keyrings/NAME.keyring`), the encrypted binary format (version 0) of a
+/// keyring with a password and the plain key file of one without, read as gnome-keyring 42
+/// reads them; and version 1, written by oo7 (`~/.local/share/keyrings/v1/NAME.keyring`) and
+/// libsecret's file backend (a Flatpak app's `default.keyring`), told from version 0 by its
+/// version byte. See GnomeKeyringFile+Binary.swift, +KeyFile.swift and +Version1.swift for the
+/// layouts.
 public enum GnomeKeyringFile {
     /// The file name ending gnome-keyring gives its keyrings.
     public static let fileExtension = "keyring"
 
-    /// Whether `data` is an encrypted (binary) keyring, which needs a password to read.
+    /// Whether `data` is an encrypted (binary, version 0 or 1) keyring, which needs a password to read.
     public static func isEncrypted(_ data: [UInt8]) -> Bool {
         data.starts(with: binaryMagic)
     }
@@ -18,6 +19,7 @@ public enum GnomeKeyringFile {
     /// Reads the keyring `name` from `data`, the whole file; `password` opens an encrypted one
     /// (an empty password is a valid one) and is ignored for a key file.
     public static func read(_ data: [UInt8], name: String, password: SecureBytes?) throws(GnomeKeyringError) -> GnomeKeyring {
+        if isVersion1(data) { return try readVersion1(data, name: name, password: password) }
         if isEncrypted(data) { return try readBinary(data, name: name, password: password) }
         return try readKeyFile(data, name: name)
     }

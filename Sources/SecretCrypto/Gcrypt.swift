@@ -229,6 +229,27 @@ public enum Gcrypt {
         }
     }
 
+    /// PBKDF2-HMAC-SHA256 of `password` and `salt` (RFC 8018), `length` bytes: the key of a
+    /// libsecret or oo7 version 1 keyring file.
+    public static func pbkdf2SHA256(
+        password: SecureBytes, salt: [UInt8], iterations: Int, length: Int
+    ) throws(CryptoError) -> SecureBytes {
+        initialize()
+        guard iterations >= 1, (1...64).contains(length) else { throw .invalidInput("PBKDF2 parameters are out of range") }
+        let key = SecureBytes(count: length)
+        let error = key.withMutableBytes { out in
+            password.withBytes { passwordBytes in
+                salt.withUnsafeBytes { saltBytes in
+                    gcry_kdf_derive(
+                        passwordBytes.baseAddress ?? saltBytes.baseAddress, passwordBytes.count, Int32(GCRY_KDF_PBKDF2.rawValue),
+                        Int32(GCRY_MD_SHA256.rawValue), saltBytes.baseAddress, saltBytes.count, UInt(iterations), out.count, out.baseAddress)
+                }
+            }
+        }
+        guard error == 0 else { throw .library("pbkdf2: \(describe(error))") }
+        return key
+    }
+
     /// AES-128-CBC decryption of whole blocks with no padding to remove, as gnome-keyring's
     /// files use it (they pad with zeros and check an MD5 instead).
     public static func decryptAES128CBCBlocks(

@@ -2,12 +2,14 @@ import Foundation
 import GnomeKeyringFormat
 import SecretCrypto
 
-/// `secretctl import gnome-keyring`: the reader of gnome-keyring's files, binary and key file.
-/// The seeds are files the real gnome-keyring-daemon wrote (scripts/make-gnome-keyrings.py),
-/// the encrypted one under ``password``.
+/// `secretctl import gnome-keyring` and `oo7`: the reader of gnome-keyring's files, binary and
+/// key file, and of version 1 files (oo7, libsecret's file backend). The seeds are files the
+/// real gnome-keyring-daemon wrote (scripts/make-gnome-keyrings.py) and a version 1 file
+/// libsecret wrote (`secret-tool store` with `SECRET_BACKEND=file`, `SECRET_FILE_TEST_PATH` and
+/// `SECRET_FILE_TEST_PASSWORD`: two items), the encrypted ones under ``password``.
 enum GnomeKeyringTarget {
     /// The target.
-    static let target = FuzzTarget(name: "gnome-keyring", summary: "gnome-keyring keyring files", maximumLength: 16384, run: run)
+    static let target = FuzzTarget(name: "gnome-keyring", summary: "gnome-keyring, oo7 and libsecret keyring files", maximumLength: 16384, run: run)
 
     /// The password of the encrypted seeds.
     static let password = SecureBytes(Array("work-pw".utf8))

@@ -107,8 +107,8 @@ import Testing
     @Test("versions, ciphers and formats the reader does not know are refused as such")
     func unknownFormats() throws {
         var data = try Self.fixtures().data("work.keyring")
-        data[16] = 1
-        #expect(throws: GnomeKeyringError.unsupportedVersion("version 1.0, cipher 0, hash 0")) {
+        data[16] = 2  // 1 is version 1 (Version1FileTests)
+        #expect(throws: GnomeKeyringError.unsupportedVersion("version 2.0, cipher 0, hash 0")) {
             try GnomeKeyringFile.read(data, name: "work", password: SecureBytes(Array("work-pw".utf8)))
         }
         #expect(throws: GnomeKeyringError.notAKeyring) { try GnomeKeyringFile.read(Array("[other]\nx=1\n".utf8), name: "x", password: nil) }

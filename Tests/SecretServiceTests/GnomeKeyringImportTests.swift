@@ -94,7 +94,7 @@ import Testing
         defer { daemon.stop() }
         let keyrings = try GnomeKeyringFiles.copy(to: fixture.root.appendingPathComponent("keyrings")).directory
         // The login password, then a wrong one for work (it asks again), then the right one.
-        let workPrompt = "Password of the gnome-keyring keyring work (empty to skip it): "
+        let workPrompt = "Password of the keyring work (empty to skip it): "
         let typed = try TerminalSession.run(
             [Self.secretctl, "import", "gnome-keyring", keyrings.path],
             answers: [("Password of the gnome-keyring login keyring: ", "login-pw"), (workPrompt, "not-it"), (workPrompt, "work-pw")],
@@ -167,6 +167,56 @@ import Testing
         let replace = try fixture.run([Self.secretctl, "import", "gnome-keyring", empty.path, "--replace"])
         #expect(replace.status == 2, "\(replace.errorOutput)")
         let stray = try fixture.run([Self.secretctl, "import", "some.csv", empty.path])
-        #expect(stray.status == 2 && stray.errorOutput.contains("gnome-keyring only"), "\(stray.errorOutput)")
+        #expect(stray.status == 2 && stray.errorOutput.contains("gnome-keyring and oo7 only"), "\(stray.errorOutput)")
+    }
+
+    @Test("oo7's keyrings and a libsecret file keyring (version 1 files libsecret wrote) come over whole; again adds nothing; a wrong password leaves the others")
+    func importsVersion1Files() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let directory = fixture.root.appendingPathComponent("v1")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileBackendKeyring.write(
+            [.init(label: "Mail", attributes: [("service", "mail"), ("account", "alice")], secret: "s3cr3t ✓"),
+             .init(label: "Note", attributes: [("service", "note")], secret: "two\nlines")],
+            to: directory.appendingPathComponent("login.keyring"), password: "login-pw", scratch: fixture.root)
+        try FileBackendKeyring.write(
+            [.init(label: "VPN", attributes: [("service", "vpn"), ("account", "bob")], secret: "vpn-pw")],
+            to: directory.appendingPathComponent("work.keyring"), password: "work-pw", scratch: fixture.root)
+        let before = try Data(contentsOf: directory.appendingPathComponent("work.keyring"))
+
+        let first = try fixture.run([Self.secretctl, "import", "oo7", directory.path, "--password-stdin"], input: "login-pw\nwrong\n")
+        #expect(first.status == 6, "\(first.text) \(first.errorOutput)")
+        #expect(first.text == "login: imported 2, skipped 0, failed 0\nwork: imported 0, skipped 0, failed 1\n", "\(first.errorOutput)")
+        #expect(first.errorOutput.contains("work: skipped: the password given does not open it"), "\(first.errorOutput)")
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "mail", "account", "alice"]).text == "s3cr3t ✓")
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "note"]).text == "two\nlines")
+
+        let second = try fixture.run([Self.secretctl, "import", "oo7", directory.path, "--password-stdin"], input: "login-pw\nwork-pw\n")
+        #expect(second.status == 0, "\(second.errorOutput)")
+        #expect(second.text == "login: imported 0, skipped 2, failed 0\nwork: imported 1, skipped 0, failed 0\n", "\(second.errorOutput)")
+        let work = try fixture.call(
+            "/org/freedesktop/secrets/collection/work", "org.freedesktop.DBus.Properties", "Get", "('org.freedesktop.Secret.Collection', 'Label')")
+        #expect(work.contains("'work'"), "\(work)")
+        #expect(try Data(contentsOf: directory.appendingPathComponent("work.keyring")) == before, "the source was changed")
+
+        // One libsecret file keyring, as a Flatpak app's: its default keyring goes into the login keyring.
+        let app = fixture.root.appendingPathComponent("app-keyrings")
+        try FileManager.default.createDirectory(at: app, withIntermediateDirectories: true)
+        try FileBackendKeyring.write(
+            [.init(label: "App token", attributes: [("service", "app"), ("account", "carol")], secret: "token")],
+            to: app.appendingPathComponent("default.keyring"), password: "app-pw", scratch: fixture.root)
+        let single = try fixture.run(
+            [Self.secretctl, "import", "oo7", app.appendingPathComponent("default.keyring").path, "--password-stdin"], input: "app-pw\n")
+        #expect(single.text == "login: imported 1, skipped 0, failed 0\n", "\(single.errorOutput)")
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "app", "account", "carol"]).text == "token")
+
+        // gnome-keyring's import reads a version 1 file too (by its version byte, not its place).
+        let mixed = try fixture.run([Self.secretctl, "import", "gnome-keyring", directory.path, "--password-stdin"], input: "login-pw\nwork-pw\n")
+        #expect(mixed.text == "login: imported 0, skipped 2, failed 0\nwork: imported 0, skipped 1, failed 0\n", "\(mixed.errorOutput)")
+        let missing = try fixture.run([Self.secretctl, "import", "oo7", fixture.root.appendingPathComponent("none").path])
+        #expect(missing.status == 1 && missing.errorOutput.contains("no oo7 keyrings:"), "\(missing.errorOutput)")
+        #expect(daemon.isRunning)
     }
 }

@@ -7,6 +7,10 @@ import SecretCrypto
 
 /// `secretctl import gnome-keyring [DIR]`: every keyring of gnome-keyring's files, read with
 /// no gnome-keyring running, into a secretd keyring of the same name (see ``ImportCommand``).
+/// `secretctl import oo7 [DIR|FILE]`: the same for oo7's keyrings (version 1 files, in
+/// `keyrings/v1`), or for one version 1 file such as libsecret's file backend writes for a
+/// Flatpak app (its `default` keyring goes into the login keyring). Each file is read by its
+/// version byte, wherever it is.
 ///
 /// Passwords: the login keyring's comes on standard input (`--password-stdin`, one password
 /// per line, the login keyring's first, then any others to try) or is typed; each keyring is
@@ -21,36 +25,64 @@ enum GnomeKeyringImport {
         case notImported(name: String, reason: String, items: Int)
     }
 
-    /// gnome-keyring's directory: `$XDG_DATA_HOME/keyrings`, else `~/.local/share/keyrings`.
-    static var defaultDirectory: String {
-        if let data = getenv("XDG_DATA_HOME").map({ String(cString: $0) }), data.hasPrefix("/") { return data + "/keyrings" }
-        return (getenv("HOME").map { String(cString: $0) } ?? "") + "/.local/share/keyrings"
+    /// Whose keyrings are read.
+    enum Source: String {
+        /// gnome-keyring's, in `$XDG_DATA_HOME/keyrings`.
+        case gnomeKeyring = "gnome-keyring"
+        /// oo7's, in `$XDG_DATA_HOME/keyrings/v1`.
+        case oo7
+
+        /// Where its keyrings are: under `$XDG_DATA_HOME`, else `~/.local/share`.
+        var defaultDirectory: String {
+            let data: String
+            if let home = getenv("XDG_DATA_HOME").map({ String(cString: $0) }), home.hasPrefix("/") {
+                data = home
+            } else {
+                data = (getenv("HOME").map { String(cString: $0) } ?? "") + "/.local/share"
+            }
+            return data + (self == .oo7 ? "/keyrings/v1" : "/keyrings")
+        }
     }
+
+    /// The name of the keyring libsecret's file backend keeps (`default.keyring`), which goes
+    /// into the login keyring when its file is imported on its own.
+    static let fileBackendKeyring = "default"
 
     /// The schema of the items in which gnome-keyring keeps another keyring's password.
     static let chainedKeyringSchema = "org.gnome.keyring.ChainedKeyring"
 
-    static func run(directory: String?, passwordOnStandardInput: Bool) throws(CommandLineError) {
-        let directory = directory ?? defaultDirectory
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: directory)
-                .filter { $0.hasSuffix(".\(GnomeKeyringFile.fileExtension)") && !$0.hasPrefix(".") }
-                .map { String($0.dropLast(GnomeKeyringFile.fileExtension.count + 1)) }
-                .sorted { ($0 == "login" ? 0 : 1, $0) < ($1 == "login" ? 0 : 1, $1) }
-        } catch {
-            throw .failure("cannot read the directory \(directory)", status: .failed)
+    static func run(_ source: Source, path: String?, passwordOnStandardInput: Bool) throws(CommandLineError) {
+        let path = path ?? source.defaultDirectory
+        // (file path, keyring name), the login keyring first.
+        var keyrings: [(path: String, name: String)]
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw .failure("no \(source.rawValue) keyrings: \(path) does not exist", status: .notFound)
         }
-        guard !names.isEmpty else { throw .failure("no gnome-keyring keyrings (*.keyring) in \(directory)", status: .notFound) }
+        if info.st_mode & S_IFMT == S_IFDIR {
+            do {
+                keyrings = try FileManager.default.contentsOfDirectory(atPath: path)
+                    .filter { $0.hasSuffix(".\(GnomeKeyringFile.fileExtension)") && !$0.hasPrefix(".") }
+                    .map { ("\(path)/\($0)", String($0.dropLast(GnomeKeyringFile.fileExtension.count + 1))) }
+            } catch {
+                throw .failure("cannot read the directory \(path)", status: .failed)
+            }
+            guard !keyrings.isEmpty else { throw .failure("no \(source.rawValue) keyrings (*.keyring) in \(path)", status: .notFound) }
+        } else {
+            var name = String(path.split(separator: "/").last ?? "")
+            if name.hasSuffix(".\(GnomeKeyringFile.fileExtension)") { name = String(name.dropLast(GnomeKeyringFile.fileExtension.count + 1)) }
+            keyrings = [(path, name == fileBackendKeyring ? "login" : name)]
+        }
+        keyrings.sort { ($0.name == "login" ? 0 : 1, $0.name) < ($1.name == "login" ? 0 : 1, $1.name) }
         var passwords: [SecureBytes] = []
         if passwordOnStandardInput {
             passwords = try readPasswordLines()
         } else if Terminal.isTerminal(STDIN_FILENO) {
-            passwords.append(try readPassword(prompt: "Password of the gnome-keyring login keyring: "))
+            passwords.append(try readPassword(prompt: "Password of the \(source.rawValue) login keyring: "))
         }
         var outcomes: [Outcome] = []
-        for name in names {
-            let outcome = importKeyring(name, path: "\(directory)/\(name).\(GnomeKeyringFile.fileExtension)", passwords: &passwords)
+        for (file, name) in keyrings {
+            let outcome = importKeyring(name, path: file, passwords: &passwords)
             outcomes.append(outcome)
             switch outcome {
             case .imported(let name, let imported, let skipped):
@@ -132,7 +164,7 @@ enum GnomeKeyringImport {
                 : "skipped: the password given does not open it, and no terminal can ask for its own")
         }
         for _ in 0..<3 {
-            let password = try readPassword(prompt: "Password of the gnome-keyring keyring \(name) (empty to skip it): ")
+            let password = try readPassword(prompt: "Password of the keyring \(name) (empty to skip it): ")
             guard password.count > 0 else { throw SkippedKeyring(reason: "skipped") }
             do {
                 let keyring = try GnomeKeyringFile.read(data, name: name, password: password)
@@ -155,7 +187,7 @@ enum GnomeKeyringImport {
     /// The passwords on standard input, one per line, the login keyring's first (typed
     /// without echo when standard input is a terminal: that one only).
     private static func readPasswordLines() throws(CommandLineError) -> [SecureBytes] {
-        guard !Terminal.isTerminal(STDIN_FILENO) else { return [try readPassword(prompt: "Password of the gnome-keyring login keyring: ")] }
+        guard !Terminal.isTerminal(STDIN_FILENO) else { return [try readPassword(prompt: "Password of the login keyring to import: ")] }
         var data = try Terminal.readStandardInput(limit: 64 * KeychainLimits.passwordSize, what: "the passwords")
         defer { data.wipe() }
         return data.withUnsafeBytes { bytes in
