@@ -248,6 +248,26 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(try InternetKeychain(server: host).removeValue(for: "alice"))
     }
 
+    @Test("export --format csv: refused without --yes off a terminal; with it, a 0600 file of the browsers' columns")
+    func exportCSV() throws {
+        let host = "csvout-\(UUID().uuidString.prefix(8)).example.com"
+        try InternetKeychain(server: host, protocol: .https).set("pa,55", for: "alice")
+        defer { _ = try? InternetKeychain(server: host).removeValue(for: "alice") }
+        let file = try environment().root.appendingPathComponent("out-\(UUID().uuidString.prefix(6)).csv")
+        let refused = try run(["export", "--format", "csv", file.path])
+        #expect(refused.status == 2 && refused.errorOutput.contains("will hold every secret in the clear"), "\(refused.errorOutput)")
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        let written = try run(["export", "--format", "csv", "--yes", file.path])
+        #expect(written.status == 0, "\(written.errorOutput)")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        #expect(text.hasPrefix("name,url,username,password,note\r\n"))
+        #expect(text.contains(",https://\(host)/,alice,\"pa,55\","), "\(text)")
+        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try run(["export", "--format", "xml", file.path]).status == 2)
+        #expect(try run(["export", "--yes", file.path]).status == 2)
+    }
+
     @Test("import of a Bitwarden export: internet and generic passwords, notes kept; a second run adds nothing")
     func importBitwarden() throws {
         let host = "bw-\(UUID().uuidString.prefix(8)).example.com"

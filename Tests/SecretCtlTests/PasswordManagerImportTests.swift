@@ -152,3 +152,34 @@ import Testing
         #expect(PasswordManagerImport.source(of: Data()) == nil)
     }
 }
+
+/// `secretctl export --format csv` (``CSVExport``): the browsers' columns, quoting, URLs rebuilt,
+/// and what ``CSVImport`` reads back.
+@Suite struct CSVExportTests {
+    @Test("rows: URLs rebuilt from the attributes, quoting, notes; a binary secret is left out; the import reads it back")
+    func rows() throws {
+        let network = "org.gnome.keyring.NetworkPassword"
+        let items = [
+            ExportFile.Item(
+                label: "Bank, main", attributes: ["xdg:schema": network, "server": "bank.example", "user": "alice", "protocol": "https", "port": "8443",
+                                                  "notes": "call \"first\""],
+                secret: Data("p\"w,1\nx".utf8)),
+            ExportFile.Item(label: "Router", attributes: ["xdg:schema": network, "server": "fe80::1", "user": "admin"], secret: Data("r".utf8)),
+            ExportFile.Item(label: "API", attributes: ["service": "api", "account": "bot"], secret: Data(" spaced ".utf8)),
+            ExportFile.Item(label: "Key", attributes: ["service": "k"], secret: Data([0xFF, 0x00])),
+        ]
+        var (bytes, leftOut) = CSVExport.bytes(of: items)
+        defer { bytes.wipe() }
+        #expect(leftOut == 1)
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text == "name,url,username,password,note\r\n"
+            + "\"Bank, main\",https://bank.example:8443/,alice,\"p\"\"w,1\nx\",\"call \"\"first\"\"\"\r\n"
+            + "Router,https://[fe80::1]/,admin,r,\r\n"
+            + "API,,bot,\" spaced \",\r\n")
+        let (read, skipped) = try CSVImport.items(text)
+        #expect(skipped == 1)  // the row without a URL
+        #expect(read.map(\.label) == ["Bank, main", "Router"])
+        #expect(read[0].attributes == ["xdg:schema": network, "server": "bank.example", "user": "alice", "protocol": "https", "port": "8443"])
+        #expect(read[0].secret == Data("p\"w,1\nx".utf8))
+    }
+}

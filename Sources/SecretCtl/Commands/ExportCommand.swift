@@ -4,7 +4,8 @@ import Keychain
 import KeychainCore
 
 /// `secretctl export FILE`: every item this process can see, sealed under a passphrase in
-/// ``ExportFile``'s format; items of a device-only class only when asked.
+/// ``ExportFile``'s format, or with `--format csv` in the clear as the browsers' CSV
+/// (``CSVExport``), after a warning; items of a device-only class only when asked.
 enum ExportCommand: Verb {
     /// `FILE`, created with mode 0600.
     static let file = Positional<String>("FILE", help: "The file to create (mode 0600).")
@@ -13,14 +14,30 @@ enum ExportCommand: Verb {
     /// `--include-device-only`: export items whose class says they stay on this machine.
     static let includeDeviceOnly = LongOption<Bool>(
         "include-device-only", help: "Also export items of the classes *-device-only, which otherwise stay on this machine.")
+    /// `--format FORMAT`: `export` (sealed, the default) or `csv` (in the clear).
+    static let format = LongOption<String?>(
+        "format", value: "FORMAT",
+        help: "export: sealed with a passphrase (the default); csv: the browsers' name,url,username,password,note, in the clear.")
+    /// `--yes`: write a CSV file without asking.
+    static let yes = LongOption<Bool>("yes", help: "With --format csv: write the secrets in the clear without asking (needed without a terminal).")
 
     static let spec = CommandSpec(
-        name: "export", abstract: "Write every item you can see to FILE, encrypted with a passphrase.",
-        arguments: [file], options: [force, includeDeviceOnly],
-        examples: ["secretctl export keyring.export          # asks for a passphrase twice"])
+        name: "export", abstract: "Write every item you can see to FILE, encrypted with a passphrase (or as CSV, in the clear).",
+        arguments: [file], options: [force, includeDeviceOnly, format, yes],
+        examples: [
+            "secretctl export keyring.export          # asks for a passphrase twice",
+            "secretctl export --format csv passwords.csv   # asks before writing secrets in the clear",
+        ])
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
         let path = parsed[Self.file]
+        let csv: Bool
+        switch parsed[Self.format] {
+        case nil, "export": csv = false
+        case "csv": csv = true
+        case let other?: throw .usage("unknown format '\(other)': export or csv", command: spec.name)
+        }
+        guard csv || !parsed[Self.yes] else { throw .usage("--yes goes with --format csv", command: spec.name) }
         let matches = try CommandLineError.keychain { () throws(KeychainError) in
             try KeychainAttributes.search([:], unlock: true, loadSecrets: true)
         }
@@ -34,7 +51,15 @@ enum ExportCommand: Verb {
         let items = exported.compactMap { match in
             match.secret.map { ExportFile.Item(label: match.label, attributes: match.attributes, secret: $0) }
         }
-        let sealed = try ExportFile.seal(items, passphrase: try ExportPassphrase.read(confirm: true))
+        var leftOut = 0
+        var sealed: [UInt8]
+        if csv {
+            try confirmClearText(path, yes: parsed[Self.yes])
+            (sealed, leftOut) = CSVExport.bytes(of: items)
+        } else {
+            sealed = Array(try ExportFile.seal(items, passphrase: try ExportPassphrase.read(confirm: true)))
+        }
+        defer { sealed.wipe() }
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (parsed[Self.force] ? O_TRUNC : O_EXCL)
         let file = open(path, flags, 0o600)
         guard file >= 0 else {
@@ -43,9 +68,19 @@ enum ExportCommand: Verb {
         defer { close(file) }
         let written = sealed.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
         guard written == sealed.count else { throw .failure("cannot write \(path)", status: .failed) }
-        Terminal.writeOutput("exported \(items.count) items to \(path)\n")
+        Terminal.writeOutput("exported \(items.count - leftOut) items to \(path)\n")
+        if leftOut > 0 { Terminal.writeOutput("left out \(leftOut) items whose secret is not text (CSV holds text only)\n") }
         if deviceOnly > 0 && !parsed[Self.includeDeviceOnly] {
             Terminal.writeOutput("left out \(deviceOnly) device-only items (--include-device-only exports them)\n")
         }
+    }
+
+    /// Asks before secrets go into a file in the clear: `--yes`, or `yes` typed on a terminal.
+    private static func confirmClearText(_ path: String, yes: Bool) throws(CommandLineError) {
+        guard !yes else { return }
+        let warning = "\(path) will hold every secret in the clear: anyone who can read the file, a backup of it or the disk it was on reads them"
+        guard Terminal.isTerminal(STDIN_FILENO) else { throw .failure("\(warning). Give --yes to write it.", status: .usage) }
+        Terminal.writeError("\(warning).\nType yes to write it: ")
+        guard readLine(strippingNewline: true)?.trimmingWhitespace == "yes" else { throw .failure("nothing written", status: .usage) }
     }
 }
