@@ -86,19 +86,31 @@ enum ImportCommand: Verb {
         }
         var imported = 0
         var replaced = 0
+        var failed: [CommandLineError] = []
         for item in items {
-            let existing = try CommandLineError.keychain { () throws(KeychainError) in
-                try KeychainAttributes.search(item.attributes, unlock: false, loadSecrets: false)
-            }.contains { $0.attributes == item.attributes }
-            if existing && !replace {
-                skipped += 1
-                continue
+            // One item the provider refuses (too large, over a quota) fails alone; a provider
+            // that is gone or locked stops the import.
+            do throws(CommandLineError) {
+                let existing = try CommandLineError.keychain { () throws(KeychainError) in
+                    try KeychainAttributes.search(item.attributes, unlock: false, loadSecrets: false)
+                }.contains { $0.attributes == item.attributes }
+                if existing && !replace {
+                    skipped += 1
+                    continue
+                }
+                try CommandLineError.keychain { () throws(KeychainError) in
+                    try KeychainAttributes.store(item.attributes, label: item.label, secret: item.secret, collection: nil)
+                }
+                if existing { replaced += 1 } else { imported += 1 }
+            } catch {
+                guard error.status == .failed || error.status == .usage else { throw error }
+                failed.append(error)
             }
-            try CommandLineError.keychain { () throws(KeychainError) in
-                try KeychainAttributes.store(item.attributes, label: item.label, secret: item.secret, collection: nil)
-            }
-            if existing { replaced += 1 } else { imported += 1 }
         }
-        Terminal.writeOutput("imported \(imported), replaced \(replaced), skipped \(skipped)\n")
+        Terminal.writeOutput("imported \(imported), replaced \(replaced), skipped \(skipped), failed \(failed.count)\n")
+        if let first = failed.first {
+            Terminal.writeError("secretctl: \(failed.count) items were not stored; the first: \(first.detail)\n")
+            throw .silent(status: .failed)
+        }
     }
 }
