@@ -52,6 +52,12 @@ package enum SecretServiceNames {
         package static func collection(_ name: String) -> String { "\(collectionPrefix)/\(name)" }
         /// The path of the alias `name` (`default`, `session`, …).
         package static func alias(_ name: String) -> String { "\(aliasPrefix)/\(name)" }
+        /// The name of the collection in an item's path (`…/collection/NAME/ID`), or nil.
+        package static func collectionName(ofItem path: String) -> String? {
+            guard path.hasPrefix(collectionPrefix + "/") else { return nil }
+            let parts = path.dropFirst(collectionPrefix.count + 1).split(separator: "/")
+            return parts.count == 2 ? String(parts[0]) : nil
+        }
     }
 
     /// The interfaces.

@@ -190,6 +190,18 @@ public enum Gcrypt {
         return digest
     }
 
+    /// SHA-512 of the concatenated `parts` (KDBX's HMAC keys).
+    public static func sha512(_ parts: [[UInt8]]) -> [UInt8] {
+        initialize()
+        var handle: gcry_md_hd_t?
+        guard gcry_md_open(&handle, Int32(GCRY_MD_SHA512.rawValue), UInt32(GCRY_MD_FLAG_SECURE.rawValue)) == 0, let handle else {
+            fatalError("libgcrypt cannot hash with SHA-512")
+        }
+        defer { gcry_md_close(handle) }
+        for part in parts { part.withUnsafeBytes { gcry_md_write(handle, $0.baseAddress, $0.count) } }
+        return Array(UnsafeRawBufferPointer(start: gcry_md_read(handle, Int32(GCRY_MD_SHA512.rawValue)), count: 64))
+    }
+
     /// MD5 of `bytes`: only for reading gnome-keyring's files, whose decrypted part starts with
     /// the MD5 of the rest (the check for a right password). Never for anything new.
     public static func md5(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
@@ -337,6 +349,23 @@ public enum Gcrypt {
             padded.withBytes { gcry_cipher_encrypt(cipher, out.baseAddress, out.count, $0.baseAddress, $0.count) }
         }
         guard error == 0 else { throw .library("aes-cbc: \(describe(error))") }
+        return output
+    }
+
+    /// AES-256-CBC with PKCS#7 padding under a 32-byte `key` (a KDBX database's payload).
+    public static func encryptAES256CBC(_ plaintext: [UInt8], key: [UInt8], iv: [UInt8]) throws(CryptoError) -> [UInt8] {
+        initialize()
+        guard key.count == 32, iv.count == 16 else { throw .invalidInput("AES-256-CBC needs a 32-byte key and a 16-byte IV") }
+        var handle: gcry_cipher_hd_t?
+        var error = gcry_cipher_open(&handle, Int32(GCRY_CIPHER_AES256.rawValue), Int32(GCRY_CIPHER_MODE_CBC.rawValue), UInt32(GCRY_CIPHER_SECURE.rawValue))
+        guard error == 0, let handle else { throw .library("aes-256-cbc: \(describe(error))") }
+        defer { gcry_cipher_close(handle) }
+        error = key.withUnsafeBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
+        if error == 0 { error = iv.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
+        let padding = 16 - plaintext.count % 16
+        var output = plaintext + [UInt8](repeating: UInt8(padding), count: padding)
+        if error == 0 { error = output.withUnsafeMutableBytes { gcry_cipher_encrypt(handle, $0.baseAddress, $0.count, nil, 0) } }
+        guard error == 0 else { throw .library("aes-256-cbc: \(describe(error))") }
         return output
     }
 

@@ -268,6 +268,51 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(try run(["export", "--yes", file.path]).status == 2)
     }
 
+    @Test("export --format kdbx: KeePassXC's own keepassxc-cli opens it with the passphrase, entry by entry; a wrong one is refused")
+    func exportKDBX() throws {
+        let host = "kdbx-\(UUID().uuidString.prefix(8)).example.com"
+        let service = uniqueService()
+        try InternetKeychain(server: host, protocol: .https, port: 8443).set("pa,ss<&>\"w ✓", for: "alice")
+        try Keychain(service: service).set("two\nlines", for: "bob", label: "Bob's token")
+        defer {
+            _ = try? InternetKeychain(server: host).removeValue(for: "alice")
+            _ = try? Keychain(service: service).removeValue(for: "bob")
+        }
+        let file = try environment().root.appendingPathComponent("out-\(UUID().uuidString.prefix(6)).kdbx")
+        let written = try run(["export", "--format", "kdbx", file.path], input: "kdbx passphrase\n")
+        #expect(written.status == 0, "\(written.errorOutput)")
+        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        let scratch = try environment().root
+        let keepass = ["PATH": "/usr/bin:/bin", "HOME": scratch.path, "LANG": "C.UTF-8"]
+        let wrong = try CommandResult.run(["keepassxc-cli", "ls", file.path], input: Data("not it\n".utf8), environment: keepass, scratch: scratch)
+        #expect(wrong.status != 0)
+        let xml = try CommandResult.run(
+            ["keepassxc-cli", "export", "-f", "xml", file.path], input: Data("kdbx passphrase\n".utf8), environment: keepass, scratch: scratch)
+        try #require(xml.status == 0, "\(xml.errorOutput)")
+        let entries = try environment().run(
+            ["/usr/bin/python3", "-c", #"""
+                import json, sys, xml.etree.ElementTree as ET
+                out = {}
+                for group in ET.fromstring(sys.stdin.buffer.read()).iter("Group"):
+                    for entry in group.findall("Entry"):
+                        fields = {s.find("Key").text: s.find("Value").text or "" for s in entry.findall("String")}
+                        out[fields["Title"]] = dict(fields, group=group.find("Name").text)
+                print(json.dumps(out))
+                """#], input: xml.output)
+        let parsed = try #require(JSONSerialization.jsonObject(with: entries.output) as? [String: [String: String]], "\(entries.errorOutput)")
+        let internet = try #require(parsed.values.first { $0["server"] == host })
+        #expect(internet["Password"] == "pa,ss<&>\"w ✓")
+        #expect(internet["UserName"] == "alice")
+        #expect(internet["URL"] == "https://\(host):8443/")
+        #expect(internet["port"] == "8443" && internet["protocol"] == "https")
+        let generic = try #require(parsed["Bob's token"])
+        #expect(generic["Password"] == "two\nlines")
+        #expect(generic["UserName"] == "bob" && generic["service"] == service)
+        #expect(generic["group"] == internet["group"])
+    }
+
     @Test("import of a Bitwarden export: internet and generic passwords, notes kept; a second run adds nothing")
     func importBitwarden() throws {
         let host = "bw-\(UUID().uuidString.prefix(8)).example.com"

@@ -183,3 +183,14 @@ import Testing
         #expect(read[0].secret == Data("p\"w,1\nx".utf8))
     }
 }
+
+/// The XML text of ``KDBXExport`` (the database itself is opened by keepassxc-cli in
+/// `SecretCtlEndToEnd.exportKDBX`).
+@Suite struct KDBXExportTests {
+    @Test("XML text: markup escaped, line ends kept, characters XML 1.0 cannot hold dropped")
+    func escaping() {
+        #expect(KDBXExport.escaped("a<b>&\"c\" ✓") == "a&lt;b&gt;&amp;&quot;c&quot; ✓")
+        #expect(KDBXExport.escaped("two\nlines\r\n\tx") == "two\nlines\r\n\tx")
+        #expect(KDBXExport.escaped("bell\u{7}nul\u{0}end\u{FFFE}") == "bellnulend")
+    }
+}

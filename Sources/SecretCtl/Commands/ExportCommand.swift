@@ -14,10 +14,10 @@ enum ExportCommand: Verb {
     /// `--include-device-only`: export items whose class says they stay on this machine.
     static let includeDeviceOnly = LongOption<Bool>(
         "include-device-only", help: "Also export items of the classes *-device-only, which otherwise stay on this machine.")
-    /// `--format FORMAT`: `export` (sealed, the default) or `csv` (in the clear).
+    /// `--format FORMAT`: `export` (sealed, the default), `kdbx` (a KeePass database) or `csv` (in the clear).
     static let format = LongOption<String?>(
         "format", value: "FORMAT",
-        help: "export: sealed with a passphrase (the default); csv: the browsers' name,url,username,password,note, in the clear.")
+        help: "export: sealed with a passphrase (the default); kdbx: a KeePass database (KDBX 4) that KeePassXC opens with the passphrase; csv: the browsers' name,url,username,password,note, in the clear.")
     /// `--yes`: write a CSV file without asking.
     static let yes = LongOption<Bool>("yes", help: "With --format csv: write the secrets in the clear without asking (needed without a terminal).")
 
@@ -26,18 +26,17 @@ enum ExportCommand: Verb {
         arguments: [file], options: [force, includeDeviceOnly, format, yes],
         examples: [
             "secretctl export keyring.export          # asks for a passphrase twice",
+            "secretctl export --format kdbx keyring.kdbx   # KeePassXC opens it with the passphrase",
             "secretctl export --format csv passwords.csv   # asks before writing secrets in the clear",
         ])
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
         let path = parsed[Self.file]
-        let csv: Bool
-        switch parsed[Self.format] {
-        case nil, "export": csv = false
-        case "csv": csv = true
-        case let other?: throw .usage("unknown format '\(other)': export or csv", command: spec.name)
+        let format = parsed[Self.format] ?? "export"
+        guard ["export", "csv", "kdbx"].contains(format) else {
+            throw .usage("unknown format '\(format)': export, kdbx or csv", command: spec.name)
         }
-        guard csv || !parsed[Self.yes] else { throw .usage("--yes goes with --format csv", command: spec.name) }
+        guard format == "csv" || !parsed[Self.yes] else { throw .usage("--yes goes with --format csv", command: spec.name) }
         let matches = try CommandLineError.keychain { () throws(KeychainError) in
             try KeychainAttributes.search([:], unlock: true, loadSecrets: true)
         }
@@ -53,10 +52,22 @@ enum ExportCommand: Verb {
         }
         var leftOut = 0
         var sealed: [UInt8]
-        if csv {
+        switch format {
+        case "csv":
             try confirmClearText(path, yes: parsed[Self.yes])
             (sealed, leftOut) = CSVExport.bytes(of: items)
-        } else {
+        case "kdbx":
+            let entries = exported.compactMap { match in
+                match.secret.map {
+                    KDBXExport.Entry(
+                        collection: SecretServiceNames.Path.collectionName(ofItem: match.path) ?? SecretServiceNames.loginCollection, label: match.label,
+                        attributes: match.attributes, secret: $0, created: match.created, modified: match.modified)
+                }
+            }
+            var passphrase = try ExportPassphrase.read(confirm: true)
+            defer { passphrase.wipe() }
+            (sealed, leftOut) = try KDBXExport.database(entries, passphrase: passphrase)
+        default:
             sealed = Array(try ExportFile.seal(items, passphrase: try ExportPassphrase.read(confirm: true)))
         }
         defer { sealed.wipe() }
@@ -69,7 +80,7 @@ enum ExportCommand: Verb {
         let written = sealed.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
         guard written == sealed.count else { throw .failure("cannot write \(path)", status: .failed) }
         Terminal.writeOutput("exported \(items.count - leftOut) items to \(path)\n")
-        if leftOut > 0 { Terminal.writeOutput("left out \(leftOut) items whose secret is not text (CSV holds text only)\n") }
+        if leftOut > 0 { Terminal.writeOutput("left out \(leftOut) items whose secret is not text (\(format.uppercased()) holds text only)\n") }
         if deviceOnly > 0 && !parsed[Self.includeDeviceOnly] {
             Terminal.writeOutput("left out \(deviceOnly) device-only items (--include-device-only exports them)\n")
         }
