@@ -24,7 +24,7 @@ extension Daemon {
         }
         let committed = { [weak self] (result: LoginControlResult) in
             guard let self, self.store.hasPendingCommit else { return reply(result) }
-            reply(self.commitPending() ? result : .failed)
+            reply(self.commitPending() == nil ? result : .failed)
         }
         switch request {
         case .ping: reply(.ok)

@@ -538,13 +538,16 @@ public final class Daemon: BusHandler {
 
     var hasPendingCommit: Bool { store.hasPendingCommit }
 
-    func commitPending() -> Bool {
-        do {
+    func commitPending() -> SecretServiceError? {
+        do throws(StoreError) {
             try store.commitPending()
-            return true
+            return nil
         } catch {
             Log.error("cannot commit to the database: \(error); the last changes were rolled back")
-            return false
+            switch error {
+            case .noSpace, .readOnly: return SecretServiceError(storeFailure: error)
+            default: return .incomplete
+            }
         }
     }
 

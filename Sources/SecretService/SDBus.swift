@@ -60,8 +60,9 @@ protocol BusHandler: AnyObject {
     /// Whether writes are waiting for ``commitPending()``; replies and signals wait with them.
     var hasPendingCommit: Bool { get }
     /// Makes the waiting writes durable and ends the open transaction (writes, or a read
-    /// snapshot); false when the commit failed (the writes are rolled back).
-    func commitPending() -> Bool
+    /// snapshot); when the commit failed (the writes are rolled back), the error the calls
+    /// that waited for it get.
+    func commitPending() -> SecretServiceError?
 }
 
 /// The daemon's connection to the session bus and the objects it serves under
@@ -205,7 +206,7 @@ final class BusServer {
         return deliver(Held(send: {
             Self.send(signal, on: bus, what: "the signal \(interface).\(name)")
             sd_bus_message_unref(signal)
-        }, fail: { sd_bus_message_unref(signal) }))
+        }, fail: { _ in sd_bus_message_unref(signal) }))
     }
 
     /// Broadcasts `org.freedesktop.DBus.Properties.PropertiesChanged` with the new values of
@@ -450,9 +451,8 @@ final class BusServer {
                 sd_bus_message_unref(reply)
                 sd_bus_message_unref(message)
                 done()
-            }, fail: { [weak self] in
+            }, fail: { [weak self] failure in
                 sd_bus_message_unref(reply)
-                let failure = SecretServiceError.incomplete
                 self?.sendError(to: message, name: failure.dbusName, text: failure.message)
                 sd_bus_message_unref(message)
                 done()
@@ -574,8 +574,8 @@ final class BusServer {
     private struct Held {
         /// Sends it.
         var send: () -> Void
-        /// What to do instead when the commit failed (a method reply becomes an error).
-        var fail: (() -> Void)?
+        /// What to do instead when the commit failed (a method reply becomes that error).
+        var fail: ((SecretServiceError) -> Void)?
     }
 
     private var held: [Held] = []
@@ -628,11 +628,11 @@ final class BusServer {
     /// Commits the pending writes, then sends what waited for them, in order.
     func flush() {
         flushScheduled = false
-        let committed = handler?.commitPending() ?? true
+        let failure = handler?.commitPending()
         let waiting = held
         held = []
         for item in waiting {
-            if committed { item.send() } else { (item.fail ?? item.send)() }
+            if let failure, let fail = item.fail { fail(failure) } else { item.send() }
         }
     }
 }

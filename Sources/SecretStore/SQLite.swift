@@ -2,6 +2,7 @@
 
 internal import CSQLite
 import FoundationEssentials
+import Glibc
 
 /// One SQLite connection, used from one thread at a time (the daemon's main loop).
 ///
@@ -206,7 +207,12 @@ package final class Database {
         if status & 0xff == SQLITE_CORRUPT || status & 0xff == SQLITE_NOTADB {
             return .corrupted("database file: \(message)")
         }
-        if status & 0xff == SQLITE_FULL { return .io("disk full: \(message)") }
+        // SQLite says FULL or READONLY itself for most writes; a write or sync the kernel refuses
+        // is an I/O error whose errno tells.
+        let systemError = sqlite3_system_errno(handle)
+        let ioError = status & 0xff == SQLITE_IOERR
+        if status & 0xff == SQLITE_FULL || ioError && systemError == ENOSPC { return .noSpace(message) }
+        if status & 0xff == SQLITE_READONLY || ioError && systemError == EROFS { return .readOnly(message) }
         return .database(code: code, message: message)
     }
 

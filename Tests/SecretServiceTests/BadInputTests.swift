@@ -298,43 +298,6 @@ import Testing
 
     // MARK: - A full disk
 
-    @Test("a full disk fails the write with a clear error; the daemon keeps serving what it has",
-          .enabled(if: getuid() == 0, "needs root to mount a small tmpfs in a private mount namespace"))
-    func fullDisk() throws {
-        let fixture = try SecretdFixture()
-        let small = fixture.root.appendingPathComponent("small")
-        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
-        // The tmpfs exists only in secretd's own mount namespace and goes away with it.
-        let script = "mount -t tmpfs -o size=1m tmpfs '\(small.path)' && exec \"$0\" \"$@\""
-        let daemon = try SupervisedProcess(
-            ["unshare", "-m", "sh", "-c", script, SecretdFixture.secretdPath, "--foreground", "--unlock",
-             "--data-dir", small.appendingPathComponent("data").path, "--config-dir", fixture.configDirectory.path],
-            environment: fixture.environment, standardInput: Data("login-password".utf8),
-            logURL: fixture.root.appendingPathComponent("full.log"))
-        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
-        let session = try openPlainSession(fixture.control)
-        let first = try #require(objectPaths(in: try fixture.call(
-            Self.login, Self.collectionInterface, "CreateItem",
-            "({'org.freedesktop.Secret.Item.Attributes': <{'n': 'first'}>}, \(Self.secret(session, "kept")), false)")).first)
-        var failure: String?
-        for index in 0..<64 where failure == nil {
-            do {
-                _ = try fixture.control.createItem(
-                    in: Self.login, session: session, attributes: ["n": "\(index)"],
-                    secret: [UInt8](repeating: 0x61, count: 64 * 1024))
-            } catch {
-                failure = "\(error)"
-            }
-        }
-        let message = try #require(failure, "the disk never filled up")
-        #expect(message.hasPrefix("org.freedesktop.DBus.Error.Failed: secretd could not complete the operation"))
-        #expect(daemon.log.contains("disk full"), "\(daemon.log)")
-        #expect(daemon.isRunning)
-        let reply = try fixture.call(first, Self.itemInterface, "GetSecret", "(objectpath '\(session)',)")
-        #expect(reply.contains("[byte 0x6b, 0x65, 0x70, 0x74]"))
-        daemon.stop()
-    }
-
     // MARK: - A machine without a machine id
 
     @Test("Peer.GetMachineId where /etc/machine-id is empty (a fresh chroot or container) gets an error; secretd keeps serving",
@@ -355,6 +318,61 @@ import Testing
         #expect(refusal { try fixture.call(Self.service, "org.freedesktop.DBus.Peer", "GetMachineId") } == "org.freedesktop.DBus.Error.Failed")
         #expect(daemon.isRunning, "\(daemon.log)")
         #expect(try fixture.call(Self.service, Self.serviceInterface, "ReadAlias", "('default',)") == "(objectpath '\(Self.login)',)")
+    }
+
+    // MARK: - A full disk
+
+    @Test("a full disk: writes fail with a clear error and nothing half-written, reads go on, and writing works again when space returns",
+          .enabled(if: getuid() == 0, "needs root to mount a small tmpfs in a private mount namespace"))
+    func fullDisk() throws {
+        let fixture = try SecretdFixture()
+        // The database on a 3 MiB tmpfs that exists only in secretd's own mount namespace.
+        let script = "mount -t tmpfs -o size=3m,mode=0700 tmpfs \"$1\" && shift && exec \"$0\" \"$@\""
+        try FileManager.default.createDirectory(at: fixture.dataDirectory, withIntermediateDirectories: true)
+        let daemon = try SupervisedProcess(
+            ["unshare", "-m", "sh", "-c", script, SecretdFixture.secretdPath, fixture.dataDirectory.path, "--foreground", "--unlock",
+             "--data-dir", fixture.dataDirectory.path, "--config-dir", fixture.configDirectory.path],
+            environment: fixture.environment, standardInput: Data("login-password".utf8),
+            logURL: fixture.root.appendingPathComponent("disk-full.log"))
+        defer { daemon.stop() }
+        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
+        let pid = try #require(daemon.helperPID)
+        #expect(try fixture.run(["secret-tool", "store", "--label=before", "service", "s", "account", "before"], input: "kept ✓").status == 0)
+
+        // 400 KB secrets until the disk is full: each write is stored whole or refused whole.
+        let fill = try fixture.runPython(#"""
+            import hashlib, secretstorage
+            c = secretstorage.get_default_collection(secretstorage.dbus_init())
+            stored, errors = [], set()
+            for i in range(12):
+                secret = hashlib.sha256(str(i).encode()).digest() * 12500
+                try:
+                    c.create_item(f"big{i}", {"service": "big", "account": str(i)}, secret)
+                    stored.append(i)
+                except Exception as e:
+                    errors.add(str(e))
+            found = sorted(int(x.get_attributes()["account"]) for x in c.search_items({"service": "big"}))
+            whole = all(x.get_secret() == hashlib.sha256(x.get_attributes()["account"].encode()).digest() * 12500
+                        for x in c.search_items({"service": "big"}))
+            print(stored == found and whole, len(stored), sorted(errors))
+            """#, named: "fill.py")
+        #expect(fill.status == 0, "\(fill.errorOutput)")
+        #expect(fill.text.hasPrefix("True "), "\(fill.text)")
+        #expect(fill.text.contains("database is full: nothing was written; free some space and try again"), "\(fill.text)")
+        #expect(!fill.text.hasPrefix("True 12 "), "the disk never filled up")
+        // Reads go on; the log says why the writes failed.
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "s", "account", "before"]).text == "kept ✓")
+        #expect(daemon.log.contains("disk full"))
+
+        // Space returns (the tmpfs grows): writes work again, and everything is there.
+        let grown = try CommandResult.run(
+            ["nsenter", "-t", String(pid), "-m", "mount", "-o", "remount,size=16m", fixture.dataDirectory.path], environment: fixture.environment,
+            scratch: fixture.root)
+        try #require(grown.status == 0, "\(grown.errorOutput)")
+        #expect(try fixture.run(["secret-tool", "store", "--label=after", "service", "s", "account", "after"], input: "new").status == 0)
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "s", "account", "after"]).text == "new")
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "s", "account", "before"]).text == "kept ✓")
+        #expect(daemon.isRunning, "\(daemon.log)")
     }
 
     // MARK: - Helpers
