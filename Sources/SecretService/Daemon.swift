@@ -545,7 +545,7 @@ public final class Daemon: BusHandler {
         } catch {
             Log.error("cannot commit to the database: \(error); the last changes were rolled back")
             switch error {
-            case .noSpace, .readOnly: return SecretServiceError(storeFailure: error)
+            case .noSpace: return SecretServiceError(storeFailure: error)
             default: return .incomplete
             }
         }

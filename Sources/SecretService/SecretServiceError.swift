@@ -80,9 +80,6 @@ extension SecretServiceError {
         case .noSpace:
             Log.error("storage error: \(error)")
             self = .failed("the disk holding secretd's database is full: nothing was written; free some space and try again")
-        case .readOnly:
-            Log.error("storage error: \(error)")
-            self = .failed("secretd's database is on a read-only file system: nothing was written")
         case .corrupted:
             Log.error("storage error: \(error)")
             self = .failed("the item's stored data is damaged and cannot be opened; see secretd's log")

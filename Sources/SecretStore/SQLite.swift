@@ -207,12 +207,11 @@ package final class Database {
         if status & 0xff == SQLITE_CORRUPT || status & 0xff == SQLITE_NOTADB {
             return .corrupted("database file: \(message)")
         }
-        // SQLite says FULL or READONLY itself for most writes; a write or sync the kernel refuses
-        // is an I/O error whose errno tells.
-        let systemError = sqlite3_system_errno(handle)
-        let ioError = status & 0xff == SQLITE_IOERR
-        if status & 0xff == SQLITE_FULL || ioError && systemError == ENOSPC { return .noSpace(message) }
-        if status & 0xff == SQLITE_READONLY || ioError && systemError == EROFS { return .readOnly(message) }
+        // SQLite says FULL itself for most writes; a write or sync the kernel refuses for want of
+        // space is an I/O error whose errno tells.
+        if status & 0xff == SQLITE_FULL || status & 0xff == SQLITE_IOERR && sqlite3_system_errno(handle) == ENOSPC {
+            return .noSpace(message)
+        }
         return .database(code: code, message: message)
     }
 

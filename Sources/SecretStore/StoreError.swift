@@ -22,8 +22,6 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case io(String)
     /// The file system holding the database is full: the write was rolled back, reads go on.
     case noSpace(String)
-    /// The file system holding the database is read-only: the write was rolled back, reads go on.
-    case readOnly(String)
     /// Another process (another secretd: `pid`, when the kernel names it) uses the data
     /// directory (``DataDirectoryLock``).
     case inUse(pid: Int32?)
@@ -45,7 +43,6 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .crypto(let message): return "crypto error: \(message)"
         case .io(let message): return message
         case .noSpace(let message): return "disk full: \(message)"
-        case .readOnly(let message): return "read-only file system: \(message)"
         case .inUse(let pid): return "the keyring database is in use by another secretd" + (pid.map { " (pid \($0))" } ?? "")
         case .overQuota(let limit): return "over the quota: \(limit)"
         }
