@@ -22,7 +22,7 @@ enum ExportCommand: Verb {
     static let yes = LongOption<Bool>("yes", help: "With --format csv: write the secrets in the clear without asking (needed without a terminal).")
 
     static let spec = CommandSpec(
-        name: "export", abstract: "Write every item you can see to FILE, encrypted with a passphrase (or as CSV, in the clear).",
+        name: "export", abstract: "Write every item you can see to FILE, encrypted with a passphrase, as a KeePass database, or as CSV in the clear.",
         arguments: [file], options: [force, includeDeviceOnly, format, yes],
         examples: [
             "secretctl export keyring.export          # asks for a passphrase twice",
