@@ -108,7 +108,7 @@ extension GnomeKeyringFile {
         let plaintext: SecureBytes
         do {
             let expected = try Gcrypt.hmacSHA256(key: key, message: [ciphertext, iv])
-            guard expected.withBytes({ constantTimeEqual($0, mac) }) else {
+            guard expected.constantTimeEquals(SecureBytes(copying: mac)) else {
                 throw isFirst ? GnomeKeyringError.wrongPassword : .damaged("an item was altered (its MAC does not match)")
             }
             plaintext = try Gcrypt.decryptAES128CBC(Array(ciphertext), key: key, iv: Array(iv))
@@ -143,19 +143,11 @@ extension GnomeKeyringFile {
             let matches: Bool
             do {
                 let hash = try bytes.withUnsafeBytes { (buffer) throws(CryptoError) in try Gcrypt.hmacSHA256(key: key, message: [buffer]) }
-                matches = hash.withBytes { constantTimeEqual($0, hashes[name]!) }
+                matches = hash.constantTimeEquals(SecureBytes(copying: hashes[name]!))
             } catch {
                 throw .damaged("an attribute cannot be hashed")
             }
             guard matches else { throw .damaged("an item's attributes do not match their hashes") }
         }
-    }
-
-    /// Whether `a` and `b` hold the same bytes, in time that does not depend on where they differ.
-    private static func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in 0..<a.count { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }

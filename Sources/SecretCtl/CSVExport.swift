@@ -24,24 +24,12 @@ enum CSVExport {
             }
             let attributes = item.attributes
             let fields = [
-                item.label, url(of: attributes),
-                attributes[KeychainAttributeName.user] ?? attributes[KeychainAttributeName.account] ?? attributes[KeychainAttributeName.username] ?? "",
-                password, attributes[ImportedLogin.notesAttribute] ?? "",
+                item.label, LoginAttributes.url(of: attributes), LoginAttributes.userName(of: attributes), password,
+                attributes[LoginAttributes.notes] ?? "",
             ]
             bytes += Array((fields.map(quoted).joined(separator: ",") + "\r\n").utf8)
         }
         return (bytes, leftOut)
-    }
-
-    /// `protocol://server[:port]/` of an internet password; empty for other items.
-    static func url(of attributes: [String: String]) -> String {
-        guard attributes[KeychainAttributeName.schema] == KeychainAttributeName.networkSchema,
-            let server = attributes[KeychainAttributeName.server], !server.isEmpty
-        else { return "" }
-        let scheme = attributes[KeychainAttributeName.protocol].flatMap { $0.isEmpty ? nil : $0 } ?? "https"
-        let host = server.contains(":") && !server.hasPrefix("[") ? "[\(server)]" : server
-        let port = attributes[KeychainAttributeName.port].map { ":\($0)" } ?? ""
-        return "\(scheme)://\(host)\(port)/"
     }
 
     /// A field quoted as RFC 4180 asks when it holds a comma, a quote, a line end or edge spaces.

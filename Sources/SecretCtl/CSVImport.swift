@@ -22,7 +22,7 @@ package enum CSVImport {
         var skipped = 0
         for row in rows where !(row.count == 1 && row[0].isEmpty) {
             guard row.count > max(url, username, password), !row[password].isEmpty,
-                let attributes = ImportedLogin.networkAttributes(url: row[url], user: row[username]),
+                let attributes = LoginAttributes.attributes(url: row[url], user: row[username]),
                 let host = attributes[KeychainAttributeName.server]
             else {
                 skipped += 1

@@ -11,22 +11,11 @@ import Keychain
 ///   title, `account` and `username` the user name), which `secretctl get SERVICE ACCOUNT` and
 ///   Python's keyring find.
 /// - An entry without a password but with notes (a secure note) keeps the notes as its secret.
-/// - Notes, a TOTP setting (`otpauth://…` or a bare seed), the folder or tags and custom fields
-///   are kept as attributes (secretd seals attributes like the secret; any client that may
+/// - Notes, a TOTP setting, the folder or tags and custom fields are kept as attributes
+///   (``LoginAttributes``) (secretd seals attributes like the secret; any client that may
 ///   read the item may read them).
 /// - An entry with neither a password nor notes has nothing to keep, and is skipped.
 struct ImportedLogin {
-    /// The attribute notes are kept in.
-    static let notesAttribute = "notes"
-    /// The attribute a TOTP setting is kept in, as the manager wrote it.
-    static let otpAttribute = "otpauth"
-    /// The attribute the folder (Bitwarden) is kept in.
-    static let folderAttribute = "folder"
-    /// The attribute the tags (1Password) are kept in.
-    static let tagsAttribute = "tags"
-    /// The prefix of a custom field's attribute (`field:PIN`).
-    static let fieldPrefix = "field:"
-
     var title = ""
     var url = ""
     var username = ""
@@ -42,19 +31,19 @@ struct ImportedLogin {
         var attributes: [String: String]
         if !password.isEmpty {
             secret = password
-            if let network = Self.networkAttributes(url: url, user: username) {
+            if let network = LoginAttributes.attributes(url: url, user: username) {
                 attributes = network
             } else {
                 attributes = genericAttributes
             }
-            if !notes.isEmpty { attributes[Self.notesAttribute] = notes }
+            if !notes.isEmpty { attributes[LoginAttributes.notes] = notes }
         } else if !notes.isEmpty {
             secret = notes
             attributes = genericAttributes
         } else {
             return nil
         }
-        if !otp.isEmpty { attributes[Self.otpAttribute] = otp }
+        if !otp.isEmpty { attributes[LoginAttributes.otp] = otp }
         for (name, value) in extra where !value.isEmpty && attributes[name] == nil { attributes[name] = value }
         return ExportFile.Item(label: label(attributes), attributes: attributes, secret: Data(secret.utf8))
     }
@@ -71,20 +60,5 @@ struct ImportedLogin {
         if !title.isEmpty { return title }
         if let host = attributes[KeychainAttributeName.server] { return username.isEmpty ? host : "\(username)@\(host)" }
         return attributes[KeychainAttributeName.service] ?? "imported"
-    }
-
-    /// GNOME's network-password attributes for a login at `url` (its host, scheme and port), or
-    /// nil when `url` names no host or a port outside 1-65535.
-    static func networkAttributes(url: String, user: String) -> [String: String]? {
-        guard let parsed = URL(string: url), let host = parsed.host, !host.isEmpty,
-            parsed.port.map({ (1...65535).contains($0) }) ?? true
-        else { return nil }
-        var attributes = [
-            KeychainAttributeName.schema: KeychainAttributeName.networkSchema, KeychainAttributeName.server: host,
-            KeychainAttributeName.user: user,
-        ]
-        if let scheme = parsed.scheme { attributes[KeychainAttributeName.protocol] = scheme.lowercased() }
-        if let port = parsed.port { attributes[KeychainAttributeName.port] = String(port) }
-        return attributes
     }
 }

@@ -113,8 +113,8 @@ enum KDBXExport {
                 xml += "<Entry><UUID>\(newUUID())</UUID>"
                 xml += "<Times><CreationTime>\(time(entry.created))</CreationTime><LastModificationTime>\(time(entry.modified))</LastModificationTime></Times>"
                 var fields: [(String, String)] = [
-                    ("Title", entry.label), ("UserName", attributes[KeychainAttributeName.user] ?? attributes[KeychainAttributeName.account] ?? ""),
-                    ("Password", password), ("URL", CSVExport.url(of: attributes)), ("Notes", attributes[ImportedLogin.notesAttribute] ?? ""),
+                    ("Title", entry.label), ("UserName", LoginAttributes.userName(of: attributes)), ("Password", password),
+                    ("URL", LoginAttributes.url(of: attributes)), ("Notes", attributes[LoginAttributes.notes] ?? ""),
                 ]
                 let standard = Set(fields.map(\.0))
                 fields += attributes.sorted { $0.key < $1.key }.filter { !standard.contains($0.key) }.map { ($0.key, $0.value) }

@@ -85,7 +85,7 @@ package enum PasswordManagerImport {
                 login.password = field("password")
                 login.notes = field("notes")
                 login.otp = field("otpauth")
-                login.extra[ImportedLogin.tagsAttribute] = field("tags")
+                login.extra[LoginAttributes.tags] = field("tags")
             case .bitwardenCSV:
                 guard ["login", "note"].contains(field("type")) else {
                     contents.otherKinds += 1
@@ -97,11 +97,11 @@ package enum PasswordManagerImport {
                 login.password = field("login_password")
                 login.notes = field("notes")
                 login.otp = field("login_totp")
-                login.extra[ImportedLogin.folderAttribute] = field("folder")
+                login.extra[LoginAttributes.folder] = field("folder")
                 for line in field("fields").split(separator: "\n") {
                     guard let colon = line.firstIndex(of: ":") else { continue }
                     let name = line[..<colon].trimmingWhitespace
-                    login.extra[ImportedLogin.fieldPrefix + name] = line[line.index(after: colon)...].trimmingWhitespace
+                    login.extra[LoginAttributes.fieldPrefix + name] = line[line.index(after: colon)...].trimmingWhitespace
                 }
             case .bitwardenJSON:
                 continue
@@ -182,10 +182,10 @@ package enum PasswordManagerImport {
             login.username = entry.login?.username ?? ""
             login.password = entry.login?.password ?? ""
             login.otp = entry.login?.totp ?? ""
-            login.extra[ImportedLogin.folderAttribute] = entry.folderId.flatMap { folders[$0] } ?? ""
+            login.extra[LoginAttributes.folder] = entry.folderId.flatMap { folders[$0] } ?? ""
             for field in entry.fields ?? [] {
                 guard let name = field.name, !name.isEmpty else { continue }
-                login.extra[ImportedLogin.fieldPrefix + name] = field.value ?? ""
+                login.extra[LoginAttributes.fieldPrefix + name] = field.value ?? ""
             }
             if let item = login.item { contents.items.append(item) } else { contents.empty += 1 }
         }
