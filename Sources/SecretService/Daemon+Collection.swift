@@ -30,13 +30,9 @@ extension Daemon {
         case "Delete":
             // Only unconfined clients outside a sandbox get here (its rule in Introspection).
             guard collection.name != Self.sessionName else { return .failure(.invalidArgs("the session keyring cannot be deleted")) }
-            if isLocked(collection) { return .failure(.isLocked("the collection is locked")) }
+            if keyring.isLocked(collection) { return .failure(.isLocked("the collection is locked")) }
             do {
-                try store.deleteCollection(collection)
-                keys.forget(collection.id)
-                itemsSchedule.forget(collection.id)
-                syncRuns.runs[collection.id] = nil
-                announceDeletedCollection(ObjectPaths.collection(collection.name))
+                try keyring.deleteCollection(collection)
                 return .success(.tuple([.objectPath(ObjectPaths.none)]))
             } catch {
                 return .failure(storeFailure(error))
@@ -52,7 +48,7 @@ extension Daemon {
     ) -> Result<DBusValue, SecretServiceError> {
         // After an ordinary lock, the kept keys still create after-first-unlock items; the
         // store refuses any other class (`.locked`).
-        guard let key = keys.held(collection.id) else { return .failure(.isLocked("the collection is locked")) }
+        guard let key = keyring.held(collection.id) else { return .failure(.isLocked("the collection is locked")) }
         let labelValue = properties[SecretServiceNames.Property.itemLabel]
         let attributesValue = properties[SecretServiceNames.Property.itemAttributes]
         guard let label = labelValue.map(\.string) ?? "" else {
@@ -74,16 +70,14 @@ extension Daemon {
                 where access == .full {
                     let existing = try store.readItem(candidate, in: collection, keys: key)
                     guard existing.attributes == attributes else { continue }
-                    let updated = try store.updateItem(candidate, in: collection, keys: key, contents: contents, within: quota)
+                    _ = try keyring.updateItem(candidate, in: collection, keys: key, contents: contents, within: quota)
                     let path = ObjectPaths.item(collection.name, candidate.id)
-                    announceChanged(candidate, to: updated, label: label, attributes: attributes, in: collection)
                     return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
                 }
             }
             let creator = try? caller(sender).get().identity.description
-            let item = try store.createItem(in: collection, keys: key, contents: contents, creator: creator, within: quota)
+            let item = try keyring.createItem(in: collection, keys: key, contents: contents, creator: creator, within: quota)
             let path = ObjectPaths.item(collection.name, item.id)
-            announceCreated(item, in: collection)
             return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
         } catch {
             return .failure(storeFailure(error))
@@ -117,7 +111,7 @@ extension Daemon {
                 return .failure(storeFailure(error))
             }
         case "Label": return .success(.string(collection.label))
-        case "Locked": return .success(.boolean(isLocked(collection)))
+        case "Locked": return .success(.boolean(keyring.isLocked(collection)))
         case "Created": return .success(.uint64(collection.created))
         case "Modified": return .success(.uint64(collection.modified))
         default: return .failure(.invalidArgs("no property \(name)"))
@@ -128,11 +122,7 @@ extension Daemon {
         guard name == "Label", let label = value.string else { return .invalidArgs("only Label can be set") }
         guard label.utf8.count <= KeychainLimits.textSize else { return .invalidArgs("the label is too long") }
         do {
-            try store.setLabel(label, of: collection)
-            let path = ObjectPaths.collection(collection.name)
-            broadcastProperties(["Label": .string(label)], of: collection)
-            server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionChanged",
-                              arguments: [.objectPath(path)])
+            try keyring.setLabel(label, of: collection)
             return nil
         } catch {
             return storeFailure(error)

@@ -109,7 +109,7 @@ extension Daemon {
         case .success(let (secret, _)): password = secret
         }
         if let existing {
-            if keys[existing.id] == nil, password.count == 0 {
+            if keyring[existing.id] == nil, password.count == 0 {
                 return .failure(.isLocked("the keyring \(name) is locked; unlock it first"))
             }
         } else if password.count == 0 {
@@ -127,13 +127,13 @@ extension Daemon {
         do {
             var created: [Store.ItemRecord] = []
             var skipped = 0
-            let (collection, key) = try store.transaction { () throws(StoreError) -> (Store.CollectionRecord, Store.ItemKeys) in
+            let (collection, key) = try keyring.transaction { () throws(StoreError) -> (Store.CollectionRecord, Store.ItemKeys) in
                 let (collection, key): (Store.CollectionRecord, Store.ItemKeys)
                 if let existing {
-                    guard let known = keys[existing.id] else { throw .locked }
+                    guard let known = keyring[existing.id] else { throw .locked }
                     (collection, key) = (existing, known)
                 } else if let newKey {
-                    (collection, key) = try store.createCollection(name: name, label: label, key: newKey, times: times)
+                    (collection, key) = try keyring.createCollection(name: name, label: label, key: newKey, times: times)
                 } else {
                     throw .invalidInput("a new keyring needs a password")
                 }
@@ -143,15 +143,10 @@ extension Daemon {
                         continue
                     }
                     let contents = ItemContents(label: item.label, attributes: item.attributes, secret: item.secret, contentType: item.contentType)
-                    created.append(try store.createItem(in: collection, keys: key, contents: contents, times: item.times))
+                    created.append(try keyring.createItem(in: collection, keys: key, contents: contents, times: item.times))
                 }
                 return (collection, key)
             }
-            if existing == nil {
-                keys.unlocked(collection, with: key, announcing: false)
-                announceNewCollection(ObjectPaths.collection(collection.name))
-            }
-            for item in created { announceCreated(item, in: collection) }
             Log.info("imported \(created.count) items into the \(collection.name) keyring (\(skipped) were there already)")
             return .success(.tuple([.objectPath(ObjectPaths.collection(collection.name)), .uint32(UInt32(created.count)), .uint32(UInt32(skipped))]))
         } catch {

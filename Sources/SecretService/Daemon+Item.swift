@@ -10,7 +10,7 @@ extension Daemon {
         _ call: MethodCall, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord
     ) -> Result<DBusValue, SecretServiceError> {
         // An after-first-unlock item opens with the key kept after an ordinary lock.
-        guard let itemKeys = keys.opening(item) else { return .failure(.isLocked("the item's collection is locked")) }
+        guard let itemKeys = keyring.opening(item) else { return .failure(.isLocked("the item's collection is locked")) }
         switch call.method {
         case "GetSecret":
             guard let sessionPath = call.arguments[0].objectPath else { return .failure(.invalidArgs("o expected")) }
@@ -29,8 +29,7 @@ extension Daemon {
             }
         case "Delete":
             do {
-                try store.deleteItem(item, in: collection, keys: itemKeys)
-                announceDeleted(item, in: collection)
+                try keyring.deleteItem(item, in: collection, keys: itemKeys)
                 return .success(.tuple([.objectPath(ObjectPaths.none)]))
             } catch {
                 return .failure(storeFailure(error))
@@ -40,7 +39,7 @@ extension Daemon {
         }
     }
 
-    /// Reads, changes and re-seals an item, then announces the change.
+    /// Reads, changes and re-seals an item (the keyring publishes the change).
     private func update(
         _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, _ itemKeys: Store.ItemKeys,
         _ change: (inout ItemContents) -> Void
@@ -51,8 +50,7 @@ extension Daemon {
             if let problem = Self.checkItemText(label: contents.label, attributes: contents.attributes) {
                 return .failure(problem)
             }
-            let updated = try store.updateItem(item, in: collection, keys: itemKeys, contents: contents, within: quota)
-            announceChanged(item, to: updated, label: contents.label, attributes: contents.attributes, in: collection)
+            _ = try keyring.updateItem(item, in: collection, keys: itemKeys, contents: contents, within: quota)
             return .success(())
         } catch {
             return .failure(storeFailure(error))
@@ -64,7 +62,7 @@ extension Daemon {
     ) -> Result<DBusValue, SecretServiceError> {
         // An item of an `ask` group the caller is not allowed into shows as locked; an
         // after-first-unlock item stays unlocked after an ordinary lock of its collection.
-        let itemKeys = access == .full ? keys.opening(item) : nil
+        let itemKeys = access == .full ? keyring.opening(item) : nil
         switch name {
         case "Locked": return .success(.boolean(itemKeys == nil))
         case "Created": return .success(.uint64(item.created))
@@ -100,7 +98,7 @@ extension Daemon {
     func setItemProperty(
         _ name: String, _ value: DBusValue, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, sender: String
     ) -> SecretServiceError? {
-        guard let itemKeys = keys.opening(item) else { return .isLocked("the item's collection is locked") }
+        guard let itemKeys = keyring.opening(item) else { return .isLocked("the item's collection is locked") }
         let result: Result<Void, SecretServiceError>
         switch name {
         case "Label":

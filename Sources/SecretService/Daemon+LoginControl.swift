@@ -106,14 +106,11 @@ extension Daemon {
     }
 
     /// Creates the login keyring with a key made beforehand, unlocked, and points `default` at
-    /// it when no alias does; once the daemon serves the bus, the collection is announced.
+    /// it when no alias does.
     private func createLoginKeyring(key: NewCollectionKey) throws(StoreError) {
-        let (login, itemKeys) = try store.createCollection(name: Self.loginName, label: "Login", key: key)
-        keys.unlocked(login, with: itemKeys, announcing: false)
-        if try store.aliases()["default"] == nil { try store.setAlias("default", to: login) }
+        let (login, _) = try keyring.createCollection(name: Self.loginName, label: "Login", key: key)
+        if try store.aliases()["default"] == nil { try keyring.setAlias("default", to: login) }
         Log.info("created the login keyring")
-        guard server != nil else { return }
-        announceNewCollection(ObjectPaths.collection(login.name))
     }
 
     /// The login password changed from `old` to `new`: re-wraps the login keyring under `new`
@@ -154,7 +151,7 @@ extension Daemon {
                         + "passwd may set it without the old one; the login keyring's password is unchanged")
             return completion(.failed)
         }
-        guard let itemKeys = keys[login.id] else {
+        guard let itemKeys = keyring[login.id] else {
             loginPasswordSetByRoot = (login.id, new)
             Log.warning("the login password was set without the old one while the login keyring was locked: it opens with the "
                         + "previous password until it is next unlocked (secretctl unlock, a PIN or the TPM), then with the new one")
@@ -170,7 +167,7 @@ extension Daemon {
     /// is unlocked (the keys' unlock event calls this).
     func takeLoginPasswordSetByRoot(_ collection: Store.CollectionRecord) {
         guard let (collectionID, password) = loginPasswordSetByRoot, collectionID == collection.id,
-            let itemKeys = keys[collection.id]
+            let itemKeys = keyring[collection.id]
         else { return }
         loginPasswordSetByRoot = nil
         rewrap(collection, keys: itemKeys, to: password) { result in

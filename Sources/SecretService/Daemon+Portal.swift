@@ -52,9 +52,9 @@ extension Daemon {
             Glibc.close(descriptor)
             return reply(.failure(.invalidArgs("the file descriptor must be a pipe or a socket")))
         }
-        guard let keyring = resolveAlias("default") ?? (try? store.collection(named: Self.loginName)) else {
+        guard let collection = resolveAlias("default") ?? (try? store.collection(named: Self.loginName)) else {
             Glibc.close(descriptor)
-            Log.warning("no key for the app \(appID): there is no login keyring to keep it in")
+            Log.warning("no key for the app \(appID): there is no login collection to keep it in")
             return reply(.success(Self.portalReply(.failed)))
         }
         let requested = clock()
@@ -66,16 +66,16 @@ extension Daemon {
             guard early > 0 else { return reply(.success(Self.portalReply(response))) }
             MainLoop.after(seconds: early) { reply(.success(Self.portalReply(response))) }
         }
-        guard isLocked(keyring) else { return finish(deliverAppKey(appID, in: keyring, to: descriptor)) }
+        guard keyring.isLocked(collection) else { return finish(deliverAppKey(appID, in: collection, to: descriptor)) }
 
         let prompt = Prompt(
-            owner: call.sender, action: .unlock(collections: [keyring], groups: [], objects: []),
+            owner: call.sender, action: .unlock(collections: [collection], groups: [], objects: []),
             requester: "The sandboxed app “\(appID)”"
         ) { [weak self] result in
             guard let self else { return }
             self.portalRequests[handle] = nil
-            guard result != nil, !self.isLocked(keyring) else { return finish(.cancelled) }
-            finish(self.deliverAppKey(appID, in: keyring, to: descriptor))
+            guard result != nil, !self.keyring.isLocked(collection) else { return finish(.cancelled) }
+            finish(self.deliverAppKey(appID, in: collection, to: descriptor))
         }
         switch addPrompt(prompt) {
         case .failure(let refusal):
@@ -112,24 +112,23 @@ extension Daemon {
         .tuple([.uint32(response.rawValue), .dictionary(key: "s", value: "v", [])])
     }
 
-    /// Finds `appID`'s key in `keyring` (unlocked), or makes it and commits it, then writes it
+    /// Finds `appID`'s key in `collection` (unlocked), or makes it and commits it, then writes it
     /// to `descriptor`. Only a key in the app's own group counts: a client that planted an
     /// item with the app's id in another group does not choose the app's key.
-    private func deliverAppKey(_ appID: String, in keyring: Store.CollectionRecord, to descriptor: Int32) -> PortalResponse {
-        guard let key = keys[keyring.id] else { return .failed }
+    private func deliverAppKey(_ appID: String, in collection: Store.CollectionRecord, to descriptor: Int32) -> PortalResponse {
+        guard let key = keyring[collection.id] else { return .failed }
         do {
             let secret: SecureBytes
-            if let existing = try appKeyItems(appID, in: keyring).first {
-                secret = try store.readItem(existing, in: keyring, keys: key).secret
+            if let existing = try appKeyItems(appID, in: collection).first {
+                secret = try store.readItem(existing, in: collection, keys: key).secret
             } else {
                 secret = Gcrypt.randomKey(count: PortalNames.keyLength)
                 let contents = ItemContents(
                     label: "Key of the sandboxed app \(appID) (desktop portal)",
                     attributes: Self.appKeyAttributes(appID), secret: secret, contentType: "application/octet-stream")
-                let item = try store.createItem(in: keyring, keys: key, contents: contents)
+                _ = try keyring.createItem(in: collection, keys: key, contents: contents)
                 // Durable before the app encrypts anything with it.
                 try store.commitPending()
-                announceCreated(item, in: keyring)
                 Log.info("made the key of the sandboxed app \(appID)")
             }
             return Self.write(secret, to: descriptor) ? .success : .failed
@@ -147,10 +146,10 @@ extension Daemon {
         ]
     }
 
-    /// The keys of `appID` in `keyring`, oldest first.
-    private func appKeyItems(_ appID: String, in keyring: Store.CollectionRecord) throws(StoreError) -> [Store.ItemRecord] {
+    /// The keys of `appID` in `collection`, oldest first.
+    private func appKeyItems(_ appID: String, in collection: Store.CollectionRecord) throws(StoreError) -> [Store.ItemRecord] {
         try store.search(
-            [PortalNames.appIDAttribute: appID, AccessGroupNames.attribute: PortalNames.group(of: appID)], in: keyring
+            [PortalNames.appIDAttribute: appID, AccessGroupNames.attribute: PortalNames.group(of: appID)], in: collection
         ).sorted { $0.id < $1.id }
     }
 
@@ -181,9 +180,9 @@ extension Daemon {
             case "List":
                 guard let keys = try allAppKeys() else { return .failure(.isLocked("unlock the keyrings to list the app keys")) }
                 var rows: [DBusValue] = []
-                for (item, keyring, contents) in keys {
+                for (item, collection, contents) in keys {
                     rows.append(.tuple([
-                        .string(contents.attributes[PortalNames.appIDAttribute] ?? ""), .string(keyring.name), .uint64(item.created),
+                        .string(contents.attributes[PortalNames.appIDAttribute] ?? ""), .string(collection.name), .uint64(item.created),
                     ]))
                 }
                 return .success(.tuple([.array(element: "(sst)", rows)]))
@@ -193,10 +192,9 @@ extension Daemon {
                 }
                 guard let found = try allAppKeys() else { return .failure(.isLocked("unlock the keyrings to delete an app key")) }
                 var deleted = false
-                for (item, keyring, contents) in found where contents.attributes[PortalNames.appIDAttribute] == appID {
-                    guard let key = keys[keyring.id] else { continue }
-                    try store.deleteItem(item, in: keyring, keys: key)
-                    announceDeleted(item, in: keyring)
+                for (item, collection, contents) in found where contents.attributes[PortalNames.appIDAttribute] == appID {
+                    guard let key = keyring[collection.id] else { continue }
+                    try keyring.deleteItem(item, in: collection, keys: key)
                     Log.info("deleted the key of the sandboxed app \(appID)")
                     deleted = true
                 }
@@ -222,14 +220,14 @@ extension Daemon {
     /// attributes are sealed).
     private func allAppKeys() throws(StoreError) -> [(Store.ItemRecord, Store.CollectionRecord, ItemContents)]? {
         var found: [(Store.ItemRecord, Store.CollectionRecord, ItemContents)] = []
-        for keyring in try store.collections() where keyring.name != Self.sessionName {
-            let items = try store.search([PortalNames.schemaAttribute: PortalNames.schema], in: keyring)
+        for collection in try store.collections() where collection.name != Self.sessionName {
+            let items = try store.search([PortalNames.schemaAttribute: PortalNames.schema], in: collection)
                 .filter { AccessGroupNames.isAppGroup($0.accessGroup ?? "") }
             guard !items.isEmpty else { continue }
-            guard let key = keys[keyring.id] else { return nil }
+            guard let key = keyring[collection.id] else { return nil }
             for item in items {
-                let contents = try store.readItem(item, in: keyring, keys: key)
-                found.append((item, keyring, contents))
+                let contents = try store.readItem(item, in: collection, keys: key)
+                found.append((item, collection, contents))
             }
         }
         return found

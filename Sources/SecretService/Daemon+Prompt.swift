@@ -101,7 +101,7 @@ extension Daemon {
                     self.complete(id: id, result: nil)
                     return
                 }
-                if !alias.isEmpty, let created = self.collection(at: path) { try? self.store.setAlias(alias, to: created) }
+                if !alias.isEmpty, let created = self.collection(at: path) { try? self.keyring.setAlias(alias, to: created) }
                 self.complete(id: id, result: .objectPath(path))
             }
         }
@@ -215,7 +215,7 @@ extension Daemon {
     private func askUntilUnlocked(_ collection: Store.CollectionRecord, asker: Asker, promptID id: Int) -> Bool {
         var error: String?
         // A PIN first, while one is set: an empty answer asks for the password instead.
-        while MainLoop.onMainLoop({ self.asksForPIN(collection) && self.isLocked(collection) && self.prompts[id] != nil }) {
+        while MainLoop.onMainLoop({ self.asksForPIN(collection) && self.keyring.isLocked(collection) && self.prompts[id] != nil }) {
             let requester = MainLoop.onMainLoop { self.prompts[id]?.requester } ?? "An application"
             let request = PinentryRequest(
                 title: "Unlock keyring", description: "\(requester) wants access to the keyring “\(collection.label)”, "
@@ -234,8 +234,8 @@ extension Daemon {
             }
         }
         for _ in 0..<Self.promptAttempts {
-            if MainLoop.onMainLoop({ !self.isLocked(collection) || self.prompts[id] == nil }) {
-                return MainLoop.onMainLoop { !self.isLocked(collection) }
+            if MainLoop.onMainLoop({ !self.keyring.isLocked(collection) || self.prompts[id] == nil }) {
+                return MainLoop.onMainLoop { !self.keyring.isLocked(collection) }
             }
             let requester = MainLoop.onMainLoop { self.prompts[id]?.requester } ?? "An application"
             let request = PinentryRequest(

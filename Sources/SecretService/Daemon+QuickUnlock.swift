@@ -76,13 +76,13 @@ extension Daemon {
         guard let collectionID = quickUnlock.collectionID,
             let login = ((try? store.collections()) ?? []).first(where: { $0.id == collectionID })
         else { return completion(.failure(.notSupported("no PIN is set; unlock with the password"))) }
-        guard isLocked(login) else { return completion(.success(())) }
+        guard keyring.isLocked(login) else { return completion(.success(())) }
         passwordChecks.open(login, withPIN: pin, slot: quickUnlock) { [weak self] opened in
             guard let self else { return }
             completion(opened.flatMap { master in
-                guard self.isLocked(login) else { return .success(()) }
+                guard self.keyring.isLocked(login) else { return .success(()) }
                 guard let itemKeys = try? Store.ItemKeys(master: master) else { return .failure(.failed("cannot derive the keyring's keys")) }
-                self.keys.unlocked(login, with: itemKeys)
+                self.keyring.unlocked(login, with: itemKeys)
                 Log.info("unlocked the \(login.name) keyring with the PIN")
                 return .success(())
             })

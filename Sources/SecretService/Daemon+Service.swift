@@ -72,7 +72,7 @@ extension Daemon {
             for (item, access) in visible(try searchItems(attributes), for: sender) {
                 guard let collection = collections[item.collectionID] else { continue }
                 let path = ObjectPaths.item(collection.name, item.id)
-                if keys.opening(item) == nil || access != .full { locked.append(path) } else { unlocked.append(path) }
+                if keyring.opening(item) == nil || access != .full { locked.append(path) } else { unlocked.append(path) }
             }
             return .success(.tuple([.objectPaths(unlocked), .objectPaths(locked)]))
         } catch {
@@ -85,7 +85,7 @@ extension Daemon {
             var entries: [DBusValue.Entry] = []
             for path in paths {
                 guard let (item, collection, access) = visibleItem(at: path, for: sender), access == .full,
-                    let key = keys.opening(item)
+                    let key = keyring.opening(item)
                 else { continue }
                 do {
                     let contents = try store.readItem(item, in: collection, keys: key)
@@ -115,13 +115,13 @@ extension Daemon {
             if collection == nil, let (item, itemCollection, access) = visibleItem(at: path, for: sender) {
                 collection = itemCollection
                 if access == .askable { group = item.accessGroup }
-                opensAlready = keys.opening(item) != nil
+                opensAlready = keyring.opening(item) != nil
             }
             guard let collection else { continue }
             if let group, caller?.denied.contains(group) == true { continue }  // the person said no already
-            if (isLocked(collection) && !opensAlready) || group != nil {
+            if (keyring.isLocked(collection) && !opensAlready) || group != nil {
                 waiting.append(path)
-                if isLocked(collection), !opensAlready, !locked.contains(where: { $0.id == collection.id }) { locked.append(collection) }
+                if keyring.isLocked(collection), !opensAlready, !locked.contains(where: { $0.id == collection.id }) { locked.append(collection) }
                 if let group, !groups.contains(group) { groups.append(group) }
             } else {
                 unlocked.append(path)
@@ -138,10 +138,10 @@ extension Daemon {
         var locked: [String] = []
         for path in paths {
             guard let collection = collection(at: path) ?? visibleItem(at: path, for: sender)?.1 else { continue }
-            if collection.name != Self.sessionName, keys.lock(collection) {
+            if keyring.lock(collection) {
                 Log.info("locked the \(collection.name) keyring")
             }
-            if isLocked(collection) || collection.name == Self.sessionName { locked.append(path) }
+            if keyring.isLocked(collection) || collection.name == Self.sessionName { locked.append(path) }
         }
         return .success(.tuple([.objectPaths(locked), .objectPath(ObjectPaths.none)]))
     }
@@ -155,10 +155,10 @@ extension Daemon {
         }
         do {
             if path == ObjectPaths.none {
-                try store.setAlias(alias, to: nil)
+                try keyring.setAlias(alias, to: nil)
             } else {
                 guard let collection = collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }
-                try store.setAlias(alias, to: collection)
+                try keyring.setAlias(alias, to: collection)
             }
             return .success(.tuple([]))
         } catch {
@@ -223,12 +223,12 @@ extension Daemon {
         _ collection: Store.CollectionRecord, password: SecureBytes, origin: PasswordChecks.Origin = .client,
         completion: @escaping (Result<Void, SecretServiceError>) -> Void
     ) {
-        if !isLocked(collection) { return completion(.success(())) }
+        if !keyring.isLocked(collection) { return completion(.success(())) }
         passwordChecks.open(collection, with: password, origin: origin) { [weak self] result in
             guard let self else { return }
             completion(result.map { key in
-                guard self.isLocked(collection) else { return }  // unlocked meanwhile
-                self.keys.unlocked(collection, with: key)
+                guard self.keyring.isLocked(collection) else { return }  // unlocked meanwhile
+                self.keyring.unlocked(collection, with: key)
                 Log.info("unlocked the \(collection.name) keyring")
             })
         }
@@ -264,7 +264,7 @@ extension Daemon {
             completion(derived.flatMap { made in
                 made.mapError { SecretServiceError(storeFailure: $0) }.flatMap { wrapped in
                     do {
-                        try self.store.setWrappedKey(of: collection, to: wrapped)
+                        try self.keyring.setWrappedKey(of: collection, to: wrapped)
                         // A password set since root's change wins over it.
                         if self.loginPasswordSetByRoot?.collectionID == collection.id { self.loginPasswordSetByRoot = nil }
                         Log.info("changed the password of the \(collection.name) keyring")
@@ -315,11 +315,8 @@ extension Daemon {
                 name = ObjectPaths.name(fromLabel: label) + "_\(suffix)"
                 suffix += 1
             }
-            let (collection, itemKeys) = try store.createCollection(name: name, label: label, key: key)
-            keys.unlocked(collection, with: itemKeys, announcing: false)
-            let path = ObjectPaths.collection(name)
-            announceNewCollection(path)
-            return .success(path)
+            let (collection, _) = try keyring.createCollection(name: name, label: label, key: key)
+            return .success(ObjectPaths.collection(collection.name))
         } catch {
             return .failure(storeFailure(error))
         }

@@ -74,13 +74,11 @@ extension Daemon {
 
     /// Tells the clients that may see `item`, just created, about it.
     func announceCreated(_ item: Store.ItemRecord, in collection: Store.CollectionRecord) {
-        noteLocalChange(item, in: collection, deleted: false)
         tell(SignalAudience(before: [:], after: sight(ofGroup: item.accessGroup)), about: item, in: collection, properties: [:])
     }
 
     /// Tells the clients that could see `item`, just deleted, that it is gone.
     func announceDeleted(_ item: Store.ItemRecord, in collection: Store.CollectionRecord) {
-        noteLocalChange(item, in: collection, deleted: true)
         tell(SignalAudience(before: sight(ofGroup: item.accessGroup), after: [:]), about: item, in: collection, properties: [:])
     }
 
@@ -90,7 +88,6 @@ extension Daemon {
         _ before: Store.ItemRecord, to updated: Store.ItemRecord, label: String, attributes: [String: String],
         in collection: Store.CollectionRecord
     ) {
-        noteLocalChange(updated, in: collection, deleted: false)
         let audience = SignalAudience(before: sight(ofGroup: before.accessGroup), after: sight(ofGroup: updated.accessGroup))
         tell(audience, about: updated, in: collection, properties: [
             "Label": .string(label), "Attributes": .stringMap(attributes), "Modified": .uint64(updated.modified),
@@ -158,7 +155,7 @@ extension Daemon {
     // MARK: - Collections
 
     /// Broadcasts new values of a collection's own properties (its `Label`; `Locked` is
-    /// announced by ``MasterKeys``). Collections are not in access groups: every client may
+    /// announced from the keyring's events too). Collections are not in access groups: every client may
     /// list them and read these, so their signals (these, `CollectionCreated`,
     /// `CollectionChanged`, `CollectionDeleted`) tell nobody anything it could not read, and go
     /// to every listener, as clients that only listen (a tray icon, a lock indicator) expect.

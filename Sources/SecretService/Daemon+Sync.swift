@@ -75,7 +75,7 @@ extension Daemon {
     private func unlockedCollection(named name: String) -> Result<(Store.CollectionRecord, Store.ItemKeys), SecretServiceError> {
         guard name != Self.sessionName else { return .failure(.invalidArgs("the session keyring never leaves this machine")) }
         guard let collection = try? store.collection(named: name) else { return .failure(.noSuchObject("no keyring \(name)")) }
-        guard let itemKeys = keys[collection.id] else { return .failure(.isLocked("the keyring \(name) is locked; unlock it first")) }
+        guard let itemKeys = keyring[collection.id] else { return .failure(.isLocked("the keyring \(name) is locked; unlock it first")) }
         return .success((collection, itemKeys))
     }
 
@@ -137,7 +137,7 @@ extension Daemon {
             guard let self else { return }
             do {
                 let (vault, code) = try outcome.get()
-                guard let itemKeys = self.keys[collection.id] else { throw SyncError.transport("the keyring was locked meanwhile; nothing was saved") }
+                guard let itemKeys = self.keyring[collection.id] else { throw SyncError.transport("the keyring was locked meanwhile; nothing was saved") }
                 try self.store.saveSyncState(vault.encoded(), remote: remote, of: collection, keys: itemKeys)
                 self.runs[collection.id]!.clock = vault.clock
                 self.runs[collection.id]!.vault = vault
@@ -377,12 +377,10 @@ extension Daemon {
             }
             let contents = try SyncItem.decode(plaintext).contents
             if let item = target.item {
-                let updated = try store.updateItem(item, in: collection, keys: itemKeys, contents: contents)
-                announceChanged(item, to: updated, label: contents.label, attributes: contents.attributes, in: collection)
+                _ = try keyring.updateItem(item, in: collection, keys: itemKeys, contents: contents)
             } else {
-                let created = try store.createItem(in: collection, keys: itemKeys, contents: contents)
+                let created = try keyring.createItem(in: collection, keys: itemKeys, contents: contents)
                 try store.setSyncID(syncID, ofItem: created.id, in: collection)
-                announceCreated(created, in: collection)
             }
             return .success(.tuple([]))
         } catch {

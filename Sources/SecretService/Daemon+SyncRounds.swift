@@ -106,7 +106,7 @@ extension Daemon {
                 clock.observe(SyncTimestamp(milliseconds: change.milliseconds, counter: change.counter))
             }
             runs[collection.id] = SyncRuns.Run(clock: clock)
-            if keys[collection.id] != nil { scheduleRound(collection.id, after: 0) }
+            if keyring[collection.id] != nil { scheduleRound(collection.id, after: 0) }
         }
         everyInterval()
     }
@@ -114,7 +114,7 @@ extension Daemon {
     private func everyInterval() {
         MainLoop.after(seconds: Double(options.configuration.syncInterval)) { [weak self] in
             guard let self else { return }
-            for id in self.runs.keys where self.keys[id] != nil { self.startRound(id, done: nil) }
+            for id in self.runs.keys where self.keyring[id] != nil { self.startRound(id, done: nil) }
             self.everyInterval()
         }
     }
@@ -144,7 +144,7 @@ extension Daemon {
     /// The sync state of `collection`, opened when it is first needed after an unlock.
     func openVault(_ collection: Store.CollectionRecord) -> SyncVault? {
         if let vault = runs[collection.id]?.vault { return vault }
-        guard let itemKeys = keys[collection.id], let state = try? store.syncState(of: collection, keys: itemKeys),
+        guard let itemKeys = keyring[collection.id], let state = try? store.syncState(of: collection, keys: itemKeys),
             var vault = try? SyncVault(decoding: state, wallClock: SyncRuns.wallClock)
         else { return nil }
         if runs[collection.id] == nil { runs[collection.id] = SyncRuns.Run(clock: vault.clock) }
@@ -163,7 +163,7 @@ extension Daemon {
             runs[id]!.again = true
             return
         }
-        guard let collection = try? store.collections().first(where: { $0.id == id }), let itemKeys = keys[id],
+        guard let collection = try? store.collections().first(where: { $0.id == id }), let itemKeys = keyring[id],
             let settings = try? store.syncSettings(of: collection), var vault = openVault(collection)
         else {
             return answerWaiting(id, .failure(.isLocked("the keyring is locked; it syncs once it is unlocked")))
@@ -237,7 +237,7 @@ extension Daemon {
     /// The item this machine holds under `header` (its version as it is now), for a file the
     /// remote lost; nil when it changed since (its change goes out in the next round) or is gone.
     private func heldVersion(_ header: SyncHeader, _ localByHex: [String: Int64], _ collection: Store.CollectionRecord) -> SyncItem? {
-        guard let itemID = localByHex[header.fileName], let itemKeys = keys[collection.id],
+        guard let itemID = localByHex[header.fileName], let itemKeys = keyring[collection.id],
             let item = try? store.item(id: itemID), let contents = try? store.readItem(item, in: collection, keys: itemKeys),
             (try? store.syncChanges(in: collection).contains { $0.itemID == itemID }) == false
         else { return nil }
@@ -250,7 +250,7 @@ extension Daemon {
         _ report: SyncEngine.Report, _ updated: SyncVault, sent: [Store.SyncChange], localByHex: [String: Int64],
         collection: Store.CollectionRecord, remote: String
     ) -> Result<SyncRuns.Outcome, SecretServiceError> {
-        guard let itemKeys = keys[collection.id] else { return .failure(.isLocked("the keyring was locked during the round; it syncs again once unlocked")) }
+        guard let itemKeys = keyring[collection.id] else { return .failure(.isLocked("the keyring was locked during the round; it syncs again once unlocked")) }
         syncRuns.applyingArrived = true
         defer { syncRuns.applyingArrived = false }
         var outcome = SyncRuns.Outcome(published: report.published, refused: report.refused.map(\.description))
@@ -283,12 +283,10 @@ extension Daemon {
             do {
                 switch (item, arrived) {
                 case (let item?, nil):
-                    try store.deleteItem(item, in: collection, keys: itemKeys)
-                    announceDeleted(item, in: collection)
+                    try keyring.deleteItem(item, in: collection, keys: itemKeys)
                 case (let item?, let arrived?):
                     guard Self.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil else { continue }
-                    let changed = try store.updateItem(item, in: collection, keys: itemKeys, contents: arrived.contents)
-                    announceChanged(item, to: changed, label: arrived.contents.label, attributes: arrived.contents.attributes, in: collection)
+                    _ = try keyring.updateItem(item, in: collection, keys: itemKeys, contents: arrived.contents)
                 case (nil, let arrived?):
                     guard Self.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil,
                         Self.syncs(arrived.contents.attributes)
@@ -300,12 +298,11 @@ extension Daemon {
                         localByHex[header.fileName] = twin.id
                         continue
                     }
-                    let created = try store.createItem(
+                    let created = try keyring.createItem(
                         in: collection, keys: itemKeys, contents: arrived.contents,
                         times: Store.Times(created: arrived.created, modified: arrived.modified))
                     try store.setSyncID(header.item, ofItem: created.id, in: collection)
                     localByHex[header.fileName] = created.id
-                    announceCreated(created, in: collection)
                 case (nil, nil):
                     break
                 }
@@ -366,8 +363,7 @@ extension Daemon {
             own.timestamp = localTime
             own.device = runs[collection.id]?.vault?.identity.device.id ?? header.device
             keepHistory(own, SyncItem(contents: contents, created: twin.created, modified: twin.modified), in: collection, keys: itemKeys)
-            let changed = try store.updateItem(twin, in: collection, keys: itemKeys, contents: arrived.contents)
-            announceChanged(twin, to: changed, label: arrived.contents.label, attributes: arrived.contents.attributes, in: collection)
+            _ = try keyring.updateItem(twin, in: collection, keys: itemKeys, contents: arrived.contents)
             outcome.received += 1
         }
     }
@@ -389,7 +385,7 @@ extension Daemon {
         if let clock = runs[collection.id]?.clock { vault.clock.observe(clock.last) }
         runs[collection.id]?.clock.observe(vault.clock.last)
         runs[collection.id]?.vault = vault
-        guard let itemKeys = keys[collection.id] else { return }
+        guard let itemKeys = keyring[collection.id] else { return }
         do {
             try store.saveSyncState(vault.encoded(), remote: remote, of: collection, keys: itemKeys)
         } catch {

@@ -102,7 +102,7 @@ extension Daemon {
     /// ``start``, so it waits for the TPM (at most ``tpmTimeout``). A slot that does not open
     /// is logged with what to do, and the keyring stays locked: its password still opens it.
     public func unlockLoginWithTPM() {
-        guard let login = try? store.collection(named: Self.loginName), isLocked(login) else { return }
+        guard let login = try? store.collection(named: Self.loginName), keyring.isLocked(login) else { return }
         let tcti = options.configuration.tpmTCTI
         do throws(TPMSlot.Failure) {
             guard let slot = try TPMSlot.load(from: options.dataDirectory) else { return }
@@ -112,7 +112,7 @@ extension Daemon {
             guard let outcome else { throw .io(Self.noAnswer(tcti)) }
             let master = try outcome.get()
             guard let itemKeys = try? Store.ItemKeys(master: master) else { throw .io("cannot derive the keyring's keys") }
-            keys.unlocked(login, with: itemKeys, announcing: false)
+            keyring.unlocked(login, with: itemKeys)
             tpmFailure = nil
             Log.info("unlocked the login keyring with the TPM (\(Self.describe(slot.pcrs)))")
         } catch {

@@ -53,11 +53,12 @@ public final class Daemon: BusHandler {
     let options: Options
     /// Keeps other secretd processes off the data directory while this one runs.
     private let dataLock: DataDirectoryLock
-    let store: Store
+    /// The store, the keys of the unlocked collections, and every change to them, published.
+    let keyring: Keyring
+    /// The database, for reading (changes go through ``keyring``).
+    var store: Store { keyring.store }
     /// The bus connection, once the daemon serves (a test's own in in-process tests).
     var server: (any BusEndpoint)!
-    /// Master keys of unlocked collections; announces each lock and unlock.
-    let keys = MasterKeys()
     /// The clients' open sessions.
     let sessions = SessionRegistry(limit: Limits.sessionsPerClient)
     /// The prompts clients have open.
@@ -121,7 +122,8 @@ public final class Daemon: BusHandler {
         lastActivity = clock()
         quickUnlock = QuickUnlock(parameters: options.kdf)
         dataLock = try Self.lockDataDirectory(options)
-        store = try Store(directory: options.dataDirectory)
+        let store = try Store(directory: options.dataDirectory)
+        keyring = Keyring(store: store)
         passwordChecks = PasswordChecks(store: store, clock: clock, offLoop: offLoop)
         try resetSessionCollection()
         // A bad policy at start leaves the empty one: named groups are closed to everyone.
@@ -151,10 +153,10 @@ public final class Daemon: BusHandler {
     /// The session collection lives only as long as this process: its key is random and never
     /// stored, so whatever it held before a restart is unreadable and is deleted here.
     private func resetSessionCollection() throws(StoreError) {
-        if let old = try store.collection(named: Self.sessionName) { try store.deleteCollection(old) }
-        let (session, key) = try store.createCollection(
-            name: Self.sessionName, label: "Session", password: Gcrypt.randomKey(), parameters: .testing)
-        keys.unlocked(session, with: key, announcing: false)
+        if let old = try store.collection(named: Self.sessionName) { try keyring.deleteCollection(old) }
+        _ = try keyring.createCollection(
+            name: Self.sessionName, label: "Session",
+            key: try NewCollectionKey(password: Gcrypt.randomKey(), parameters: .testing))
     }
 
     // MARK: - Starting
@@ -169,12 +171,12 @@ public final class Daemon: BusHandler {
             return true
         }
         do {
-            keys.unlocked(login, with: try store.unlock(login, password: password))
+            keyring.unlocked(login, with: try store.unlock(login, password: password))
         } catch .wrongPassword {
             Log.warning("the password given at start does not unlock the login keyring; it stays locked")
             return false
         }
-        if try store.aliases()["default"] == nil { try store.setAlias("default", to: login) }
+        if try store.aliases()["default"] == nil { try keyring.setAlias("default", to: login) }
         return true
     }
 
@@ -219,35 +221,53 @@ public final class Daemon: BusHandler {
     }
 
     /// Serves calls through `endpoint` from now on: replies wait for the commit of their
-    /// writes, and locks and unlocks are announced. ``start(ready:refused:)`` calls it with the
-    /// bus connection; in-process tests with their own endpoint.
+    /// writes, and the keyring's changes are told to the clients and to sync.
+    /// ``start(ready:refused:)`` calls it with the bus connection; in-process tests with their
+    /// own endpoint.
     func serve(on endpoint: any BusEndpoint) {
         server = endpoint
         store.groupsCommits = true
-        keys.announce = { [weak self] collection, locked in
-            if !locked { self?.takeLoginPasswordSetByRoot(collection) }
-            self?.syncLockChanged(collection, locked: locked)
-            self?.server.emitPropertiesChanged(
-                path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
-                changed: ["Locked": .boolean(locked)])
+        keyring.subscribe { [weak self] event in self?.follow(event) }
+    }
+
+    /// What follows a change to the keyring: the signals clients hear, the items schedule,
+    /// sync's bookkeeping, and the login password root set while the login keyring was locked.
+    private func follow(_ event: KeyringEvent) {
+        switch event {
+        case .itemCreated(let item, let collection):
+            noteLocalChange(item, in: collection, deleted: false)
+            announceCreated(item, in: collection)
+        case .itemChanged(let before, let after, let label, let attributes, let collection):
+            noteLocalChange(after, in: collection, deleted: false)
+            announceChanged(before, to: after, label: label, attributes: attributes, in: collection)
+        case .itemDeleted(let item, let collection):
+            noteLocalChange(item, in: collection, deleted: true)
+            announceDeleted(item, in: collection)
+        case .collectionCreated(let collection):
+            announceCollection(collection, signal: "CollectionCreated")
+        case .collectionRelabelled(let collection, let label):
+            broadcastProperties(["Label": .string(label)], of: collection)
+            server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionChanged",
+                              arguments: [.objectPath(ObjectPaths.collection(collection.name))])
+        case .collectionDeleted(let collection):
+            itemsSchedule.forget(collection.id)
+            syncRuns.runs[collection.id] = nil
+            announceCollection(collection, signal: "CollectionDeleted")
+        case .unlocked(let collection):
+            takeLoginPasswordSetByRoot(collection)
+            syncLockChanged(collection, locked: false)
+            broadcastProperties(["Locked": .boolean(false)], of: collection)
+        case .locked(let collection):
+            syncLockChanged(collection, locked: true)
+            broadcastProperties(["Locked": .boolean(true)], of: collection)
         }
     }
 
-    /// Announces a collection created while the daemon serves the bus (`CollectionCreated`,
-    /// then the service's `Collections`); the server serves every path, so there is nothing to
-    /// export.
-    func announceNewCollection(_ path: String) {
+    /// Announces a collection created or deleted (`signal`), then the service's `Collections`.
+    private func announceCollection(_ collection: Store.CollectionRecord, signal: String) {
         server.emitSignal(
-            path: ObjectPaths.service, interface: Introspection.service, name: "CollectionCreated",
-            arguments: [.objectPath(path)])
-        broadcastCollections()
-    }
-
-    /// Announces a deleted collection (`CollectionDeleted`, then the service's `Collections`).
-    func announceDeletedCollection(_ path: String) {
-        server.emitSignal(
-            path: ObjectPaths.service, interface: Introspection.service, name: "CollectionDeleted",
-            arguments: [.objectPath(path)])
+            path: ObjectPaths.service, interface: Introspection.service, name: signal,
+            arguments: [.objectPath(ObjectPaths.collection(collection.name))])
         broadcastCollections()
     }
 
@@ -279,7 +299,7 @@ public final class Daemon: BusHandler {
     public func close() {
         loginControl?.close()
         loginControl = nil
-        keys.removeAll()
+        keyring.forgetAllKeys()
         store.close()
     }
 
@@ -305,8 +325,7 @@ public final class Daemon: BusHandler {
     /// Locks every unlocked keyring except the session one. Their after-first-unlock items
     /// stay readable unless `keepingAfterFirstUnlock` is false (`secretctl lock --all`).
     func lockAll(reason: String, keepingAfterFirstUnlock: Bool = true) {
-        for collection in (try? store.collections()) ?? [] where collection.name != Self.sessionName {
-            guard keys.lock(collection, keepingAfterFirstUnlock: keepingAfterFirstUnlock) else { continue }
+        for collection in keyring.lockAll(keepingAfterFirstUnlock: keepingAfterFirstUnlock) {
             Log.info("locked the \(collection.name) keyring \(reason)" + (keepingAfterFirstUnlock ? "" : ", after-first-unlock items too"))
         }
     }
@@ -399,8 +418,6 @@ public final class Daemon: BusHandler {
         else { return nil }
         return (item, collection)
     }
-
-    func isLocked(_ collection: Store.CollectionRecord) -> Bool { keys[collection.id] == nil }
 
     /// The items with all of `attributes`, in `collection` or in every collection. None when
     /// there are more attributes than an item may have (which also keeps the query within

@@ -124,7 +124,7 @@ import Testing
             let store = fixture.daemon.store
             let collections = ((try? store.collections()) ?? []).map { "\($0.name)=\($0.label)" }
             let items = ((try? store.search([:], in: nil)) ?? []).map { "\($0.id):\($0.accessGroup ?? "-")" }
-            let locked = ((try? store.collections()) ?? []).map { fixture.daemon.isLocked($0) }
+            let locked = ((try? store.collections()) ?? []).map { fixture.daemon.keyring.isLocked($0) }
             return "\(collections) \((try? store.aliases()) ?? [:]) \(items) \(locked) \(fixture.daemon.policy)"
                 + " sessions \(fixture.daemon.sessions.ids) prompts \(fixture.daemon.prompts.ids)"
         }

@@ -74,7 +74,7 @@ import Testing
         #expect(Self.unlock(fixture, session, "right").failure == .accessDenied("too many wrong passwords; try again in 4 s"))
         // The person's login, from root's PAM stack, neither waits nor counts.
         #expect(Self.socket(fixture, .unlock(password: Self.bytes("right")), .rootLogin) == .ok)
-        #expect(!fixture.daemon.isLocked(try #require(try fixture.daemon.store.collection(named: "login"))))
+        #expect(!fixture.daemon.keyring.isLocked(try #require(try fixture.daemon.store.collection(named: "login"))))
         // The right password ended the wait for everyone.
         try Self.lock(fixture)
         #expect(throws: Never.self) { try Self.unlock(fixture, session, "right").get() }

@@ -1,0 +1,168 @@
+import KeychainCore
+import SecretCrypto
+import SecretStore
+
+/// The keyrings under the D-Bus objects: the store, the keys of the unlocked collections, and
+/// the one place that changes items, collections and locks. Each change publishes one
+/// ``KeyringEvent`` to the subscribers (signals, sync, the items schedule), so a handler makes
+/// its change with one call and tells nobody itself.
+///
+/// Runs on the main loop's thread only, as the daemon does.
+final class Keyring {
+    /// The encrypted database. Handlers read through it; they write through the keyring.
+    let store: Store
+    /// The keys of the unlocked collections.
+    private let keys = MasterKeys()
+    /// Told every event, in the order they subscribed.
+    private var subscribers: [(KeyringEvent) -> Void] = []
+    /// Events of a ``transaction(_:)`` under way, published when it lands (nil: none open).
+    private var heldEvents: [KeyringEvent]?
+
+    /// A keyring over `store`, every collection locked.
+    init(store: Store) {
+        self.store = store
+    }
+
+    /// Tells `subscriber` every event from now on.
+    func subscribe(_ subscriber: @escaping (KeyringEvent) -> Void) {
+        subscribers.append(subscriber)
+    }
+
+    private func publish(_ event: KeyringEvent) {
+        if heldEvents != nil {
+            heldEvents?.append(event)
+            return
+        }
+        for subscriber in subscribers { subscriber(event) }
+    }
+
+    /// Runs `body` as one transaction (``Store/transaction(_:)``): its changes land together and
+    /// their events are published once it has, or neither happens.
+    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        precondition(heldEvents == nil, "keyring transactions do not nest")
+        heldEvents = []
+        let result: T
+        do {
+            result = try store.transaction(body)
+        } catch {
+            // What it created is gone: so are the keys kept for it.
+            for case .collectionCreated(let collection) in heldEvents ?? [] { keys.forget(collection.id) }
+            heldEvents = nil
+            throw error
+        }
+        let events = heldEvents ?? []
+        heldEvents = nil
+        for event in events { publish(event) }
+        return result
+    }
+
+    // MARK: - Keys
+
+    /// The keys of collection `id` while it is unlocked; nil while it is locked.
+    subscript(id: Int64) -> Store.ItemKeys? { keys[id] }
+
+    /// The keys that open `item`: its collection's while unlocked, and after an ordinary lock
+    /// the kept key of an after-first-unlock item.
+    func opening(_ item: Store.ItemRecord) -> Store.ItemKeys? { keys.opening(item) }
+
+    /// Whatever keys are held for collection `id`, unlocked or not (nil: none at all).
+    func held(_ id: Int64) -> Store.ItemKeys? { keys.held(id) }
+
+    /// Whether `collection` is locked.
+    func isLocked(_ collection: Store.CollectionRecord) -> Bool { keys[collection.id] == nil }
+
+    // MARK: - Locking
+
+    /// Keeps the keys that opened `collection` (a password, a PIN, the TPM, a master key given
+    /// at start): it is unlocked from now on, published if it was locked.
+    func unlocked(_ collection: Store.CollectionRecord, with itemKeys: Store.ItemKeys) {
+        if keys.unlocked(collection, with: itemKeys) { publish(.unlocked(collection)) }
+    }
+
+    /// Locks `collection` (the session keyring stays open); with `keepingAfterFirstUnlock`
+    /// false, its after-first-unlock items too. Returns whether anything was forgotten.
+    @discardableResult
+    func lock(_ collection: Store.CollectionRecord, keepingAfterFirstUnlock: Bool = true) -> Bool {
+        guard collection.name != SecretServiceNames.sessionCollection else { return false }
+        let (wasUnlocked, forgot) = keys.lock(collection, keepingAfterFirstUnlock: keepingAfterFirstUnlock)
+        if wasUnlocked { publish(.locked(collection)) }
+        return forgot
+    }
+
+    /// Locks every keyring it holds keys for, except the session one, and returns those it
+    /// locked. Found from the keys held, not from the store, so a failed read cannot leave one
+    /// open.
+    func lockAll(keepingAfterFirstUnlock: Bool = true) -> [Store.CollectionRecord] {
+        keys.collectionsWithKeys.filter { lock($0, keepingAfterFirstUnlock: keepingAfterFirstUnlock) }
+    }
+
+    /// Forgets every key (secretd stops); nothing is published.
+    func forgetAllKeys() {
+        keys.removeAll()
+    }
+
+    // MARK: - Collections
+
+    /// Creates a collection with a key made beforehand, unlocked, and publishes it.
+    func createCollection(
+        name: String, label: String, key: NewCollectionKey, times: Store.Times? = nil
+    ) throws(StoreError) -> (Store.CollectionRecord, Store.ItemKeys) {
+        let (collection, itemKeys) = try store.createCollection(name: name, label: label, key: key, times: times)
+        _ = keys.unlocked(collection, with: itemKeys)
+        publish(.collectionCreated(collection))
+        return (collection, itemKeys)
+    }
+
+    /// Deletes `collection` and its items, forgets its keys, and publishes it.
+    func deleteCollection(_ collection: Store.CollectionRecord) throws(StoreError) {
+        try store.deleteCollection(collection)
+        keys.forget(collection.id)
+        publish(.collectionDeleted(collection))
+    }
+
+    /// Relabels `collection` and publishes it.
+    func setLabel(_ label: String, of collection: Store.CollectionRecord) throws(StoreError) {
+        try store.setLabel(label, of: collection)
+        publish(.collectionRelabelled(collection, label: label))
+    }
+
+    /// Points `alias` at `collection` (nil: removes it).
+    func setAlias(_ alias: String, to collection: Store.CollectionRecord?) throws(StoreError) {
+        try store.setAlias(alias, to: collection)
+    }
+
+    /// Keeps `wrapped` as `collection`'s master key under its new password.
+    func setWrappedKey(of collection: Store.CollectionRecord, to wrapped: WrappedKey) throws(StoreError) {
+        try store.setWrappedKey(of: collection, to: wrapped)
+    }
+
+    // MARK: - Items
+
+    /// Creates an item in `collection` with `itemKeys` (held for it) and publishes it.
+    /// `creator` counts it for that program's quota, checked with `quota`.
+    func createItem(
+        in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys, contents: ItemContents,
+        times: Store.Times? = nil, creator: String? = nil, within quota: Store.Quota? = nil
+    ) throws(StoreError) -> Store.ItemRecord {
+        let item = try store.createItem(
+            in: collection, keys: itemKeys, contents: contents, times: times, creator: creator, within: quota)
+        publish(.itemCreated(item, in: collection))
+        return item
+    }
+
+    /// Gives `item` new `contents` and publishes the change.
+    func updateItem(
+        _ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys,
+        contents: ItemContents, within quota: Store.Quota? = nil
+    ) throws(StoreError) -> Store.ItemRecord {
+        let updated = try store.updateItem(item, in: collection, keys: itemKeys, contents: contents, within: quota)
+        publish(.itemChanged(before: item, after: updated, label: contents.label, attributes: contents.attributes, in: collection))
+        return updated
+    }
+
+    /// Deletes `item` and publishes it.
+    func deleteItem(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) throws(StoreError) {
+        try store.deleteItem(item, in: collection, keys: itemKeys)
+        publish(.itemDeleted(item, in: collection))
+    }
+}

@@ -1,0 +1,24 @@
+import SecretStore
+
+/// One change to the keyrings, published by ``Keyring`` once it is made (in the pending
+/// transaction; the transport sends nothing about it before its commit). Signals, sync and the
+/// items schedule subscribe to these instead of each handler telling them.
+enum KeyringEvent {
+    /// `item` was created in `collection`.
+    case itemCreated(Store.ItemRecord, in: Store.CollectionRecord)
+    /// The item `before` became `after`, with `label` and `attributes` (its new ones).
+    case itemChanged(before: Store.ItemRecord, after: Store.ItemRecord, label: String, attributes: [String: String],
+                     in: Store.CollectionRecord)
+    /// `item` was deleted from `collection`.
+    case itemDeleted(Store.ItemRecord, in: Store.CollectionRecord)
+    /// A collection was created, unlocked (nobody saw it locked: no ``unlocked(_:)`` follows).
+    case collectionCreated(Store.CollectionRecord)
+    /// A collection was relabelled to `label`.
+    case collectionRelabelled(Store.CollectionRecord, label: String)
+    /// A collection and its items were deleted; its keys are forgotten.
+    case collectionDeleted(Store.CollectionRecord)
+    /// A collection was unlocked (it was locked).
+    case unlocked(Store.CollectionRecord)
+    /// A collection was locked (it was unlocked).
+    case locked(Store.CollectionRecord)
+}
