@@ -85,8 +85,8 @@ public final class Daemon: BusHandler {
     let quickUnlock: QuickUnlock
     /// Why the TPM slot did not unlock the login keyring at start (nil: it did, or there is none).
     var tpmFailure: String?
-    /// The synced collections' clocks, sync states and rounds (Daemon+Sync).
-    let syncRuns = SyncRuns()
+    /// Sync between the person's machines: the synced collections' clocks, states and rounds.
+    let sync: SyncCoordinator
     /// The portal frontend's requests waiting for the person to unlock the keyring, by handle.
     var portalRequests: [String: PortalRequest] = [:]
     /// systemd-logind's sleep and screen-lock signals, when secretd.conf asks to lock on them.
@@ -124,6 +124,8 @@ public final class Daemon: BusHandler {
         dataLock = try Self.lockDataDirectory(options)
         let store = try Store(directory: options.dataDirectory)
         keyring = Keyring(store: store)
+        sync = SyncCoordinator(
+            keyring: keyring, dataDirectory: options.dataDirectory, interval: options.configuration.syncInterval)
         passwordChecks = PasswordChecks(store: store, clock: clock, offLoop: offLoop)
         try resetSessionCollection()
         // A bad policy at start leaves the empty one: named groups are closed to everyone.
@@ -203,7 +205,7 @@ public final class Daemon: BusHandler {
         MainLoop.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
         listenToLogind()
-        startSyncing()
+        sync.start()
         var acquired = false
         busServer.ownName(busName, replace: options.replace, acquired: {
             acquired = true
@@ -230,18 +232,16 @@ public final class Daemon: BusHandler {
         keyring.subscribe { [weak self] event in self?.follow(event) }
     }
 
-    /// What follows a change to the keyring: the signals clients hear, the items schedule,
-    /// sync's bookkeeping, and the login password root set while the login keyring was locked.
+    /// What follows a change to the keyring for the clients: the signals they hear, the items
+    /// schedule, and the login password root set while the login keyring was locked. (Sync
+    /// follows the keyring itself: ``SyncCoordinator``.)
     private func follow(_ event: KeyringEvent) {
         switch event {
         case .itemCreated(let item, let collection):
-            noteLocalChange(item, in: collection, deleted: false)
             announceCreated(item, in: collection)
         case .itemChanged(let before, let after, let label, let attributes, let collection):
-            noteLocalChange(after, in: collection, deleted: false)
             announceChanged(before, to: after, label: label, attributes: attributes, in: collection)
         case .itemDeleted(let item, let collection):
-            noteLocalChange(item, in: collection, deleted: true)
             announceDeleted(item, in: collection)
         case .collectionCreated(let collection):
             announceCollection(collection, signal: "CollectionCreated")
@@ -251,14 +251,11 @@ public final class Daemon: BusHandler {
                               arguments: [.objectPath(ObjectPaths.collection(collection.name))])
         case .collectionDeleted(let collection):
             itemsSchedule.forget(collection.id)
-            syncRuns.runs[collection.id] = nil
             announceCollection(collection, signal: "CollectionDeleted")
         case .unlocked(let collection):
             takeLoginPasswordSetByRoot(collection)
-            syncLockChanged(collection, locked: false)
             broadcastProperties(["Locked": .boolean(false)], of: collection)
         case .locked(let collection):
-            syncLockChanged(collection, locked: true)
             broadcastProperties(["Locked": .boolean(true)], of: collection)
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import KeychainCore
 import KeychainTestSupport
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
 /// loser in history (and restorable); device-only items stay home; a tampered or replayed file is refused
 /// and changes nothing; a removed device cannot read what is written after its removal; a
 /// locked keyring does not sync; and the repository holds no label, attribute value or secret.
-@Suite(.serialized) struct SyncTests {
+@Suite(.serialized) struct SyncTests: SecretServiceCalls {
     /// One machine: its secretd and what it runs.
     final class Machine: @unchecked Sendable {
         let fixture: SecretdFixture
@@ -308,6 +309,37 @@ import Testing
         // Nothing was started: the keyring can still start syncing, once the remote answers.
         let status = try a.secretctl(["sync", "status"], expect: nil)
         #expect(status.errorOutput.contains("does not sync"), "\(status.errorOutput)")
+    }
+
+    @Test("a keyring deleted while it starts to sync: sync init fails with a clear error and secretd keeps serving")
+    func deletedWhileStarting() throws {
+        // ssh that says it connected, waits 2 s, then serves the local remote (git's "simple" ssh: host, command).
+        let connected = FileManager.default.temporaryDirectory.appendingPathComponent("ssh-connected-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: connected) }
+        let a = try Machine(environment: [
+            "GIT_SSH_VARIANT": "simple", "GIT_SSH_COMMAND": "sh -c ': > \(connected.path); sleep 2; eval \"$2\"' ssh",
+        ])
+        try a.secretctl(["set", "com.example.work", "one"], input: "kept", expect: 0)
+        let opened = try a.fixture.call(SecretServiceNames.Path.service, SecretServiceNames.Interface.service, "OpenSession", "('plain', <''>)")
+        let session = try #require(objectPaths(in: opened).first)
+        try a.fixture.call(SecretServiceNames.Path.service, SecretServiceNames.Interface.gnomeExtension, "CreateWithMasterPassword",
+                           "({'org.freedesktop.Secret.Collection.Label': <'Doomed'>}, (objectpath '\(session)', @ay [], b'pw', 'text/plain'))")
+        let remote = try Self.bareRemote(in: a)
+        let result = Mutex<CommandResult?>(nil)
+        let thread = Thread {
+            let outcome = try? a.secretctl(["sync", "init", "ssh://sync.example\(remote)", "--collection", "doomed"], expect: nil)
+            result.withLock { $0 = outcome }
+        }
+        thread.start()
+        while !FileManager.default.fileExists(atPath: connected.path) && result.withLock({ $0 }) == nil { usleep(20_000) }
+        #expect(result.withLock { $0 } == nil, "sync init returned before the remote answered")
+        try a.fixture.call(SecretServiceNames.Path.collection("doomed"), SecretServiceNames.Interface.collection, "Delete")
+        while result.withLock({ $0 }) == nil { usleep(100_000) }
+        let failed = try #require(result.withLock { $0 })
+        #expect(failed.status != 0 && failed.errorOutput.contains("deleted meanwhile"), "\(failed.errorOutput)")
+        // secretd is still there, with the other keyring's items.
+        #expect(a.daemon.isRunning)
+        #expect(try a.get("com.example.work", "one") == "kept")
     }
 
     @Test("clear errors: no remote, an unreachable remote, a keyring that does not sync, the session keyring, bad input")

@@ -1,4 +1,4 @@
-// Sync between machines, the rounds (Daemon+Sync has the calls): local changes stamped when
+// Sync between machines, the rounds (SyncCoordinator+Calls has the Sync1 operations): local changes stamped when
 // made, one operation at a time on a keyring's clone, rounds on a thread of their own, and what
 // arrived written on the main loop.
 
@@ -10,44 +10,52 @@ import SecretCrypto
 import SecretStore
 import SecretSync
 
-extension Daemon {
+extension SyncCoordinator {
     // MARK: - The clone, one operation at a time
 
     /// Runs `operation` on collection `id`'s clone now if nothing uses it, else after what does;
     /// `operation` calls the closure it is given when it is over.
     func exclusively(_ id: Int64, _ operation: @escaping (_ release: @escaping () -> Void) -> Void) {
-        guard runs[id] != nil else { return operation({}) }
-        guard !runs[id]!.running else {
-            runs[id]!.queued.append { [weak self] in self?.exclusively(id, operation) }
+        guard let run = runs[id] else { return operation({}) }
+        guard !run.running else {
+            runs[id]?.queued.append { [weak self] in self?.exclusively(id, operation) }
             return
         }
-        runs[id]!.running = true
+        runs[id]?.running = true
         operation { [weak self] in self?.released(id) }
     }
 
     /// The clone of collection `id` is free again: the next queued operation runs, or the round
     /// asked for meanwhile.
     func released(_ id: Int64) {
-        guard runs[id] != nil else { return }
-        runs[id]!.running = false
-        if !runs[id]!.queued.isEmpty {
-            let next = runs[id]!.queued.removeFirst()
+        guard var run = runs[id] else { return }
+        run.running = false
+        if !run.queued.isEmpty {
+            let next = run.queued.removeFirst()
+            runs[id] = run
             return next()
         }
-        if runs[id]!.again || !runs[id]!.waiting.isEmpty { scheduleRound(id, after: 0) }
+        runs[id] = run
+        if run.again || !run.waiting.isEmpty { scheduleRound(id, after: 0) }
     }
 
     /// Records as local changes the items of `collection` that may sync and never did (no sync
     /// id, no change waiting): all of them when a keyring starts syncing, and after a joining
     /// machine's first round those the vault did not have; returns how many.
     func stampUnsynced(in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) -> Int {
-        let ids = (try? store.syncIDs(in: collection)) ?? [:]
-        let waiting = Set(((try? store.syncChanges(in: collection)) ?? []).map(\.itemID))
         var count = 0
-        for item in (try? store.search([:], in: collection)) ?? [] where ids[item.id] == nil && !waiting.contains(item.id) {
-            guard let contents = try? store.readItem(item, in: collection, keys: itemKeys), Self.syncs(contents.attributes) else { continue }
-            stamp(item.id, in: collection, deleted: false)
-            count += 1
+        do throws(StoreError) {
+            let ids = try store.syncIDs(in: collection)
+            let waiting = Set(try store.syncChanges(in: collection).map(\.itemID))
+            for item in try store.search([:], in: collection) where ids[item.id] == nil && !waiting.contains(item.id) {
+                guard Self.syncs(try store.readItem(item, in: collection, keys: itemKeys).attributes) else { continue }
+                stamp(item.id, in: collection, deleted: false)
+                count += 1
+            }
+        } catch {
+            // Those found so far go out; the rest are looked for again after the next round.
+            Log.warning("sync of the keyring \(collection.name) cannot find all its items that never synced: \(error)")
+            runs[collection.id]?.again = true
         }
         return count
     }
@@ -71,9 +79,9 @@ extension Daemon {
     /// when it is made, and schedules a round; versions that arrived from the remote are not
     /// local changes.
     func noteLocalChange(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, deleted: Bool) {
-        guard !syncRuns.applyingArrived, runs[collection.id] != nil else { return }
+        guard !applyingArrived, runs[collection.id] != nil else { return }
         stamp(item.id, in: collection, deleted: deleted)
-        scheduleRound(collection.id, after: Self.syncDebounce)
+        scheduleRound(collection.id, after: Self.debounce)
     }
 
     /// Records a change of item `itemID`, stamped now by the collection's clock.
@@ -91,50 +99,40 @@ extension Daemon {
 
     // MARK: - Rounds
 
-    var runs: [Int64: SyncRuns.Run] {
-        get { syncRuns.runs }
-        set { syncRuns.runs = newValue }
-    }
-
     /// Loads the synced collections (their clocks after every stamp already made) and starts
     /// the timer of the rounds every `sync-interval` seconds; at start.
     func startSyncing() {
-        for settings in (try? store.syncedCollections()) ?? [] {
-            guard let collection = try? store.collections().first(where: { $0.id == settings.collectionID }) else { continue }
-            var clock = HybridLogicalClock(wallClock: SyncRuns.wallClock)
-            for change in (try? store.syncChanges(in: collection)) ?? [] {
-                clock.observe(SyncTimestamp(milliseconds: change.milliseconds, counter: change.counter))
+        do throws(StoreError) {
+            let collections = try store.collections()
+            for settings in try store.syncedCollections() {
+                guard let collection = collections.first(where: { $0.id == settings.collectionID }) else { continue }
+                var clock = HybridLogicalClock(wallClock: Self.wallClock)
+                for change in try store.syncChanges(in: collection) {
+                    clock.observe(SyncTimestamp(milliseconds: change.milliseconds, counter: change.counter))
+                }
+                runs[collection.id] = Run(clock: clock)
+                if keyring[collection.id] != nil { scheduleRound(collection.id, after: 0) }
             }
-            runs[collection.id] = SyncRuns.Run(clock: clock)
-            if keyring[collection.id] != nil { scheduleRound(collection.id, after: 0) }
+        } catch {
+            Log.error("cannot read which keyrings sync: \(error); none syncs until secretd restarts")
         }
         everyInterval()
     }
 
     private func everyInterval() {
-        MainLoop.after(seconds: Double(options.configuration.syncInterval)) { [weak self] in
+        MainLoop.after(seconds: Double(interval)) { [weak self] in
             guard let self else { return }
             for id in self.runs.keys where self.keyring[id] != nil { self.startRound(id, done: nil) }
             self.everyInterval()
         }
     }
 
-    /// Told each lock and unlock: a locked keyring's sync state (its keys) is forgotten, and an
-    /// unlocked one syncs soon.
-    func syncLockChanged(_ collection: Store.CollectionRecord, locked: Bool) {
-        guard runs[collection.id] != nil else { return }
-        if locked {
-            runs[collection.id]?.vault = nil
-        } else {
-            scheduleRound(collection.id, after: 0)
-        }
-    }
-
     /// A round of `id` in `seconds`, unless another is asked for meanwhile.
     func scheduleRound(_ id: Int64, after seconds: Double) {
-        guard runs[id] != nil else { return }
-        runs[id]!.timer += 1
-        let token = runs[id]!.timer
+        guard var run = runs[id] else { return }
+        run.timer += 1
+        let token = run.timer
+        runs[id] = run
         MainLoop.after(seconds: seconds) { [weak self] in
             guard let self, self.runs[id]?.timer == token else { return }
             self.startRound(id, done: nil)
@@ -145,63 +143,61 @@ extension Daemon {
     func openVault(_ collection: Store.CollectionRecord) -> SyncVault? {
         if let vault = runs[collection.id]?.vault { return vault }
         guard let itemKeys = keyring[collection.id], let state = try? store.syncState(of: collection, keys: itemKeys),
-            var vault = try? SyncVault(decoding: state, wallClock: SyncRuns.wallClock)
+            var vault = try? SyncVault(decoding: state, wallClock: Self.wallClock)
         else { return nil }
-        if runs[collection.id] == nil { runs[collection.id] = SyncRuns.Run(clock: vault.clock) }
-        vault.clock.observe(runs[collection.id]!.clock.last)
-        runs[collection.id]!.clock.observe(vault.clock.last)
-        runs[collection.id]!.vault = vault
+        var run = runs[collection.id] ?? Run(clock: vault.clock)
+        vault.clock.observe(run.clock.last)
+        run.clock.observe(vault.clock.last)
+        run.vault = vault
+        runs[collection.id] = run
         return vault
     }
 
     /// Starts a round of collection `id` now, unless one is running (then one follows it);
     /// `done` is told what it did.
-    func startRound(_ id: Int64, done: ((Result<SyncRuns.Outcome, SecretServiceError>) -> Void)?) {
-        guard runs[id] != nil else { done?(.failure(.failed("the keyring does not sync"))); return }
-        if let done { runs[id]!.waiting.append(done) }
-        guard !runs[id]!.running else {
-            runs[id]!.again = true
+    func startRound(_ id: Int64, done: ((Result<Outcome, SecretServiceError>) -> Void)?) {
+        guard let run = runs[id] else { done?(.failure(.failed("the keyring does not sync"))); return }
+        if let done { runs[id]?.waiting.append(done) }
+        guard !run.running else {
+            runs[id]?.again = true
             return
         }
-        guard let collection = try? store.collections().first(where: { $0.id == id }), let itemKeys = keyring[id],
-            let settings = try? store.syncSettings(of: collection), var vault = openVault(collection)
-        else {
-            return answerWaiting(id, .failure(.isLocked("the keyring is locked; it syncs once it is unlocked")))
-        }
-        // The local changes, as versions.
-        let changes = (try? store.syncChanges(in: collection)) ?? []
-        var ids = (try? store.syncIDs(in: collection)) ?? [:]
-        var versions: [(header: SyncHeader, item: SyncItem?)] = []
-        var sent: [Store.SyncChange] = []
-        for change in changes {
-            let item = try? store.item(id: change.itemID)
-            var syncItem: SyncItem?
-            if !change.deleted, let item, let contents = try? store.readItem(item, in: collection, keys: itemKeys), Self.syncs(contents.attributes) {
-                syncItem = SyncItem(contents: contents, created: item.created, modified: item.modified)
+        let collection: Store.CollectionRecord
+        let settings: Store.SyncSettings
+        var vault: SyncVault
+        let prepared: Outgoing
+        do throws(StoreError) {
+            guard let found = try store.collections().first(where: { $0.id == id }) else {
+                answerWaiting(id, .failure(.failed("the keyring no longer exists")))
+                runs[id] = nil
+                return
             }
-            // Gone, or no longer allowed to leave: a delete marker, if it was ever published.
-            if syncItem == nil && ids[change.itemID] == nil {
-                try? store.removeSyncChange(change)
-                continue
+            collection = found
+            guard let itemKeys = keyring[id], let opened = openVault(collection) else {
+                return answerWaiting(id, .failure(.isLocked("the keyring is locked; it syncs once it is unlocked")))
             }
-            let syncID = ids[change.itemID] ?? SyncIDs.random()
-            if ids[change.itemID] == nil {
-                do {
-                    try store.setSyncID(syncID, ofItem: change.itemID, in: collection)
-                } catch {
-                    continue
+            vault = opened
+            guard let synced = try store.syncSettings(of: collection) else {
+                answerWaiting(id, .failure(.failed("the keyring no longer syncs")))
+                runs[id] = nil
+                return
+            }
+            settings = synced
+            prepared = try outgoingVersions(of: collection, keys: itemKeys, vault: &vault)
+        } catch {
+            // Nothing went out: the changes wait for the next round, and the status says why.
+            Log.warning("sync of a keyring cannot read what to publish: \(error); it is tried again later")
+            if let found = try? store.collections().first(where: { $0.id == id }) {
+                bookkeep("record the failed round") { () throws(StoreError) in
+                    try store.recordSyncRound(of: found, error: "cannot read what to publish: \(error)", resolved: 0)
                 }
-                ids[change.itemID] = syncID
             }
-            let stamp = SyncTimestamp(milliseconds: change.milliseconds, counter: change.counter)
-            vault.clock.observe(stamp)
-            versions.append((SyncHeader(vault: vault.id, item: syncID, timestamp: stamp, device: vault.identity.device.id,
-                                        deleted: syncItem == nil, keyGeneration: vault.generation), syncItem))
-            sent.append(change)
+            return answerWaiting(id, .failure(SecretServiceError(storeFailure: error)))
         }
+        let (versions, sent, ids) = (prepared.versions, prepared.sent, prepared.ids)
         let localByHex = Dictionary(ids.map { (SyncIDs.hex($0.value), $0.key) }, uniquingKeysWith: { first, _ in first })
-        runs[id]!.running = true
-        runs[id]!.again = false
+        runs[id]?.running = true
+        runs[id]?.again = false
         let git = syncClone(of: collection, remote: settings.remote)
         let (start, outgoing, daemon) = (vault, versions, UncheckedBox(self))
         offMainLoop({ () -> Result<(SyncVault, SyncEngine.Report), SyncError> in
@@ -221,14 +217,64 @@ extension Daemon {
                 self.answerWaiting(id, result)
             case .failure(let error):
                 Log.warning("sync of the keyring \(collection.name) failed: \(error); it is tried again later")
-                try? self.store.recordSyncRound(of: collection, error: "\(error)", resolved: 0)
+                self.bookkeep("record the failed round") { () throws(StoreError) in
+                    try self.store.recordSyncRound(of: collection, error: "\(error)", resolved: 0)
+                }
                 self.answerWaiting(id, .failure(.failed("\(error)")))
             }
             self.released(id)
         }
     }
 
-    func answerWaiting(_ id: Int64, _ result: Result<SyncRuns.Outcome, SecretServiceError>) {
+    /// What a round publishes: a version of each local change (a delete marker for an item
+    /// gone or no longer allowed to leave, if it was ever published), the changes they stand
+    /// for, and the sync ids of the collection's items. A read that fails fails the round; it is
+    /// never taken for a deletion.
+    private struct Outgoing {
+        var versions: [(header: SyncHeader, item: SyncItem?)] = []
+        var sent: [Store.SyncChange] = []
+        var ids: [Int64: [UInt8]]
+    }
+
+    private func outgoingVersions(
+        of collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys, vault: inout SyncVault
+    ) throws(StoreError) -> Outgoing {
+        var outgoing = Outgoing(ids: try store.syncIDs(in: collection))
+        for change in try store.syncChanges(in: collection) {
+            var syncItem: SyncItem?
+            if !change.deleted, let item = try store.item(id: change.itemID) {
+                let contents = try store.readItem(item, in: collection, keys: itemKeys)
+                if Self.syncs(contents.attributes) { syncItem = SyncItem(contents: contents, created: item.created, modified: item.modified) }
+            }
+            if syncItem == nil && outgoing.ids[change.itemID] == nil {
+                try store.removeSyncChange(change)
+                continue
+            }
+            let syncID = outgoing.ids[change.itemID] ?? SyncIDs.random()
+            if outgoing.ids[change.itemID] == nil {
+                try store.setSyncID(syncID, ofItem: change.itemID, in: collection)
+                outgoing.ids[change.itemID] = syncID
+            }
+            let stamp = SyncTimestamp(milliseconds: change.milliseconds, counter: change.counter)
+            vault.clock.observe(stamp)
+            outgoing.versions.append((SyncHeader(vault: vault.id, item: syncID, timestamp: stamp, device: vault.identity.device.id,
+                                                 deleted: syncItem == nil, keyGeneration: vault.generation), syncItem))
+            outgoing.sent.append(change)
+        }
+        return outgoing
+    }
+
+    /// Runs a write of sync's own bookkeeping; one that fails is logged with `what` it was for
+    /// (the round's result stands; the next round finds what is left to do).
+    func bookkeep(_ what: String, _ write: () throws(StoreError) -> Void) {
+        do {
+            try write()
+        } catch {
+            Log.warning("sync cannot \(what): \(error)")
+        }
+    }
+
+    func answerWaiting(_ id: Int64, _ result: Result<Outcome, SecretServiceError>) {
         let waiting = runs[id]?.waiting ?? []
         runs[id]?.waiting = []
         for done in waiting { done(result) }
@@ -249,17 +295,29 @@ extension Daemon {
     private func apply(
         _ report: SyncEngine.Report, _ updated: SyncVault, sent: [Store.SyncChange], localByHex: [String: Int64],
         collection: Store.CollectionRecord, remote: String
-    ) -> Result<SyncRuns.Outcome, SecretServiceError> {
+    ) -> Result<Outcome, SecretServiceError> {
         guard let itemKeys = keyring[collection.id] else { return .failure(.isLocked("the keyring was locked during the round; it syncs again once unlocked")) }
-        syncRuns.applyingArrived = true
-        defer { syncRuns.applyingArrived = false }
-        var outcome = SyncRuns.Outcome(published: report.published, refused: report.refused.map(\.description))
+        applyingArrived = true
+        defer { applyingArrived = false }
+        var outcome = Outcome(published: report.published, refused: report.refused.map(\.description))
         let sentItems = Set(sent.map(\.itemID))
         let sentChanges = Set(sent)
-        let later = ((try? store.syncChanges(in: collection)) ?? []).filter { change in !sentChanges.contains(change) }
+        let waitingChanges: [Store.SyncChange]
+        let syncedIDs: [Int64: [UInt8]]
+        do throws(StoreError) {
+            waitingChanges = try store.syncChanges(in: collection)
+            syncedIDs = try store.syncIDs(in: collection)
+        } catch {
+            // What arrived stays on the remote: the next round takes it again.
+            Log.warning("sync of the keyring \(collection.name) cannot read its changes to write what arrived: \(error)")
+            bookkeep("record the failed round") { () throws(StoreError) in
+                try store.recordSyncRound(of: collection, error: "cannot write what arrived: \(error)", resolved: 0)
+            }
+            return .failure(SecretServiceError(storeFailure: error))
+        }
+        let later = waitingChanges.filter { change in !sentChanges.contains(change) }
         var localByHex = localByHex
-        let syncedIDs = (try? store.syncIDs(in: collection)) ?? [:]
-        let waitingIDs = Set(((try? store.syncChanges(in: collection)) ?? []).map(\.itemID))
+        let waitingIDs = Set(waitingChanges.map(\.itemID))
         for (header, arrived) in report.accepted {
             let itemID = localByHex[header.fileName]
             let item = itemID.flatMap { try? store.item(id: $0) }
@@ -285,10 +343,10 @@ extension Daemon {
                 case (let item?, nil):
                     try keyring.deleteItem(item, in: collection, keys: itemKeys)
                 case (let item?, let arrived?):
-                    guard Self.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil else { continue }
+                    guard Daemon.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil else { continue }
                     _ = try keyring.updateItem(item, in: collection, keys: itemKeys, contents: arrived.contents)
                 case (nil, let arrived?):
-                    guard Self.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil,
+                    guard Daemon.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil,
                         Self.syncs(arrived.contents.attributes)
                     else { continue }
                     if let (twin, contents) = neverSynced(
@@ -319,8 +377,10 @@ extension Daemon {
         // have goes out (a joining machine's own items).
         if updated.generation > 0 {
             for change in sent {
-                try? store.removeSyncChange(change)
-                if change.deleted, (try? store.item(id: change.itemID)) == nil { try? store.forgetSyncID(ofItem: change.itemID) }
+                bookkeep("mark a change published") { () throws(StoreError) in
+                    try store.removeSyncChange(change)
+                    if change.deleted, try store.item(id: change.itemID) == nil { try store.forgetSyncID(ofItem: change.itemID) }
+                }
             }
             if stampUnsynced(in: collection, keys: itemKeys) > 0 { runs[collection.id]?.again = true }
         }
@@ -334,7 +394,9 @@ extension Daemon {
         }
         runs[collection.id]?.refused = outcome.refused
         for refusal in outcome.refused { Log.warning("sync of the keyring \(collection.name) refused a file: \(refusal)") }
-        try? store.recordSyncRound(of: collection, error: nil, resolved: outcome.conflicts)
+        bookkeep("record the round") { () throws(StoreError) in
+            try store.recordSyncRound(of: collection, error: nil, resolved: outcome.conflicts)
+        }
         if outcome.published + outcome.received + outcome.conflicts > 0 {
             Log.info("synced the keyring \(collection.name): \(outcome.published) out, \(outcome.received) in, \(outcome.conflicts) conflicts resolved")
         }
@@ -346,7 +408,7 @@ extension Daemon {
     /// version, the other its history; the local one, if it wins, goes out as a change.
     private func adopt(
         _ twin: Store.ItemRecord, _ contents: ItemContents, as header: SyncHeader, _ arrived: SyncItem,
-        in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys, outcome: inout SyncRuns.Outcome
+        in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys, outcome: inout Outcome
     ) throws(StoreError) {
         try store.setSyncID(header.item, ofItem: twin.id, in: collection)
         let same = contents.label == arrived.contents.label && contents.contentType == arrived.contents.contentType
