@@ -1,11 +1,31 @@
-/// One D-Bus interface secretd serves: its methods, properties and signals, declared once.
-/// The dispatcher checks each call's arguments against ``Method/inSignature`` and each property
-/// access against ``properties``, the daemon checks who calls against each method's
-/// ``Method/rule`` (``CallerRule``), and the introspection XML is written from the same
-/// declaration (see ``Introspection``), so adding a method is one line there.
-struct BusInterface {
+/// One D-Bus interface secretd serves: the kind of object that has it, its methods (each with
+/// who may call it and its handler), properties and signals, declared once, beside the
+/// handlers. The dispatcher checks each call's arguments against ``Method/inSignature`` and
+/// each property access against ``properties``, the daemon checks who calls against each
+/// method's ``Method/rule`` (``CallerRule``) and then runs its ``Method/handler``, the objects'
+/// interfaces are those declared for their kind, and the introspection XML is written from the
+/// same declaration (``Introspection``): adding a method is one entry and its handler.
+struct BusInterface: Sendable {
+    /// The kinds of object secretd serves.
+    enum ObjectKind: Sendable {
+        /// `/org/freedesktop/secrets`.
+        case service
+        /// A collection, at its path or an alias's.
+        case collection
+        /// An item.
+        case item
+        /// A client's session.
+        case session
+        /// A client's prompt.
+        case prompt
+        /// The desktop portal backend.
+        case portal
+        /// A portal request handle.
+        case portalRequest
+    }
+
     /// One argument: a name for the introspection data and a single complete D-Bus type.
-    struct Argument {
+    struct Argument: Sendable {
         /// The name shown in the introspection data.
         var name: String
         /// Its D-Bus type signature.
@@ -13,7 +33,7 @@ struct BusInterface {
     }
 
     /// A method and its arguments.
-    struct Method {
+    struct Method: Sendable {
         /// The method name.
         var name: String
         /// Who may call it; checked before its handler runs.
@@ -22,14 +42,19 @@ struct BusInterface {
         var arguments: [Argument] = []
         /// What the reply carries.
         var results: [Argument] = []
+        /// What answers it.
+        var handler: MethodHandler
         /// Whether the handler may answer after returning (``BusHandler/handle(_:replyLater:)``).
-        var repliesLater = false
+        var repliesLater: Bool {
+            if case .later = handler { return true }
+            return false
+        }
         /// The signature a call must have: its arguments' types, concatenated.
         var inSignature: String { arguments.map(\.type).joined() }
     }
 
     /// A property.
-    struct Property {
+    struct Property: Sendable {
         /// The property name.
         var name: String
         /// Its D-Bus type signature.
@@ -42,7 +67,7 @@ struct BusInterface {
     }
 
     /// A signal and its arguments.
-    struct Signal {
+    struct Signal: Sendable {
         /// The signal name.
         var name: String
         /// What it carries.
@@ -51,6 +76,8 @@ struct BusInterface {
 
     /// The interface name.
     var name: String
+    /// The kind of object that has it.
+    var objects: ObjectKind
     /// Its methods.
     var methods: [Method] = []
     /// Its properties.

@@ -27,6 +27,28 @@ struct PolicyChange: Equatable {
     var identity: String
 }
 
+extension Introspection {
+    /// secretd's own interface for access groups (see secretd(1)).
+    static let accessGroupsInterface = BusInterface(name: accessGroups, objects: .service, methods: [
+        Method(name: "WhoAmI", rule: .anyClient, results: [
+            Argument(name: "identity", type: "s"), Argument(name: "groups", type: "as"),
+            Argument(name: "default_group", type: "s"), Argument(name: "confined", type: "b"),
+        ], handler: .later { daemon, call, reply throws(SecretServiceError) in reply(.success(try daemon.whoAmI(call.sender))) }),
+        Method(name: "GetPolicy", rule: .unconfined, results: [Argument(name: "groups", type: "a(sbas)"), Argument(name: "apps", type: "a{sas}")],
+               handler: .later { daemon, _, reply throws(SecretServiceError) in reply(.success(daemon.policyDescription())) }),
+        Method(name: "AddMember", rule: .unconfined, arguments: [
+            Argument(name: "group", type: "s"), Argument(name: "identity", type: "s"),
+            Argument(name: "login_password", type: secret),
+        ], results: [Argument(name: "prompt", type: "o")],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in try daemon.changeMembership(call, adding: true, reply: reply) }),
+        Method(name: "RemoveMember", rule: .unconfined, arguments: [
+            Argument(name: "group", type: "s"), Argument(name: "identity", type: "s"),
+            Argument(name: "login_password", type: secret),
+        ], results: [Argument(name: "prompt", type: "o")],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in try daemon.changeMembership(call, adding: false, reply: reply) }),
+    ])
+}
+
 extension Daemon {
     // MARK: - Callers
 
@@ -142,58 +164,55 @@ extension Daemon {
 
     // MARK: - The AccessGroups interface
 
-    /// The AccessGroups1 interface; a policy change with the login password answers once the
-    /// password's check, off the main loop, is done.
-    func handleAccessGroups(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
-        let args = call.arguments
-        switch call.method {
-        case "WhoAmI":
-            reply(caller(call.sender).map { caller in
-                let membership = membership(caller)
-                return .tuple([
-                    .string(caller.identity.description), .array(element: "s", membership.groups.map { .string($0) }),
-                    .string(membership.defaultGroup), .boolean(membership.confined),
-                ])
-            })
-        case "GetPolicy":
-            let groups = policy.groups.map { group in
-                DBusValue.tuple([.string(group.name), .boolean(group.ask), .array(element: "s", group.members.map { .string($0) })])
+    /// `WhoAmI`: the caller's identity, groups, default group and whether it is confined.
+    fileprivate func whoAmI(_ sender: String) throws(SecretServiceError) -> DBusValue {
+        let caller = try caller(sender).get()
+        let membership = membership(caller)
+        return .tuple([
+            .string(caller.identity.description), .array(element: "s", membership.groups.map { .string($0) }),
+            .string(membership.defaultGroup), .boolean(membership.confined),
+        ])
+    }
+
+    /// `GetPolicy`: the groups (name, ask, members) and the apps' groups.
+    fileprivate func policyDescription() -> DBusValue {
+        let groups = policy.groups.map { group in
+            DBusValue.tuple([.string(group.name), .boolean(group.ask), .array(element: "s", group.members.map { .string($0) })])
+        }
+        let apps = policy.apps.sorted { $0.key < $1.key }.map { app in
+            DBusValue.Entry(key: .string(app.key), value: .array(element: "s", app.value.map { .string($0) }))
+        }
+        return .tuple([.array(element: "(sbas)", groups), .dictionary(key: "s", value: "as", apps)])
+    }
+
+    /// `AddMember` and `RemoveMember`: with the login password, answered once its check, off
+    /// the main loop, is done; without it (session `/`), through a prompt the person answers.
+    fileprivate func changeMembership(
+        _ call: AdmittedCall, adding: Bool, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) throws(SecretServiceError) {
+        let group = try call.argument(0, as: String.self)
+        let identity = try call.argument(1, as: String.self)
+        let password = try call.argument(2, as: DBusValue.self)
+        guard AccessGroupNames.isGroupName(group) else { throw .invalidArgs("“\(group)” is not a group name") }
+        guard !AccessGroupNames.isAppGroup(group) else {
+            throw .forbidden("“\(group)” is a Flatpak app's own group, which only that app belongs to")
+        }
+        guard CallerIdentity(parsing: identity) != nil else {
+            throw .invalidArgs("“\(identity)” is not an identity (flatpak:ID, snap:NAME, unit:NAME or exe:/PATH)")
+        }
+        let change = PolicyChange(add: adding, group: group, identity: identity)
+        if password.tuple?.first?.objectPath == ObjectPaths.none {
+            // No password: the person confirms through a prompt, if there is a way to ask.
+            guard options.configuration.pinentry != nil else {
+                throw .forbidden(
+                    "secretd has no pinentry to ask for your consent; give the login password instead (secretctl groups … --password-stdin)")
             }
-            let apps = policy.apps.sorted { $0.key < $1.key }.map { app in
-                DBusValue.Entry(key: .string(app.key), value: .array(element: "s", app.value.map { .string($0) }))
-            }
-            reply(.success(.tuple([.array(element: "(sbas)", groups), .dictionary(key: "s", value: "as", apps)])))
-        case "AddMember", "RemoveMember":
-            guard let group = args[0].string, let identity = args[1].string else {
-                return reply(.failure(.invalidArgs("(ss(oayays)) expected")))
-            }
-            guard AccessGroupNames.isGroupName(group) else { return reply(.failure(.invalidArgs("“\(group)” is not a group name"))) }
-            guard !AccessGroupNames.isAppGroup(group) else {
-                return reply(.failure(.forbidden("“\(group)” is a Flatpak app's own group, which only that app belongs to")))
-            }
-            guard CallerIdentity(parsing: identity) != nil else {
-                return reply(.failure(.invalidArgs("“\(identity)” is not an identity (flatpak:ID, snap:NAME, unit:NAME or exe:/PATH)")))
-            }
-            let change = PolicyChange(add: call.method == "AddMember", group: group, identity: identity)
-            if args[2].tuple?.first?.objectPath == ObjectPaths.none {
-                // No password: the person confirms through a prompt, if there is a way to ask.
-                guard options.configuration.pinentry != nil else {
-                    return reply(.failure(.forbidden(
-                        "secretd has no pinentry to ask for your consent; give the login password instead "
-                            + "(secretctl groups … --password-stdin)")))
-                }
-                return reply(addPrompt(Prompt(owner: call.sender, action: .changePolicy(change))).map { .tuple([.objectPath($0)]) })
-            }
-            switch decodeSecret(args[2], from: call.sender) {
-            case .failure(let problem): reply(.failure(problem))
-            case .success(let (password, _)):
-                verifyLoginPassword(password) { [weak self] verified in
-                    guard let self else { return }
-                    reply(verified.flatMap { self.apply(change) }.map { .tuple([.objectPath(ObjectPaths.none)]) })
-                }
-            }
-        default:
-            reply(.failure(.noSuchObject("no method \(call.method)")))
+            return reply(addPrompt(Prompt(owner: call.sender, action: .changePolicy(change))).map { .tuple([.objectPath($0)]) })
+        }
+        let (loginPassword, _) = try decodeSecret(password, from: call.sender).get()
+        verifyLoginPassword(loginPassword) { [weak self] verified in
+            guard let self else { return }
+            reply(verified.flatMap { self.apply(change) }.map { .tuple([.objectPath(ObjectPaths.none)]) })
         }
     }
 

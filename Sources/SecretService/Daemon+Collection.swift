@@ -5,44 +5,65 @@ import SecretCrypto
 import SecretStore
 import DBusValues
 
+extension Introspection {
+    /// org.freedesktop.Secret.Collection, at a collection's path and at its aliases'.
+    static let collectionInterface = BusInterface(name: collection, objects: .collection, methods: [
+        Method(name: "Delete", rule: .unconfined, results: [Argument(name: "prompt", type: "o")],
+               handler: .now { daemon, call throws(SecretServiceError) in try daemon.deleteCollection(call.collection()) }),
+        Method(name: "SearchItems", rule: .anyClient, arguments: [Argument(name: "attributes", type: "a{ss}")], results: [Argument(name: "results", type: "ao")],
+               handler: .now { daemon, call throws(SecretServiceError) in
+                   try daemon.searchItems(call.argument(0), in: call.collection(), for: call.sender)
+               }),
+        Method(name: "CreateItem", rule: .anyClient, arguments: [
+            Argument(name: "properties", type: "a{sv}"), Argument(name: "secret", type: secret), Argument(name: "replace", type: "b"),
+        ], results: [Argument(name: "item", type: "o"), Argument(name: "prompt", type: "o")],
+               handler: .now { daemon, call throws(SecretServiceError) in
+                   let (secret, contentType) = try daemon.decodeSecret(call.argument(1), from: call.sender).get()
+                   return try daemon.createItem(
+                       in: call.collection(), properties: call.argument(0), secret: secret, contentType: contentType,
+                       replace: call.argument(2), sender: call.sender
+                   ).get()
+               }),
+    ], properties: [
+        Property(name: "Items", type: "ao"),
+        Property(name: "Label", type: "s", writableBy: .unconfined),
+        Property(name: "Locked", type: "b"),
+        Property(name: "Created", type: "t"),
+        Property(name: "Modified", type: "t"),
+    ], signals: [
+        Signal(name: "ItemCreated", arguments: [Argument(name: "item", type: "o")]),
+        Signal(name: "ItemDeleted", arguments: [Argument(name: "item", type: "o")]),
+        Signal(name: "ItemChanged", arguments: [Argument(name: "item", type: "o")]),
+    ])
+}
+
 extension Daemon {
-    func handleCollection(_ call: MethodCall, _ collection: Store.CollectionRecord) -> Result<DBusValue, SecretServiceError> {
-        let args = call.arguments
-        switch call.method {
-        case "SearchItems":
-            guard let attributes = args[0].stringMap else { return .failure(.invalidArgs("a{ss} expected")) }
-            do {
-                let paths = visible(try searchItems(attributes, in: collection), for: call.sender)
-                    .map { ObjectPaths.item(collection.name, $0.0.id) }
-                return .success(.tuple([.objectPaths(paths)]))
-            } catch {
-                return .failure(storeFailure(error))
-            }
-        case "CreateItem":
-            guard let properties = args[0].variantMap, let replace = args[2].boolean else {
-                return .failure(.invalidArgs("(a{sv}(oayays)b) expected"))
-            }
-            return decodeSecret(args[1], from: call.sender).flatMap { secret, contentType in
-                createItem(
-                    in: collection, properties: properties, secret: secret, contentType: contentType, replace: replace,
-                    sender: call.sender)
-            }
-        case "Delete":
-            // Only unconfined clients outside a sandbox get here (its rule in Introspection).
-            guard collection.name != Self.sessionName else { return .failure(.invalidArgs("the session keyring cannot be deleted")) }
-            if keyring.isLocked(collection) { return .failure(.isLocked("the collection is locked")) }
-            do {
-                try keyring.deleteCollection(collection)
-                return .success(.tuple([.objectPath(ObjectPaths.none)]))
-            } catch {
-                return .failure(storeFailure(error))
-            }
-        default:
-            return .failure(.noSuchObject("no method \(call.method)"))
+    /// `SearchItems`: the items of `collection` with `attributes` that `sender` may see.
+    fileprivate func searchItems(
+        _ attributes: [String: String], in collection: Store.CollectionRecord, for sender: String
+    ) throws(SecretServiceError) -> DBusValue {
+        do throws(StoreError) {
+            let paths = visible(try searchItems(attributes, in: collection), for: sender).map { ObjectPaths.item(collection.name, $0.0.id) }
+            return .tuple([.objectPaths(paths)])
+        } catch {
+            throw storeFailure(error)
         }
     }
 
-    private func createItem(
+    /// `Delete`: the collection and its items (only unconfined clients outside a sandbox get
+    /// here: its rule).
+    fileprivate func deleteCollection(_ collection: Store.CollectionRecord) throws(SecretServiceError) -> DBusValue {
+        guard collection.name != Self.sessionName else { throw .invalidArgs("the session keyring cannot be deleted") }
+        if keyring.isLocked(collection) { throw .isLocked("the collection is locked") }
+        do throws(StoreError) {
+            try keyring.deleteCollection(collection)
+            return .tuple([.objectPath(ObjectPaths.none)])
+        } catch {
+            throw storeFailure(error)
+        }
+    }
+
+    fileprivate func createItem(
         in collection: Store.CollectionRecord, properties: [String: DBusValue], secret: SecureBytes, contentType: String,
         replace: Bool, sender: String
     ) -> Result<DBusValue, SecretServiceError> {

@@ -3,6 +3,18 @@ import KeychainCore
 import SecretCrypto
 import SecretStore
 
+extension Introspection {
+    /// secretd's own interface for importing keyrings (see secretd(1)).
+    static let importingInterface = BusInterface(name: importing, objects: .service, methods: [
+        Method(name: "ImportKeyring", rule: .unconfined, arguments: [
+            Argument(name: "name", type: "s"), Argument(name: "properties", type: "a{sv}"),
+            Argument(name: "master", type: secret), Argument(name: "items", type: "a(a{sv}\(secret))"),
+        ], results: [
+            Argument(name: "collection", type: "o"), Argument(name: "imported", type: "u"), Argument(name: "skipped", type: "u"),
+        ], handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.importKeyring(call.call, reply: reply) }),
+    ])
+}
+
 /// secretd's import interface (`io.github.secretd.Import1`): a whole keyring from another
 /// provider's files (`secretctl import gnome-keyring`), with its name, label and times and its
 /// items' times, which the Secret Service's own CreateItem cannot carry, in one transaction.
@@ -18,7 +30,7 @@ extension Daemon {
 
     /// `ImportKeyring`; answers once the keyring's key is derived (off the main loop) and the
     /// items are written.
-    func handleImport(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+    fileprivate func importKeyring(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
         switch prepareImport(call) {
         case .failure(let problem):
             reply(.failure(problem))

@@ -5,42 +5,71 @@ import SecretCrypto
 import SecretStore
 import DBusValues
 
+extension Introspection {
+    /// org.freedesktop.Secret.Item, for a client whose access groups hold the item.
+    static let itemInterface = BusInterface(name: item, objects: .item, methods: [
+        Method(name: "Delete", rule: .itemGroup, results: [Argument(name: "Prompt", type: "o")],
+               handler: .now { daemon, call throws(SecretServiceError) in try daemon.deleteItem(call.item()) }),
+        Method(name: "GetSecret", rule: .itemGroup, arguments: [Argument(name: "session", type: "o")], results: [Argument(name: "secret", type: secret)],
+               handler: .now { daemon, call throws(SecretServiceError) in
+                   try daemon.getSecret(call.item(), sessionPath: call.argument(0, as: ObjectPath.self).path, sender: call.sender)
+               }),
+        Method(name: "SetSecret", rule: .itemGroup, arguments: [Argument(name: "secret", type: secret)],
+               handler: .now { daemon, call throws(SecretServiceError) in
+                   let (item, collection) = try call.item()
+                   let itemKeys = try daemon.keys(opening: item)
+                   let (secret, contentType) = try daemon.decodeSecret(call.argument(0), from: call.sender).get()
+                   try daemon.update(item, collection, itemKeys) { $0.secret = secret; $0.contentType = contentType }.get()
+                   return .tuple([])
+               }),
+    ], properties: [
+        Property(name: "Locked", type: "b"),
+        Property(name: "Attributes", type: "a{ss}", writableBy: .itemGroup),
+        Property(name: "Label", type: "s", writableBy: .itemGroup),
+        Property(name: "Type", type: "s"),
+        Property(name: "Created", type: "t"),
+        Property(name: "Modified", type: "t"),
+    ])
+}
+
 extension Daemon {
-    func handleItem(
-        _ call: MethodCall, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord
-    ) -> Result<DBusValue, SecretServiceError> {
-        // An after-first-unlock item opens with the key kept after an ordinary lock.
-        guard let itemKeys = keyring.opening(item) else { return .failure(.isLocked("the item's collection is locked")) }
-        switch call.method {
-        case "GetSecret":
-            guard let sessionPath = call.arguments[0].objectPath else { return .failure(.invalidArgs("o expected")) }
-            return session(at: sessionPath, for: call.sender).flatMap { session in
-                do {
-                    let contents = try store.readItem(item, in: collection, keys: itemKeys)
-                    return session.encode(contents, sessionPath: sessionPath)
-                        .map { .tuple([$0]) }
-                } catch {
-                    return .failure(storeFailure(error))
-                }
-            }
-        case "SetSecret":
-            return decodeSecret(call.arguments[0], from: call.sender).flatMap { secret, contentType in
-                update(item, collection, itemKeys) { $0.secret = secret; $0.contentType = contentType }.map { .tuple([]) }
-            }
-        case "Delete":
-            do {
-                try keyring.deleteItem(item, in: collection, keys: itemKeys)
-                return .success(.tuple([.objectPath(ObjectPaths.none)]))
-            } catch {
-                return .failure(storeFailure(error))
-            }
-        default:
-            return .failure(.noSuchObject("no method \(call.method)"))
+    /// The keys that open `item`: an after-first-unlock item opens with the key kept after an
+    /// ordinary lock.
+    fileprivate func keys(opening item: Store.ItemRecord) throws(SecretServiceError) -> Store.ItemKeys {
+        guard let itemKeys = keyring.opening(item) else { throw .isLocked("the item's collection is locked") }
+        return itemKeys
+    }
+
+    /// `GetSecret`: the secret, encoded for the caller's session at `sessionPath`.
+    fileprivate func getSecret(
+        _ target: (Store.ItemRecord, Store.CollectionRecord), sessionPath: String, sender: String
+    ) throws(SecretServiceError) -> DBusValue {
+        let (item, collection) = target
+        let itemKeys = try keys(opening: item)
+        let session = try session(at: sessionPath, for: sender).get()
+        let contents: ItemContents
+        do throws(StoreError) {
+            contents = try store.readItem(item, in: collection, keys: itemKeys)
+        } catch {
+            throw storeFailure(error)
+        }
+        return .tuple([try session.encode(contents, sessionPath: sessionPath).get()])
+    }
+
+    /// `Delete`: the item is gone (no prompt).
+    fileprivate func deleteItem(_ target: (Store.ItemRecord, Store.CollectionRecord)) throws(SecretServiceError) -> DBusValue {
+        let (item, collection) = target
+        let itemKeys = try keys(opening: item)
+        do throws(StoreError) {
+            try keyring.deleteItem(item, in: collection, keys: itemKeys)
+            return .tuple([.objectPath(ObjectPaths.none)])
+        } catch {
+            throw storeFailure(error)
         }
     }
 
     /// Reads, changes and re-seals an item (the keyring publishes the change).
-    private func update(
+    fileprivate func update(
         _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, _ itemKeys: Store.ItemKeys,
         _ change: (inout ItemContents) -> Void
     ) -> Result<Void, SecretServiceError> {

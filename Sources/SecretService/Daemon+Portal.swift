@@ -21,6 +21,35 @@ struct PortalRequest {
     var promptID: Int
 }
 
+extension Introspection {
+    /// The desktop portal's Secret backend, at `/org/freedesktop/portal/desktop`.
+    static let portalSecretInterface = BusInterface(name: portalSecret, objects: .portal, methods: [
+        Method(name: "RetrieveSecret", rule: .portalFrontend, arguments: [
+            Argument(name: "handle", type: "o"), Argument(name: "app_id", type: "s"), Argument(name: "fd", type: "h"),
+            Argument(name: "options", type: "a{sv}"),
+        ], results: [Argument(name: "response", type: "u"), Argument(name: "results", type: "a{sv}")],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.retrieveSecret(call.call, reply: reply) }),
+    ], properties: [
+        Property(name: "version", type: "u"),
+    ])
+
+    /// A portal request handle, while its `RetrieveSecret` waits for the person.
+    static let portalRequestInterface = BusInterface(name: portalRequest, objects: .portalRequest, methods: [
+        Method(name: "Close", rule: .objectOwner, handler: .now { daemon, call throws(SecretServiceError) in
+            guard case .portalRequest(let handle) = call.target else { throw .noSuchObject("no request \(call.call.path)") }
+            return try daemon.closePortalRequest(handle).get()
+        }),
+    ])
+
+    /// secretd's own: the portal's app keys, for unconfined clients outside a sandbox (secretctl).
+    static let appKeysInterface = BusInterface(name: appKeys, objects: .service, methods: [
+        Method(name: "List", rule: .unconfined, results: [Argument(name: "keys", type: "a(sst)")],
+               handler: .now { daemon, _ throws(SecretServiceError) in try daemon.listAppKeys() }),
+        Method(name: "Delete", rule: .unconfined, arguments: [Argument(name: "app_id", type: "s")], results: [Argument(name: "deleted", type: "b")],
+               handler: .now { daemon, call throws(SecretServiceError) in try daemon.deleteAppKeys(of: call.argument(0)) }),
+    ])
+}
+
 extension Daemon {
     /// The portal's response codes: success, cancelled by the person, failed.
     enum PortalResponse: UInt32 {
@@ -172,38 +201,44 @@ extension Daemon {
 
     // MARK: - The AppKeys interface
 
-    /// `List` (every app key: app id, keyring, created) and `Delete(app_id)`, for unconfined
-    /// clients outside a sandbox (secretctl); the keys themselves are never sent.
-    func handleAppKeys(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
-        do {
-            switch call.method {
-            case "List":
-                guard let keys = try allAppKeys() else { return .failure(.isLocked("unlock the keyrings to list the app keys")) }
-                var rows: [DBusValue] = []
-                for (item, collection, contents) in keys {
-                    rows.append(.tuple([
-                        .string(contents.attributes[PortalNames.appIDAttribute] ?? ""), .string(collection.name), .uint64(item.created),
-                    ]))
-                }
-                return .success(.tuple([.array(element: "(sst)", rows)]))
-            case "Delete":
-                guard let appID = call.arguments[0].string, PortalNames.isAppID(appID) else {
-                    return .failure(.invalidArgs("“\(call.arguments[0].string?.prefix(80) ?? "")” is not a Flatpak app id"))
-                }
-                guard let found = try allAppKeys() else { return .failure(.isLocked("unlock the keyrings to delete an app key")) }
-                var deleted = false
-                for (item, collection, contents) in found where contents.attributes[PortalNames.appIDAttribute] == appID {
-                    guard let key = keyring[collection.id] else { continue }
-                    try keyring.deleteItem(item, in: collection, keys: key)
-                    Log.info("deleted the key of the sandboxed app \(appID)")
-                    deleted = true
-                }
-                return .success(.tuple([.boolean(deleted)]))
-            default:
-                return .failure(.noSuchObject("no method \(call.method)"))
-            }
+    /// `List`: every app key (app id, keyring, created); the keys themselves are never sent.
+    fileprivate func listAppKeys() throws(SecretServiceError) -> DBusValue {
+        let found: [(Store.ItemRecord, Store.CollectionRecord, ItemContents)]?
+        do throws(StoreError) {
+            found = try allAppKeys()
         } catch {
-            return .failure(storeFailure(error))
+            throw storeFailure(error)
+        }
+        guard let found else { throw .isLocked("unlock the keyrings to list the app keys") }
+        let rows = found.map { item, collection, contents in
+            DBusValue.tuple([
+                .string(contents.attributes[PortalNames.appIDAttribute] ?? ""), .string(collection.name), .uint64(item.created),
+            ])
+        }
+        return .tuple([.array(element: "(sst)", rows)])
+    }
+
+    /// `Delete(app_id)`: the app's keys are gone; whether there were any.
+    fileprivate func deleteAppKeys(of appID: String) throws(SecretServiceError) -> DBusValue {
+        guard PortalNames.isAppID(appID) else { throw .invalidArgs("“\(appID.prefix(80))” is not a Flatpak app id") }
+        let keys: [(Store.ItemRecord, Store.CollectionRecord, ItemContents)]?
+        do throws(StoreError) {
+            keys = try allAppKeys()
+        } catch {
+            throw storeFailure(error)
+        }
+        guard let found = keys else { throw .isLocked("unlock the keyrings to delete an app key") }
+        do throws(StoreError) {
+            var deleted = false
+            for (item, collection, contents) in found where contents.attributes[PortalNames.appIDAttribute] == appID {
+                guard let key = keyring[collection.id] else { continue }
+                try keyring.deleteItem(item, in: collection, keys: key)
+                Log.info("deleted the key of the sandboxed app \(appID)")
+                deleted = true
+            }
+            return .tuple([.boolean(deleted)])
+        } catch {
+            throw storeFailure(error)
         }
     }
 

@@ -7,40 +7,40 @@ import SecretCrypto
 import SecretStore
 import DBusValues
 
-extension Daemon {
-    /// The QuickUnlock1 interface, for unconfined clients outside a sandbox (its rule); the PIN
-    /// methods answer once their key derivation, off the main loop, is done.
-    func handleQuickUnlock(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
-        let args = call.arguments
-        switch call.method {
-        case "SetPin":
-            switch decodeSecret(args[0], from: call.sender).flatMap({ password, _ in
-                decodeSecret(args[1], from: call.sender).map { pin, _ in (password, pin) }
-            }) {
-            case .failure(let problem): reply(.failure(problem))
-            case .success(let (password, pin)): setPIN(pin, password: password) { reply($0.map { .tuple([]) }) }
-            }
-        case "ClearPin":
-            let wasSet = quickUnlock.collectionID != nil
-            quickUnlock.clear()
-            if wasSet { Log.info("cleared the PIN of the login keyring") }
-            reply(.success(.tuple([.boolean(wasSet)])))
-        case "UnlockWithPin":
-            switch decodeSecret(args[0], from: call.sender) {
-            case .failure(let problem): reply(.failure(problem))
-            case .success(let (pin, _)): unlockWithPIN(pin) { reply($0.map { .tuple([]) }) }
-            }
-        case "GetPinStatus":
-            reply(.success(.tuple([.boolean(quickUnlock.collectionID != nil), .uint32(UInt32(quickUnlock.triesLeft))])))
-        default:
-            reply(.failure(.noSuchObject("no method \(call.method)")))
-        }
-    }
+extension Introspection {
+    /// secretd's own: quick unlock with a PIN, for unconfined clients outside a sandbox (its
+    /// rule); the PIN methods answer once their key derivation, off the main loop, is done.
+    static let quickUnlockInterface = BusInterface(name: quickUnlock, objects: .service, methods: [
+        Method(name: "SetPin", rule: .unconfined, arguments: [Argument(name: "login_password", type: secret), Argument(name: "pin", type: secret)],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in
+                   let (password, _) = try daemon.decodeSecret(call.argument(0), from: call.sender).get()
+                   let (pin, _) = try daemon.decodeSecret(call.argument(1), from: call.sender).get()
+                   daemon.setPIN(pin, password: password) { reply($0.map { .tuple([]) }) }
+               }),
+        Method(name: "ClearPin", rule: .unconfined, results: [Argument(name: "was_set", type: "b")],
+               handler: .later { daemon, _, reply throws(SecretServiceError) in
+                   let wasSet = daemon.quickUnlock.collectionID != nil
+                   daemon.quickUnlock.clear()
+                   if wasSet { Log.info("cleared the PIN of the login keyring") }
+                   reply(.success(.tuple([.boolean(wasSet)])))
+               }),
+        Method(name: "UnlockWithPin", rule: .unconfined, arguments: [Argument(name: "pin", type: secret)],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in
+                   let (pin, _) = try daemon.decodeSecret(call.argument(0), from: call.sender).get()
+                   daemon.unlockWithPIN(pin) { reply($0.map { .tuple([]) }) }
+               }),
+        Method(name: "GetPinStatus", rule: .unconfined, results: [Argument(name: "set", type: "b"), Argument(name: "tries_left", type: "u")],
+               handler: .later { daemon, _, reply throws(SecretServiceError) in
+                   reply(.success(.tuple([.boolean(daemon.quickUnlock.collectionID != nil), .uint32(UInt32(daemon.quickUnlock.triesLeft))])))
+               }),
+    ])
+}
 
+extension Daemon {
     /// Sets the PIN of the login keyring, once `password` proves the person knows its password
     /// (through the keyring's throttle): whoever sits at an unlocked session must not be able
     /// to choose a PIN of their own.
-    private func setPIN(_ pin: SecureBytes, password: SecureBytes, completion: @escaping (Result<Void, SecretServiceError>) -> Void) {
+    fileprivate func setPIN(_ pin: SecureBytes, password: SecureBytes, completion: @escaping (Result<Void, SecretServiceError>) -> Void) {
         guard KeychainLimits.pinLength.contains(pin.count) else {
             return completion(.failure(.invalidArgs(
                 "a PIN has \(KeychainLimits.pinLength.lowerBound) to \(KeychainLimits.pinLength.upperBound) characters")))

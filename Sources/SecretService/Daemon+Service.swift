@@ -7,64 +7,155 @@ import SecretCrypto
 import SecretStore
 import DBusValues
 
+extension Introspection {
+    /// org.freedesktop.Secret.Service, at `/org/freedesktop/secrets`.
+    static let serviceInterface = BusInterface(name: service, objects: .service, methods: [
+        Method(name: "OpenSession", rule: .anyClient, arguments: [Argument(name: "algorithm", type: "s"), Argument(name: "input", type: "v")],
+               results: [Argument(name: "output", type: "v"), Argument(name: "result", type: "o")],
+               handler: .now { daemon, call throws(SecretServiceError) in
+                   try daemon.openSession(algorithm: call.argument(0), input: call.argument(1), sender: call.sender)
+               }),
+        Method(name: "CreateCollection", rule: .anyClient, arguments: [Argument(name: "properties", type: "a{sv}"), Argument(name: "alias", type: "s")],
+               results: [Argument(name: "collection", type: "o"), Argument(name: "prompt", type: "o")],
+               handler: .now { daemon, call throws(SecretServiceError) in
+                   try daemon.createCollection(properties: call.argument(0), alias: call.argument(1), sender: call.sender)
+               }),
+        Method(name: "SearchItems", rule: .anyClient, arguments: [Argument(name: "attributes", type: "a{ss}")],
+               results: [Argument(name: "unlocked", type: "ao"), Argument(name: "locked", type: "ao")],
+               handler: .now { daemon, call throws(SecretServiceError) in try daemon.searchAll(call.argument(0), for: call.sender).get() }),
+        Method(name: "Unlock", rule: .anyClient, arguments: [Argument(name: "objects", type: "ao")],
+               results: [Argument(name: "unlocked", type: "ao"), Argument(name: "prompt", type: "o")],
+               handler: .now { daemon, call throws(SecretServiceError) in
+                   try daemon.unlock(call.argument(0, as: [ObjectPath].self).map(\.path), sender: call.sender).get()
+               }),
+        Method(name: "Lock", rule: .unconfined, arguments: [Argument(name: "objects", type: "ao")],
+               results: [Argument(name: "locked", type: "ao"), Argument(name: "Prompt", type: "o")],
+               handler: .now { daemon, call throws(SecretServiceError) in
+                   try daemon.lock(call.argument(0, as: [ObjectPath].self).map(\.path), sender: call.sender).get()
+               }),
+        Method(name: "GetSecrets", rule: .anyClient, arguments: [Argument(name: "items", type: "ao"), Argument(name: "session", type: "o")],
+               results: [Argument(name: "secrets", type: "a{o\(secret)}")],
+               handler: .now { daemon, call throws(SecretServiceError) in
+                   try daemon.getSecrets(
+                       call.argument(0, as: [ObjectPath].self).map(\.path), sessionPath: call.argument(1, as: ObjectPath.self).path,
+                       sender: call.sender
+                   ).get()
+               }),
+        Method(name: "ReadAlias", rule: .anyClient, arguments: [Argument(name: "name", type: "s")], results: [Argument(name: "collection", type: "o")],
+               handler: .now { daemon, call throws(SecretServiceError) in
+                   let path = try daemon.resolveAlias(call.argument(0)).map { ObjectPaths.collection($0.name) } ?? ObjectPaths.none
+                   return .tuple([.objectPath(path)])
+               }),
+        Method(name: "SetAlias", rule: .unconfined, arguments: [Argument(name: "name", type: "s"), Argument(name: "collection", type: "o")],
+               handler: .now { daemon, call throws(SecretServiceError) in
+                   try daemon.setAlias(call.argument(0), call.argument(1, as: ObjectPath.self).path).get()
+               }),
+    ], properties: [
+        Property(name: "Collections", type: "ao"),
+    ], signals: [
+        Signal(name: "CollectionCreated", arguments: [Argument(name: "collection", type: "o")]),
+        Signal(name: "CollectionDeleted", arguments: [Argument(name: "collection", type: "o")]),
+        Signal(name: "CollectionChanged", arguments: [Argument(name: "collection", type: "o")]),
+    ])
+
+    /// org.freedesktop.Secret.Session: a client's session, opened by `OpenSession`.
+    static let sessionInterface = BusInterface(name: session, objects: .session, methods: [
+        Method(name: "Close", rule: .objectOwner, handler: .now { daemon, call throws(SecretServiceError) in
+            if case .session(let id) = call.target { daemon.sessions.remove(id) }
+            return .tuple([])
+        }),
+    ])
+
+    /// gnome-keyring's extension for password-based unlock, creation and change; its password
+    /// methods answer once the key derivation, which runs off the main loop (``PasswordChecks``),
+    /// is done.
+    static let gnomeExtensionInterface = BusInterface(name: gnomeExtension, objects: .service, methods: [
+        Method(name: "ChangeWithMasterPassword", rule: .unconfined, arguments: [
+            Argument(name: "collection", type: "o"), Argument(name: "original", type: secret), Argument(name: "master", type: secret),
+        ], handler: .later { daemon, call, reply throws(SecretServiceError) in try daemon.changeWithMasterPassword(call, reply: reply) }),
+        Method(name: "ChangeWithPrompt", rule: .unconfined, arguments: [Argument(name: "collection", type: "o")], results: [Argument(name: "prompt", type: "o")],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in
+                   let path = try call.argument(0, as: ObjectPath.self).path
+                   guard let collection = daemon.collection(at: path), collection.name != Daemon.sessionName else {
+                       throw .noSuchObject("no collection \(path) with a password")
+                   }
+                   reply(daemon.addPrompt(Prompt(owner: call.sender, action: .changePassword(collection))).map { .tuple([.objectPath($0)]) })
+               }),
+        Method(name: "CreateWithMasterPassword", rule: .unconfined, arguments: [Argument(name: "attributes", type: "a{sv}"), Argument(name: "master", type: secret)],
+               results: [Argument(name: "collection", type: "o")],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in
+                   let properties = try call.argument(0, as: [String: DBusValue].self)
+                   guard let label = properties[SecretServiceNames.Property.collectionLabel].map(\.string) ?? "Keyring" else {
+                       throw .invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)")
+                   }
+                   let (password, _) = try daemon.decodeSecret(call.argument(1), from: call.sender).get()
+                   daemon.createCollection(label: label, password: password) { reply($0.map { .tuple([.objectPath($0)]) }) }
+               }),
+        Method(name: "UnlockWithMasterPassword", rule: .anyClient, arguments: [Argument(name: "collection", type: "o"), Argument(name: "master", type: secret)],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in
+                   let path = try call.argument(0, as: ObjectPath.self).path
+                   guard let collection = daemon.collection(at: path) else { throw .noSuchObject("no collection \(path)") }
+                   let (password, _) = try daemon.decodeSecret(call.argument(1), from: call.sender).get()
+                   daemon.unlock(collection, password: password) { reply($0.map { .tuple([]) }) }
+               }),
+    ])
+
+    /// secretd's own: lock every keyring, after-first-unlock items too.
+    static let lockingInterface = BusInterface(name: locking, objects: .service, methods: [
+        Method(name: "LockAll", rule: .unconfined, handler: .now { daemon, _ throws(SecretServiceError) in
+            daemon.lockAll(reason: "on request", keepingAfterFirstUnlock: false)
+            return .tuple([])
+        }),
+    ])
+}
+
 extension Daemon {
-    func handleService(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
-        let args = call.arguments
-        switch call.method {
-        case "OpenSession":
-            guard let algorithm = args[0].string, let input = args[1].variant else { return .failure(.invalidArgs("(sv) expected")) }
-            return Session.open(algorithm: algorithm, input: input, owner: call.sender).map { session, output in
-                .tuple([output, .objectPath(sessions.add(session))])
-            }
-        case "SearchItems":
-            guard let attributes = args[0].stringMap else { return .failure(.invalidArgs("a{ss} expected")) }
-            return searchAll(attributes, for: call.sender)
-        case "GetSecrets":
-            guard let paths = args[0].objectPaths, let sessionPath = args[1].objectPath else {
-                return .failure(.invalidArgs("(ao, o) expected"))
-            }
-            return getSecrets(paths, sessionPath: sessionPath, sender: call.sender)
-        case "Unlock":
-            guard let paths = args[0].objectPaths else { return .failure(.invalidArgs("ao expected")) }
-            return unlock(paths, sender: call.sender)
-        case "Lock":
-            guard let paths = args[0].objectPaths else { return .failure(.invalidArgs("ao expected")) }
-            return lock(paths, sender: call.sender)
-        case "ReadAlias":
-            guard let alias = args[0].string else { return .failure(.invalidArgs("s expected")) }
-            let path = resolveAlias(alias).map { ObjectPaths.collection($0.name) } ?? ObjectPaths.none
-            return .success(.tuple([.objectPath(path)]))
-        case "SetAlias":
-            guard let alias = args[0].string, let path = args[1].objectPath else { return .failure(.invalidArgs("(so) expected")) }
-            return setAlias(alias, path)
-        case "CreateCollection":
-            guard let properties = args[0].variantMap, let alias = args[1].string else {
-                return .failure(.invalidArgs("(a{sv}s) expected"))
-            }
-            if !alias.isEmpty, let existing = resolveAlias(alias) {
-                return .success(.tuple([.objectPath(ObjectPaths.collection(existing.name)), .objectPath(ObjectPaths.none)]))
-            }
-            guard let label = properties[SecretServiceNames.Property.collectionLabel].map(\.string) ?? "Keyring" else {
-                return .failure(.invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)"))
-            }
-            guard label.utf8.count <= KeychainLimits.textSize, alias.isEmpty || SecretServiceNames.isAliasName(alias),
-                alias != Self.sessionName
-            else {
-                return .failure(.invalidArgs(
-                    "that label or alias cannot be used: a label is at most \(KeychainLimits.textSize) bytes, \(Self.aliasRule)"))
-            }
-            // A new collection needs a password, which needs a prompt.
-            return addPrompt(Prompt(owner: call.sender, action: .createCollection(label: label, alias: alias))).map {
-                .tuple([.objectPath(ObjectPaths.none), .objectPath($0)])
-            }
-        default:
-            return .failure(.noSuchObject("no method \(call.method)"))
+    /// `OpenSession`: a session of `algorithm` (plain, or dh-ietf1024-sha256-aes128-cbc-pkcs7
+    /// with the client's public key as `input`).
+    fileprivate func openSession(algorithm: String, input: DBusValue, sender: String) throws(SecretServiceError) -> DBusValue {
+        let (session, output) = try Session.open(algorithm: algorithm, input: input, owner: sender).get()
+        return .tuple([output, .objectPath(sessions.add(session))])
+    }
+
+    /// `CreateCollection`: the collection an alias names already, or a prompt that asks for the
+    /// new one's password.
+    fileprivate func createCollection(properties: [String: DBusValue], alias: String, sender: String) throws(SecretServiceError) -> DBusValue {
+        if !alias.isEmpty, let existing = resolveAlias(alias) {
+            return .tuple([.objectPath(ObjectPaths.collection(existing.name)), .objectPath(ObjectPaths.none)])
+        }
+        guard let label = properties[SecretServiceNames.Property.collectionLabel].map(\.string) ?? "Keyring" else {
+            throw .invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)")
+        }
+        guard label.utf8.count <= KeychainLimits.textSize, alias.isEmpty || SecretServiceNames.isAliasName(alias),
+            alias != Self.sessionName
+        else {
+            throw .invalidArgs("that label or alias cannot be used: a label is at most \(KeychainLimits.textSize) bytes, \(Self.aliasRule)")
+        }
+        // A new collection needs a password, which needs a prompt.
+        let prompt = try addPrompt(Prompt(owner: sender, action: .createCollection(label: label, alias: alias))).get()
+        return .tuple([.objectPath(ObjectPaths.none), .objectPath(prompt)])
+    }
+
+    /// `ChangeWithMasterPassword`: the collection's password changes from the original to the
+    /// new one, which must open it.
+    fileprivate func changeWithMasterPassword(
+        _ call: AdmittedCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) throws(SecretServiceError) {
+        let path = try call.argument(0, as: ObjectPath.self).path
+        guard let collection = collection(at: path) else { throw .noSuchObject("no collection \(path)") }
+        guard collection.name != Self.sessionName else { throw .invalidArgs("the session keyring has no password") }
+        let (original, _) = try decodeSecret(call.argument(1), from: call.sender).get()
+        let (master, _) = try decodeSecret(call.argument(2), from: call.sender).get()
+        changePassword(of: collection, from: original, to: master) { result in
+            reply(result.map { .tuple([]) }.mapError { error in
+                error == .accessDenied("the password is wrong") ? .accessDenied("the original password is wrong") : error
+            })
         }
     }
 
     /// Items of every collection with `attributes`, that `sender` may see; items of `ask`
     /// groups it is not allowed into are listed as locked.
-    private func searchAll(_ attributes: [String: String], for sender: String) -> Result<DBusValue, SecretServiceError> {
+    fileprivate func searchAll(_ attributes: [String: String], for sender: String) -> Result<DBusValue, SecretServiceError> {
         do {
             let collections = Dictionary(uniqueKeysWithValues: try store.collections().map { ($0.id, $0) })
             var unlocked: [String] = []
@@ -80,7 +171,7 @@ extension Daemon {
         }
     }
 
-    private func getSecrets(_ paths: [String], sessionPath: String, sender: String) -> Result<DBusValue, SecretServiceError> {
+    fileprivate func getSecrets(_ paths: [String], sessionPath: String, sender: String) -> Result<DBusValue, SecretServiceError> {
         session(at: sessionPath, for: sender).flatMap { session in
             var entries: [DBusValue.Entry] = []
             for path in paths {
@@ -102,7 +193,7 @@ extension Daemon {
 
     /// Unlocks collections (by their own paths or their items'), and asks about `ask` groups
     /// of the items the caller is not allowed into; one prompt does both.
-    private func unlock(_ paths: [String], sender: String) -> Result<DBusValue, SecretServiceError> {
+    fileprivate func unlock(_ paths: [String], sender: String) -> Result<DBusValue, SecretServiceError> {
         var unlocked: [String] = []
         var waiting: [String] = []
         var locked: [Store.CollectionRecord] = []
@@ -134,7 +225,7 @@ extension Daemon {
             .map { .tuple([.objectPaths(unlocked), .objectPath($0)]) }
     }
 
-    private func lock(_ paths: [String], sender: String) -> Result<DBusValue, SecretServiceError> {
+    fileprivate func lock(_ paths: [String], sender: String) -> Result<DBusValue, SecretServiceError> {
         var locked: [String] = []
         for path in paths {
             guard let collection = collection(at: path) ?? visibleItem(at: path, for: sender)?.1 else { continue }
@@ -147,9 +238,9 @@ extension Daemon {
     }
 
     /// What SetAlias and CreateCollection tell a client whose alias ``SecretServiceNames/isAliasName(_:)`` refuses.
-    private static let aliasRule = "an alias is 1 to 64 ASCII letters, digits or _, and not session"
+    static let aliasRule = "an alias is 1 to 64 ASCII letters, digits or _, and not session"
 
-    private func setAlias(_ alias: String, _ path: String) -> Result<DBusValue, SecretServiceError> {
+    fileprivate func setAlias(_ alias: String, _ path: String) -> Result<DBusValue, SecretServiceError> {
         guard SecretServiceNames.isAliasName(alias), alias != Self.sessionName else {
             return .failure(.invalidArgs("that alias cannot be set: \(Self.aliasRule)"))
         }
@@ -163,56 +254,6 @@ extension Daemon {
             return .success(.tuple([]))
         } catch {
             return .failure(storeFailure(error))
-        }
-    }
-
-    // MARK: - gnome-keyring extension
-
-    /// gnome-keyring's extension; its password methods answer once the key derivation, which
-    /// runs off the main loop (``PasswordChecks``), is done.
-    func handleGnomeExtension(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
-        let args = call.arguments
-        switch call.method {
-        case "UnlockWithMasterPassword":
-            guard let path = args[0].objectPath, let collection = collection(at: path) else {
-                return reply(.failure(.noSuchObject("no collection \(args[0])")))
-            }
-            switch decodeSecret(args[1], from: call.sender) {
-            case .failure(let problem): reply(.failure(problem))
-            case .success(let (password, _)): unlock(collection, password: password) { reply($0.map { .tuple([]) }) }
-            }
-        case "CreateWithMasterPassword":
-            guard let properties = args[0].variantMap else { return reply(.failure(.invalidArgs("a{sv} expected"))) }
-            guard let label = properties[SecretServiceNames.Property.collectionLabel].map(\.string) ?? "Keyring" else {
-                return reply(.failure(.invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)")))
-            }
-            switch decodeSecret(args[1], from: call.sender) {
-            case .failure(let problem): reply(.failure(problem))
-            case .success(let (password, _)): createCollection(label: label, password: password) { reply($0.map { .tuple([.objectPath($0)]) }) }
-            }
-        case "ChangeWithMasterPassword":
-            guard let path = args[0].objectPath, let collection = collection(at: path) else {
-                return reply(.failure(.noSuchObject("no collection \(args[0])")))
-            }
-            guard collection.name != Self.sessionName else { return reply(.failure(.invalidArgs("the session keyring has no password"))) }
-            switch decodeSecret(args[1], from: call.sender).flatMap({ original, _ in
-                decodeSecret(args[2], from: call.sender).map { master, _ in (original, master) }
-            }) {
-            case .failure(let problem): reply(.failure(problem))
-            case .success(let (original, master)):
-                changePassword(of: collection, from: original, to: master) { result in
-                    reply(result.map { .tuple([]) }.mapError { error in
-                        error == .accessDenied("the password is wrong") ? .accessDenied("the original password is wrong") : error
-                    })
-                }
-            }
-        case "ChangeWithPrompt":
-            guard let path = args[0].objectPath, let collection = collection(at: path), collection.name != Self.sessionName else {
-                return reply(.failure(.noSuchObject("no collection \(args[0]) with a password")))
-            }
-            reply(addPrompt(Prompt(owner: call.sender, action: .changePassword(collection))).map { .tuple([.objectPath($0)]) })
-        default:
-            reply(.failure(.noSuchObject("no method \(call.method)")))
         }
     }
 

@@ -12,49 +12,59 @@ import SecretCrypto
 import SecretStore
 import SecretSync
 
-extension Daemon {
-    /// The Sync1 interface: each call decoded and handed to ``SyncCoordinator``.
-    func handleSync(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
-        let strings = call.arguments.map(\.string)
-        switch call.method {
-        case "Init", "Join":
-            guard strings.count == 2, let name = strings[0], let remote = strings[1] else { return reply(.failure(.invalidArgs("(ss) expected"))) }
-            sync.begin(name: name, remote: remote, joining: call.method == "Join", reply: reply)
-        case "Approve":
-            guard strings.count == 3, let name = strings[0], let device = strings[1], let code = strings[2] else {
-                return reply(.failure(.invalidArgs("(sss) expected")))
-            }
-            sync.approve(device, code: code, name: name, reply: reply)
-        case "Remove":
-            guard strings.count == 2, let name = strings[0], let device = strings[1] else { return reply(.failure(.invalidArgs("(ss) expected"))) }
-            sync.removeDevice(device, name: name, reply: reply)
-        case "Leave":
-            guard strings.count == 1, let name = strings[0] else { return reply(.failure(.invalidArgs("(s) expected"))) }
-            sync.leave(name: name, reply: reply)
-        case "SyncNow":
-            guard strings.count == 1, let name = strings[0] else { return reply(.failure(.invalidArgs("(s) expected"))) }
-            sync.syncNow(name: name, reply: reply)
-        case "GetStatus":
-            guard strings.count == 1, let name = strings[0] else { return reply(.failure(.invalidArgs("(s) expected"))) }
-            sync.status(name: name, reply: reply)
-        case "GetHistory":
-            guard call.arguments.count == 2, let name = strings[0], let attributes = call.arguments[1].stringMap else {
-                return reply(.failure(.invalidArgs("(sa{ss}) expected")))
-            }
-            reply(historyTarget(name, attributes, sender: call.sender).flatMap(sync.history))
-        case "RestoreVersion":
-            guard call.arguments.count == 3, let name = strings[0], let attributes = call.arguments[1].stringMap,
-                let entry = call.arguments[2].uint64
-            else { return reply(.failure(.invalidArgs("(sa{ss}t) expected"))) }
-            reply(historyTarget(name, attributes, sender: call.sender).flatMap { sync.restore(entry, of: $0) })
-        default:
-            reply(.failure(.noSuchObject("no method \(call.method)")))
-        }
-    }
+extension Introspection {
+    /// secretd's own: sync between a person's machines, each call handed to ``SyncCoordinator``.
+    static let syncInterface = BusInterface(name: sync, objects: .service, methods: [
+        Method(name: "Init", rule: .unconfined, arguments: [Argument(name: "collection", type: "s"), Argument(name: "remote", type: "s")],
+               results: [Argument(name: "device", type: "s"), Argument(name: "code", type: "s")],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in
+                   daemon.sync.begin(name: try call.argument(0), remote: try call.argument(1), joining: false, reply: reply)
+               }),
+        Method(name: "Join", rule: .unconfined, arguments: [Argument(name: "collection", type: "s"), Argument(name: "remote", type: "s")],
+               results: [Argument(name: "device", type: "s"), Argument(name: "code", type: "s")],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in
+                   daemon.sync.begin(name: try call.argument(0), remote: try call.argument(1), joining: true, reply: reply)
+               }),
+        Method(name: "Approve", rule: .unconfined, arguments: [
+            Argument(name: "collection", type: "s"), Argument(name: "device", type: "s"), Argument(name: "code", type: "s"),
+        ], handler: .later { daemon, call, reply throws(SecretServiceError) in
+            daemon.sync.approve(try call.argument(1), code: try call.argument(2), name: try call.argument(0), reply: reply)
+        }),
+        Method(name: "Remove", rule: .unconfined, arguments: [Argument(name: "collection", type: "s"), Argument(name: "device", type: "s")],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in
+                   daemon.sync.removeDevice(try call.argument(1), name: try call.argument(0), reply: reply)
+               }),
+        Method(name: "Leave", rule: .unconfined, arguments: [Argument(name: "collection", type: "s")],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.sync.leave(name: try call.argument(0), reply: reply) }),
+        Method(name: "SyncNow", rule: .unconfined, arguments: [Argument(name: "collection", type: "s")], results: [
+            Argument(name: "published", type: "u"), Argument(name: "received", type: "u"), Argument(name: "conflicts", type: "u"),
+            Argument(name: "refused", type: "as"),
+        ], handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.sync.syncNow(name: try call.argument(0), reply: reply) }),
+        Method(name: "GetStatus", rule: .unconfined, arguments: [Argument(name: "collection", type: "s")], results: [
+            Argument(name: "remote", type: "s"), Argument(name: "device", type: "s"), Argument(name: "code", type: "s"),
+            Argument(name: "waiting", type: "b"), Argument(name: "devices", type: "as"), Argument(name: "pending", type: "a(ss)"),
+            Argument(name: "last_sync", type: "t"), Argument(name: "last_error", type: "s"), Argument(name: "unpublished", type: "u"),
+            Argument(name: "conflicts_resolved", type: "u"), Argument(name: "refused", type: "as"),
+        ], handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.sync.status(name: try call.argument(0), reply: reply) }),
+        Method(name: "GetHistory", rule: .unconfined, arguments: [Argument(name: "collection", type: "s"), Argument(name: "attributes", type: "a{ss}")],
+               results: [Argument(name: "versions", type: "a(ttsbs)")],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in
+                   let target = try daemon.historyTarget(call.argument(0), call.argument(1), sender: call.sender).get()
+                   reply(daemon.sync.history(target))
+               }),
+        Method(name: "RestoreVersion", rule: .unconfined, arguments: [
+            Argument(name: "collection", type: "s"), Argument(name: "attributes", type: "a{ss}"), Argument(name: "version", type: "t"),
+        ], handler: .later { daemon, call, reply throws(SecretServiceError) in
+            let target = try daemon.historyTarget(call.argument(0), call.argument(1), sender: call.sender).get()
+            reply(daemon.sync.restore(try call.argument(2), of: target))
+        }),
+    ])
+}
 
+extension Daemon {
     /// The one item of keyring `name` with `attributes` that `sender` may read: alive, or else
     /// deleted here with versions in the history (which are sealed, so each is opened to compare).
-    private func historyTarget(_ name: String, _ attributes: [String: String], sender: String) -> Result<SyncCoordinator.HistoryTarget, SecretServiceError> {
+    fileprivate func historyTarget(_ name: String, _ attributes: [String: String], sender: String) -> Result<SyncCoordinator.HistoryTarget, SecretServiceError> {
         sync.unlockedCollection(named: name).flatMap { collection, itemKeys in
             do {
                 let ids = try store.syncIDs(in: collection)

@@ -12,33 +12,46 @@ import Synchronization
 import TPMSealing
 import DBusValues
 
+extension Introspection {
+    /// secretd's own: the login keyring's TPM slot.
+    static let tpmInterface = BusInterface(name: tpm, objects: .service, methods: [
+        Method(name: "Enroll", rule: .unconfined, arguments: [Argument(name: "pcrs", type: "au"), Argument(name: "login_password", type: secret)],
+               handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.enrollTPM(call.call, reply: reply) }),
+        Method(name: "Remove", rule: .unconfined, results: [Argument(name: "removed", type: "b")],
+               handler: .now { daemon, _ throws(SecretServiceError) in try daemon.removeTPMSlot() }),
+        Method(name: "GetStatus", rule: .unconfined, results: [
+            Argument(name: "enrolled", type: "b"), Argument(name: "pcrs", type: "au"), Argument(name: "tcti", type: "s"),
+            Argument(name: "last_failure", type: "s"),
+        ], handler: .now { daemon, _ throws(SecretServiceError) in daemon.tpmStatus() }),
+    ])
+}
+
 extension Daemon {
-    func handleTPM(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
-        switch call.method {
-        case "Remove":
-            do {
-                let removed = try TPMSlot.remove(from: options.dataDirectory)
-                if removed { Log.info("removed the TPM slot of the login keyring; only the password unlocks it at start") }
-                tpmFailure = nil
-                return .success(.tuple([.boolean(removed)]))
-            } catch {
-                Log.error("\(error)")
-                return .failure(.failed("\(error)"))
-            }
-        case "GetStatus":
-            let slot: TPMSlot?
-            do {
-                slot = try TPMSlot.load(from: options.dataDirectory)
-            } catch {
-                return .success(.tuple([.boolean(true), .array(element: "u", []), .string(tctiName), .string("\(error)")]))
-            }
-            return .success(.tuple([
-                .boolean(slot != nil), .array(element: "u", (slot?.pcrs ?? []).map { .uint32(UInt32($0)) }),
-                .string(tctiName), .string(tpmFailure ?? ""),
-            ]))
-        default:
-            return .failure(.noSuchObject("no method \(call.method)"))
+    /// `Remove`: the slot is gone; whether there was one.
+    fileprivate func removeTPMSlot() throws(SecretServiceError) -> DBusValue {
+        do {
+            let removed = try TPMSlot.remove(from: options.dataDirectory)
+            if removed { Log.info("removed the TPM slot of the login keyring; only the password unlocks it at start") }
+            tpmFailure = nil
+            return .tuple([.boolean(removed)])
+        } catch {
+            Log.error("\(error)")
+            throw .failed("\(error)")
         }
+    }
+
+    /// `GetStatus`: whether a slot is enrolled, its PCRs, the TCTI and the last failure.
+    fileprivate func tpmStatus() -> DBusValue {
+        let slot: TPMSlot?
+        do {
+            slot = try TPMSlot.load(from: options.dataDirectory)
+        } catch {
+            return .tuple([.boolean(true), .array(element: "u", []), .string(tctiName), .string("\(error)")])
+        }
+        return .tuple([
+            .boolean(slot != nil), .array(element: "u", (slot?.pcrs ?? []).map { .uint32(UInt32($0)) }),
+            .string(tctiName), .string(tpmFailure ?? ""),
+        ])
     }
 
     /// The TCTI secretd reaches the TPM through, as `tpm-tcti` names it.

@@ -430,47 +430,35 @@ public final class Daemon: BusHandler {
 
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
         lastActivity = clock()
-        return admit(call).flatMap { target in perform(call, on: target) }
-    }
-
-    /// The handler of an admitted call that answers at once.
-    private func perform(_ call: MethodCall, on target: AdmittedTarget) -> Result<DBusValue, SecretServiceError> {
-        switch (target, call.interface) {
-        case (.service, Introspection.service): return handleService(call)
-        case (.collection(let collection), Introspection.collection): return handleCollection(call, collection)
-        case (.item(let item, let collection), Introspection.item): return handleItem(call, item, collection)
-        case (.session(let id), Introspection.session):
-            sessions.remove(id)
-            return .success(.tuple([]))
-        case (.prompt(let id), Introspection.prompt): return handlePrompt(call, id: id)
-        case (.service, Introspection.appKeys): return handleAppKeys(call)
-        case (.service, Introspection.tpm): return handleTPM(call)
-        case (.service, Introspection.locking):
-            lockAll(reason: "on request", keepingAfterFirstUnlock: false)
-            return .success(.tuple([]))
-        case (.portalRequest(let handle), Introspection.portalRequest): return closePortalRequest(handle)
-        default:
-            return .failure(.noSuchObject("no object \(call.path) with \(call.interface)"))
+        return admitted(call).flatMap { admitted, handler in
+            guard case .now(let answer) = handler else { return .failure(.failed("\(call.method) answers later")) }
+            return Result { () throws(SecretServiceError) in try answer(self, admitted) }
         }
     }
 
     func handle(_ call: MethodCall, replyLater reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
         lastActivity = clock()
-        let target: AdmittedTarget
-        switch admit(call) {
-        case .failure(let refusal): return reply(.failure(refusal))
-        case .success(let admitted): target = admitted
+        switch admitted(call) {
+        case .failure(let refusal):
+            reply(.failure(refusal))
+        case .success((let admitted, .now(let answer))):
+            reply(Result { () throws(SecretServiceError) in try answer(self, admitted) })
+        case .success((let admitted, .later(let answer))):
+            do throws(SecretServiceError) {
+                try answer(self, admitted, reply)
+            } catch {
+                reply(.failure(error))
+            }
         }
-        switch (target, call.interface) {
-        case (.portal, Introspection.portalSecret): retrieveSecret(call, reply: reply)
-        case (.service, Introspection.tpm): enrollTPM(call, reply: reply)
-        case (.service, Introspection.sync): handleSync(call, reply: reply)
-        case (.service, Introspection.gnomeExtension): handleGnomeExtension(call, reply: reply)
-        case (.service, Introspection.quickUnlock): handleQuickUnlock(call, reply: reply)
-        case (.service, Introspection.accessGroups): handleAccessGroups(call, reply: reply)
-        case (.service, Introspection.importing): handleImport(call, reply: reply)
-        default: reply(perform(call, on: target))
+    }
+
+    /// `call` checked against its method's caller rule, with the object it reaches, and the
+    /// method's handler (its declaration's, ``Introspection``).
+    private func admitted(_ call: MethodCall) -> Result<(AdmittedCall, MethodHandler), SecretServiceError> {
+        guard let method = Introspection.interfaces[call.interface]?.method(call.method) else {
+            return .failure(.unknownMethod("no method \(call.method) in \(call.interface)"))
         }
+        return admit(call).map { target in (AdmittedCall(call: call, target: target), method.handler) }
     }
 
     func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError> {
@@ -579,18 +567,7 @@ public final class Daemon: BusHandler {
     }
 
     func interfaces(at path: String) -> [String] {
-        switch ObjectPaths.parse(path) {
-        case .service:
-            return [Introspection.service, Introspection.gnomeExtension, Introspection.accessGroups, Introspection.importing,
-                    Introspection.appKeys, Introspection.quickUnlock, Introspection.locking, Introspection.tpm, Introspection.sync]
-        case .collection, .alias: return [Introspection.collection]
-        case .item: return [Introspection.item]
-        case .session: return [Introspection.session]
-        case .prompt: return [Introspection.prompt]
-        case .portal: return [Introspection.portalSecret]
-        case .portalRequest: return [Introspection.portalRequest]
-        case .unknown: return []
-        }
+        ObjectPaths.parse(path).kind.map(Introspection.interfaces(of:)) ?? []
     }
 }
 

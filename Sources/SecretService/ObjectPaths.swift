@@ -29,6 +29,20 @@ enum ObjectPaths {
         /// A request handle of the portal frontend's, under the backend's path.
         case portalRequest(String)
         case unknown
+
+        /// The kind of object it names (nil: none).
+        var kind: BusInterface.ObjectKind? {
+            switch self {
+            case .service: .service
+            case .collection, .alias: .collection
+            case .item: .item
+            case .session: .session
+            case .prompt: .prompt
+            case .portal: .portal
+            case .portalRequest: .portalRequest
+            case .unknown: nil
+            }
+        }
     }
 
     /// Parses a path this daemon serves. Runs for nearly every call (several times per call
