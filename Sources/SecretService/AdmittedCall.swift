@@ -49,3 +49,63 @@ enum MethodHandler: Sendable {
     /// called `reply`) is answered with that error.
     case later(@Sendable (Daemon, AdmittedCall, _ reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) throws(SecretServiceError) -> Void)
 }
+
+/// The object whose properties are read, looked up once for the caller, and who reads.
+struct PropertyRead {
+    /// What the object is.
+    enum Target {
+        /// `/org/freedesktop/secrets`.
+        case service
+        /// The portal backend.
+        case portal
+        /// A collection.
+        case collection(Store.CollectionRecord)
+        /// An item the reader may see, and how much of it.
+        case item(Store.ItemRecord, Store.CollectionRecord, ItemAccess)
+    }
+
+    /// The object.
+    let target: Target
+    /// The reader's unique bus name.
+    let sender: String
+
+    /// The collection read.
+    func collection() throws(SecretServiceError) -> Store.CollectionRecord {
+        guard case .collection(let collection) = target else { throw .noSuchObject("not a collection") }
+        return collection
+    }
+
+    /// The item read, its collection, and how much of it the reader may see.
+    func item() throws(SecretServiceError) -> (Store.ItemRecord, Store.CollectionRecord, ItemAccess) {
+        guard case .item(let item, let collection, let access) = target else { throw .noSuchObject("not an item") }
+        return (item, collection, access)
+    }
+}
+
+/// A property write that passed its caller rule: the object, the value and who writes.
+struct PropertyWrite {
+    /// The object written.
+    let target: AdmittedTarget
+    /// The value, already checked to be of the property's type.
+    let value: DBusValue
+    /// The writer's unique bus name.
+    let sender: String
+
+    /// The value as a `T`.
+    func value<T: DBusArgument>(as type: T.Type = T.self) throws(SecretServiceError) -> T {
+        guard let decoded = T(dbusValue: value) else { throw .invalidArgs("the value must be \(T.self)") }
+        return decoded
+    }
+
+    /// The collection written.
+    func collection() throws(SecretServiceError) -> Store.CollectionRecord {
+        guard case .collection(let collection) = target else { throw .noSuchObject("not a collection") }
+        return collection
+    }
+
+    /// The item written, with its collection.
+    func item() throws(SecretServiceError) -> (Store.ItemRecord, Store.CollectionRecord) {
+        guard case .item(let item, let collection) = target else { throw .noSuchObject("not an item") }
+        return (item, collection)
+    }
+}

@@ -1,3 +1,5 @@
+import DBusValues
+
 /// One D-Bus interface secretd serves: the kind of object that has it, its methods (each with
 /// who may call it and its handler), properties and signals, declared once, beside the
 /// handlers. The dispatcher checks each call's arguments against ``Method/inSignature`` and
@@ -53,17 +55,29 @@ struct BusInterface: Sendable {
         var inSignature: String { arguments.map(\.type).joined() }
     }
 
-    /// A property.
+    /// A property, with what reads it and, if it may be written, who may and what writes it.
     struct Property: Sendable {
+        /// Who may write a property, and what writes it.
+        struct Setter: Sendable {
+            /// Who may write it with `Properties.Set`.
+            var rule: CallerRule
+            /// Writes the value, of the property's type.
+            var write: @Sendable (Daemon, PropertyWrite) throws(SecretServiceError) -> Void
+        }
+
         /// The property name.
         var name: String
         /// Its D-Bus type signature.
         var type: String
-        /// Who may write it with `Properties.Set`; nil: nobody (read-only). Reading follows
-        /// the object: an item a client may not see has no properties for it.
-        var writableBy: CallerRule? = nil
+        /// Reads it from the object (looked up once for all of a `GetAll`'s reads). Reading
+        /// follows the object: an item a client may not see has no properties for it.
+        var read: @Sendable (Daemon, PropertyRead) throws(SecretServiceError) -> DBusValue
+        /// Who may write it and what writes it; nil: nobody (read-only).
+        var setter: Setter? = nil
+        /// Who may write it with `Properties.Set`; nil: nobody.
+        var writableBy: CallerRule? { setter?.rule }
         /// Whether `Properties.Set` may write it at all.
-        var writable: Bool { writableBy != nil }
+        var writable: Bool { setter != nil }
     }
 
     /// A signal and its arguments.

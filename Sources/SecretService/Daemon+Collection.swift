@@ -25,11 +25,18 @@ extension Introspection {
                    ).get()
                }),
     ], properties: [
-        Property(name: "Items", type: "ao"),
-        Property(name: "Label", type: "s", writableBy: .unconfined),
-        Property(name: "Locked", type: "b"),
-        Property(name: "Created", type: "t"),
-        Property(name: "Modified", type: "t"),
+        Property(name: "Items", type: "ao", read: { daemon, read throws(SecretServiceError) in
+            .objectPaths(try daemon.visibleItemPaths(of: read.collection(), for: read.sender))
+        }),
+        Property(name: "Label", type: "s", read: { _, read throws(SecretServiceError) in .string(try read.collection().label) },
+                 setter: .init(rule: .unconfined) { daemon, write throws(SecretServiceError) in
+                     try daemon.setLabel(write.value(), of: write.collection())
+                 }),
+        Property(name: "Locked", type: "b", read: { daemon, read throws(SecretServiceError) in
+            .boolean(daemon.keyring.isLocked(try read.collection()))
+        }),
+        Property(name: "Created", type: "t", read: { _, read throws(SecretServiceError) in .uint64(try read.collection().created) }),
+        Property(name: "Modified", type: "t", read: { _, read throws(SecretServiceError) in .uint64(try read.collection().modified) }),
     ], signals: [
         Signal(name: "ItemCreated", arguments: [Argument(name: "item", type: "o")]),
         Signal(name: "ItemDeleted", arguments: [Argument(name: "item", type: "o")]),
@@ -120,33 +127,22 @@ extension Daemon {
         return nil
     }
 
-    func collectionProperty(
-        _ name: String, _ collection: Store.CollectionRecord, for sender: String
-    ) -> Result<DBusValue, SecretServiceError> {
-        switch name {
-        case "Items":
-            do {
-                let items = visible(try store.search([:], in: collection), for: sender)
-                return .success(.objectPaths(items.map { ObjectPaths.item(collection.name, $0.0.id) }))
-            } catch {
-                return .failure(storeFailure(error))
-            }
-        case "Label": return .success(.string(collection.label))
-        case "Locked": return .success(.boolean(keyring.isLocked(collection)))
-        case "Created": return .success(.uint64(collection.created))
-        case "Modified": return .success(.uint64(collection.modified))
-        default: return .failure(.invalidArgs("no property \(name)"))
+    /// The paths of `collection`'s items that `sender` may see: its `Items`.
+    func visibleItemPaths(of collection: Store.CollectionRecord, for sender: String) throws(SecretServiceError) -> [String] {
+        do throws(StoreError) {
+            return visible(try store.search([:], in: collection), for: sender).map { ObjectPaths.item(collection.name, $0.0.id) }
+        } catch {
+            throw storeFailure(error)
         }
     }
 
-    func setCollectionProperty(_ name: String, _ value: DBusValue, _ collection: Store.CollectionRecord) -> SecretServiceError? {
-        guard name == "Label", let label = value.string else { return .invalidArgs("only Label can be set") }
-        guard label.utf8.count <= KeychainLimits.textSize else { return .invalidArgs("the label is too long") }
-        do {
+    /// Writes `Label` (only unconfined clients outside a sandbox get here: its rule).
+    fileprivate func setLabel(_ label: String, of collection: Store.CollectionRecord) throws(SecretServiceError) {
+        guard label.utf8.count <= KeychainLimits.textSize else { throw .invalidArgs("the label is too long") }
+        do throws(StoreError) {
             try keyring.setLabel(label, of: collection)
-            return nil
         } catch {
-            return storeFailure(error)
+            throw storeFailure(error)
         }
     }
 }

@@ -23,12 +23,27 @@ extension Introspection {
                    return .tuple([])
                }),
     ], properties: [
-        Property(name: "Locked", type: "b"),
-        Property(name: "Attributes", type: "a{ss}", writableBy: .itemGroup),
-        Property(name: "Label", type: "s", writableBy: .itemGroup),
-        Property(name: "Type", type: "s"),
-        Property(name: "Created", type: "t"),
-        Property(name: "Modified", type: "t"),
+        Property(name: "Locked", type: "b", read: { daemon, read throws(SecretServiceError) in
+            .boolean(try daemon.readerKeys(read) == nil)
+        }),
+        Property(name: "Attributes", type: "a{ss}", read: { daemon, read throws(SecretServiceError) in
+            .stringMap(try daemon.description(read)?.attributes ?? [:])
+        }, setter: .init(rule: .itemGroup) { daemon, write throws(SecretServiceError) in
+            let (item, collection) = try write.item()
+            try daemon.setAttributes(write.value(), of: item, in: collection, sender: write.sender)
+        }),
+        Property(name: "Label", type: "s", read: { daemon, read throws(SecretServiceError) in
+            .string(try daemon.description(read)?.label ?? "")
+        }, setter: .init(rule: .itemGroup) { daemon, write throws(SecretServiceError) in
+            let (item, collection) = try write.item()
+            let label = try write.value(as: String.self)
+            try daemon.update(item, collection, daemon.keys(opening: item)) { $0.label = label }.get()
+        }),
+        Property(name: "Type", type: "s", read: { daemon, read throws(SecretServiceError) in
+            .string(try daemon.description(read)?.attributes["xdg:schema"] ?? "")
+        }),
+        Property(name: "Created", type: "t", read: { _, read throws(SecretServiceError) in .uint64(try read.item().0.created) }),
+        Property(name: "Modified", type: "t", read: { _, read throws(SecretServiceError) in .uint64(try read.item().0.modified) }),
     ])
 }
 
@@ -86,72 +101,44 @@ extension Daemon {
         }
     }
 
-    func itemProperty(
-        _ name: String, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, access: ItemAccess
-    ) -> Result<DBusValue, SecretServiceError> {
-        // An item of an `ask` group the caller is not allowed into shows as locked; an
-        // after-first-unlock item stays unlocked after an ordinary lock of its collection.
-        let itemKeys = access == .full ? keyring.opening(item) : nil
-        switch name {
-        case "Locked": return .success(.boolean(itemKeys == nil))
-        case "Created": return .success(.uint64(item.created))
-        case "Modified": return .success(.uint64(item.modified))
-        case "Label", "Attributes", "Type":
-            // Labels and attributes are sealed: a locked item shows none.
-            guard let itemKeys else {
-                return .success(name == "Attributes" ? .stringMap([:]) : .string(""))
-            }
-            let described: ItemDescription
-            if let recent = recentItem, recent.itemID == item.id, recent.changeCount == store.changeCount {
-                described = recent
-            } else {
-                do {
-                    let contents = try store.readItem(item, in: collection, keys: itemKeys)
-                    described = ItemDescription(
-                        itemID: item.id, changeCount: store.changeCount, label: contents.label, attributes: contents.attributes)
-                } catch {
-                    return .failure(storeFailure(error))
-                }
-                recentItem = described
-            }
-            switch name {
-            case "Label": return .success(.string(described.label))
-            case "Attributes": return .success(.stringMap(described.attributes))
-            default: return .success(.string(described.attributes["xdg:schema"] ?? ""))
-            }
-        default:
-            return .failure(.invalidArgs("no property \(name)"))
+    /// The keys that open the item read, when the reader may open it: an item of an `ask`
+    /// group the reader is not allowed into shows as locked; an after-first-unlock item stays
+    /// unlocked after an ordinary lock of its collection.
+    fileprivate func readerKeys(_ read: PropertyRead) throws(SecretServiceError) -> Store.ItemKeys? {
+        let (item, _, access) = try read.item()
+        return access == .full ? keyring.opening(item) : nil
+    }
+
+    /// The label and attributes of the item read; nil when it shows as locked (they are sealed).
+    /// The last one read is kept while the store does not change (``recentItem``).
+    fileprivate func description(_ read: PropertyRead) throws(SecretServiceError) -> ItemDescription? {
+        let (item, collection, _) = try read.item()
+        guard let itemKeys = try readerKeys(read) else { return nil }
+        if let recent = recentItem, recent.itemID == item.id, recent.changeCount == store.changeCount { return recent }
+        do throws(StoreError) {
+            let contents = try store.readItem(item, in: collection, keys: itemKeys)
+            let described = ItemDescription(
+                itemID: item.id, changeCount: store.changeCount, label: contents.label, attributes: contents.attributes)
+            recentItem = described
+            return described
+        } catch {
+            throw storeFailure(error)
         }
     }
 
-    func setItemProperty(
-        _ name: String, _ value: DBusValue, _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, sender: String
-    ) -> SecretServiceError? {
-        guard let itemKeys = keyring.opening(item) else { return .isLocked("the item's collection is locked") }
-        let result: Result<Void, SecretServiceError>
-        switch name {
-        case "Label":
-            guard let label = value.string else { return .invalidArgs("Label is a string") }
-            result = update(item, collection, itemKeys) { $0.label = label }
-        case "Attributes":
-            guard let requested = value.stringMap else { return .invalidArgs("Attributes is a{ss}") }
-            // Moving an item is creating it in its new group: the caller must belong there.
-            // Attributes without a group keep the item where it is.
-            switch placeInGroup(requested, for: sender, unnamed: item.accessGroup ?? AccessGroupNames.defaultGroup) {
-            case .success(var placed):
-                result = update(item, collection, itemKeys) { contents in
-                    // Attributes that name no accessibility class keep the item's.
-                    if requested[ItemAccessibility.attribute] == nil, let kept = contents.attributes[ItemAccessibility.attribute] {
-                        placed[ItemAccessibility.attribute] = kept
-                    }
-                    contents.attributes = placed
-                }
-            case .failure(let refusal): return refusal
+    /// Writes `Attributes`. Moving an item is creating it in its new group: the writer must
+    /// belong there. Attributes without a group keep the item where it is, and attributes that
+    /// name no accessibility class keep the item's.
+    fileprivate func setAttributes(
+        _ requested: [String: String], of item: Store.ItemRecord, in collection: Store.CollectionRecord, sender: String
+    ) throws(SecretServiceError) {
+        let itemKeys = try keys(opening: item)
+        var placed = try placeInGroup(requested, for: sender, unnamed: item.accessGroup ?? AccessGroupNames.defaultGroup).get()
+        try update(item, collection, itemKeys) { contents in
+            if requested[ItemAccessibility.attribute] == nil, let kept = contents.attributes[ItemAccessibility.attribute] {
+                placed[ItemAccessibility.attribute] = kept
             }
-        default:
-            return .invalidArgs("\(name) cannot be set")
-        }
-        if case .failure(let error) = result { return error }
-        return nil
+            contents.attributes = placed
+        }.get()
     }
 }

@@ -30,7 +30,7 @@ extension Introspection {
         ], results: [Argument(name: "response", type: "u"), Argument(name: "results", type: "a{sv}")],
                handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.retrieveSecret(call.call, reply: reply) }),
     ], properties: [
-        Property(name: "version", type: "u"),
+        Property(name: "version", type: "u", read: { _, _ in .uint32(1) }),
     ])
 
     /// A portal request handle, while its `RetrieveSecret` waits for the person.

@@ -51,7 +51,7 @@ extension Introspection {
                    try daemon.setAlias(call.argument(0), call.argument(1, as: ObjectPath.self).path).get()
                }),
     ], properties: [
-        Property(name: "Collections", type: "ao"),
+        Property(name: "Collections", type: "ao", read: { daemon, _ in .objectPaths(daemon.collectionPaths()) }),
     ], signals: [
         Signal(name: "CollectionCreated", arguments: [Argument(name: "collection", type: "o")]),
         Signal(name: "CollectionDeleted", arguments: [Argument(name: "collection", type: "o")]),

@@ -116,7 +116,7 @@ extension Daemon {
                 itemsChangedFor.insert(listener.name)
                 continue
             }
-            // What itemProperty shows this client: an item it sees locked has no label or attributes.
+            // What the item's properties show this client: an item it sees locked has no label or attributes.
             var changed = listener.access == .full ? properties : properties.filter { $0.key == "Modified" }
             if listener.accessChanged { changed["Locked"] = .boolean(listener.access != .full) }
             if changed.isEmpty { continue }
@@ -125,7 +125,7 @@ extension Daemon {
         sendItems(of: collection, to: itemsChangedFor)
     }
 
-    /// Sends `names` the collection's `Items` as each may see them (``collectionProperty(_:_:for:)``),
+    /// Sends `names` the collection's `Items` as each may see them (``visibleItemPaths(of:for:)``),
     /// after the `ItemCreated` or `ItemDeleted` that changed them: at once, or gathered with
     /// the next writes' (``ItemsSchedule``). With the value, not as invalidated: libsecret's
     /// collection objects (Seahorse, every client that lists items) load their items from the
@@ -146,9 +146,9 @@ extension Daemon {
 
     /// Sends `name` the collection's `Items` now.
     private func sendItems(of collection: Store.CollectionRecord, to name: String) {
-        guard case .success(let items) = collectionProperty("Items", collection, for: name) else { return }
+        guard let items = try? visibleItemPaths(of: collection, for: name) else { return }
         server.emitPropertiesChanged(
-            path: ObjectPaths.collection(collection.name), interface: Introspection.collection, changed: ["Items": items],
+            path: ObjectPaths.collection(collection.name), interface: Introspection.collection, changed: ["Items": .objectPaths(items)],
             destination: name)
     }
 

@@ -479,48 +479,50 @@ public final class Daemon: BusHandler {
         -> Result<(String) -> Result<DBusValue, SecretServiceError>, SecretServiceError>
     {
         if case .failure(let refusal) = caller(sender) { return .failure(refusal) }
-        switch (ObjectPaths.parse(path), interface) {
-        case (.service, Introspection.service):
-            return .success { [unowned self] name in
-                guard name == "Collections" else { return .failure(.noSuchObject("no property \(name) at \(path)")) }
-                return .success(.objectPaths(collectionPaths()))
-            }
-        case (.collection, Introspection.collection), (.alias, Introspection.collection):
+        let kind = ObjectPaths.parse(path).kind
+        guard let declaration = Introspection.interfaces[interface], declaration.objects == kind else {
+            return .failure(.noSuchObject("no property at \(path)"))
+        }
+        let target: PropertyRead.Target
+        switch kind {
+        case .service: target = .service
+        case .portal: target = .portal
+        case .collection:
             guard let collection = collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }
             callers[sender]?.watchesItems = true
-            return .success { [unowned self] name in collectionProperty(name, collection, for: sender) }
-        case (.item, Introspection.item):
+            target = .collection(collection)
+        case .item:
             guard let (item, collection, access) = visibleItem(at: path, for: sender) else {
                 return .failure(.noSuchObject("no item \(path)"))
             }
             callers[sender]?.watchesItems = true
-            return .success { [unowned self] name in itemProperty(name, item, collection, access: access) }
-        case (.portal, Introspection.portalSecret):
-            return .success { name in
-                name == "version" ? .success(.uint32(1)) : .failure(.unknownProperty("no property \(name) at \(path)"))
-            }
-        default:
+            target = .item(item, collection, access)
+        case .session, .prompt, .portalRequest, nil:
             return .failure(.noSuchObject("no property at \(path)"))
+        }
+        let read = PropertyRead(target: target, sender: sender)
+        return .success { [unowned self] name in
+            guard let property = declaration.property(name) else { return .failure(.unknownProperty("no property \(name) at \(path)")) }
+            return Result { () throws(SecretServiceError) in try property.read(self, read) }
         }
     }
 
     func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError? {
         lastActivity = clock()
-        guard let rule = Introspection.interfaces[interface]?.property(name)?.writableBy else {
+        guard let declaration = Introspection.interfaces[interface], let setter = declaration.property(name)?.setter else {
             return .propertyReadOnly("\(interface).\(name) cannot be written")
         }
-        let target: AdmittedTarget
-        switch admit(sender: sender, path: path, interface: interface, member: "Set(\(name))", rule: rule) {
-        case .failure(let refusal): return refusal
-        case .success(let admitted): target = admitted
-        }
-        switch (target, interface) {
-        case (.collection(let collection), Introspection.collection):
-            return setCollectionProperty(name, value, collection)
-        case (.item(let item, let collection), Introspection.item):
-            return setItemProperty(name, value, item, collection, sender: sender)
-        default:
-            return .noSuchObject("no writable property \(name) at \(path)")
+        guard declaration.objects == ObjectPaths.parse(path).kind else { return .noSuchObject("no writable property \(name) at \(path)") }
+        switch admit(sender: sender, path: path, interface: interface, member: "Set(\(name))", rule: setter.rule) {
+        case .failure(let refusal):
+            return refusal
+        case .success(let target):
+            do throws(SecretServiceError) {
+                try setter.write(self, PropertyWrite(target: target, value: value, sender: sender))
+                return nil
+            } catch {
+                return error
+            }
         }
     }
 
