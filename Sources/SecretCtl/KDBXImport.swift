@@ -233,7 +233,8 @@ package enum KDBXImport {
         var versionText: String { "\(major).\(minor)" }
 
         init(_ bytes: [UInt8]) throws(CommandLineError) {
-            guard bytes.count >= 12, u32(bytes, 0) == signature1 else { throw damaged("it has no KeePass signature") }
+            guard bytes.count >= 12 else { throw bytes.count >= 4 && u32(bytes, 0) == signature1 ? truncated : damaged("it has no KeePass signature") }
+            guard u32(bytes, 0) == signature1 else { throw damaged("it has no KeePass signature") }
             if u32(bytes, 4) == keePass1Signature {
                 throw .failure("this is a KeePass 1 database (.kdb), which secretctl does not read; open it in KeePassXC and save it as KDBX 4", status: .usage)
             }
@@ -244,18 +245,28 @@ package enum KDBXImport {
                 throw .failure(
                     "this KeePass database is KDBX \(versionText), which secretctl does not read (it reads 3.1, 4.0 and 4.1)", status: .usage)
             }
+            // The fields first, then (KDBX 4) the checksum over them, then what they say.
+            var fields: [(id: UInt8, value: [UInt8])] = []
             var offset = 12
             let lengthSize = major == 4 ? 4 : 2
-            while true {
+            while fields.last?.id != 0 {
                 guard offset + 1 + lengthSize <= bytes.count else { throw truncated }
                 let id = bytes[offset]
                 let size = lengthSize == 4 ? Int(u32(bytes, offset + 1)) : Int(u16(bytes, offset + 1))
                 offset += 1 + lengthSize
                 guard size <= bytes.count - offset else { throw truncated }
-                let value = Array(bytes[offset..<(offset + size)])
+                fields.append((id, Array(bytes[offset..<(offset + size)])))
                 offset += size
+            }
+            length = offset
+            if major == 4 {
+                guard bytes.count >= length + 64 else { throw truncated }
+                guard Gcrypt.sha256(Array(bytes[0..<length])) == Array(bytes[length..<(length + 32)]) else {
+                    throw damaged("its header fails its checksum")
+                }
+            }
+            for (id, value) in fields {
                 switch id {
-                case 0: break
                 case 2: cipher = value
                 case 3:
                     guard value.count == 4, u32(value, 0) <= 1 else { throw damaged("its compression flag is unknown") }
@@ -272,18 +283,11 @@ package enum KDBXImport {
                     guard value.count == 4 else { throw damaged("its inner stream id is malformed") }
                     innerStreamID = u32(value, 0)
                 case 11: kdf = try variantDictionary(value)
-                default: break  // public custom data (12), comments (1)
+                default: break  // the end (0), comments (1), public custom data (12)
                 }
-                if id == 0 { break }
             }
-            length = offset
             guard masterSeed.count == 32 else { throw damaged("its master seed is malformed") }
-            if major == 4 {
-                guard bytes.count >= length + 64 else { throw truncated }
-                guard Gcrypt.sha256(Array(bytes[0..<length])) == Array(bytes[length..<(length + 32)]) else {
-                    throw damaged("its header fails its checksum")
-                }
-            } else {
+            if major == 3 {
                 guard streamStartBytes.count == 32 else { throw damaged("its stream start bytes are malformed") }
             }
         }
