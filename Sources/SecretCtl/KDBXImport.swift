@@ -54,12 +54,28 @@ package enum KDBXImport {
 
     /// The most a payload may decompress to.
     private static let maximumPayload = 256 << 20
-    /// The Argon2 memory a file may ask for (KeePassXC offers at most 4 GiB... this is 2 GiB).
-    private static let maximumArgon2MemoryKiB = 2 << 20
-    /// The Argon2 passes a file may ask for.
-    private static let maximumArgon2Iterations = 100_000
-    /// The AES-KDF rounds a file may ask for (about a minute).
-    private static let maximumAESRounds: UInt64 = 1 << 31
+
+    /// The most key derivation work a file may ask for: its parameters come from the file, so
+    /// a damaged or hostile one must not make the import take all memory or hours.
+    package struct Limits: Sendable {
+        /// Argon2's memory, in KiB.
+        package var argon2MemoryKiB: UInt64
+        /// Argon2's passes.
+        package var argon2Iterations: UInt64
+        /// AES-KDF's rounds.
+        package var aesRounds: UInt64
+
+        /// Limits for the command: 2 GiB and 100,000 passes of Argon2 (KeePassXC's settings
+        /// stay far below), 2^31 AES-KDF rounds (about a minute).
+        package static let standard = Limits(argon2MemoryKiB: 2 << 20, argon2Iterations: 100_000, aesRounds: 1 << 31)
+
+        /// Limits of the caller's choice (the fuzz target keeps them tiny).
+        package init(argon2MemoryKiB: UInt64, argon2Iterations: UInt64, aesRounds: UInt64) {
+            self.argon2MemoryKiB = argon2MemoryKiB
+            self.argon2Iterations = argon2Iterations
+            self.aesRounds = aesRounds
+        }
+    }
 
     /// Whether `data` starts with KeePass 2's signature (any version) or KeePass 1's.
     package static func isDatabase(_ data: Data) -> Bool {
@@ -70,12 +86,12 @@ package enum KDBXImport {
 
     /// The entries of the database `data`, opened with `key`; a clear error (and nothing
     /// read) for a wrong key, a damaged file or a version this does not read.
-    package static func contents(_ data: Data, key: Key) throws(CommandLineError) -> Contents {
+    package static func contents(_ data: Data, key: Key, limits: Limits = .standard) throws(CommandLineError) -> Contents {
         let bytes = Array(data)
         let header = try Header(bytes)
         var composite = compositeKey(key)
         defer { composite.wipe() }
-        let transformed = try transform(composite, header: header)
+        let transformed = try transform(composite, header: header, limits: limits)
         var transformedBytes = transformed.withBytes { Array($0) }
         defer { transformedBytes.wipe() }
         var cipherKey = Gcrypt.sha256(header.masterSeed + transformedBytes)
@@ -356,11 +372,11 @@ package enum KDBXImport {
     }
 
     /// The KDF's output for the composite key.
-    private static func transform(_ composite: [UInt8], header: Header) throws(CommandLineError) -> SecureBytes {
+    private static func transform(_ composite: [UInt8], header: Header, limits: Limits) throws(CommandLineError) -> SecureBytes {
         do {
             if header.major == 3 {
                 guard header.transformSeed.count == 32 else { throw damaged("its transform seed is malformed") }
-                guard header.transformRounds <= maximumAESRounds else { throw unreasonable("AES-KDF rounds") }
+                guard header.transformRounds <= limits.aesRounds else { throw unreasonable("AES-KDF rounds") }
                 return try Gcrypt.aesKDF(composite, seed: header.transformSeed, rounds: header.transformRounds)
             }
             let kdf = header.kdf
@@ -369,7 +385,7 @@ package enum KDBXImport {
                 guard let seed = kdf["S"], seed.count == 32, let rounds = kdf["R"], rounds.count == 8 else {
                     throw damaged("its AES-KDF parameters are malformed")
                 }
-                guard u64(rounds, 0) <= maximumAESRounds else { throw unreasonable("AES-KDF rounds") }
+                guard u64(rounds, 0) <= limits.aesRounds else { throw unreasonable("AES-KDF rounds") }
                 return try Gcrypt.aesKDF(composite, seed: seed, rounds: u64(rounds, 0))
             case argon2d, argon2id:
                 guard let salt = kdf["S"], let lanes = kdf["P"], lanes.count == 4, let memory = kdf["M"], memory.count == 8,
@@ -379,7 +395,7 @@ package enum KDBXImport {
                     throw CommandLineError.failure("this KeePass database uses Argon2 version \(u32(version, 0)); secretctl reads version 19 (0x13)", status: .usage)
                 }
                 let memoryKiB = u64(memory, 0) / 1024
-                guard memoryKiB <= UInt64(maximumArgon2MemoryKiB), u64(iterations, 0) <= UInt64(maximumArgon2Iterations), u32(lanes, 0) <= 256 else {
+                guard memoryKiB <= limits.argon2MemoryKiB, u64(iterations, 0) <= limits.argon2Iterations, u32(lanes, 0) <= 256 else {
                     throw unreasonable("Argon2 parameters")
                 }
                 let parameters = KDFParameters(iterations: Int(u64(iterations, 0)), memoryKiB: Int(memoryKiB), lanes: Int(u32(lanes, 0)))
