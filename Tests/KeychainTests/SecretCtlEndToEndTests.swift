@@ -406,6 +406,19 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(try InternetKeychain(server: host).removeValue(for: "clara"))
         #expect(try Keychain(service: service).removeValue(for: "bob"))
         #expect(try Keychain(service: "\(service).added").removeValue(for: "carol"))
+
+        // A database opened by its key file alone: an empty password on standard input.
+        let keyFile = root.appendingPathComponent("\(name).keyx").path
+        let alone = root.appendingPathComponent("\(name)-key.kdbx").path
+        try keepassxc(["db-create", "-q", "--set-key-file", keyFile, alone], input: "")
+        try keepassxc(["add", "-q", "--no-password", "-k", keyFile, "-u", "dave", "-p", alone, "\(service).key"], input: "key-only\n")
+        let withoutKey = try run(["import", alone], input: "\n")
+        #expect(withoutKey.status == 2 && withoutKey.errorOutput.hasPrefix("secretctl: the database password is empty\n"), "\(withoutKey.errorOutput)")
+        let byKey = try run(["import", "--key-file", keyFile, alone], input: "")
+        #expect(byKey.text == "imported 1, replaced 0, skipped 0, failed 0\n", "\(byKey.errorOutput)")
+        #expect(byKey.errorOutput == "secretctl: \(alone) is a KeePass database (KDBX 3.1)\n")
+        #expect(try Keychain(service: "\(service).key").string(for: "dave") == "key-only")
+        #expect(try Keychain(service: "\(service).key").removeValue(for: "dave"))
     }
 
     @Test("export --format kdbx, then import: every item comes back with its label and attributes; a damaged copy imports nothing")

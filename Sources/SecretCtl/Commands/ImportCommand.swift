@@ -62,7 +62,7 @@ enum ImportCommand: Verb {
             keyFile = contents
         }
         defer { keyFile?.wipe() }
-        var password = try ExportPassphrase.read(confirm: false, prompt: "Database password: ", allowEmpty: keyFile != nil)
+        var password = try ExportPassphrase.read(confirm: false, what: "database password", allowEmpty: keyFile != nil)
         defer { password.wipe() }
         return try KDBXImport.contents(data, key: KDBXImport.Key(password: password.isEmpty ? nil : password, keyFile: keyFile))
     }
