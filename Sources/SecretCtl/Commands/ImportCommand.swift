@@ -15,7 +15,7 @@ enum ImportCommand: Verb {
     /// `gnome-keyring`, `oo7` or `secret-service`.
     static let file = Positional<String>(
         "FILE",
-        help: "A secretctl export, a KeePass database (KDBX 4 or 3.1, from KeePassXC or KeePass), a Bitwarden (JSON or CSV), Apple Passwords or 1Password (CSV) export, a browser's CSV file, gnome-keyring or oo7 (their keyring files) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
+        help: "A secretctl export or a KeePass database (KDBX 4 or 3.1, from KeePassXC or KeePass; its passphrase or password is asked for without echo, or is the first line of standard input), a Bitwarden (JSON or CSV), Apple Passwords or 1Password (CSV) export, a browser's CSV file, gnome-keyring or oo7 (their keyring files) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
     /// `DIR`, with `gnome-keyring` and `oo7` only (`oo7` also takes one file).
     static let directory = Positional<String?>(
         "DIR",
