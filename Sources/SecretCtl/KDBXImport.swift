@@ -97,30 +97,32 @@ package enum KDBXImport {
         var cipherKey = Gcrypt.sha256(header.masterSeed + transformedBytes)
         defer { cipherKey.wipe() }
 
-        var plain: [UInt8]
-        let stream: Gcrypt.KeyStream?
+        // Every buffer of plain text below is a variable of its own, wiped when it goes.
+        var payload: [UInt8]
         if header.major == 4 {
             var hmacBase = Gcrypt.sha512([header.masterSeed, transformedBytes, [1]])
             defer { hmacBase.wipe() }
             let mac = try hmac(blockIndex: .max, base: hmacBase, [Array(bytes[0..<header.length])])
             guard constantTimeEquals(mac, Array(bytes[(header.length + 32)..<(header.length + 64)])) else { throw wrongKey }
-            let encrypted = try blocks(bytes, from: header.length + 64, hmacBase: hmacBase)
-            plain = try decompress(try decrypt(encrypted, header: header, key: cipherKey), header: header)
-            defer { plain.wipe() }
-            let (innerStream, xmlStart) = try innerHeader(plain)
-            stream = innerStream
-            var xml = Array(plain[xmlStart...])
-            defer { xml.wipe() }
-            return try contents(xml: xml, stream: stream, version: header.versionText)
+            payload = try decrypt(try blocks(bytes, from: header.length + 64, hmacBase: hmacBase), header: header, key: cipherKey)
         } else {
             var decrypted = try decrypt(Array(bytes[header.length...]), header: header, key: cipherKey)
             defer { decrypted.wipe() }
             guard decrypted.count >= 32, constantTimeEquals(Array(decrypted[0..<32]), header.streamStartBytes) else { throw wrongKey }
-            plain = try decompress(try hashedBlocks(decrypted, from: 32), header: header)
-            defer { plain.wipe() }
-            stream = try innerStream(id: header.innerStreamID, key: header.protectedStreamKey)
-            return try contents(xml: plain, stream: stream, version: header.versionText)
+            payload = try hashedBlocks(decrypted, from: 32)
         }
+        defer { payload.wipe() }
+        var plain = header.compressed ? try gunzip(payload) : payload
+        defer { plain.wipe() }
+        if header.major == 3 {
+            return try contents(
+                xml: plain, stream: try innerStream(id: header.innerStreamID, key: header.protectedStreamKey), version: header.versionText,
+                headerHash: Gcrypt.sha256(Array(bytes[0..<header.length])))
+        }
+        let (stream, xmlStart) = try innerHeader(plain)
+        var xml = Array(plain[xmlStart...])
+        defer { xml.wipe() }
+        return try contents(xml: xml, stream: stream, version: header.versionText)
     }
 
     /// The entries of a database's XML whose values are not protected (for the fuzz target).
@@ -128,15 +130,22 @@ package enum KDBXImport {
         try contents(xml: xml, stream: nil, version: "")
     }
 
-    /// The entries of a database's XML, protected values read with `stream` (nil: none).
-    private static func contents(xml: [UInt8], stream: Gcrypt.KeyStream?, version: String) throws(CommandLineError) -> Contents {
+    /// The entries of a database's XML, protected values read with `stream` (nil: none). KDBX
+    /// 3.1 keeps the SHA-256 of its outer header in the XML (`Meta/HeaderHash`): `headerHash`
+    /// is checked against it.
+    private static func contents(
+        xml: [UInt8], stream: Gcrypt.KeyStream?, version: String, headerHash: [UInt8]? = nil
+    ) throws(CommandLineError) -> Contents {
         var root: XMLReader.Element
         do { root = try XMLReader.parse(xml) } catch {
             throw damaged("its XML cannot be read (\(error.reason) at byte \(error.offset))")
         }
         guard root.name == "KeePassFile" else { throw damaged("its XML is not a KeePass file") }
-        try unprotect(&root, stream: stream)
         let meta = root.child("Meta")
+        if let headerHash, let recorded = meta?.child("HeaderHash")?.text.trimmingWhitespace, !recorded.isEmpty {
+            guard Data(base64Encoded: recorded).map(Array.init) == headerHash else { throw damaged("its header does not match its payload") }
+        }
+        try unprotect(&root, stream: stream)
         let ownExport = meta?.child("Generator")?.text == "secretctl"
         let recycleBin = meta?.child("RecycleBinUUID")?.text.trimmingWhitespace
         var contents = Contents(version: version)
@@ -443,6 +452,9 @@ package enum KDBXImport {
     /// KDBX 3.1's hashed block stream from `offset`: u32 index, SHA-256, u32 size, data.
     private static func hashedBlocks(_ bytes: [UInt8], from offset: Int) throws(CommandLineError) -> [UInt8] {
         var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)  // never reallocated: no copy of plain text left behind
+        var complete = false
+        defer { if !complete { output.wipe() } }
         var offset = offset
         var index: UInt32 = 0
         while true {
@@ -451,7 +463,8 @@ package enum KDBXImport {
             let hash = Array(bytes[(offset + 4)..<(offset + 36)])
             let size = Int(u32(bytes, offset + 36))
             guard size <= bytes.count - offset - 40 else { throw truncated }
-            let block = Array(bytes[(offset + 40)..<(offset + 40 + size)])
+            var block = Array(bytes[(offset + 40)..<(offset + 40 + size)])
+            defer { block.wipe() }
             offset += 40 + size
             if size == 0 {
                 guard hash.allSatisfy({ $0 == 0 }) else { throw damaged("its last block is malformed") }
@@ -461,6 +474,7 @@ package enum KDBXImport {
             output += block
             index += 1
         }
+        complete = true
         return output
     }
 
@@ -500,12 +514,9 @@ package enum KDBXImport {
         if let failure { throw failure }
     }
 
-    private static func decompress(_ bytes: [UInt8], header: Header) throws(CommandLineError) -> [UInt8] {
-        guard header.compressed else { return bytes }
-        var input = bytes
-        defer { input.wipe() }
+    private static func gunzip(_ bytes: [UInt8]) throws(CommandLineError) -> [UInt8] {
         do {
-            return try input.withUnsafeBytes { (buffer) throws(Zlib.Failure) in try Zlib.gunzip(buffer, limit: maximumPayload) }
+            return try bytes.withUnsafeBytes { (buffer) throws(Zlib.Failure) in try Zlib.gunzip(buffer, limit: maximumPayload) }
         } catch let error as Zlib.Failure {
             throw damaged("its compressed payload cannot be read: \(error.message)")
         } catch {

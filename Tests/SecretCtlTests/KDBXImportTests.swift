@@ -325,6 +325,13 @@ import Testing
         var flipped = bytes
         flipped[bytes.count - 40] ^= 1  // the last block of ciphertext: garbled plain text, or bad padding
         #expect(throws: CommandLineError.self) { try KDBXImport.contents(Data(flipped), key: key) }
+        // A changed header field that the key does not depend on (the inner stream's key): the
+        // header hash inside the payload tells.
+        var offset = 12
+        while bytes[offset] != 8 { offset += 3 + Int(bytes[offset + 1]) + Int(bytes[offset + 2]) << 8 }
+        var header = bytes
+        header[offset + 3] ^= 1
+        #expect(throws: damaged("its header does not match its payload")) { try KDBXImport.contents(Data(header), key: key) }
     }
 
     // MARK: - The XML reader
