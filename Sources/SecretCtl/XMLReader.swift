@@ -53,7 +53,8 @@ struct XMLReader {
             if bytes[position] != UInt8(ascii: "<") {
                 let text = try characterData()
                 if stack.isEmpty {
-                    guard text.allSatisfy({ $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }) else { throw fail("text outside the root element") }
+                    // By scalars: "\r\n" is one Character, equal to neither "\r" nor "\n".
+                    guard text.unicodeScalars.allSatisfy({ [" ", "\n", "\r", "\t"].contains($0) }) else { throw fail("text outside the root element") }
                 } else {
                     stack[stack.count - 1].text += text
                 }

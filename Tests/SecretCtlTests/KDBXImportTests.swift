@@ -346,6 +346,8 @@ import Testing
         #expect(root.attributes == ["x": "1", "y": "<AB\""])
         #expect(root.children("b").map(\.text) == ["t & u<raw>", "2"])
         #expect(root.child("c")?.text == "")
+        // KeePass 2 writes CRLF line ends ("\r\n" is one Character in Swift).
+        #expect(try XMLReader.parse(Array("<?xml version=\"1.0\"?>\r\n<a>\r\n\t<b>x</b>\r\n</a>\r\n".utf8)).child("b")?.text == "x")
         for bad in [
             "<!DOCTYPE a [<!ENTITY x \"y\">]><a/>", "<a><b></a></b>", "<a/><b/>", "<a>", "text", "<a>&bogus;</a>", "<a x=1/>", "<a></a>x",
             String(repeating: "<a>", count: 600) + String(repeating: "</a>", count: 600),
