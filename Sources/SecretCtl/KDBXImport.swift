@@ -11,8 +11,9 @@ import SecretCrypto
 ///   ciphers AES-256-CBC, ChaCha20 and Twofish-CBC; gzip or no compression; protected values
 ///   under the inner ChaCha20 or Salsa20 stream.
 /// - KDBX 4: the header's SHA-256 tells a damaged header, its HMAC a wrong password, and each
-///   block's HMAC a damaged payload. KDBX 3.1: the decrypted start bytes tell a wrong password,
-///   each block's SHA-256 a damaged payload.
+///   block's HMAC a damaged payload. KDBX 3.1: the decrypted start bytes (or bad padding) tell
+///   a wrong password, each block's SHA-256 a damaged payload, the header's SHA-256 recorded in
+///   the XML a changed header.
 /// - Each entry becomes an item by ``ImportedLogin``'s rule: Title, UserName, Password, URL and
 ///   Notes; KeePassXC's `otp` field as the TOTP setting; every other field as `field:NAME`; the
 ///   group path below the root group as `folder`; the tags. Entries in the recycle bin and
@@ -65,8 +66,8 @@ package enum KDBXImport {
         /// AES-KDF's rounds.
         package var aesRounds: UInt64
 
-        /// Limits for the command: 2 GiB and 100,000 passes of Argon2 (KeePassXC's settings
-        /// stay far below), 2^31 AES-KDF rounds (about a minute).
+        /// Limits for the command: 2 GiB and 100,000 passes of Argon2 (KeePassXC's default is
+        /// 64 MiB), 2^31 AES-KDF rounds (minutes).
         package static let standard = Limits(argon2MemoryKiB: 2 << 20, argon2Iterations: 100_000, aesRounds: 1 << 31)
 
         /// Limits of the caller's choice (the fuzz target keeps them tiny).
