@@ -16,11 +16,17 @@ import Testing
     static let network = "org.gnome.keyring.NetworkPassword"
     static let generic = "org.freedesktop.Secret.Generic"
 
-    let directory: URL
+    /// A directory of its own per test, removed with the suite's instance.
+    final class Scratch {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("kdbx-\(UUID().uuidString.prefix(8))")
+        deinit { try? FileManager.default.removeItem(at: url) }
+    }
+
+    let scratch = Scratch()
+    var directory: URL { scratch.url }
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("kdbx-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: scratch.url, withIntermediateDirectories: true)
     }
 
     /// Runs keepassxc-cli with `input` on standard input (passwords are never arguments).
