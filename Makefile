@@ -25,15 +25,17 @@
 #               removed, purged and installed again (scripts/e2e.sh; DEB_RELEASES to choose)
 # make deps     only install the Debian packages the build and the tests need
 
-# Build: libsecret, GLib, libgcrypt and SQLite headers, and g++ for libstdc++.a. Tests: a
+# Build: libsecret, GLib, libgcrypt, SQLite and zlib headers (zlib: gzip in KeePass databases,
+# secretctl import FILE.kdbx), and g++ for libstdc++.a. Tests: a
 # private bus, the reference provider and the clients checked against (secret-tool, Python
-# keyring), unit and man checks; KeePassXC, imported from (secretctl import secret-service);
+# keyring), unit and man checks; KeePassXC, imported from (secretctl import secret-service; its
+# keepassxc-cli makes the KeePass databases KDBXImportTests read);
 # Seahorse and gnome-keyring's prompter (gcr) under Xvfb, driven through AT-SPI and xdotool,
 # screenshots by ImageMagick (SeahorseTests, LiveImportTests); the desktop portal's frontend,
 # bubblewrap and xdg-dbus-proxy for sandboxed apps (PortalTests, SignalAudienceTests); Go with
 # godbus and Perl's Net::DBus for the cross-client checks (ClientInteropTests, scripts/interop).
 DEB_BUILD := pkg-config libsecret-1-dev libsystemd-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev libassuan-dev g++ \
-	libpam0g-dev libtss2-dev
+	libpam0g-dev libtss2-dev zlib1g-dev
 DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-jeepney python3-keyring \
 	python3-secretstorage groff-base man-db systemd git gcc libpam-wrapper pamtester bubblewrap xdg-dbus-proxy keepassxc \
 	seahorse gcr xvfb at-spi2-core python3-pyatspi xdotool imagemagick xdg-desktop-portal swtpm swtpm-tools tpm2-tools \

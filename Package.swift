@@ -33,6 +33,10 @@ let package = Package(
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
+        // gzip for KeePass databases (`secretctl import FILE.kdbx`; Sources/SecretCtl/Zlib.swift)
+        .systemLibrary(
+            name: "CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CProcess"),
         // The login control protocol, one header shared with the PAM module (pam/pam_secretd.c).
         .systemLibrary(name: "CLoginControl"),
@@ -107,7 +111,7 @@ let package = Package(
         // MARK: The command line (SecretCrypto for export files; not SecretStore, so secretctl
         // does not load SQLite)
         .target(
-            name: "SecretCtl", dependencies: ["GnomeKeyringFormat", "KeychainCore", "Keychain", "ProcessSpawning", "SecretCrypto"],
+            name: "SecretCtl", dependencies: ["CZlib", "GnomeKeyringFormat", "KeychainCore", "Keychain", "ProcessSpawning", "SecretCrypto"],
             swiftSettings: strictSettings),
 
         // MARK: Executables

@@ -5,7 +5,8 @@
 internal import CGcrypt
 import FoundationEssentials
 
-/// libgcrypt: initialisation, randomness, Argon2id, AES-256-GCM and SHA-256.
+/// libgcrypt: initialisation, randomness, Argon2id, AES-256-GCM and SHA-256, and what reading a
+/// KeePass database needs (Argon2d, AES-KDF, AES-256/Twofish-CBC, ChaCha20, Salsa20).
 public enum Gcrypt {
     /// Length of an AES-GCM nonce.
     package static let nonceLength = 12
@@ -60,6 +61,38 @@ public enum Gcrypt {
         associatedData: [UInt8]
     ) throws(CryptoError) -> SecureBytes {
         guard parameters.isWithinLimits else { throw .invalidInput("Argon2id parameters are out of range") }
+        return try argon2(
+            Int32(GCRY_KDF_ARGON2ID.rawValue), password: password, salt: salt, parameters: parameters, secret: secret,
+            associatedData: associatedData)
+    }
+
+    /// The Argon2 variants a KeePass database may name.
+    public enum Argon2Variant: Sendable {
+        /// Argon2d (KeePassXC's default for KDBX 4).
+        case argon2d
+        /// Argon2id.
+        case argon2id
+    }
+
+    /// Argon2d or Argon2id (version 0x13) of a KeePass database's composite key, with the
+    /// parameters its header names: a 32-byte key. The caller bounds the parameters (they come
+    /// from the file); this only checks that Argon2 can run with them.
+    public static func argon2(
+        _ variant: Argon2Variant, password: UnsafeRawBufferPointer, salt: [UInt8], parameters: KDFParameters,
+        secret: [UInt8] = [], associatedData: [UInt8] = []
+    ) throws(CryptoError) -> SecureBytes {
+        guard parameters.iterations >= 1, parameters.lanes >= 1, parameters.memoryKiB >= 8 * parameters.lanes else {
+            throw .invalidInput("Argon2 parameters are out of range")
+        }
+        let subalgorithm = variant == .argon2d ? GCRY_KDF_ARGON2D.rawValue : GCRY_KDF_ARGON2ID.rawValue
+        return try argon2(
+            Int32(subalgorithm), password: password, salt: salt, parameters: parameters, secret: secret, associatedData: associatedData)
+    }
+
+    private static func argon2(
+        _ subalgorithm: Int32, password: UnsafeRawBufferPointer, salt: [UInt8], parameters: KDFParameters, secret: [UInt8],
+        associatedData: [UInt8]
+    ) throws(CryptoError) -> SecureBytes {
         initialize()
         var handle: gcry_kdf_hd_t?
         let costs: [UInt] = [UInt(keyLength), UInt(parameters.iterations), UInt(parameters.memoryKiB), UInt(parameters.lanes)]
@@ -70,7 +103,7 @@ public enum Gcrypt {
                     associatedData.withUnsafeBytes { adBytes in
                         empty.withUnsafeBytes { emptyBytes in
                             gcry_kdf_open(
-                                &handle, Int32(GCRY_KDF_ARGON2.rawValue), Int32(GCRY_KDF_ARGON2ID.rawValue),
+                                &handle, Int32(GCRY_KDF_ARGON2.rawValue), subalgorithm,
                                 costBuffer.baseAddress, UInt32(costBuffer.count),
                                 password.baseAddress ?? emptyBytes.baseAddress, password.count,
                                 saltBytes.baseAddress, saltBytes.count,
@@ -367,6 +400,129 @@ public enum Gcrypt {
         if error == 0 { error = output.withUnsafeMutableBytes { gcry_cipher_encrypt(handle, $0.baseAddress, $0.count, nil, 0) } }
         guard error == 0 else { throw .library("aes-256-cbc: \(describe(error))") }
         return output
+    }
+
+    // MARK: - KeePass databases (for reading KDBX files)
+
+    /// The block ciphers in CBC mode a KeePass database may be encrypted with.
+    public enum DatabaseBlockCipher: Sendable {
+        /// AES-256.
+        case aes256
+        /// Twofish (256-bit key).
+        case twofish
+    }
+
+    /// CBC decryption under a 32-byte `key` and 16-byte `iv`, the PKCS#7 padding removed:
+    /// a KeePass database's payload. `.invalidInput` for a bad length or padding (with a
+    /// verified MAC, only a wrong key gives bad padding).
+    public static func decryptCBC(
+        _ cipher: DatabaseBlockCipher, _ ciphertext: [UInt8], key: [UInt8], iv: [UInt8]
+    ) throws(CryptoError) -> SecureBytes {
+        initialize()
+        guard key.count == 32, iv.count == 16 else { throw .invalidInput("the cipher needs a 32-byte key and a 16-byte IV") }
+        guard !ciphertext.isEmpty, ciphertext.count % 16 == 0 else { throw .invalidInput("encrypted data is not a whole number of blocks") }
+        let algorithm = cipher == .aes256 ? GCRY_CIPHER_AES256.rawValue : GCRY_CIPHER_TWOFISH.rawValue
+        var handle: gcry_cipher_hd_t?
+        var error = gcry_cipher_open(&handle, Int32(algorithm), Int32(GCRY_CIPHER_MODE_CBC.rawValue), UInt32(GCRY_CIPHER_SECURE.rawValue))
+        guard error == 0, let handle else { throw .library("cbc: \(describe(error))") }
+        defer { gcry_cipher_close(handle) }
+        error = key.withUnsafeBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
+        if error == 0 { error = iv.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
+        let padded = SecureBytes(count: ciphertext.count)
+        if error == 0 {
+            error = padded.withMutableBytes { out in
+                ciphertext.withUnsafeBytes { gcry_cipher_decrypt(handle, out.baseAddress, out.count, $0.baseAddress, $0.count) }
+            }
+        }
+        guard error == 0 else { throw .library("cbc: \(describe(error))") }
+        let padding = padded.withBytes { Int($0[$0.count - 1]) }
+        let valid = padded.withBytes { bytes in
+            (1...16).contains(padding) && bytes[(bytes.count - padding)...].allSatisfy { Int($0) == padding }
+        }
+        guard valid else { throw .invalidInput("the decrypted data has invalid padding") }
+        return padded.withBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<($0.count - padding)])) }
+    }
+
+    /// Twofish-CBC with PKCS#7 padding, for tests that write a database with that cipher.
+    package static func encryptTwofishCBC(_ plaintext: [UInt8], key: [UInt8], iv: [UInt8]) throws(CryptoError) -> [UInt8] {
+        initialize()
+        var handle: gcry_cipher_hd_t?
+        var error = gcry_cipher_open(&handle, Int32(GCRY_CIPHER_TWOFISH.rawValue), Int32(GCRY_CIPHER_MODE_CBC.rawValue), 0)
+        guard error == 0, let handle else { throw .library("twofish: \(describe(error))") }
+        defer { gcry_cipher_close(handle) }
+        error = key.withUnsafeBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
+        if error == 0 { error = iv.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
+        let padding = 16 - plaintext.count % 16
+        var output = plaintext + [UInt8](repeating: UInt8(padding), count: padding)
+        if error == 0 { error = output.withUnsafeMutableBytes { gcry_cipher_encrypt(handle, $0.baseAddress, $0.count, nil, 0) } }
+        guard error == 0 else { throw .library("twofish: \(describe(error))") }
+        return output
+    }
+
+    /// KeePass's AES-KDF: `key` (32 bytes) encrypted `rounds` times with AES-256-ECB under
+    /// `seed` (32 bytes), then SHA-256 of the result.
+    public static func aesKDF(_ key: [UInt8], seed: [UInt8], rounds: UInt64) throws(CryptoError) -> SecureBytes {
+        initialize()
+        guard key.count == 32, seed.count == 32 else { throw .invalidInput("AES-KDF needs a 32-byte key and seed") }
+        var handle: gcry_cipher_hd_t?
+        var error = gcry_cipher_open(&handle, Int32(GCRY_CIPHER_AES256.rawValue), Int32(GCRY_CIPHER_MODE_ECB.rawValue), UInt32(GCRY_CIPHER_SECURE.rawValue))
+        guard error == 0, let handle else { throw .library("aes-kdf: \(describe(error))") }
+        defer { gcry_cipher_close(handle) }
+        error = seed.withUnsafeBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
+        let block = SecureBytes(key)
+        // One call a round: the key's two blocks, encrypted in place.
+        var remaining = rounds
+        while error == 0 && remaining > 0 {
+            error = block.withMutableBytes { gcry_cipher_encrypt(handle, $0.baseAddress, 32, nil, 0) }
+            remaining -= 1
+        }
+        guard error == 0 else { throw .library("aes-kdf: \(describe(error))") }
+        let digest = SecureBytes(count: 32)
+        digest.withMutableBytes { out in
+            block.withBytes { gcry_md_hash_buffer(Int32(GCRY_MD_SHA256.rawValue), out.baseAddress, $0.baseAddress, 32) }
+        }
+        return digest
+    }
+
+    /// A keystream (ChaCha20 with a 12-byte nonce, or Salsa20 with an 8-byte one) that XORs
+    /// bytes in order: a KeePass database's outer cipher (ChaCha20) and its inner stream for
+    /// protected values, which is consumed value after value.
+    public final class KeyStream {
+        /// The stream ciphers.
+        public enum Algorithm: Sendable {
+            /// ChaCha20 (IETF, 12-byte nonce, block counter from 0).
+            case chaCha20
+            /// Salsa20 (20 rounds, 8-byte nonce).
+            case salsa20
+        }
+
+        private let handle: gcry_cipher_hd_t
+
+        /// A stream under a 32-byte `key` and `nonce`.
+        public init(_ algorithm: Algorithm, key: [UInt8], nonce: [UInt8]) throws(CryptoError) {
+            initialize()
+            let (cipher, nonceLength) = algorithm == .chaCha20 ? (GCRY_CIPHER_CHACHA20.rawValue, 12) : (GCRY_CIPHER_SALSA20.rawValue, 8)
+            guard key.count == 32, nonce.count == nonceLength else { throw .invalidInput("the stream cipher needs a 32-byte key and a \(nonceLength)-byte nonce") }
+            var handle: gcry_cipher_hd_t?
+            var error = gcry_cipher_open(&handle, Int32(cipher), Int32(GCRY_CIPHER_MODE_STREAM.rawValue), UInt32(GCRY_CIPHER_SECURE.rawValue))
+            guard error == 0, let handle else { throw .library("stream cipher: \(describe(error))") }
+            error = key.withUnsafeBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
+            if error == 0 { error = nonce.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
+            guard error == 0 else {
+                gcry_cipher_close(handle)
+                throw .library("stream cipher: \(describe(error))")
+            }
+            self.handle = handle
+        }
+
+        deinit { gcry_cipher_close(handle) }
+
+        /// XORs the next `bytes.count` bytes of the stream into `bytes`.
+        public func apply(_ bytes: UnsafeMutableRawBufferPointer) throws(CryptoError) {
+            guard bytes.count > 0 else { return }
+            let error = gcry_cipher_encrypt(handle, bytes.baseAddress, bytes.count, nil, 0)
+            guard error == 0 else { throw .library("stream cipher: \(describe(error))") }
+        }
     }
 
     /// Reverses ``encryptAES128CBC(_:key:iv:)``; `.invalidInput` for a bad length or padding.

@@ -1,7 +1,7 @@
-import FoundationEssentials
+package import FoundationEssentials
 import Keychain
 import KeychainCore
-import SecretCrypto
+package import SecretCrypto
 
 /// `secretctl export --format kdbx`: a KeePass database (KDBX 4.0) that KeePassXC and KeePass
 /// open with the passphrase: Argon2id (the parameters of secretd's own keyrings), AES-256-CBC,
@@ -17,15 +17,25 @@ import SecretCrypto
 /// - Values are not marked protected: KeePassXC reads them the same; only its in-memory
 ///   obfuscation of the file's XML is missing, which matters for nothing on disk (the whole
 ///   payload is encrypted).
-enum KDBXExport {
+package enum KDBXExport {
     /// One item to write.
-    struct Entry {
+    package struct Entry {
         var collection: String
         var label: String
         var attributes: [String: String]
         var secret: Data
         var created: Date
         var modified: Date
+
+        /// An item of `collection` (the fuzz target's seeds make these).
+        package init(collection: String, label: String, attributes: [String: String], secret: Data, created: Date, modified: Date) {
+            self.collection = collection
+            self.label = label
+            self.attributes = attributes
+            self.secret = secret
+            self.created = created
+            self.modified = modified
+        }
     }
 
     private static let signature1: UInt32 = 0x9AA2_D903
@@ -38,7 +48,7 @@ enum KDBXExport {
     private static let chaCha20Stream: UInt32 = 3
 
     /// The database's bytes, and how many items were left out.
-    static func database(_ entries: [Entry], passphrase: Data, parameters: KDFParameters = .standard) throws(CommandLineError) -> (
+    package static func database(_ entries: [Entry], passphrase: Data, parameters: KDFParameters = .standard) throws(CommandLineError) -> (
         bytes: [UInt8], leftOut: Int
     ) {
         let masterSeed = Gcrypt.randomBytes(count: 32)

@@ -10,9 +10,9 @@ enum LoginAttributes {
     static let notes = "notes"
     /// A TOTP setting, as the manager wrote it (`otpauth://…` or a bare seed).
     static let otp = "otpauth"
-    /// The folder (Bitwarden).
+    /// The folder (Bitwarden), or a KeePass entry's group path (`Work/Servers`).
     static let folder = "folder"
-    /// The tags (1Password).
+    /// The tags (1Password, KeePass).
     static let tags = "tags"
     /// The prefix of a custom field's attribute (`field:PIN`).
     static let fieldPrefix = "field:"

@@ -342,6 +342,124 @@ extension ProviderTests.SecretCtlEndToEnd {
 }
 
 extension ProviderTests.SecretCtlEndToEnd {
+    /// Runs keepassxc-cli with `input` on standard input.
+    func keepassxc(_ arguments: [String], input: String) throws {
+        let scratch = try environment().root
+        let result = try CommandResult.run(
+            ["keepassxc-cli"] + arguments, input: Data(input.utf8), environment: ["PATH": "/usr/bin:/bin", "HOME": scratch.path, "LANG": "C.UTF-8"],
+            scratch: scratch)
+        try #require(result.status == 0, "keepassxc-cli \(arguments): \(result.errorOutput)")
+    }
+
+    @Test("import of a KeePassXC database (keepassxc-cli): fields, group path, TOTP; a wrong password imports nothing; a second run adds nothing")
+    func importKDBX() throws {
+        let host = "kdbx-\(UUID().uuidString.prefix(8)).example.com"
+        let service = uniqueService()
+        let root = try environment().root
+        let name = "kp-\(UUID().uuidString.prefix(6))"
+        let xml = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <KeePassFile><Meta><Generator>KeePassXC</Generator></Meta><Root><Group><UUID>AAAAAAAAAAAAAAAAAAAAAQ==</UUID><Name>Passwords</Name>
+            <Entry><UUID>AAAAAAAAAAAAAAAAAAAAEA==</UUID><Tags>work</Tags><CustomData><Item><Key>k</Key><Value>v</Value></Item></CustomData>
+            <String><Key>Title</Key><Value>Forge</Value></String><String><Key>UserName</Key><Value>clara</Value></String>
+            <String><Key>Password</Key><Value ProtectInMemory="True">pa,ss &lt;&amp;&gt; ✓</Value></String>
+            <String><Key>URL</Key><Value>https://\(host):8443/login</Value></String><String><Key>Notes</Key><Value>ask Ann</Value></String>
+            <String><Key>otp</Key><Value ProtectInMemory="True">otpauth://totp/f?secret=JBSWY3DP</Value></String>
+            <String><Key>PIN</Key><Value ProtectInMemory="True">4711</Value></String></Entry>
+            <Group><UUID>AAAAAAAAAAAAAAAAAAAAAg==</UUID><Name>Work</Name>
+            <Entry><UUID>AAAAAAAAAAAAAAAAAAAAEQ==</UUID><String><Key>Title</Key><Value>\(service)</Value></String>
+            <String><Key>UserName</Key><Value>bob</Value></String><String><Key>Password</Key><Value ProtectInMemory="True">pässwörd</Value></String></Entry>
+            </Group></Group></Root></KeePassFile>
+            """
+        try xml.write(to: root.appendingPathComponent("\(name).xml"), atomically: true, encoding: .utf8)
+        let file = root.appendingPathComponent("\(name).kdbx").path
+        try keepassxc(["import", "-q", "-p", root.appendingPathComponent("\(name).xml").path, file], input: "db pass\ndb pass\n")
+        try keepassxc(["add", "-q", "-u", "carol", "-p", file, "Work/\(service).added"], input: "db pass\ncarol-\(service)\n")
+
+        let wrong = try run(["import", file], input: "db pas\n")
+        #expect(wrong.status == 4)
+        #expect(wrong.errorOutput == "secretctl: wrong password (or key file) for this KeePass database; nothing was imported\n")
+        #expect(try Keychain(service: service).allAccounts().isEmpty)
+
+        let first = try run(["import", file], input: "db pass\n")
+        #expect(first.status == 0, "\(first.errorOutput)")
+        #expect(first.text == "imported 3, replaced 0, skipped 0, failed 0\n", "\(first.errorOutput)")
+        #expect(first.errorOutput == "secretctl: \(file) is a KeePass database (KDBX 4.0)\n")
+        #expect(try InternetKeychain(server: host, protocol: .https, port: 8443).password(for: "clara") == "pa,ss <&> ✓")
+        #expect(try Keychain(service: service).string(for: "bob") == "pässwörd")
+        let forge = try JSONSerialization.jsonObject(with: try run(["search", "--json", "--attr", "server=\(host)"]).output) as? [[String: Any]]
+        let attributes = try #require(forge?.first?["attributes"] as? [String: String])
+        #expect(attributes["notes"] == "ask Ann" && attributes["otpauth"] == "otpauth://totp/f?secret=JBSWY3DP")
+        #expect(attributes["field:PIN"] == "4711" && attributes["tags"] == "work" && attributes["port"] == "8443")
+        #expect(forge?.first?["label"] as? String == "Forge")
+        let bob = try JSONSerialization.jsonObject(with: try run(["search", "--json", "--attr", "service=\(service)"]).output) as? [[String: Any]]
+        #expect((bob?.first?["attributes"] as? [String: String])?["folder"] == "Work")
+        let added = try run(["search", "--json", "--attr", "service=\(service).added", "--attr", "account=carol"])
+        #expect(added.text.contains("\"folder\":\"Work\""), "\(added.text)")
+
+        let again = try run(["import", file], input: "db pass\n")
+        #expect(again.text == "imported 0, replaced 0, skipped 3, failed 0\n", "\(again.errorOutput)")
+        // --key-file goes with a KeePass database only.
+        try "url,username,password\n".write(to: root.appendingPathComponent("\(name).csv"), atomically: true, encoding: .utf8)
+        #expect(try run(["import", "--key-file", file, root.appendingPathComponent("\(name).csv").path]).status == 2)
+
+        #expect(try InternetKeychain(server: host).removeValue(for: "clara"))
+        #expect(try Keychain(service: service).removeValue(for: "bob"))
+        #expect(try Keychain(service: "\(service).added").removeValue(for: "carol"))
+
+        // A database opened by its key file alone: an empty password on standard input.
+        let keyFile = root.appendingPathComponent("\(name).keyx").path
+        let alone = root.appendingPathComponent("\(name)-key.kdbx").path
+        try keepassxc(["db-create", "-q", "--set-key-file", keyFile, alone], input: "")
+        try keepassxc(["add", "-q", "--no-password", "-k", keyFile, "-u", "dave", "-p", alone, "\(service).key"], input: "key-only\n")
+        let withoutKey = try run(["import", alone], input: "\n")
+        #expect(withoutKey.status == 2 && withoutKey.errorOutput.hasPrefix("secretctl: the database password is empty\n"), "\(withoutKey.errorOutput)")
+        let byKey = try run(["import", "--key-file", keyFile, alone], input: "")
+        #expect(byKey.text == "imported 1, replaced 0, skipped 0, failed 0\n", "\(byKey.errorOutput)")
+        #expect(byKey.errorOutput == "secretctl: \(alone) is a KeePass database (KDBX 3.1)\n")
+        #expect(try Keychain(service: "\(service).key").string(for: "dave") == "key-only")
+        #expect(try Keychain(service: "\(service).key").removeValue(for: "dave"))
+    }
+
+    @Test("export --format kdbx, then import: every item comes back with its label and attributes; a damaged copy imports nothing")
+    func kdbxRoundTrip() throws {
+        let host = "rt-\(UUID().uuidString.prefix(8)).example.com"
+        let service = uniqueService()
+        try InternetKeychain(server: host, protocol: .https, port: 8443).set("pa,ss<&>\"w ✓", for: "alice", label: "Alice's forge")
+        try Keychain(service: service).set("two\nlines", for: "bob", label: "Bob's token")
+        func attributes(_ query: String) throws -> [[String: Any]] {
+            try JSONSerialization.jsonObject(with: try run(["search", "--json", "--attr", query]).output) as? [[String: Any]] ?? []
+        }
+        let before = try attributes("server=\(host)") + attributes("service=\(service)")
+        #expect(before.count == 2)
+        let file = try environment().root.appendingPathComponent("rt-\(UUID().uuidString.prefix(6)).kdbx")
+        #expect(try run(["export", "--format", "kdbx", file.path], input: "round trip\n").status == 0)
+        #expect(try InternetKeychain(server: host).removeValue(for: "alice"))
+        #expect(try Keychain(service: service).removeValue(for: "bob"))
+
+        var damaged = try Data(contentsOf: file)
+        damaged[damaged.count - 60] ^= 1
+        let damagedFile = file.deletingPathExtension().appendingPathExtension("damaged.kdbx")
+        try damaged.write(to: damagedFile)
+        let refused = try run(["import", damagedFile.path], input: "round trip\n")
+        #expect(refused.status == 2)
+        #expect(refused.errorOutput.contains("this KeePass database is damaged: block"), "\(refused.errorOutput)")
+        #expect(try attributes("server=\(host)").isEmpty)
+
+        let imported = try run(["import", file.path], input: "round trip\n")
+        #expect(imported.status == 0, "\(imported.errorOutput)")
+        #expect(imported.text.hasPrefix("imported 2, replaced 0, skipped "), "\(imported.text)")
+        let after = try attributes("server=\(host)") + attributes("service=\(service)")
+        #expect(after.map { $0["label"] as? String } == before.map { $0["label"] as? String })
+        #expect(after.map { $0["attributes"] as? [String: String] } == before.map { $0["attributes"] as? [String: String] })
+        #expect(try InternetKeychain(server: host, protocol: .https, port: 8443).password(for: "alice") == "pa,ss<&>\"w ✓")
+        #expect(try Keychain(service: service).string(for: "bob") == "two\nlines")
+        #expect(try InternetKeychain(server: host).removeValue(for: "alice"))
+        #expect(try Keychain(service: service).removeValue(for: "bob"))
+    }
+}
+
+extension ProviderTests.SecretCtlEndToEnd {
     @Test("search --attr matches attributes exactly and prints JSON")
     func searchByAttribute() throws {
         let service = uniqueService()

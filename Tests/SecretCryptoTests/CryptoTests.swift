@@ -19,6 +19,29 @@ import Testing
         #expect(hex(key) == "0d640df58d78766c08c037a34a8b53c9d01ef0452d75b65eb52520e96b01e659")
     }
 
+    @Test("Argon2d (for KeePass databases) matches the RFC 9106 §5.1 test vector")
+    func argon2dVector() throws {
+        let password = [UInt8](repeating: 1, count: 32)
+        let key = try password.withUnsafeBytes { bytes in
+            try Gcrypt.argon2(
+                .argon2d, password: bytes, salt: [UInt8](repeating: 2, count: 16),
+                parameters: KDFParameters(iterations: 3, memoryKiB: 32, lanes: 4),
+                secret: [UInt8](repeating: 3, count: 8), associatedData: [UInt8](repeating: 4, count: 12))
+        }
+        #expect(hex(key) == "512b391b6f1162975371d30919734294f868e3be3984f3c1a13a4db9fabe4acb")
+    }
+
+    @Test("ChaCha20 (KeePass's cipher and inner stream) matches RFC 8439's first keystream vector, across calls")
+    func chaCha20Vector() throws {
+        let stream = try Gcrypt.KeyStream(.chaCha20, key: [UInt8](repeating: 0, count: 32), nonce: [UInt8](repeating: 0, count: 12))
+        var first = [UInt8](repeating: 0, count: 5)
+        var rest = [UInt8](repeating: 0, count: 59)
+        try first.withUnsafeMutableBytes { try stream.apply($0) }
+        try rest.withUnsafeMutableBytes { try stream.apply($0) }
+        #expect(hex(first + rest) == "76b8e0ada0f13d90405d6ae55386bd28bdd219b8a08ded1aa836efcc8b770dc7da41597c5157488d7724e03fb8d84a376a43b8f41518a11cc387b669b2ee6586")
+        #expect(throws: CryptoError.self) { try Gcrypt.KeyStream(.salsa20, key: [UInt8](repeating: 0, count: 32), nonce: [UInt8](repeating: 0, count: 12)) }
+    }
+
     @Test("Argon2id refuses parameters beyond the limits (at most 10 passes, 256 MiB, 16 lanes)")
     func argon2Limits() {
         #expect(KDFParameters.standard.isWithinLimits && KDFParameters.testing.isWithinLimits)

@@ -2,19 +2,20 @@ import FoundationEssentials
 import Keychain
 import KeychainCore
 
-/// `secretctl import FILE`: adds the items of a secretctl export (``ExportFile``), of a password
-/// manager's export (``PasswordManagerImport``: Bitwarden, Apple Passwords, 1Password) or of a
-/// browser's CSV (``CSVImport``); items that exist are skipped unless `--replace`.
+/// `secretctl import FILE`: adds the items of a secretctl export (``ExportFile``), of a KeePass
+/// database (``KDBXImport``), of a password manager's export (``PasswordManagerImport``:
+/// Bitwarden, Apple Passwords, 1Password) or of a browser's CSV (``CSVImport``); items that
+/// exist are skipped unless `--replace`.
 /// `secretctl import gnome-keyring [DIR]`: gnome-keyring's keyrings; `secretctl import oo7
 /// [DIR|FILE]`: oo7's, or one libsecret file keyring (``GnomeKeyringImport``).
 /// `secretctl import secret-service [--from NAME]`: the keyrings of the provider running now
 /// (``SecretServiceImport``).
 enum ImportCommand: Verb {
-    /// `FILE`, an export or a CSV file (told apart by the export's magic bytes), or the word
+    /// `FILE`, an export, a KeePass database or a CSV file (told apart by their magic bytes), or the word
     /// `gnome-keyring`, `oo7` or `secret-service`.
     static let file = Positional<String>(
         "FILE",
-        help: "A secretctl export, a Bitwarden (JSON or CSV), Apple Passwords or 1Password (CSV) export, a browser's CSV file, gnome-keyring or oo7 (their keyring files) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
+        help: "A secretctl export or a KeePass database (KDBX 4 or 3.1, from KeePassXC or KeePass; its passphrase or password is asked for without echo, or is the first line of standard input), a Bitwarden (JSON or CSV), Apple Passwords or 1Password (CSV) export, a browser's CSV file, gnome-keyring or oo7 (their keyring files) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
     /// `DIR`, with `gnome-keyring` and `oo7` only (`oo7` also takes one file).
     static let directory = Positional<String?>(
         "DIR",
@@ -25,6 +26,10 @@ enum ImportCommand: Verb {
     static let passwordStdin = LongOption<Bool>(
         "password-stdin",
         help: "With gnome-keyring or oo7: read the passwords to try on standard input, one per line, the login keyring's first. With secret-service: read the password of secretd's login keyring.")
+    /// `--key-file FILE`: the key file of a KeePass database.
+    static let keyFile = LongOption<String?>(
+        "key-file", value: "FILE",
+        help: "With a KeePass database: its key file, with the password or alone (then an empty password: press Enter at the prompt).")
     /// `--from NAME`: the bus name of the provider `secret-service` reads.
     static let from = LongOption<String?>(
         "from", value: "NAME", help: "With secret-service: the bus name of the provider to read (default org.freedesktop.secrets).")
@@ -36,14 +41,31 @@ enum ImportCommand: Verb {
 
     static let spec = CommandSpec(
         name: "import",
-        abstract: "Add the items of an export, of Bitwarden's, Apple Passwords' or 1Password's export, of a browser's CSV (name,url,username,password), of gnome-keyring's or oo7's keyrings, or of the provider running now.",
-        arguments: [file, directory], options: [replace, passwordStdin, from],
+        abstract: "Add the items of an export, of a KeePass database, of Bitwarden's, Apple Passwords' or 1Password's export, of a browser's CSV (name,url,username,password), of gnome-keyring's or oo7's keyrings, or of the provider running now.",
+        arguments: [file, directory], options: [replace, passwordStdin, keyFile, from],
         examples: [
-            "secretctl import keyring.export", "secretctl import passwords.csv", "secretctl import bitwarden_export.json",
+            "secretctl import keyring.export", "secretctl import Passwords.kdbx", "secretctl import --key-file Passwords.keyx Passwords.kdbx",
+            "secretctl import passwords.csv", "secretctl import bitwarden_export.json",
             "secretctl import gnome-keyring", "secretctl import oo7",
             "secretctl import oo7 ~/.var/app/org.example.App/data/keyrings/default.keyring",
             "secretctl import gnome-keyring --password-stdin < login-password", "secretctl import secret-service",
         ])
+
+    /// The entries of a KeePass database, opened with the password read as an export's
+    /// passphrase is (typed without echo, or the first line of standard input) and the key file.
+    private static func keePassDatabase(_ data: Data, keyFilePath: String?) throws(CommandLineError) -> KDBXImport.Contents {
+        var keyFile: Data?
+        if let keyFilePath {
+            guard let contents = FileManager.default.contents(atPath: keyFilePath) else {
+                throw .failure("cannot read the key file \(keyFilePath)", status: .usage)
+            }
+            keyFile = contents
+        }
+        defer { keyFile?.wipe() }
+        var password = try ExportPassphrase.read(confirm: false, what: "database password", allowEmpty: keyFile != nil)
+        defer { password.wipe() }
+        return try KDBXImport.contents(data, key: KDBXImport.Key(password: password.isEmpty ? nil : password, keyFile: keyFile))
+    }
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
         let path = parsed[Self.file]
@@ -58,6 +80,7 @@ enum ImportCommand: Verb {
             return try SecretServiceImport.run(from: parsed[Self.from], passwordOnStandardInput: parsed[Self.passwordStdin])
         }
         guard parsed[Self.from] == nil else { throw .usage("--from goes with secret-service only", command: spec.name) }
+        let keyFilePath = parsed[Self.keyFile]
         if let source = Self.keyringFiles[path] {
             guard !replace else { throw .usage("--replace does not go with \(path): items there already are skipped", command: spec.name) }
             return try GnomeKeyringImport.run(source, path: parsed[Self.directory], passwordOnStandardInput: parsed[Self.passwordStdin])
@@ -66,9 +89,20 @@ enum ImportCommand: Verb {
             throw .usage("DIR and --password-stdin go with gnome-keyring and oo7 only", command: spec.name)
         }
         guard let data = FileManager.default.contents(atPath: path) else { throw .failure("cannot read \(path)", status: .usage) }
+        guard keyFilePath == nil || KDBXImport.isDatabase(data) else {
+            throw .usage("--key-file goes with a KeePass database only, and \(path) is none", command: spec.name)
+        }
         var items: [ExportFile.Item]
         var skipped = 0
-        if ExportFile.isExport(data) {
+        if KDBXImport.isDatabase(data) {
+            let contents = try keePassDatabase(data, keyFilePath: keyFilePath)
+            items = contents.items
+            skipped = contents.empty + contents.recycled
+            var note = "secretctl: \(path) is a KeePass database (KDBX \(contents.version))"
+            if contents.empty > 0 { note += "; \(contents.empty) \(contents.empty == 1 ? "entry has" : "entries have") neither a password nor notes" }
+            if contents.recycled > 0 { note += "; \(contents.recycled) \(contents.recycled == 1 ? "entry is" : "entries are") in the recycle bin" }
+            Terminal.writeError(note + "\n")
+        } else if ExportFile.isExport(data) {
             items = try ExportFile.open(data, passphrase: try ExportPassphrase.read(confirm: false))
         } else if let source = PasswordManagerImport.source(of: data) {
             let contents = try PasswordManagerImport.contents(data, source: source)
