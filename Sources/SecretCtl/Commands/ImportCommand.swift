@@ -7,24 +7,25 @@ import KeychainCore
 /// browser's CSV (``CSVImport``); items that exist are skipped unless `--replace`.
 /// `secretctl import gnome-keyring [DIR]`: gnome-keyring's keyrings; `secretctl import oo7
 /// [DIR|FILE]`: oo7's, or one libsecret file keyring (``GnomeKeyringImport``).
+/// `secretctl import kwallet [DIR|FILE.kwl]`: KDE's wallets (``KWalletImport``).
 /// `secretctl import secret-service [--from NAME]`: the keyrings of the provider running now
 /// (``SecretServiceImport``).
 enum ImportCommand: Verb {
     /// `FILE`, an export or a CSV file (told apart by the export's magic bytes), or the word
-    /// `gnome-keyring`, `oo7` or `secret-service`.
+    /// `gnome-keyring`, `oo7`, `kwallet` or `secret-service`.
     static let file = Positional<String>(
         "FILE",
-        help: "A secretctl export, a Bitwarden (JSON or CSV), Apple Passwords or 1Password (CSV) export, a browser's CSV file, gnome-keyring or oo7 (their keyring files) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
-    /// `DIR`, with `gnome-keyring` and `oo7` only (`oo7` also takes one file).
+        help: "A secretctl export, a Bitwarden (JSON or CSV), Apple Passwords or 1Password (CSV) export, a browser's CSV file, gnome-keyring or oo7 (their keyring files), kwallet (KDE's wallets) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
+    /// `DIR`, with `gnome-keyring`, `oo7` and `kwallet` only (`oo7` and `kwallet` also take one file).
     static let directory = Positional<String?>(
         "DIR",
-        help: "With gnome-keyring: where its *.keyring files are (default: ~/.local/share/keyrings). With oo7: where its files are (default: ~/.local/share/keyrings/v1), or one libsecret file keyring (a Flatpak app's ~/.var/app/APP/data/keyrings/default.keyring).")
+        help: "With gnome-keyring: where its *.keyring files are (default: ~/.local/share/keyrings). With oo7: where its files are (default: ~/.local/share/keyrings/v1), or one libsecret file keyring (a Flatpak app's ~/.var/app/APP/data/keyrings/default.keyring). With kwallet: where its wallets are (default: ~/.local/share/kwalletd), or one FILE.kwl.")
     /// `--replace`: overwrite existing items instead of skipping them.
-    static let replace = LongOption<Bool>("replace", help: "Overwrite items that already exist (default: skip them; not with gnome-keyring or oo7).")
+    static let replace = LongOption<Bool>("replace", help: "Overwrite items that already exist (default: skip them; not with gnome-keyring, oo7 or kwallet).")
     /// `--password-stdin`: passwords on standard input instead of typed ones.
     static let passwordStdin = LongOption<Bool>(
         "password-stdin",
-        help: "With gnome-keyring or oo7: read the passwords to try on standard input, one per line, the login keyring's first. With secret-service: read the password of secretd's login keyring.")
+        help: "With gnome-keyring or oo7: read the passwords to try on standard input, one per line, the login keyring's first. With kwallet: the passwords to try on every wallet, one per line. With secret-service: read the password of secretd's login keyring.")
     /// `--from NAME`: the bus name of the provider `secret-service` reads.
     static let from = LongOption<String?>(
         "from", value: "NAME", help: "With secret-service: the bus name of the provider to read (default org.freedesktop.secrets).")
@@ -36,13 +37,14 @@ enum ImportCommand: Verb {
 
     static let spec = CommandSpec(
         name: "import",
-        abstract: "Add the items of an export, of Bitwarden's, Apple Passwords' or 1Password's export, of a browser's CSV (name,url,username,password), of gnome-keyring's or oo7's keyrings, or of the provider running now.",
+        abstract: "Add the items of an export, of Bitwarden's, Apple Passwords' or 1Password's export, of a browser's CSV (name,url,username,password), of gnome-keyring's or oo7's keyrings, of KWallet's wallets, or of the provider running now.",
         arguments: [file, directory], options: [replace, passwordStdin, from],
         examples: [
             "secretctl import keyring.export", "secretctl import passwords.csv", "secretctl import bitwarden_export.json",
             "secretctl import gnome-keyring", "secretctl import oo7",
             "secretctl import oo7 ~/.var/app/org.example.App/data/keyrings/default.keyring",
-            "secretctl import gnome-keyring --password-stdin < login-password", "secretctl import secret-service",
+            "secretctl import gnome-keyring --password-stdin < login-password", "secretctl import kwallet",
+            "secretctl import kwallet ~/.local/share/kwalletd/work.kwl", "secretctl import secret-service",
         ])
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
@@ -62,8 +64,12 @@ enum ImportCommand: Verb {
             guard !replace else { throw .usage("--replace does not go with \(path): items there already are skipped", command: spec.name) }
             return try GnomeKeyringImport.run(source, path: parsed[Self.directory], passwordOnStandardInput: parsed[Self.passwordStdin])
         }
+        if path == KWalletImport.word {
+            guard !replace else { throw .usage("--replace does not go with kwallet: items there already are skipped", command: spec.name) }
+            return try KWalletImport.run(path: parsed[Self.directory], passwordOnStandardInput: parsed[Self.passwordStdin])
+        }
         guard parsed[Self.directory] == nil, !parsed[Self.passwordStdin] else {
-            throw .usage("DIR and --password-stdin go with gnome-keyring and oo7 only", command: spec.name)
+            throw .usage("DIR and --password-stdin go with gnome-keyring, oo7 and kwallet only", command: spec.name)
         }
         guard let data = FileManager.default.contents(atPath: path) else { throw .failure("cannot read \(path)", status: .usage) }
         var items: [ExportFile.Item]
