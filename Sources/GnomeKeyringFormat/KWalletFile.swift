@@ -155,8 +155,9 @@ public enum KWalletFile {
         }
     }
 
-    /// The folders and entries of the decrypted data.
-    private static func readData(_ body: UnsafeRawBufferPointer) throws(KWalletError) -> KWallet {
+    /// The folders and entries of the decrypted data (its QDataStream, without the random
+    /// block, length and check sum around it).
+    package static func readData(_ body: UnsafeRawBufferPointer) throws(KWalletError) -> KWallet {
         try typed { () throws(GnomeKeyringError) -> KWallet in
             var reader = ByteReader(body)
             var wallet = KWallet(folders: [], entries: [])
