@@ -14,8 +14,9 @@ KWallet's own client library: a placeholder written over D-Bus is overwritten by
 which turns its JSON into a QMap<QString,QString> and calls KWallet::Wallet::writeMap.
 "Prompt on Open=false" in kwalletrc lets the D-Bus clients in without the access dialog.
 A second kwalletd loads the files (pamOpen again); its D-Bus read-back, and kwallet-query -r for
-maps, is MANIFEST.json, the result an importer must reproduce. Needs python3-jeepney and
-libkf5wallet-bin (kwalletd5, kwallet-query; Debian 12: 5.103).
+maps, is MANIFEST.json, the result an importer must reproduce. Then wallets of the old format
+(LEGACY), made through kwalletd's own dialogs in Xvfb. Needs python3-jeepney, libkf5wallet-bin
+(kwalletd5, kwallet-query; Debian 12: 5.103), xvfb and xdotool.
 """
 import base64, hashlib, json, os, shutil, signal, subprocess, sys, tempfile, time
 from jeepney import DBusAddress, new_method_call
@@ -70,6 +71,18 @@ FDO = "org.freedesktop.Secret."
 FDO_ROOT = DBusAddress("/org/freedesktop/secrets", "org.freedesktop.secrets", FDO + "Service")
 FDO_COLLECTION = lambda name: DBusAddress(f"/org/freedesktop/secrets/collection/{name}", "org.freedesktop.secrets",
                                           FDO + "Collection")
+# Wallets of format 0.0 (the SHA-1 key of KDE before 4.13), which kwalletd still writes when it
+# cannot write NAME.salt (here a directory of that name): made through kwalletd's own dialogs, in
+# Xvfb, driven with xdotool (a new wallet: the wizard, Blowfish, the password twice), then opened
+# again through its password dialog and read back. One per length class of the old key (one to
+# four 16-byte parts of the password).
+LEGACY = {
+    "legacy8": "Lg-pw-8!",
+    "legacy24": "Legacy-pw-24-characters!",
+    "legacy40": "Legacy-pw-of-40-characters-0123456789abc",
+    "legacy60": "Legacy-pw-of-60-characters-0123456789abcdefghijklmnopqrstuvw",
+}
+LEGACY_ENTRIES = [("Passwords", "mail.example.org", PASSWORD, "legacy ✓"), ("Streams", "blob", STREAM, b"\0\x01\xff")]
 NOTES = [
     "Read back through D-Bus from a fresh kwalletd5 that loaded these files (pamOpen with the key).",
     "value: the entry's stored bytes (readEntry), base64. password: readPassword. map: kwallet-query -r (JSON).",
@@ -229,6 +242,99 @@ def read_fdo_items(conn, name):
     return sorted(items, key=lambda i: i["label"])
 
 
+def xdo(env, *args):
+    return subprocess.run(["xdotool", *args], env=env, capture_output=True, text=True, timeout=CALL_TIMEOUT).stdout.strip()
+
+
+def dialog(env, previous):
+    """The newest visible kwalletd window other than `previous`."""
+    for _ in range(100):
+        windows = [w for w in xdo(env, "search", "--onlyvisible", "--class", "kwalletd5").split("\n") if w and w != previous]
+        if windows:
+            time.sleep(0.3)
+            return windows[-1]
+        time.sleep(0.1)
+    die("no kwalletd dialog appeared")
+
+
+def type_password(env, window, password, twice):
+    xdo(env, "mousemove", "--window", window, "20", "20")  # no window manager: keys go where the pointer is
+    for n in range(2 if twice else 1):
+        if n:
+            xdo(env, "key", "Tab")
+        xdo(env, "type", "--delay", "15", password)
+        time.sleep(0.2)
+    xdo(env, "key", "Return")
+
+
+def open_by_dialog(conn, env, name, password, new, log):
+    """open() with kwalletd's dialogs answered; returns the handle (of a second call, as the
+    first one's reply waits for the dialogs)."""
+    conn.send(new_method_call(KWALLETD, "open", "sxs", (name, 0, APPID)))
+    window = dialog(env, None)
+    if new:  # the wizard: "Classic, blowfish encrypted file", then Finish
+        xdo(env, "mousemove", "--window", window, "109", "167", "click", "1")
+        time.sleep(0.3)
+        xdo(env, "mousemove", "--window", window, "362", "336", "click", "1")
+        window = dialog(env, window)
+    type_password(env, window, password, twice=new)
+    for _ in range(100):
+        if call(conn, KWALLETD, "isOpen", "s", name)[0]:
+            with open_dbus_connection(bus=env["DBUS_SESSION_BUS_ADDRESS"]) as other:
+                return call(other, KWALLETD, "open", "sxs", name, 0, APPID)[0]
+        time.sleep(0.1)
+    die(f"the dialogs did not open {name}:\n" + open(log).read())
+
+
+def create_legacy(tmp, env, kwl_dir):
+    """The LEGACY wallets, made and read back through kwalletd's dialogs in Xvfb."""
+    read_end, write_end = os.pipe()  # Xvfb picks a free display and writes its number there
+    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=open(tmp + "/xvfb.log", "w"), pass_fds=[write_end])
+    procs.append(xvfb)
+    os.close(write_end)
+    with os.fdopen(read_end) as f:
+        display = ":" + (f.readline().strip() or die("Xvfb did not start:\n" + open(tmp + "/xvfb.log").read()))
+    env = dict(env, DISPLAY=display, QT_QPA_PLATFORM="xcb")
+    for _ in range(100):
+        if subprocess.run(["xdotool", "getmouselocation"], env=env, capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    kwalletd, conn, log = start_kwalletd(tmp, env, "legacy")
+    out = {}
+    for name, pw in LEGACY.items():
+        os.mkdir(f"{kwl_dir}/{name}.salt")
+        h = open_by_dialog(conn, env, name, pw, True, log)
+        for folder, k, kind, value in LEGACY_ENTRIES:
+            if kind == PASSWORD:
+                call(conn, KWALLETD, "writePassword", "issss", h, folder, k, value, APPID)
+            else:
+                call(conn, KWALLETD, "writeEntry", "issayis", h, folder, k, value, STREAM, APPID)
+        if call(conn, KWALLETD, "close", "sb", name, True)[0] != 0:
+            die(f"close({name}) failed")
+        h = open_by_dialog(conn, env, name, pw, False, log)  # from the file, with the password
+        folders = {}
+        for folder in call(conn, KWALLETD, "folderList", "is", h, APPID)[0]:
+            folders[folder] = []
+            for k in call(conn, KWALLETD, "entryList", "iss", h, folder, APPID)[0]:
+                kind = call(conn, KWALLETD, "entryType", "isss", h, folder, k, APPID)[0]
+                e = {"key": k, "type": kind, "value": base64.b64encode(call(conn, KWALLETD, "readEntry", "isss", h, folder, k, APPID)[0]).decode()}
+                if kind == PASSWORD:
+                    e["password"] = call(conn, KWALLETD, "readPassword", "isss", h, folder, k, APPID)[0]
+                folders[folder].append(e)
+        call(conn, KWALLETD, "close", "sb", name, True)
+        os.rmdir(f"{kwl_dir}/{name}.salt")
+        for folder, k, kind, value in LEGACY_ENTRIES:
+            e = next((e for e in folders.get(folder, []) if e["key"] == k), None)
+            if e is None or e.get("password", base64.b64decode(e["value"])) != value:
+                die(f"{name}/{folder}/{k} read back as {e}")
+        out[name] = {"folders": folders, "secret_service": [], "legacy": True}
+    conn.close()
+    stop(kwalletd)
+    stop(xvfb)
+    return out
+
+
 def read_back(conn, env, log, kwl_dir):
     out = {}
     for name, (pw, _) in SPEC.items():
@@ -314,15 +420,17 @@ def main():
         kwalletd, conn, log = start_kwalletd(tmp, env, "verify")
         expected = read_back(conn, env, log, kwl_dir)
         conn.close()
-        stop_all()
+        stop(kwalletd)
         check_against_spec(expected)
+        expected.update(create_legacy(tmp, env, kwl_dir))
+        stop_all()
 
         files = sorted(f for f in os.listdir(kwl_dir) if f.endswith((".kwl", ".salt", "_attributes.json")))
         manifest = {"generator": "scripts/make-kwallets.py", "notes": NOTES, "files": files,
                     "kwalletd_version": subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libkf5wallet-bin"],
                                                        capture_output=True, text=True).stdout.strip(),
                     "wallets": []}
-        for name, (pw, _) in SPEC.items():
+        for name, pw in [(n, spec[0]) for n, spec in SPEC.items()] + list(LEGACY.items()):
             header = list(open(f"{kwl_dir}/{name}.kwl", "rb").read(16))
             manifest["wallets"].append(dict(expected[name], name=name, file=name + ".kwl", password=pw, header=header))
         os.makedirs(outdir, exist_ok=True)

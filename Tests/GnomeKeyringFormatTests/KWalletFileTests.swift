@@ -30,17 +30,22 @@ import Testing
         SecureBytes(Array((wallet["password"] as? String ?? "").utf8))
     }
 
-    @Test("every wallet kwalletd wrote reads back as kwalletd showed it: folders, keys, types and values")
+    @Test("every wallet kwalletd wrote reads back as kwalletd showed it: folders, keys, types and values; old SHA-1 keys too")
     func realFiles() throws {
         let fixtures = try Self.fixtures()
-        #expect(fixtures.wallets.count == 2)
+        #expect(fixtures.wallets.count == 6)
         for expected in fixtures.wallets {
             let name = try #require(expected["name"] as? String)
             let data = try fixtures.data("\(name).kwl")
-            let salt = try fixtures.data("\(name).salt")
+            let legacy = expected["legacy"] as? Bool == true
+            let salt = legacy ? nil : try fixtures.data("\(name).salt")
             #expect(KWalletFile.isWallet(data))
-            #expect(KWalletFile.needsSalt(data))
-            #expect(Array(data[12..<16]) == [0, 1, 3, 2], "format 0.1, Blowfish-CBC, PBKDF2-SHA512")
+            #expect(KWalletFile.needsSalt(data) == !legacy)
+            if legacy {
+                #expect(Array(data[12..<16]) == [0, 0, 3, 0], "format 0.0, Blowfish-CBC, SHA-1: \(name)")
+            } else {
+                #expect(Array(data[12..<16]) == [0, 1, 3, 2], "format 0.1, Blowfish-CBC, PBKDF2-SHA512")
+            }
             let wallet = try KWalletFile.read(data, salt: salt, password: Self.password(expected))
             let folders = try #require(expected["folders"] as? [String: [[String: Any]]])
             #expect(Set(wallet.folders) == Set(folders.keys), "\(name)")
@@ -79,7 +84,7 @@ import Testing
     @Test("the key is PBKDF2-SHA512 of the password and the salt file, as pam_kwallet hands it to kwalletd")
     func key() throws {
         let fixtures = try Self.fixtures()
-        for expected in fixtures.wallets {
+        for expected in fixtures.wallets where expected["key_hex"] != nil {
             let name = try #require(expected["name"] as? String)
             let key = try KWalletFile.key(of: try fixtures.data("\(name).kwl"), salt: try fixtures.data("\(name).salt"), password: Self.password(expected))
             #expect(Self.bytes(key).map { String(format: "%02x", $0) }.joined() == expected["key_hex"] as? String)
@@ -98,6 +103,11 @@ import Testing
         }
         #expect(throws: KWalletError.saltRequired) { try KWalletFile.read(data, salt: nil, password: SecureBytes(Array("work-pw".utf8))) }
         #expect(KWalletError.wrongPassword.description.hasPrefix("wrong password"))
+        // An old wallet's key needs no salt; one character more or less is another key.
+        let legacy = try fixtures.data("legacy24.kwl")
+        #expect(try KWalletFile.read(legacy, salt: nil, password: SecureBytes(Array("Legacy-pw-24-characters!".utf8))).entries.count == 2)
+        #expect(throws: KWalletError.wrongPassword) { try KWalletFile.read(legacy, salt: nil, password: SecureBytes(Array("Legacy-pw-24-characters".utf8))) }
+        #expect(throws: KWalletError.wrongPassword) { try KWalletFile.read(legacy, salt: nil, password: SecureBytes(Array("Legacy-pw-24-characters!!".utf8))) }
     }
 
     @Test("every truncation of a wallet, and every flipped byte in it, is an error or the same read, never a wrong one")

@@ -48,6 +48,14 @@ import Testing
         defer { daemon.stop() }
         let made = try KWalletFiles.copy(to: fixture.root.appendingPathComponent("kwalletd"))
         let wallets = made.directory
+        // The old wallets (SHA-1 keys) go in a directory of their own, imported last.
+        let legacy = fixture.root.appendingPathComponent("legacy")
+        try FileManager.default.createDirectory(at: legacy, withIntermediateDirectories: true)
+        let legacyWallets = made.wallets.filter { $0["legacy"] as? Bool == true }
+        for wallet in legacyWallets {
+            let file = "\(wallet["name"] as? String ?? "").kwl"
+            try FileManager.default.moveItem(at: wallets.appendingPathComponent(file), to: legacy.appendingPathComponent(file))
+        }
         // A damaged wallet beside them: its import fails, the others go on.
         let kdewallet = try Data(contentsOf: wallets.appendingPathComponent("kdewallet.kwl"))
         try kdewallet.prefix(kdewallet.count - 5).write(to: wallets.appendingPathComponent("broken.kwl"))
@@ -116,6 +124,15 @@ import Testing
         #expect(try fixture.run([Self.secretctl, "lookup", "server", "Passwords", "user", "mail.example.org"]).text.hasPrefix("sécret ✓"))
         #expect(try fixture.run(["secret-tool", "lookup", "service", "example", "account", "bob"]).text == "token ✓")
         #expect(try fixture.run(["secret-tool", "lookup", "server", "Passwords", "user", "vpn.example.com"]).text == "vpn-secret")
+
+        // Old wallets, each key from one to four parts of its password.
+        #expect(legacyWallets.count == 4)
+        let passwords = legacyWallets.compactMap { $0["password"] as? String }.joined(separator: "\n") + "\n"
+        let old = try fixture.run([Self.secretctl, "import", "kwallet", legacy.path, "--password-stdin"], input: passwords)
+        #expect(old.status == 0, "\(old.text) \(old.errorOutput)")
+        #expect(old.text == "legacy24: imported 2, skipped 0, failed 0\nlegacy40: imported 2, skipped 0, failed 0\nlegacy60: imported 2, skipped 0, failed 0\nlegacy8: imported 2, skipped 0, failed 0\n", "\(old.errorOutput)")
+        let found = try fixture.run(["secret-tool", "search", "--all", "--unlock", "server", "Passwords", "user", "mail.example.org"])
+        #expect(found.text.components(separatedBy: "secret = legacy ✓").count == 5, "\(found.text)")
     }
 
     @Test("on a terminal it asks for each wallet's password; a wrong one is asked again")
@@ -123,7 +140,11 @@ import Testing
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        let wallets = try KWalletFiles.copy(to: fixture.root.appendingPathComponent("kwalletd")).directory
+        let made = try KWalletFiles.copy(to: fixture.root.appendingPathComponent("kwalletd"))
+        let wallets = made.directory
+        for wallet in made.wallets where wallet["legacy"] as? Bool == true {
+            try FileManager.default.removeItem(at: wallets.appendingPathComponent("\(wallet["name"] as? String ?? "").kwl"))
+        }
         let kdePrompt = "Password of the KWallet wallet kdewallet (empty to skip it): "
         let workPrompt = "Password of the KWallet wallet work (empty to skip it): "
         let typed = try TerminalSession.run(
