@@ -44,7 +44,8 @@ public enum KWalletFile {
     /// How many entries the wallet holds, read from its clear index (no password needed);
     /// nil when the header or the index is damaged.
     public static func entryCount(_ data: [UInt8]) -> Int? {
-        try? data.withUnsafeBytes { (raw) throws(KWalletError) -> Int in
+        guard isWallet(data), data.count >= magic.count + 4 else { return nil }
+        return try? data.withUnsafeBytes { (raw) throws(KWalletError) -> Int in
             var reader = ByteReader(raw, from: magic.count + 4)
             return try readIndex(&reader)
         }

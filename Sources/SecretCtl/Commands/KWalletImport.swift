@@ -94,7 +94,8 @@ enum KWalletImport {
     /// Reads, opens and hands over one wallet.
     private static func importWallet(_ file: String, passwords: inout [SecureBytes], askedFor: Bool) -> Outcome {
         let name = walletName(file)
-        let base = String(file.dropLast(KWalletFile.fileExtension.count + 1))
+        let suffix = ".\(KWalletFile.fileExtension)"
+        let base = file.hasSuffix(suffix) ? String(file.dropLast(suffix.count)) : file
         guard var data = FileManager.default.contents(atPath: file).map({ [UInt8]($0) }) else {
             return .notImported(reason: "cannot read \(file)", items: 0)
         }
@@ -117,7 +118,7 @@ enum KWalletImport {
         let metadata = Metadata.read("\(base)_attributes.json")
         let keyring = ImportedKeyring(
             name: name == defaultWallet ? "login" : SecretServiceNames.isCollectionName(name) ? name : SecretServiceNames.collectionName(fromLabel: name),
-            label: name, created: metadata.created ?? fileTime, modified: metadata.modified ?? fileTime,
+            label: name == defaultWallet ? "Login" : name, created: metadata.created ?? fileTime, modified: metadata.modified ?? fileTime,
             items: wallet.entries.map { entry in
                 let item = metadata.items["\(entry.folder)/\(entry.key)"]
                 return entry.secret.withBytes {
