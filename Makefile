@@ -33,13 +33,15 @@
 # Seahorse and gnome-keyring's prompter (gcr) under Xvfb, driven through AT-SPI and xdotool,
 # screenshots by ImageMagick (SeahorseTests, LiveImportTests); the desktop portal's frontend,
 # bubblewrap and xdg-dbus-proxy for sandboxed apps (PortalTests, SignalAudienceTests); Go with
-# godbus and Perl's Net::DBus for the cross-client checks (ClientInteropTests, scripts/interop).
+# godbus and Perl's Net::DBus for the cross-client checks (ClientInteropTests, scripts/interop);
+# kwalletd5 and kwallet-query (libkf5wallet-bin), which write the wallets secretctl import kwallet
+# reads (scripts/make-kwallets.py).
 DEB_BUILD := pkg-config libsecret-1-dev libsystemd-dev libglib2.0-dev libgcrypt20-dev libsqlite3-dev libassuan-dev g++ \
 	libpam0g-dev libtss2-dev zlib1g-dev
 DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-jeepney python3-keyring \
 	python3-secretstorage groff-base man-db systemd git gcc libpam-wrapper pamtester bubblewrap xdg-dbus-proxy keepassxc \
 	seahorse gcr xvfb at-spi2-core python3-pyatspi xdotool imagemagick xdg-desktop-portal swtpm swtpm-tools tpm2-tools \
-	golang-go golang-dbus-dev libnet-dbus-perl
+	golang-go golang-dbus-dev libnet-dbus-perl libkf5wallet-bin
 # make bench: the bus, the peer providers (gnome-keyring; KeePassXC, whose package brings
 # keepassxc-cli), secret-tool, and Python with jeepney and secretstorage for the commit floor,
 # the report and the memory scenarios' clients (scripts/dbus-clients).

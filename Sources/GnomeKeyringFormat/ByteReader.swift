@@ -1,5 +1,6 @@
 /// Reads the big-endian numbers, length-prefixed strings and byte arrays of gnome-keyring's
-/// binary format (its `EggBuffer`) from a buffer, refusing to read past its end.
+/// binary format (its `EggBuffer`), and of KWallet's files (Qt's QDataStream, alike), from a
+/// buffer, refusing to read past its end.
 struct ByteReader {
     private let bytes: UnsafeRawBufferPointer
     /// Where the next read starts.

@@ -312,6 +312,64 @@ public enum Gcrypt {
         return plaintext
     }
 
+    // MARK: - KWallet's file encryption (for reading its wallets)
+
+    /// PBKDF2-HMAC-SHA512 of `password` and `salt` (RFC 8018), `length` bytes: the key of a
+    /// KWallet file since KDE 4.13 (50,000 iterations, 56 bytes, the salt in `NAME.salt`).
+    public static func pbkdf2SHA512(
+        password: SecureBytes, salt: [UInt8], iterations: Int, length: Int
+    ) throws(CryptoError) -> SecureBytes {
+        initialize()
+        guard iterations >= 1, (1...64).contains(length) else { throw .invalidInput("PBKDF2 parameters are out of range") }
+        let key = SecureBytes(count: length)
+        let error = key.withMutableBytes { out in
+            password.withBytes { passwordBytes in
+                salt.withUnsafeBytes { saltBytes in
+                    gcry_kdf_derive(
+                        passwordBytes.baseAddress ?? saltBytes.baseAddress, passwordBytes.count, Int32(GCRY_KDF_PBKDF2.rawValue),
+                        Int32(GCRY_MD_SHA512.rawValue), saltBytes.baseAddress, saltBytes.count, UInt(iterations), out.count, out.baseAddress)
+                }
+            }
+        }
+        guard error == 0 else { throw .library("pbkdf2: \(describe(error))") }
+        return key
+    }
+
+    /// How a KWallet file chains its Blowfish blocks.
+    public enum BlowfishMode: Sendable {
+        /// CBC from an all-zero IV (cipher 3).
+        case cbc
+        /// Each block alone (cipher 0, files older than KDE 4.13: kwalletd reads them so and
+        /// rewrites them as cipher 3).
+        case ecb
+    }
+
+    /// Blowfish decryption of whole 8-byte blocks under a 1-56 byte `key`, with no padding to
+    /// remove, as KWallet's files use it (they carry their length and a check sum inside).
+    public static func decryptBlowfishBlocks(
+        _ ciphertext: ArraySlice<UInt8>, key: SecureBytes, mode: BlowfishMode
+    ) throws(CryptoError) -> SecureBytes {
+        initialize()
+        guard ciphertext.count % 8 == 0 else { throw .invalidInput("encrypted data is not a whole number of Blowfish blocks") }
+        guard (1...56).contains(key.count) else { throw .invalidInput("a Blowfish key has 1 to 56 bytes") }
+        var handle: gcry_cipher_hd_t?
+        let gcryMode = mode == .cbc ? GCRY_CIPHER_MODE_CBC : GCRY_CIPHER_MODE_ECB
+        var error = gcry_cipher_open(
+            &handle, Int32(GCRY_CIPHER_BLOWFISH.rawValue), Int32(gcryMode.rawValue), UInt32(GCRY_CIPHER_SECURE.rawValue))
+        guard error == 0, let handle else { throw .library("blowfish: \(describe(error))") }
+        defer { gcry_cipher_close(handle) }
+        error = key.withBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
+        if error == 0, mode == .cbc { error = [UInt8](repeating: 0, count: 8).withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, 8) } }
+        guard error == 0 else { throw .library("blowfish: \(describe(error))") }
+        let plaintext = SecureBytes(count: ciphertext.count)
+        guard !ciphertext.isEmpty else { return plaintext }
+        error = plaintext.withMutableBytes { out in
+            ciphertext.withUnsafeBytes { gcry_cipher_decrypt(handle, out.baseAddress, out.count, $0.baseAddress, $0.count) }
+        }
+        guard error == 0 else { throw .library("blowfish: \(describe(error))") }
+        return plaintext
+    }
+
     // MARK: - Secret Service transport encryption (dh-ietf1024-sha256-aes128-cbc-pkcs7)
 
     /// HKDF-SHA256 (RFC 5869) of `inputKey`; an empty `salt` means HashLen zero bytes.

@@ -18,6 +18,7 @@ struct FuzzTarget: Sendable {
 
     /// Every target, in the order `make fuzz` runs them.
     static let all: [FuzzTarget] = [
+        KWalletTarget.target,
         GitCredentialTarget.target, AccessPolicyTarget.target, ExportFileTarget.target, CSVImportTarget.target,
         ConfigurationTarget.target, SessionTarget.target, StoredItemTarget.target, LoginControlTarget.target,
         GnomeKeyringTarget.target, TPMSlotTarget.target, SyncFileTarget.target, PasswordManagerImportTarget.target,

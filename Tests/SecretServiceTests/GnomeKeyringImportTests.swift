@@ -167,7 +167,7 @@ import Testing
         let replace = try fixture.run([Self.secretctl, "import", "gnome-keyring", empty.path, "--replace"])
         #expect(replace.status == 2, "\(replace.errorOutput)")
         let stray = try fixture.run([Self.secretctl, "import", "some.csv", empty.path])
-        #expect(stray.status == 2 && stray.errorOutput.contains("gnome-keyring and oo7 only"), "\(stray.errorOutput)")
+        #expect(stray.status == 2 && stray.errorOutput.contains("gnome-keyring, oo7 and kwallet only"), "\(stray.errorOutput)")
     }
 
     @Test("oo7's keyrings and a libsecret file keyring (version 1 files libsecret wrote) come over whole; again adds nothing; a wrong password leaves the others")

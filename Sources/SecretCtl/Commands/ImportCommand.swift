@@ -8,24 +8,25 @@ import KeychainCore
 /// exist are skipped unless `--replace`.
 /// `secretctl import gnome-keyring [DIR]`: gnome-keyring's keyrings; `secretctl import oo7
 /// [DIR|FILE]`: oo7's, or one libsecret file keyring (``GnomeKeyringImport``).
+/// `secretctl import kwallet [DIR|FILE.kwl]`: KDE's wallets (``KWalletImport``).
 /// `secretctl import secret-service [--from NAME]`: the keyrings of the provider running now
 /// (``SecretServiceImport``).
 enum ImportCommand: Verb {
-    /// `FILE`, an export, a KeePass database or a CSV file (told apart by their magic bytes), or the word
-    /// `gnome-keyring`, `oo7` or `secret-service`.
+    /// `FILE`, an export, a KeePass database or a CSV file (told apart by their magic bytes), or
+    /// the word `gnome-keyring`, `oo7`, `kwallet` or `secret-service`.
     static let file = Positional<String>(
         "FILE",
-        help: "A secretctl export or a KeePass database (KDBX 4 or 3.1, from KeePassXC or KeePass; its passphrase or password is asked for without echo, or is the first line of standard input), a Bitwarden (JSON or CSV), Apple Passwords or 1Password (CSV) export, a browser's CSV file, gnome-keyring or oo7 (their keyring files) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
-    /// `DIR`, with `gnome-keyring` and `oo7` only (`oo7` also takes one file).
+        help: "A secretctl export or a KeePass database (KDBX 4 or 3.1, from KeePassXC or KeePass; its passphrase or password is asked for without echo, or is the first line of standard input), a Bitwarden (JSON or CSV), Apple Passwords or 1Password (CSV) export, a browser's CSV file, gnome-keyring or oo7 (their keyring files), kwallet (KDE's wallets) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
+    /// `DIR`, with `gnome-keyring`, `oo7` and `kwallet` only (`oo7` and `kwallet` also take one file).
     static let directory = Positional<String?>(
         "DIR",
-        help: "With gnome-keyring: where its *.keyring files are (default: ~/.local/share/keyrings). With oo7: where its files are (default: ~/.local/share/keyrings/v1), or one libsecret file keyring (a Flatpak app's ~/.var/app/APP/data/keyrings/default.keyring).")
+        help: "With gnome-keyring: where its *.keyring files are (default: ~/.local/share/keyrings). With oo7: where its files are (default: ~/.local/share/keyrings/v1), or one libsecret file keyring (a Flatpak app's ~/.var/app/APP/data/keyrings/default.keyring). With kwallet: where its wallets are (default: ~/.local/share/kwalletd), or one FILE.kwl.")
     /// `--replace`: overwrite existing items instead of skipping them.
-    static let replace = LongOption<Bool>("replace", help: "Overwrite items that already exist (default: skip them; not with gnome-keyring or oo7).")
+    static let replace = LongOption<Bool>("replace", help: "Overwrite items that already exist (default: skip them; not with gnome-keyring, oo7 or kwallet).")
     /// `--password-stdin`: passwords on standard input instead of typed ones.
     static let passwordStdin = LongOption<Bool>(
         "password-stdin",
-        help: "With gnome-keyring or oo7: read the passwords to try on standard input, one per line, the login keyring's first. With secret-service: read the password of secretd's login keyring.")
+        help: "With gnome-keyring or oo7: read the passwords to try on standard input, one per line, the login keyring's first. With kwallet: the passwords to try on every wallet, one per line. With secret-service: read the password of secretd's login keyring.")
     /// `--key-file FILE`: the key file of a KeePass database.
     static let keyFile = LongOption<String?>(
         "key-file", value: "FILE",
@@ -41,14 +42,15 @@ enum ImportCommand: Verb {
 
     static let spec = CommandSpec(
         name: "import",
-        abstract: "Add the items of an export, of a KeePass database, of Bitwarden's, Apple Passwords' or 1Password's export, of a browser's CSV (name,url,username,password), of gnome-keyring's or oo7's keyrings, or of the provider running now.",
+        abstract: "Add the items of an export, of a KeePass database, of Bitwarden's, Apple Passwords' or 1Password's export, of a browser's CSV (name,url,username,password), of gnome-keyring's or oo7's keyrings, of KWallet's wallets, or of the provider running now.",
         arguments: [file, directory], options: [replace, passwordStdin, keyFile, from],
         examples: [
             "secretctl import keyring.export", "secretctl import Passwords.kdbx", "secretctl import --key-file Passwords.keyx Passwords.kdbx",
             "secretctl import passwords.csv", "secretctl import bitwarden_export.json",
             "secretctl import gnome-keyring", "secretctl import oo7",
             "secretctl import oo7 ~/.var/app/org.example.App/data/keyrings/default.keyring",
-            "secretctl import gnome-keyring --password-stdin < login-password", "secretctl import secret-service",
+            "secretctl import gnome-keyring --password-stdin < login-password", "secretctl import kwallet",
+            "secretctl import kwallet ~/.local/share/kwalletd/work.kwl", "secretctl import secret-service",
         ])
 
     /// The entries of a KeePass database, opened with the password read as an export's
@@ -85,8 +87,12 @@ enum ImportCommand: Verb {
             guard !replace else { throw .usage("--replace does not go with \(path): items there already are skipped", command: spec.name) }
             return try GnomeKeyringImport.run(source, path: parsed[Self.directory], passwordOnStandardInput: parsed[Self.passwordStdin])
         }
+        if path == KWalletImport.word {
+            guard !replace else { throw .usage("--replace does not go with kwallet: items there already are skipped", command: spec.name) }
+            return try KWalletImport.run(path: parsed[Self.directory], passwordOnStandardInput: parsed[Self.passwordStdin])
+        }
         guard parsed[Self.directory] == nil, !parsed[Self.passwordStdin] else {
-            throw .usage("DIR and --password-stdin go with gnome-keyring and oo7 only", command: spec.name)
+            throw .usage("DIR and --password-stdin go with gnome-keyring, oo7 and kwallet only", command: spec.name)
         }
         guard let data = FileManager.default.contents(atPath: path) else { throw .failure("cannot read \(path)", status: .usage) }
         guard keyFilePath == nil || KDBXImport.isDatabase(data) else {
