@@ -279,6 +279,13 @@ public enum Gcrypt {
     public static func pbkdf2SHA256(
         password: SecureBytes, salt: [UInt8], iterations: Int, length: Int
     ) throws(CryptoError) -> SecureBytes {
+        try pbkdf2(GCRY_MD_SHA256, password: password, salt: salt, iterations: iterations, length: length)
+    }
+
+    /// PBKDF2 with the HMAC of `hash`.
+    private static func pbkdf2(
+        _ hash: gcry_md_algos, password: SecureBytes, salt: [UInt8], iterations: Int, length: Int
+    ) throws(CryptoError) -> SecureBytes {
         initialize()
         guard iterations >= 1, (1...64).contains(length) else { throw .invalidInput("PBKDF2 parameters are out of range") }
         let key = SecureBytes(count: length)
@@ -287,7 +294,7 @@ public enum Gcrypt {
                 salt.withUnsafeBytes { saltBytes in
                     gcry_kdf_derive(
                         passwordBytes.baseAddress ?? saltBytes.baseAddress, passwordBytes.count, Int32(GCRY_KDF_PBKDF2.rawValue),
-                        Int32(GCRY_MD_SHA256.rawValue), saltBytes.baseAddress, saltBytes.count, UInt(iterations), out.count, out.baseAddress)
+                        Int32(hash.rawValue), saltBytes.baseAddress, saltBytes.count, UInt(iterations), out.count, out.baseAddress)
                 }
             }
         }
@@ -319,20 +326,7 @@ public enum Gcrypt {
     public static func pbkdf2SHA512(
         password: SecureBytes, salt: [UInt8], iterations: Int, length: Int
     ) throws(CryptoError) -> SecureBytes {
-        initialize()
-        guard iterations >= 1, (1...64).contains(length) else { throw .invalidInput("PBKDF2 parameters are out of range") }
-        let key = SecureBytes(count: length)
-        let error = key.withMutableBytes { out in
-            password.withBytes { passwordBytes in
-                salt.withUnsafeBytes { saltBytes in
-                    gcry_kdf_derive(
-                        passwordBytes.baseAddress ?? saltBytes.baseAddress, passwordBytes.count, Int32(GCRY_KDF_PBKDF2.rawValue),
-                        Int32(GCRY_MD_SHA512.rawValue), saltBytes.baseAddress, saltBytes.count, UInt(iterations), out.count, out.baseAddress)
-                }
-            }
-        }
-        guard error == 0 else { throw .library("pbkdf2: \(describe(error))") }
-        return key
+        try pbkdf2(GCRY_MD_SHA512, password: password, salt: salt, iterations: iterations, length: length)
     }
 
     /// How a KWallet file chains its Blowfish blocks.

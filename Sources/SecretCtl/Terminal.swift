@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import KeychainCore
+import SecretCrypto
 
 /// Everything `secretctl` does with its standard streams and the terminal.
 enum Terminal {
@@ -47,6 +48,24 @@ enum Terminal {
         let line = HiddenLine(from: STDIN_FILENO, limit: limit, prompt: { writeError(prompt) }, newline: { writeError("\n") })
         if line.isTruncated { throw .failure("the line typed is longer than \(limit) bytes", status: .usage) }
         return line.withBytes { Data($0) }
+    }
+
+    /// A password typed without echo after `prompt`, in secure memory.
+    static func readPassword(prompt: String) throws(CommandLineError) -> SecureBytes {
+        var data = try readHidden(prompt: prompt)
+        defer { data.wipe() }
+        return data.withUnsafeBytes { SecureBytes(copying: $0) }
+    }
+
+    /// The passwords on standard input, one per line, for importers that try each on each
+    /// keyring; when standard input is a terminal, one typed without echo after `prompt`.
+    static func readPasswordLines(promptOnTerminal prompt: String) throws(CommandLineError) -> [SecureBytes] {
+        guard !isTerminal(STDIN_FILENO) else { return [try readPassword(prompt: prompt)] }
+        var data = try readStandardInput(limit: 64 * KeychainLimits.passwordSize, what: "the passwords")
+        defer { data.wipe() }
+        return data.withUnsafeBytes { bytes in
+            bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).map { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0)) }
+        }
     }
 
     /// Writes bytes to standard output.

@@ -76,9 +76,9 @@ enum GnomeKeyringImport {
         keyrings.sort { ($0.name == "login" ? 0 : 1, $0.name) < ($1.name == "login" ? 0 : 1, $1.name) }
         var passwords: [SecureBytes] = []
         if passwordOnStandardInput {
-            passwords = try readPasswordLines()
+            passwords = try Terminal.readPasswordLines(promptOnTerminal: "Password of the login keyring to import: ")
         } else if Terminal.isTerminal(STDIN_FILENO) {
-            passwords.append(try readPassword(prompt: "Password of the \(source.rawValue) login keyring: "))
+            passwords.append(try Terminal.readPassword(prompt: "Password of the \(source.rawValue) login keyring: "))
         }
         var outcomes: [Outcome] = []
         for (file, name) in keyrings {
@@ -164,7 +164,7 @@ enum GnomeKeyringImport {
                 : "skipped: the password given does not open it, and no terminal can ask for its own")
         }
         for _ in 0..<3 {
-            let password = try readPassword(prompt: "Password of the keyring \(name) (empty to skip it): ")
+            let password = try Terminal.readPassword(prompt: "Password of the keyring \(name) (empty to skip it): ")
             guard password.count > 0 else { throw SkippedKeyring(reason: "skipped") }
             do {
                 let keyring = try GnomeKeyringFile.read(data, name: name, password: password)
@@ -175,23 +175,5 @@ enum GnomeKeyringImport {
             }
         }
         throw SkippedKeyring(reason: "skipped after three wrong passwords")
-    }
-
-    /// A password typed without echo.
-    private static func readPassword(prompt: String) throws(CommandLineError) -> SecureBytes {
-        var data = try Terminal.readHidden(prompt: prompt)
-        defer { data.wipe() }
-        return data.withUnsafeBytes { SecureBytes(copying: $0) }
-    }
-
-    /// The passwords on standard input, one per line, the login keyring's first (typed
-    /// without echo when standard input is a terminal: that one only).
-    private static func readPasswordLines() throws(CommandLineError) -> [SecureBytes] {
-        guard !Terminal.isTerminal(STDIN_FILENO) else { return [try readPassword(prompt: "Password of the login keyring to import: ")] }
-        var data = try Terminal.readStandardInput(limit: 64 * KeychainLimits.passwordSize, what: "the passwords")
-        defer { data.wipe() }
-        return data.withUnsafeBytes { bytes in
-            bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).map { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0)) }
-        }
     }
 }

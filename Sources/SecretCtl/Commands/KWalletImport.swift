@@ -58,7 +58,7 @@ enum KWalletImport {
         }
         // The default wallet first, then by name.
         files.sort { (walletName($0) == defaultWallet ? 0 : 1, $0) < (walletName($1) == defaultWallet ? 0 : 1, $1) }
-        var passwords = passwordOnStandardInput ? try readPasswordLines() : []
+        var passwords = passwordOnStandardInput ? try Terminal.readPasswordLines(promptOnTerminal: "Password of the KWallet wallets to import: ") : []
         var failed = false
         for file in files {
             let name = walletName(file)
@@ -254,7 +254,7 @@ enum KWalletImport {
             throw Skipped(reason: "skipped: no password was given (--password-stdin) and no terminal can ask for it")
         }
         for _ in 0..<3 {
-            let password = try readPassword(prompt: "Password of the KWallet wallet \(name) (empty to skip it): ")
+            let password = try Terminal.readPassword(prompt: "Password of the KWallet wallet \(name) (empty to skip it): ")
             guard password.count > 0 else { throw Skipped(reason: "skipped") }
             do {
                 let wallet = try KWalletFile.read(data, salt: salt, password: password)
@@ -265,23 +265,5 @@ enum KWalletImport {
             }
         }
         throw Skipped(reason: "skipped after three wrong passwords")
-    }
-
-    /// A password typed without echo.
-    private static func readPassword(prompt: String) throws(CommandLineError) -> SecureBytes {
-        var data = try Terminal.readHidden(prompt: prompt)
-        defer { data.wipe() }
-        return data.withUnsafeBytes { SecureBytes(copying: $0) }
-    }
-
-    /// The passwords on standard input, one per line (typed without echo when standard input
-    /// is a terminal: that one only).
-    private static func readPasswordLines() throws(CommandLineError) -> [SecureBytes] {
-        guard !Terminal.isTerminal(STDIN_FILENO) else { return [try readPassword(prompt: "Password of the KWallet wallets to import: ")] }
-        var data = try Terminal.readStandardInput(limit: 64 * KeychainLimits.passwordSize, what: "the passwords")
-        defer { data.wipe() }
-        return data.withUnsafeBytes { bytes in
-            bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).map { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0)) }
-        }
     }
 }
