@@ -48,11 +48,12 @@ package enum KeychainAttributes {
     /// Items having all of `attributes`, most recently changed first; with `unlock` the
     /// provider is asked to unlock locked ones (a prompt), with `loadSecrets` their secrets are
     /// read too.
-    package static func search(_ attributes: [String: String], unlock: Bool, loadSecrets: Bool) throws(KeychainError)
-        -> [Match]
-    {
+    package static func search(
+        _ attributes: [String: String], in collection: String? = nil, unlock: Bool, loadSecrets: Bool
+    ) throws(KeychainError) -> [Match] {
         try validate(attributes, allowEmpty: true)
-        return try LibSecret.search(attributes, in: nil, options: .init(unlock: unlock, loadSecrets: loadSecrets))
+        return try LibSecret.search(
+            attributes, in: collection.map(KeychainCollection.init(alias:)), options: .init(unlock: unlock, loadSecrets: loadSecrets))
             .map { item throws(KeychainError) in
                 let secret = loadSecrets ? try item.withSecret { bytes, _ in Data(bytes) } : nil
                 return Match(

@@ -30,6 +30,8 @@ package enum KDBXImport {
         package var empty = 0
         /// Entries in the recycle bin.
         package var recycled = 0
+        /// Attachments of the entries imported, which are not (a keychain item has one secret).
+        package var attachments = 0
         /// The format version, such as "4.1".
         package var version = ""
     }
@@ -169,6 +171,7 @@ package enum KDBXImport {
         for entry in group.children("Entry") {
             if let item = item(entry, folder: path.joined(separator: "/"), ownExport: ownExport) {
                 contents.items.append(item)
+                contents.attachments += entry.children("Binary").count
             } else {
                 contents.empty += 1
             }

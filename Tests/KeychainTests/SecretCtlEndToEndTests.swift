@@ -421,6 +421,42 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(try Keychain(service: "\(service).key").removeValue(for: "dave"))
     }
 
+    @Test("import keepassxc FILE --collection: the file must be of the kind named; its items go into the keyring chosen, where alone they count as there (without it: in any keyring); an attachment is counted, not imported")
+    func importNamedKindIntoCollection() throws {
+        let service = uniqueService()
+        let root = try environment().root
+        let file = root.appendingPathComponent("named-\(UUID().uuidString.prefix(6)).kdbx").path
+        let attachment = root.appendingPathComponent("named-\(UUID().uuidString.prefix(6)).txt")
+        try "attached".write(to: attachment, atomically: true, encoding: .utf8)
+        try keepassxc(["db-create", "-q", "-p", file], input: "db pass\ndb pass\n")
+        try keepassxc(["add", "-q", "-u", "erin", "-p", file, service], input: "db pass\nerin-secret\n")
+        try keepassxc(["attachment-import", "-q", file, service, "note.txt", attachment.path], input: "db pass\n")
+
+        let wrongKind = try run(["import", "bitwarden", file], input: "db pass\n")
+        #expect(wrongKind.status == 2 && wrongKind.errorOutput == "secretctl: \(file) is not a Bitwarden export; nothing was imported\n",
+                "\(wrongKind.errorOutput)")
+        let withDirectory = try run(["import", "gnome-keyring", "--collection", "session"])
+        #expect(withDirectory.status == 2 && withDirectory.errorOutput.contains("--collection goes with a file"), "\(withDirectory.errorOutput)")
+
+        let intoSession = try run(["import", "keepassxc", file, "--collection", "session"], input: "db pass\n")
+        #expect(intoSession.text == "imported 1, replaced 0, skipped 0, failed 0\n", "\(intoSession.errorOutput)")
+        #expect(intoSession.errorOutput.contains("1 attachment is not imported"), "\(intoSession.errorOutput)")
+        let inSession = try KeychainAttributes.search(["service": service], in: "session", unlock: false, loadSecrets: true)
+        #expect(inSession.count == 1 && inSession.first.flatMap { $0.secret.map { String(decoding: $0, as: UTF8.self) } } == "erin-secret")
+        #expect(try KeychainAttributes.search(["service": service], in: "default", unlock: false, loadSecrets: false).isEmpty)
+
+        // There already in the session keyring; into login, it counts as there only in that keyring;
+        // without --collection, when any keyring has it.
+        let again = try run(["import", "keepassxc", file, "--collection", "session"], input: "db pass\n")
+        #expect(again.text == "imported 0, replaced 0, skipped 1, failed 0\n", "\(again.errorOutput)")
+        let anywhere = try run(["import", file], input: "db pass\n")
+        #expect(anywhere.text == "imported 0, replaced 0, skipped 1, failed 0\n", "\(anywhere.errorOutput)")
+        let intoDefault = try run(["import", file, "--collection", "default"], input: "db pass\n")
+        #expect(intoDefault.text == "imported 1, replaced 0, skipped 0, failed 0\n", "\(intoDefault.errorOutput)")
+        for _ in 0..<2 { _ = try Keychain(service: service).removeValue(for: "erin") }
+        #expect(try KeychainAttributes.search(["service": service], unlock: false, loadSecrets: false).isEmpty)
+    }
+
     @Test("export --format kdbx, then import: every item comes back with its label and attributes; a damaged copy imports nothing")
     func kdbxRoundTrip() throws {
         let host = "rt-\(UUID().uuidString.prefix(8)).example.com"

@@ -16,11 +16,11 @@ enum ImportCommand: Verb {
     /// the word `gnome-keyring`, `oo7`, `kwallet` or `secret-service`.
     static let file = Positional<String>(
         "FILE",
-        help: "A secretctl export or a KeePass database (KDBX 4 or 3.1, from KeePassXC or KeePass; its passphrase or password is asked for without echo, or is the first line of standard input), a Bitwarden (JSON or CSV), Apple Passwords or 1Password (CSV) export, a browser's CSV file, gnome-keyring or oo7 (their keyring files), kwallet (KDE's wallets) or secret-service (the provider running now); a file of such a name: ./gnome-keyring.")
+        help: "A secretctl export or a KeePass database (KDBX 4 or 3.1, from KeePassXC or KeePass; its passphrase or password is asked for without echo, or is the first line of standard input), a Bitwarden (JSON or CSV), Apple Passwords or 1Password (CSV) export, a browser's CSV file, gnome-keyring or oo7 (their keyring files), kwallet (KDE's wallets) or secret-service (the provider running now); a file of such a name: ./gnome-keyring. Or keepassxc, bitwarden, apple or 1password, then the FILE, which must be of that kind.")
     /// `DIR`, with `gnome-keyring`, `oo7` and `kwallet` only (`oo7` and `kwallet` also take one file).
     static let directory = Positional<String?>(
         "DIR",
-        help: "With gnome-keyring: where its *.keyring files are (default: ~/.local/share/keyrings). With oo7: where its files are (default: ~/.local/share/keyrings/v1), or one libsecret file keyring (a Flatpak app's ~/.var/app/APP/data/keyrings/default.keyring). With kwallet: where its wallets are (default: ~/.local/share/kwalletd), or one FILE.kwl.")
+        help: "With gnome-keyring: where its *.keyring files are (default: ~/.local/share/keyrings). With oo7: where its files are (default: ~/.local/share/keyrings/v1), or one libsecret file keyring (a Flatpak app's ~/.var/app/APP/data/keyrings/default.keyring). With kwallet: where its wallets are (default: ~/.local/share/kwalletd), or one FILE.kwl. After keepassxc, bitwarden, apple or 1password: the FILE.")
     /// `--replace`: overwrite existing items instead of skipping them.
     static let replace = LongOption<Bool>("replace", help: "Overwrite items that already exist (default: skip them; not with gnome-keyring, oo7 or kwallet).")
     /// `--password-stdin`: passwords on standard input instead of typed ones.
@@ -31,6 +31,10 @@ enum ImportCommand: Verb {
     static let keyFile = LongOption<String?>(
         "key-file", value: "FILE",
         help: "With a KeePass database: its key file, with the password or alone (then an empty password: press Enter at the prompt).")
+    /// `--collection ALIAS`: the keyring a file's items go into.
+    static let collection = LongOption<String?>(
+        "collection", value: "ALIAS",
+        help: "With a file: the keyring its items go into, by alias or name (default: the default keyring); an item counts as there already only in that keyring (without it: in any keyring).")
     /// `--from NAME`: the bus name of the provider `secret-service` reads.
     static let from = LongOption<String?>(
         "from", value: "NAME", help: "With secret-service: the bus name of the provider to read (default org.freedesktop.secrets).")
@@ -43,9 +47,10 @@ enum ImportCommand: Verb {
     static let spec = CommandSpec(
         name: "import",
         abstract: "Add the items of an export, of a KeePass database, of Bitwarden's, Apple Passwords' or 1Password's export, of a browser's CSV (name,url,username,password), of gnome-keyring's or oo7's keyrings, of KWallet's wallets, or of the provider running now.",
-        arguments: [file, directory], options: [replace, passwordStdin, keyFile, from],
+        arguments: [file, directory], options: [replace, passwordStdin, keyFile, collection, from],
         examples: [
             "secretctl import keyring.export", "secretctl import Passwords.kdbx", "secretctl import --key-file Passwords.keyx Passwords.kdbx",
+            "secretctl import keepassxc Passwords.kdbx --collection work",
             "secretctl import passwords.csv", "secretctl import bitwarden_export.json",
             "secretctl import gnome-keyring", "secretctl import oo7",
             "secretctl import oo7 ~/.var/app/org.example.App/data/keyrings/default.keyring",
@@ -70,9 +75,12 @@ enum ImportCommand: Verb {
     }
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
-        let path = parsed[Self.file]
+        let word = parsed[Self.file]
         let replace = parsed[Self.replace]
-        if path == Self.secretService {
+        if word == Self.secretService || Self.keyringFiles[word] != nil || word == KWalletImport.word, parsed[Self.collection] != nil {
+            throw .usage("--collection goes with a file: \(word) brings its keyrings as they are", command: spec.name)
+        }
+        if word == Self.secretService {
             guard !replace, parsed[Self.directory] == nil else {
                 throw .usage("secret-service takes no DIR and no --replace: items there already are skipped", command: spec.name)
             }
@@ -83,18 +91,30 @@ enum ImportCommand: Verb {
         }
         guard parsed[Self.from] == nil else { throw .usage("--from goes with secret-service only", command: spec.name) }
         let keyFilePath = parsed[Self.keyFile]
-        if let source = Self.keyringFiles[path] {
-            guard !replace else { throw .usage("--replace does not go with \(path): items there already are skipped", command: spec.name) }
+        if let source = Self.keyringFiles[word] {
+            guard !replace else { throw .usage("--replace does not go with \(word): items there already are skipped", command: spec.name) }
             return try GnomeKeyringImport.run(source, path: parsed[Self.directory], passwordOnStandardInput: parsed[Self.passwordStdin])
         }
-        if path == KWalletImport.word {
+        if word == KWalletImport.word {
             guard !replace else { throw .usage("--replace does not go with kwallet: items there already are skipped", command: spec.name) }
             return try KWalletImport.run(path: parsed[Self.directory], passwordOnStandardInput: parsed[Self.passwordStdin])
         }
-        guard parsed[Self.directory] == nil, !parsed[Self.passwordStdin] else {
-            throw .usage("DIR and --password-stdin go with gnome-keyring, oo7 and kwallet only", command: spec.name)
+        // `import keepassxc FILE`, `import bitwarden FILE`, …: the file named, which must be of that kind.
+        var path = word
+        var named: FileKind?
+        if let kind = FileKind(rawValue: word), let file = parsed[Self.directory] {
+            (named, path) = (kind, file)
+        } else if parsed[Self.directory] != nil {
+            throw .usage("DIR goes with gnome-keyring, oo7 and kwallet; a FILE after keepassxc, bitwarden, apple or 1password", command: spec.name)
+        }
+        guard !parsed[Self.passwordStdin] else {
+            throw .usage("--password-stdin goes with gnome-keyring, oo7, kwallet and secret-service only", command: spec.name)
         }
         guard let data = FileManager.default.contents(atPath: path) else { throw .failure("cannot read \(path)", status: .usage) }
+        if let named, !named.matches(data) {
+            throw .failure("\(path) is not \(named.description); nothing was imported", status: .usage)
+        }
+        let collection = parsed[Self.collection]
         guard keyFilePath == nil || KDBXImport.isDatabase(data) else {
             throw .usage("--key-file goes with a KeePass database only, and \(path) is none", command: spec.name)
         }
@@ -107,6 +127,9 @@ enum ImportCommand: Verb {
             var note = "secretctl: \(path) is a KeePass database (KDBX \(contents.version))"
             if contents.empty > 0 { note += "; \(contents.empty) \(contents.empty == 1 ? "entry has" : "entries have") neither a password nor notes" }
             if contents.recycled > 0 { note += "; \(contents.recycled) \(contents.recycled == 1 ? "entry is" : "entries are") in the recycle bin" }
+            if contents.attachments > 0 {
+                note += "; \(contents.attachments) \(contents.attachments == 1 ? "attachment is" : "attachments are") not imported (an item keeps one secret)"
+            }
             Terminal.writeError(note + "\n")
         } else if ExportFile.isExport(data) {
             items = try ExportFile.open(data, passphrase: try ExportPassphrase.read(confirm: false))
@@ -132,14 +155,14 @@ enum ImportCommand: Verb {
             // that is gone or locked stops the import.
             do throws(CommandLineError) {
                 let existing = try CommandLineError.keychain { () throws(KeychainError) in
-                    try KeychainAttributes.search(item.attributes, unlock: false, loadSecrets: false)
+                    try KeychainAttributes.search(item.attributes, in: collection, unlock: false, loadSecrets: false)
                 }.contains { $0.attributes == item.attributes }
                 if existing && !replace {
                     skipped += 1
                     continue
                 }
                 try CommandLineError.keychain { () throws(KeychainError) in
-                    try KeychainAttributes.store(item.attributes, label: item.label, secret: item.secret, collection: nil)
+                    try KeychainAttributes.store(item.attributes, label: item.label, secret: item.secret, collection: collection)
                 }
                 if existing { replaced += 1 } else { imported += 1 }
             } catch {
@@ -151,6 +174,32 @@ enum ImportCommand: Verb {
         if let first = failed.first {
             Terminal.writeError("secretctl: \(failed.count) items were not stored; the first: \(first.detail)\n")
             throw .silent(status: .failed)
+        }
+    }
+
+    /// The kinds of file `import WORD FILE` names (a FILE alone is told by its contents).
+    enum FileKind: String {
+        case keepassxc, bitwarden, apple
+        case onePassword = "1password"
+
+        /// What the kind is, for messages.
+        var description: String {
+            switch self {
+            case .keepassxc: "a KeePass database"
+            case .bitwarden: "a Bitwarden export"
+            case .apple: "an Apple Passwords export"
+            case .onePassword: "a 1Password export"
+            }
+        }
+
+        /// Whether `data` is of this kind.
+        func matches(_ data: Data) -> Bool {
+            switch self {
+            case .keepassxc: KDBXImport.isDatabase(data)
+            case .bitwarden: [.bitwardenJSON, .bitwardenCSV].contains(PasswordManagerImport.source(of: data))
+            case .apple: PasswordManagerImport.source(of: data) == .apple
+            case .onePassword: PasswordManagerImport.source(of: data) == .onePassword
+            }
         }
     }
 }
