@@ -34,7 +34,7 @@ enum ImportCommand: Verb {
     /// `--collection ALIAS`: the keyring a file's items go into.
     static let collection = LongOption<String?>(
         "collection", value: "ALIAS",
-        help: "With a file: the keyring its items go into, by alias or name (default: the default keyring); an item counts as there already only in that keyring (without it: in any keyring).")
+        help: "With a file: the keyring its items go into, by its alias, such as session or one set with secret-tool's --collection (default: the default keyring); an item counts as there already only in that keyring (without it: in any keyring).")
     /// `--from NAME`: the bus name of the provider `secret-service` reads.
     static let from = LongOption<String?>(
         "from", value: "NAME", help: "With secret-service: the bus name of the provider to read (default org.freedesktop.secrets).")
@@ -50,7 +50,7 @@ enum ImportCommand: Verb {
         arguments: [file, directory], options: [replace, passwordStdin, keyFile, collection, from],
         examples: [
             "secretctl import keyring.export", "secretctl import Passwords.kdbx", "secretctl import --key-file Passwords.keyx Passwords.kdbx",
-            "secretctl import keepassxc Passwords.kdbx --collection work",
+            "secretctl import keepassxc Passwords.kdbx --collection work   # an alias",
             "secretctl import passwords.csv", "secretctl import bitwarden_export.json",
             "secretctl import gnome-keyring", "secretctl import oo7",
             "secretctl import oo7 ~/.var/app/org.example.App/data/keyrings/default.keyring",
