@@ -105,7 +105,7 @@ enum ImportCommand: Verb {
         if let kind = FileKind(rawValue: word), let file = parsed[Self.directory] {
             (named, path) = (kind, file)
         } else if parsed[Self.directory] != nil {
-            throw .usage("DIR goes with gnome-keyring, oo7 and kwallet; a FILE after keepassxc, bitwarden, apple or 1password", command: spec.name)
+            throw .usage("DIR goes with gnome-keyring, oo7 and kwallet only (and a FILE after keepassxc, bitwarden, apple or 1password)", command: spec.name)
         }
         guard !parsed[Self.passwordStdin] else {
             throw .usage("--password-stdin goes with gnome-keyring, oo7, kwallet and secret-service only", command: spec.name)
