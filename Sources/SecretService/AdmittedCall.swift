@@ -44,10 +44,10 @@ struct AdmittedCall {
 /// (``BusInterface/Method``), so routing a call is looking the method up.
 enum MethodHandler: Sendable {
     /// Answers at once with the reply's tuple of out arguments, or throws the error to send.
-    case now(@Sendable (Daemon, AdmittedCall) throws(SecretServiceError) -> DBusValue)
+    case now(@Sendable (Provider, AdmittedCall) throws(SecretServiceError) -> DBusValue)
     /// Answers through `reply`, called once, now or later; a handler that throws (before it
     /// called `reply`) is answered with that error.
-    case later(@Sendable (Daemon, AdmittedCall, _ reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) throws(SecretServiceError) -> Void)
+    case later(@Sendable (Provider, AdmittedCall, _ reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) throws(SecretServiceError) -> Void)
 }
 
 /// The object whose properties are read, looked up once for the caller, and who reads.

@@ -62,7 +62,7 @@ struct BusInterface: Sendable {
             /// Who may write it with `Properties.Set`.
             var rule: CallerRule
             /// Writes the value, of the property's type.
-            var write: @Sendable (Daemon, PropertyWrite) throws(SecretServiceError) -> Void
+            var write: @Sendable (Provider, PropertyWrite) throws(SecretServiceError) -> Void
         }
 
         /// The property name.
@@ -71,7 +71,7 @@ struct BusInterface: Sendable {
         var type: String
         /// Reads it from the object (looked up once for all of a `GetAll`'s reads). Reading
         /// follows the object: an item a client may not see has no properties for it.
-        var read: @Sendable (Daemon, PropertyRead) throws(SecretServiceError) -> DBusValue
+        var read: @Sendable (Provider, PropertyRead) throws(SecretServiceError) -> DBusValue
         /// Who may write it and what writes it; nil: nobody (read-only).
         var setter: Setter? = nil
         /// Who may write it with `Properties.Set`; nil: nobody.

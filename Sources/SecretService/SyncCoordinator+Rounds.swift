@@ -343,10 +343,10 @@ extension SyncCoordinator {
                 case (let item?, nil):
                     try keyring.deleteItem(item, in: collection, keys: itemKeys)
                 case (let item?, let arrived?):
-                    guard Daemon.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil else { continue }
+                    guard Provider.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil else { continue }
                     _ = try keyring.updateItem(item, in: collection, keys: itemKeys, contents: arrived.contents)
                 case (nil, let arrived?):
-                    guard Daemon.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil,
+                    guard Provider.checkItemText(label: arrived.contents.label, attributes: arrived.contents.attributes) == nil,
                         Self.syncs(arrived.contents.attributes)
                     else { continue }
                     if let (twin, contents) = neverSynced(

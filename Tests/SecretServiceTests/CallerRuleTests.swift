@@ -95,7 +95,7 @@ import Testing
         }
 
         static func call(
-            _ daemon: Daemon, _ kind: Kind, _ path: String, _ interface: String, _ method: String, _ arguments: [DBusValue]
+            _ daemon: Provider, _ kind: Kind, _ path: String, _ interface: String, _ method: String, _ arguments: [DBusValue]
         ) -> Result<DBusValue, SecretServiceError> {
             let result = Fixture.call(daemon, MethodCall(sender: kind.sender, path: path, interface: interface, method: method, arguments: arguments))
             _ = daemon.commitPending()

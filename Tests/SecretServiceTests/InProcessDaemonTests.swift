@@ -3,6 +3,7 @@ import Foundation
 import KeychainCore
 @testable import SecretCrypto
 @testable import SecretService
+import SecretStore
 import Testing
 
 /// The daemon's request-to-reply behaviour in this process: calls go straight to its handlers,
@@ -59,7 +60,7 @@ import Testing
 
     /// A daemon over a fresh data directory, its login keyring created with `password`.
     struct Fixture {
-        let daemon: Daemon
+        let daemon: Provider
         let endpoint = RecordingEndpoint()
         let clock = ManualClock()
         let directory: URL
@@ -71,9 +72,9 @@ import Testing
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("inprocess-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let clock = self.clock
-            daemon = try Daemon(
-                options: Daemon.Options(dataDirectory: directory, kdf: .testing, configuration: configuration), clock: { clock.now },
-                offLoop: .inline)
+            daemon = try Provider(
+                options: Daemon.Options(dataDirectory: directory, kdf: .testing, configuration: configuration),
+                store: Store(directory: directory), clock: { clock.now }, offLoop: .inline)
             try daemon.unlockLogin(password: SecureBytes(Array(password.utf8)))
             daemon.serve(on: endpoint)
         }
@@ -89,7 +90,7 @@ import Testing
 
         /// Calls `call` as the bus server would: through ``Daemon/handle(_:replyLater:)`` when its
         /// method is declared to reply later (derivations run in place here, so it answers at once).
-        static func call(_ daemon: Daemon, _ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+        static func call(_ daemon: Provider, _ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
             guard Introspection.interfaces[call.interface]?.method(call.method)?.repliesLater == true else { return daemon.handle(call) }
             var answer: Result<DBusValue, SecretServiceError>?
             daemon.handle(call) { answer = $0 }

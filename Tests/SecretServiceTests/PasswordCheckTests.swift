@@ -133,7 +133,7 @@ import Testing
     func creation() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("inprocess-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let daemon = try Daemon(options: Daemon.Options(dataDirectory: directory, kdf: .testing), clock: { Date() }, offLoop: .inline)
+        let daemon = try Provider(options: Daemon.Options(dataDirectory: directory, kdf: .testing), store: Store(directory: directory), clock: { Date() }, offLoop: .inline)
         daemon.serve(on: InProcessDaemonTests.RecordingEndpoint())
         var answer: LoginControlResult?
         daemon.handleLoginControl(.unlock(password: Self.bytes("chosen")), origin: .client) { answer = $0 }
@@ -159,8 +159,8 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("inprocess-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let clock = InProcessDaemonTests.ManualClock()
-        let daemon = try Daemon(
-            options: Daemon.Options(dataDirectory: directory, kdf: .testing), clock: { clock.now },
+        let daemon = try Provider(
+            options: Daemon.Options(dataDirectory: directory, kdf: .testing), store: Store(directory: directory), clock: { clock.now },
             offLoop: OffLoop { _, work, done in deferred.pending.append((work, done)) })
         try daemon.unlockLogin(password: Self.bytes("right"))
         daemon.serve(on: InProcessDaemonTests.RecordingEndpoint())

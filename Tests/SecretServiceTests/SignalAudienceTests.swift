@@ -3,6 +3,7 @@ import KeychainCore
 import Foundation
 import KeychainTestSupport
 @testable import SecretService
+import SecretStore
 import Testing
 
 /// Who hears about an item: signals about items go, unicast, only to the clients that have
@@ -206,7 +207,7 @@ import Testing
     func sight() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sight-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let daemon = try Daemon(options: .init(dataDirectory: directory))
+        let daemon = try Provider(options: .init(dataDirectory: directory), store: Store(directory: directory), clock: { Date() }, offLoop: .inline)
         daemon.policy = try AccessPolicy.parse("""
             [group "com.example.team"]
             member = exe:/usr/bin/member
@@ -237,7 +238,7 @@ import Testing
         tool.allowedOnce.insert("com.example.ask")
         #expect(daemon.sight(ofGroup: "com.example.ask")[":1.1"] == .full)
         #expect(daemon.sight(ofGroup: "com.example.other") == [:])
-        daemon.close()
+        daemon.store.close()
     }
 
     @Test("in process: each item signal goes to every entitled caller by name, with the Items it may see")

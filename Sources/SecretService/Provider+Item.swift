@@ -47,7 +47,7 @@ extension Introspection {
     ])
 }
 
-extension Daemon {
+extension Provider {
     /// The keys that open `item`: an after-first-unlock item opens with the key kept after an
     /// ordinary lock.
     fileprivate func keys(opening item: Store.ItemRecord) throws(SecretServiceError) -> Store.ItemKeys {

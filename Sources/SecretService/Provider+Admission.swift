@@ -22,7 +22,7 @@ enum AdmittedTarget {
     case portalRequest(String)
 }
 
-extension Daemon {
+extension Provider {
     /// Checks `call` against the rule of the method it names (``CallerRule``); the object it
     /// reaches when admitted. A method secretd does not declare is `UnknownMethod`.
     func admit(_ call: MethodCall) -> Result<AdmittedTarget, SecretServiceError> {

@@ -76,7 +76,7 @@ extension Introspection {
         Method(name: "ChangeWithPrompt", rule: .unconfined, arguments: [Argument(name: "collection", type: "o")], results: [Argument(name: "prompt", type: "o")],
                handler: .later { daemon, call, reply throws(SecretServiceError) in
                    let path = try call.argument(0, as: ObjectPath.self).path
-                   guard let collection = daemon.collection(at: path), collection.name != Daemon.sessionName else {
+                   guard let collection = daemon.collection(at: path), collection.name != Provider.sessionName else {
                        throw .noSuchObject("no collection \(path) with a password")
                    }
                    reply(daemon.addPrompt(Prompt(owner: call.sender, action: .changePassword(collection))).map { .tuple([.objectPath($0)]) })
@@ -109,7 +109,7 @@ extension Introspection {
     ])
 }
 
-extension Daemon {
+extension Provider {
     /// `OpenSession`: a session of `algorithm` (plain, or dh-ietf1024-sha256-aes128-cbc-pkcs7
     /// with the client's public key as `input`).
     fileprivate func openSession(algorithm: String, input: DBusValue, sender: String) throws(SecretServiceError) -> DBusValue {

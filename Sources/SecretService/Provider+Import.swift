@@ -18,7 +18,7 @@ extension Introspection {
 /// secretd's import interface (`io.github.secretd.Import1`): a whole keyring from another
 /// provider's files (`secretctl import gnome-keyring`), with its name, label and times and its
 /// items' times, which the Secret Service's own CreateItem cannot carry, in one transaction.
-extension Daemon {
+extension Provider {
     /// One item of an import, as the call carries it.
     private struct ImportedItem {
         var label: String

@@ -9,6 +9,7 @@
 import KeychainCore
 import FoundationEssentials
 import Glibc
+import CProcess  // struct stat, as the modules that include <sys/stat.h> first declare it
 import SecretCrypto
 import SecretStore
 import DBusValues
@@ -50,7 +51,7 @@ extension Introspection {
     ])
 }
 
-extension Daemon {
+extension Provider {
     /// The portal's response codes: success, cancelled by the person, failed.
     enum PortalResponse: UInt32 {
         case success = 0, cancelled = 1, failed = 2

@@ -26,7 +26,7 @@ extension Introspection {
     ])
 }
 
-extension Daemon {
+extension Provider {
     /// `Remove`: the slot is gone; whether there was one.
     fileprivate func removeTPMSlot() throws(SecretServiceError) -> DBusValue {
         do {
@@ -114,7 +114,7 @@ extension Daemon {
     /// Unlocks the login keyring from its TPM slot, if it has one and is locked; before
     /// ``start``, so it waits for the TPM (at most ``tpmTimeout``). A slot that does not open
     /// is logged with what to do, and the keyring stays locked: its password still opens it.
-    public func unlockLoginWithTPM() {
+    func unlockLoginWithTPM() {
         guard let login = try? store.collection(named: Self.loginName), keyring.isLocked(login) else { return }
         let tcti = options.configuration.tpmTCTI
         do throws(TPMSlot.Failure) {

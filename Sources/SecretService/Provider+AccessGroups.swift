@@ -49,7 +49,7 @@ extension Introspection {
     ])
 }
 
-extension Daemon {
+extension Provider {
     // MARK: - Callers
 
     /// The caller behind `sender` (``CallerRegistry/caller(_:on:)``).

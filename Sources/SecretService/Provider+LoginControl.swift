@@ -12,7 +12,7 @@ import SecretStore
 ///   keyring's throttle, as on the bus); only root's PAM stack creates the login keyring.
 /// - CHANGE with the old password: anyone who knows it (checked through the throttle).
 /// - CHANGE without the old password (root running `passwd USER`): root's PAM stack only.
-extension Daemon {
+extension Provider {
     /// Answers one request through `reply`; its writes are committed first, so a login keyring
     /// re-wrapped under a new password is on disk when `passwd` finishes.
     func handleLoginControl(

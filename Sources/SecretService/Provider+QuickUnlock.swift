@@ -36,7 +36,7 @@ extension Introspection {
     ])
 }
 
-extension Daemon {
+extension Provider {
     /// Sets the PIN of the login keyring, once `password` proves the person knows its password
     /// (through the keyring's throttle): whoever sits at an unlocked session must not be able
     /// to choose a PIN of their own.

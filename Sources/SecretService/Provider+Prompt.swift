@@ -24,7 +24,7 @@ extension Introspection {
     ])
 }
 
-extension Daemon {
+extension Provider {
     /// How many times a wrong password may be typed in one unlock prompt.
     static let promptAttempts = 3
 
@@ -49,8 +49,8 @@ extension Daemon {
             MainLoop.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
             return
         }
-        let box = DaemonBox(self)
-        guard DetachedThread.start(named: "secretd-prompt", { box.daemon.converse(promptID: id, program: program) }) else {
+        let box = ProviderBox(self)
+        guard DetachedThread.start(named: "secretd-prompt", { box.provider.converse(promptID: id, program: program) }) else {
             Log.warning("cannot start a thread for prompt \(id); it completes as dismissed")
             MainLoop.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
             return
@@ -293,7 +293,7 @@ private struct Asker {
 
 /// Carries the daemon to a prompt thread; it is only used there through ``BusServer/onMainLoop(_:)``
 /// and for the pinentry conversation, which touches no daemon state.
-private final class DaemonBox: @unchecked Sendable {
-    let daemon: Daemon
-    init(_ daemon: Daemon) { self.daemon = daemon }
+private final class ProviderBox: @unchecked Sendable {
+    let provider: Provider
+    init(_ provider: Provider) { self.provider = provider }
 }

@@ -56,7 +56,7 @@ struct SignalAudience: Equatable {
     }
 }
 
-extension Daemon {
+extension Provider {
     // MARK: - Items
 
     /// What each caller that watches items may see of an item of `group` (nil: `default`),

@@ -44,7 +44,7 @@ extension Introspection {
     ])
 }
 
-extension Daemon {
+extension Provider {
     /// `SearchItems`: the items of `collection` with `attributes` that `sender` may see.
     fileprivate func searchItems(
         _ attributes: [String: String], in collection: Store.CollectionRecord, for sender: String

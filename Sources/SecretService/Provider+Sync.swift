@@ -61,7 +61,7 @@ extension Introspection {
     ])
 }
 
-extension Daemon {
+extension Provider {
     /// The one item of keyring `name` with `attributes` that `sender` may read: alive, or else
     /// deleted here with versions in the history (which are sealed, so each is opened to compare).
     fileprivate func historyTarget(_ name: String, _ attributes: [String: String], sender: String) -> Result<SyncCoordinator.HistoryTarget, SecretServiceError> {
