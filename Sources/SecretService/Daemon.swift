@@ -100,7 +100,7 @@ public final class Daemon {
     /// Unlocks the login keyring from its TPM slot, if it has one and is locked; before
     /// ``start``, so it waits for the TPM. A slot that does not open is logged with what to do,
     /// and the keyring stays locked: its password still opens it.
-    public func unlockLoginWithTPM() { provider.unlockLoginWithTPM() }
+    public func unlockLoginWithTPM() { TPMObject(provider).unlockLoginWithTPM() }
 
     /// Connects to the session bus, exports the objects and asks for the bus name.
     /// `ready` runs once the name is ours; `refused` when another provider keeps it.

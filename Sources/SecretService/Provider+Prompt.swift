@@ -7,37 +7,9 @@ import SecretCrypto
 import SecretStore
 import DBusValues
 
-extension Introspection {
-    /// org.freedesktop.Secret.Prompt, for the client that owns the prompt.
-    static let promptInterface = BusInterface(name: prompt, objects: .prompt, methods: [
-        Method(name: "Prompt", rule: .objectOwner, arguments: [Argument(name: "window-id", type: "s")],
-               handler: .now { daemon, call throws(SecretServiceError) in
-                   daemon.startPrompt(try call.promptID())
-                   return .tuple([])
-               }),
-        Method(name: "Dismiss", rule: .objectOwner, handler: .now { daemon, call throws(SecretServiceError) in
-            daemon.dismissPrompt(try call.promptID())
-            return .tuple([])
-        }),
-    ], signals: [
-        Signal(name: "Completed", arguments: [Argument(name: "dismissed", type: "b"), Argument(name: "result", type: "v")]),
-    ])
-}
-
 extension Provider {
     /// How many times a wrong password may be typed in one unlock prompt.
     static let promptAttempts = 3
-
-    /// `Prompt`: the conversation starts (once: calling it again does not ask again).
-    fileprivate func startPrompt(_ id: Int) {
-        guard let prompt = prompts[id], !prompt.started else { return }
-        startConversation(promptID: id)
-    }
-
-    /// `Dismiss`: the prompt completes as dismissed, after the reply.
-    fileprivate func dismissPrompt(_ id: Int) {
-        MainLoop.after(seconds: 0) { [weak self] in self?.complete(id: id, result: nil) }
-    }
 
     /// Asks the person what prompt `id` needs, on a thread of its own; completes it as dismissed
     /// when there is no pinentry to ask through.

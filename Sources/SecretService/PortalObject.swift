@@ -29,43 +29,43 @@ extension Introspection {
             Argument(name: "handle", type: "o"), Argument(name: "app_id", type: "s"), Argument(name: "fd", type: "h"),
             Argument(name: "options", type: "a{sv}"),
         ], results: [Argument(name: "response", type: "u"), Argument(name: "results", type: "a{sv}")],
-               handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.retrieveSecret(call.call, reply: reply) }),
+               handler: .later { provider, call, reply throws(SecretServiceError) in PortalObject(provider).retrieveSecret(call.call, reply: reply) }),
     ], properties: [
         Property(name: "version", type: "u", read: { _, _ in .uint32(1) }),
     ])
 
     /// A portal request handle, while its `RetrieveSecret` waits for the person.
     static let portalRequestInterface = BusInterface(name: portalRequest, objects: .portalRequest, methods: [
-        Method(name: "Close", rule: .objectOwner, handler: .now { daemon, call throws(SecretServiceError) in
+        Method(name: "Close", rule: .objectOwner, handler: .now { provider, call throws(SecretServiceError) in
             guard case .portalRequest(let handle) = call.target else { throw .noSuchObject("no request \(call.call.path)") }
-            return try daemon.closePortalRequest(handle).get()
+            return try PortalObject(provider).closePortalRequest(handle).get()
         }),
     ])
 
     /// secretd's own: the portal's app keys, for unconfined clients outside a sandbox (secretctl).
     static let appKeysInterface = BusInterface(name: appKeys, objects: .service, methods: [
         Method(name: "List", rule: .unconfined, results: [Argument(name: "keys", type: "a(sst)")],
-               handler: .now { daemon, _ throws(SecretServiceError) in try daemon.listAppKeys() }),
+               handler: .now { provider, _ throws(SecretServiceError) in try PortalObject(provider).listAppKeys() }),
         Method(name: "Delete", rule: .unconfined, arguments: [Argument(name: "app_id", type: "s")], results: [Argument(name: "deleted", type: "b")],
-               handler: .now { daemon, call throws(SecretServiceError) in try daemon.deleteAppKeys(of: call.argument(0)) }),
+               handler: .now { provider, call throws(SecretServiceError) in try PortalObject(provider).deleteAppKeys(of: call.argument(0)) }),
     ])
 }
 
-extension Provider {
-    /// The portal's response codes: success, cancelled by the person, failed.
-    enum PortalResponse: UInt32 {
-        case success = 0, cancelled = 1, failed = 2
-    }
+/// The desktop portal's Secret backend and secretd's AppKeys1 interface: each sandboxed app's
+/// key handed to the portal frontend, listed and deleted.
+struct PortalObject {
+    /// What every object shares.
+    let provider: Provider
 
-    // MARK: - RetrieveSecret
+    /// The object over `provider`.
+    init(_ provider: Provider) { self.provider = provider }
 
-    /// `RetrieveSecret(o handle, s app_id, h fd, a{sv} options)`: writes the app's key to `fd`
     /// and closes it, unlocking the login keyring through a prompt first when it is locked.
     func retrieveSecret(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
         let args = call.arguments
         guard let handle = args[0].objectPath, let appID = args[1].string, case .fileDescriptorIndex(let received) = args[2]
         else { return reply(.failure(.invalidArgs("RetrieveSecret takes (osha{sv})"))) }
-        guard case .portalRequest = ObjectPaths.parse(handle), portalRequests[handle] == nil else {
+        guard case .portalRequest = ObjectPaths.parse(handle), provider.portalRequests[handle] == nil else {
             return reply(.failure(.invalidArgs("the request handle \(handle) is not a new one under \(PortalNames.path)/request/")))
         }
         guard !appID.isEmpty else {
@@ -82,32 +82,32 @@ extension Provider {
             Glibc.close(descriptor)
             return reply(.failure(.invalidArgs("the file descriptor must be a pipe or a socket")))
         }
-        guard let collection = resolveAlias("default") ?? (try? store.collection(named: Self.loginName)) else {
+        guard let collection = provider.resolveAlias("default") ?? (try? provider.store.collection(named: Provider.loginName)) else {
             Glibc.close(descriptor)
             Log.warning("no key for the app \(appID): there is no login collection to keep it in")
             return reply(.success(Self.portalReply(.failed)))
         }
-        let requested = clock()
-        let finish = { [weak self] (response: PortalResponse) in
+        let requested = provider.clock()
+        let finish = { [weak provider = provider] (response: PortalResponse) in
             Glibc.close(descriptor)
-            if response != .success { self?.portalRequests[handle] = nil }
+            if response != .success { provider?.portalRequests[handle] = nil }
             // Not sooner than answerDelay after the request: see there.
-            let early = Self.answerDelay - (self?.clock().timeIntervalSince(requested) ?? Self.answerDelay)
+            let early = Self.answerDelay - (provider?.clock().timeIntervalSince(requested) ?? Self.answerDelay)
             guard early > 0 else { return reply(.success(Self.portalReply(response))) }
             MainLoop.after(seconds: early) { reply(.success(Self.portalReply(response))) }
         }
-        guard keyring.isLocked(collection) else { return finish(deliverAppKey(appID, in: collection, to: descriptor)) }
+        guard provider.keyring.isLocked(collection) else { return finish(deliverAppKey(appID, in: collection, to: descriptor)) }
 
         let prompt = Prompt(
             owner: call.sender, action: .unlock(collections: [collection], groups: [], objects: []),
             requester: "The sandboxed app “\(appID)”"
-        ) { [weak self] result in
-            guard let self else { return }
-            self.portalRequests[handle] = nil
-            guard result != nil, !self.keyring.isLocked(collection) else { return finish(.cancelled) }
-            finish(self.deliverAppKey(appID, in: collection, to: descriptor))
+        ) { [weak provider = provider] result in
+            guard let provider else { return }
+            provider.portalRequests[handle] = nil
+            guard result != nil, !provider.keyring.isLocked(collection) else { return finish(.cancelled) }
+            finish(PortalObject(provider).deliverAppKey(appID, in: collection, to: descriptor))
         }
-        switch addPrompt(prompt) {
+        switch provider.addPrompt(prompt) {
         case .failure(let refusal):
             Glibc.close(descriptor)
             reply(.failure(refusal))
@@ -116,26 +116,19 @@ extension Provider {
                 Glibc.close(descriptor)
                 return reply(.failure(.failed("cannot make the unlock prompt")))
             }
-            portalRequests[handle] = PortalRequest(owner: call.sender, promptID: id)
-            startConversation(promptID: id)
+            provider.portalRequests[handle] = PortalRequest(owner: call.sender, promptID: id)
+            provider.startConversation(promptID: id)
         }
     }
 
     /// `Request.Close` on a waiting request's handle: ends its prompt (the call is answered as
     /// cancelled).
     func closePortalRequest(_ handle: String) -> Result<DBusValue, SecretServiceError> {
-        guard let request = portalRequests[handle] else { return .failure(.noSuchObject("no request \(handle)")) }
-        portalRequests[handle] = nil
-        complete(id: request.promptID, result: nil)
+        guard let request = provider.portalRequests[handle] else { return .failure(.noSuchObject("no request \(handle)")) }
+        provider.portalRequests[handle] = nil
+        provider.complete(id: request.promptID, result: nil)
         return .success(.tuple([]))
     }
-
-    /// The least time between a `RetrieveSecret` and its answer. libsecret before 0.21.4 (Debian
-    /// 12 has 0.20.5, as do older Flatpak runtimes) starts listening for the frontend's
-    /// `Response` only once its own call to the frontend has returned, and waits forever for
-    /// a `Response` that came before (libsecret issue 58): an answer within a few milliseconds,
-    /// which a key already made gets, lost that race one time in three here.
-    static let answerDelay = 0.2
 
     /// `RetrieveSecret`'s reply: the response and no results.
     private static func portalReply(_ response: PortalResponse) -> DBusValue {
@@ -146,19 +139,19 @@ extension Provider {
     /// to `descriptor`. Only a key in the app's own group counts: a client that planted an
     /// item with the app's id in another group does not choose the app's key.
     private func deliverAppKey(_ appID: String, in collection: Store.CollectionRecord, to descriptor: Int32) -> PortalResponse {
-        guard let key = keyring[collection.id] else { return .failed }
+        guard let key = provider.keyring[collection.id] else { return .failed }
         do {
             let secret: SecureBytes
             if let existing = try appKeyItems(appID, in: collection).first {
-                secret = try store.readItem(existing, in: collection, keys: key).secret
+                secret = try provider.store.readItem(existing, in: collection, keys: key).secret
             } else {
                 secret = Gcrypt.randomKey(count: PortalNames.keyLength)
                 let contents = ItemContents(
                     label: "Key of the sandboxed app \(appID) (desktop portal)",
                     attributes: Self.appKeyAttributes(appID), secret: secret, contentType: "application/octet-stream")
-                _ = try keyring.createItem(in: collection, keys: key, contents: contents)
+                _ = try provider.keyring.createItem(in: collection, keys: key, contents: contents)
                 // Durable before the app encrypts anything with it.
-                try store.commitPending()
+                try provider.store.commitPending()
                 Log.info("made the key of the sandboxed app \(appID)")
             }
             return Self.write(secret, to: descriptor) ? .success : .failed
@@ -168,17 +161,9 @@ extension Provider {
         }
     }
 
-    /// What an app key carries: the app id and schema gnome-keyring and oo7 use, and the group.
-    static func appKeyAttributes(_ appID: String) -> [String: String] {
-        [
-            PortalNames.appIDAttribute: appID, PortalNames.schemaAttribute: PortalNames.schema,
-            AccessGroupNames.attribute: PortalNames.group(of: appID),
-        ]
-    }
-
     /// The keys of `appID` in `collection`, oldest first.
     private func appKeyItems(_ appID: String, in collection: Store.CollectionRecord) throws(StoreError) -> [Store.ItemRecord] {
-        try store.search(
+        try provider.store.search(
             [PortalNames.appIDAttribute: appID, AccessGroupNames.attribute: PortalNames.group(of: appID)], in: collection
         ).sorted { $0.id < $1.id }
     }
@@ -200,6 +185,62 @@ extension Provider {
         }
     }
 
+    /// `Delete(app_id)`: the app's keys are gone; whether there were any.
+    fileprivate func deleteAppKeys(of appID: String) throws(SecretServiceError) -> DBusValue {
+        guard PortalNames.isAppID(appID) else { throw .invalidArgs("“\(appID.prefix(80))” is not a Flatpak app id") }
+        let keys: [(Store.ItemRecord, Store.CollectionRecord, ItemContents)]?
+        do throws(StoreError) {
+            keys = try allAppKeys()
+        } catch {
+            throw provider.storeFailure(error)
+        }
+        guard let found = keys else { throw .isLocked("unlock the keyrings to delete an app key") }
+        do throws(StoreError) {
+            var deleted = false
+            for (item, collection, contents) in found where contents.attributes[PortalNames.appIDAttribute] == appID {
+                guard let key = provider.keyring[collection.id] else { continue }
+                try provider.keyring.deleteItem(item, in: collection, keys: key)
+                Log.info("deleted the key of the sandboxed app \(appID)")
+                deleted = true
+            }
+            return .tuple([.boolean(deleted)])
+        } catch {
+            throw provider.storeFailure(error)
+        }
+    }
+
+    /// Every app key in the keyrings; nil when a keyring that holds some is locked (its
+    /// attributes are sealed).
+    private func allAppKeys() throws(StoreError) -> [(Store.ItemRecord, Store.CollectionRecord, ItemContents)]? {
+        var found: [(Store.ItemRecord, Store.CollectionRecord, ItemContents)] = []
+        for collection in try provider.store.collections() where collection.name != Provider.sessionName {
+            let items = try provider.store.search([PortalNames.schemaAttribute: PortalNames.schema], in: collection)
+                .filter { AccessGroupNames.isAppGroup($0.accessGroup ?? "") }
+            guard !items.isEmpty else { continue }
+            guard let key = provider.keyring[collection.id] else { return nil }
+            for item in items {
+                let contents = try provider.store.readItem(item, in: collection, keys: key)
+                found.append((item, collection, contents))
+            }
+        }
+        return found
+    }
+
+    /// The least time between a `RetrieveSecret` and its answer. libsecret before 0.21.4 (Debian
+    /// 12 has 0.20.5, as do older Flatpak runtimes) starts listening for the frontend's
+    /// `Response` only once its own call to the frontend has returned, and waits forever for
+    /// a `Response` that came before (libsecret issue 58): an answer within a few milliseconds,
+    /// which a key already made gets, lost that race one time in three here.
+    static let answerDelay = 0.2
+
+    /// What an app key carries: the app id and schema gnome-keyring and oo7 use, and the group.
+    static func appKeyAttributes(_ appID: String) -> [String: String] {
+        [
+            PortalNames.appIDAttribute: appID, PortalNames.schemaAttribute: PortalNames.schema,
+            AccessGroupNames.attribute: PortalNames.group(of: appID),
+        ]
+    }
+
     // MARK: - The AppKeys interface
 
     /// `List`: every app key (app id, keyring, created); the keys themselves are never sent.
@@ -208,7 +249,7 @@ extension Provider {
         do throws(StoreError) {
             found = try allAppKeys()
         } catch {
-            throw storeFailure(error)
+            throw provider.storeFailure(error)
         }
         guard let found else { throw .isLocked("unlock the keyrings to list the app keys") }
         let rows = found.map { item, collection, contents in
@@ -219,30 +260,6 @@ extension Provider {
         return .tuple([.array(element: "(sst)", rows)])
     }
 
-    /// `Delete(app_id)`: the app's keys are gone; whether there were any.
-    fileprivate func deleteAppKeys(of appID: String) throws(SecretServiceError) -> DBusValue {
-        guard PortalNames.isAppID(appID) else { throw .invalidArgs("“\(appID.prefix(80))” is not a Flatpak app id") }
-        let keys: [(Store.ItemRecord, Store.CollectionRecord, ItemContents)]?
-        do throws(StoreError) {
-            keys = try allAppKeys()
-        } catch {
-            throw storeFailure(error)
-        }
-        guard let found = keys else { throw .isLocked("unlock the keyrings to delete an app key") }
-        do throws(StoreError) {
-            var deleted = false
-            for (item, collection, contents) in found where contents.attributes[PortalNames.appIDAttribute] == appID {
-                guard let key = keyring[collection.id] else { continue }
-                try keyring.deleteItem(item, in: collection, keys: key)
-                Log.info("deleted the key of the sandboxed app \(appID)")
-                deleted = true
-            }
-            return .tuple([.boolean(deleted)])
-        } catch {
-            throw storeFailure(error)
-        }
-    }
-
     /// The app whose desktop portal key an item with these attributes is, when it is one that
     /// names no access group (as gnome-keyring and oo7 store them).
     static func appKeyOwner(_ attributes: [String: String]) -> String? {
@@ -251,21 +268,9 @@ extension Provider {
         else { return nil }
         return appID
     }
+}
 
-    /// Every app key in the keyrings; nil when a keyring that holds some is locked (its
-    /// attributes are sealed).
-    private func allAppKeys() throws(StoreError) -> [(Store.ItemRecord, Store.CollectionRecord, ItemContents)]? {
-        var found: [(Store.ItemRecord, Store.CollectionRecord, ItemContents)] = []
-        for collection in try store.collections() where collection.name != Self.sessionName {
-            let items = try store.search([PortalNames.schemaAttribute: PortalNames.schema], in: collection)
-                .filter { AccessGroupNames.isAppGroup($0.accessGroup ?? "") }
-            guard !items.isEmpty else { continue }
-            guard let key = keyring[collection.id] else { return nil }
-            for item in items {
-                let contents = try store.readItem(item, in: collection, keys: key)
-                found.append((item, collection, contents))
-            }
-        }
-        return found
-    }
+/// The portal's response codes: success, cancelled by the person, failed.
+enum PortalResponse: UInt32 {
+    case success = 0, cancelled = 1, failed = 2
 }

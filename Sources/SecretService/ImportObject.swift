@@ -11,14 +11,20 @@ extension Introspection {
             Argument(name: "master", type: secret), Argument(name: "items", type: "a(a{sv}\(secret))"),
         ], results: [
             Argument(name: "collection", type: "o"), Argument(name: "imported", type: "u"), Argument(name: "skipped", type: "u"),
-        ], handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.importKeyring(call.call, reply: reply) }),
+        ], handler: .later { provider, call, reply throws(SecretServiceError) in ImportObject(provider).importKeyring(call.call, reply: reply) }),
     ])
 }
 
 /// secretd's import interface (`io.github.secretd.Import1`): a whole keyring from another
 /// provider's files (`secretctl import gnome-keyring`), with its name, label and times and its
 /// items' times, which the Secret Service's own CreateItem cannot carry, in one transaction.
-extension Provider {
+struct ImportObject {
+    /// What every object shares.
+    let provider: Provider
+
+    /// The object over `provider`.
+    init(_ provider: Provider) { self.provider = provider }
+
     /// One item of an import, as the call carries it.
     private struct ImportedItem {
         var label: String
@@ -37,17 +43,17 @@ extension Provider {
         case .success(let request):
             if let existing = request.existing {
                 // A locked keyring is opened with the password given, as UnlockWithMasterPassword would.
-                unlock(existing, password: request.password) { [weak self] unlocked in
-                    guard let self else { return }
-                    reply(unlocked.flatMap { self.importItems(request, newKey: nil) })
+                provider.unlock(existing, password: request.password) { [weak provider = provider] unlocked in
+                    guard let provider else { return }
+                    reply(unlocked.flatMap { ImportObject(provider).importItems(request, newKey: nil) })
                 }
             } else {
-                let (password, parameters) = (request.password, options.kdf)
-                passwordChecks.derive({ Result { () throws(StoreError) in try NewCollectionKey(password: password, parameters: parameters) } }) {
-                    [weak self] derived in
-                    guard let self else { return }
+                let (password, parameters) = (request.password, provider.options.kdf)
+                provider.passwordChecks.derive({ Result { () throws(StoreError) in try NewCollectionKey(password: password, parameters: parameters) } }) {
+                    [weak provider = provider] derived in
+                    guard let provider else { return }
                     reply(derived.flatMap { made in
-                        made.mapError { SecretServiceError(storeFailure: $0) }.flatMap { self.importItems(request, newKey: $0) }
+                        made.mapError { SecretServiceError(storeFailure: $0) }.flatMap { ImportObject(provider).importItems(request, newKey: $0) }
                     })
                 }
             }
@@ -70,8 +76,8 @@ extension Provider {
         guard let name = args[0].string, let properties = args[1].variantMap, case .array(_, let itemValues) = args[3] else {
             return .failure(.invalidArgs("(sa{sv}(oayays)a(a{sv}(oayays))) expected"))
         }
-        guard ObjectPaths.isCollectionName(name), name != Self.sessionName else {
-            return .failure(.invalidArgs("“\(name)” cannot name a keyring (letters, digits and _, at most 64)"))
+        guard ObjectPaths.isCollectionName(name), name != Provider.sessionName else {
+            return .failure(.invalidArgs("“\(name)” cannot name a provider.keyring (letters, digits and _, at most 64)"))
         }
         guard let label = properties[SecretServiceNames.Property.collectionLabel].map(\.string) ?? name else {
             return .failure(.invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)"))
@@ -89,15 +95,15 @@ extension Provider {
             guard let itemLabel = itemProperties[SecretServiceNames.Property.itemLabel].map(\.string) ?? "",
                 let requested = itemProperties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
             else { return .failure(.invalidArgs("an item's Label must be s and its Attributes a{ss}")) }
-            if let problem = Self.checkItemText(label: itemLabel, attributes: requested) { return .failure(problem) }
+            if let problem = Provider.checkItemText(label: itemLabel, attributes: requested) { return .failure(problem) }
             var placed: [String: String]
-            if let appID = Self.appKeyOwner(requested) {
+            if let appID = PortalObject.appKeyOwner(requested) {
                 // A desktop portal app key (gnome-keyring's, oo7's): into its app's own group (only
                 // unconfined clients outside a sandbox import, so the key is the person's to place).
                 placed = requested
                 placed[AccessGroupNames.attribute] = PortalNames.group(of: appID)
             } else {
-                switch placeInGroup(requested, for: call.sender) {
+                switch provider.placeInGroup(requested, for: call.sender) {
                 case .failure(let refusal): return .failure(refusal)
                 case .success(let attributes): placed = attributes
                 }
@@ -107,25 +113,25 @@ extension Provider {
             case .failure(let problem): return .failure(problem)
             case .success(let found): times = found
             }
-            switch decodeSecret(fields[1], from: call.sender) {
+            switch provider.decodeSecret(fields[1], from: call.sender) {
             case .failure(let problem): return .failure(problem)
             case .success(let (secret, contentType)):
                 items.append(ImportedItem(label: itemLabel, attributes: placed, secret: secret, contentType: contentType, times: times))
             }
         }
         let existing: Store.CollectionRecord?
-        do { existing = try store.collection(named: name) } catch { return .failure(storeFailure(error)) }
+        do { existing = try provider.store.collection(named: name) } catch { return .failure(provider.storeFailure(error)) }
         let password: SecureBytes
-        switch decodeSecret(args[2], from: call.sender) {
+        switch provider.decodeSecret(args[2], from: call.sender) {
         case .failure(let problem): return .failure(problem)
         case .success(let (secret, _)): password = secret
         }
         if let existing {
-            if keyring[existing.id] == nil, password.count == 0 {
-                return .failure(.isLocked("the keyring \(name) is locked; unlock it first"))
+            if provider.keyring[existing.id] == nil, password.count == 0 {
+                return .failure(.isLocked("the provider.keyring \(name) is locked; unlock it first"))
             }
         } else if password.count == 0 {
-            return .failure(.invalidArgs("a new keyring needs a password"))
+            return .failure(.invalidArgs("a new provider.keyring needs a password"))
         }
         return .success(ImportRequest(
             name: name, label: label, times: collectionTimes, items: items, existing: existing, password: password))
@@ -139,15 +145,15 @@ extension Provider {
         do {
             var created: [Store.ItemRecord] = []
             var skipped = 0
-            let (collection, key) = try keyring.transaction { () throws(StoreError) -> (Store.CollectionRecord, Store.ItemKeys) in
+            let (collection, key) = try provider.keyring.transaction { () throws(StoreError) -> (Store.CollectionRecord, Store.ItemKeys) in
                 let (collection, key): (Store.CollectionRecord, Store.ItemKeys)
                 if let existing {
-                    guard let known = keyring[existing.id] else { throw .locked }
+                    guard let known = provider.keyring[existing.id] else { throw .locked }
                     (collection, key) = (existing, known)
                 } else if let newKey {
-                    (collection, key) = try keyring.createCollection(name: name, label: label, key: newKey, times: times)
+                    (collection, key) = try provider.keyring.createCollection(name: name, label: label, key: newKey, times: times)
                 } else {
-                    throw .invalidInput("a new keyring needs a password")
+                    throw .invalidInput("a new provider.keyring needs a password")
                 }
                 for item in items {
                     if try holds(item, in: collection, key: key) {
@@ -155,21 +161,21 @@ extension Provider {
                         continue
                     }
                     let contents = ItemContents(label: item.label, attributes: item.attributes, secret: item.secret, contentType: item.contentType)
-                    created.append(try keyring.createItem(in: collection, keys: key, contents: contents, times: item.times))
+                    created.append(try provider.keyring.createItem(in: collection, keys: key, contents: contents, times: item.times))
                 }
                 return (collection, key)
             }
-            Log.info("imported \(created.count) items into the \(collection.name) keyring (\(skipped) were there already)")
+            Log.info("imported \(created.count) items into the \(collection.name) provider.keyring (\(skipped) were there already)")
             return .success(.tuple([.objectPath(ObjectPaths.collection(collection.name)), .uint32(UInt32(created.count)), .uint32(UInt32(skipped))]))
         } catch {
-            return .failure(storeFailure(error))
+            return .failure(provider.storeFailure(error))
         }
     }
 
     /// Whether `collection` has an item with exactly `item`'s attributes and secret.
     private func holds(_ item: ImportedItem, in collection: Store.CollectionRecord, key: Store.ItemKeys) throws(StoreError) -> Bool {
-        for candidate in try searchItems(item.attributes, in: collection) {
-            let contents = try store.readItem(candidate, in: collection, keys: key)
+        for candidate in try provider.searchItems(item.attributes, in: collection) {
+            let contents = try provider.store.readItem(candidate, in: collection, keys: key)
             if contents.attributes == item.attributes && contents.secret.constantTimeEquals(item.secret) { return true }
         }
         return false

@@ -16,23 +16,31 @@ extension Introspection {
     /// secretd's own: the login keyring's TPM slot.
     static let tpmInterface = BusInterface(name: tpm, objects: .service, methods: [
         Method(name: "Enroll", rule: .unconfined, arguments: [Argument(name: "pcrs", type: "au"), Argument(name: "login_password", type: secret)],
-               handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.enrollTPM(call.call, reply: reply) }),
+               handler: .later { provider, call, reply throws(SecretServiceError) in TPMObject(provider).enrollTPM(call.call, reply: reply) }),
         Method(name: "Remove", rule: .unconfined, results: [Argument(name: "removed", type: "b")],
-               handler: .now { daemon, _ throws(SecretServiceError) in try daemon.removeTPMSlot() }),
+               handler: .now { provider, _ throws(SecretServiceError) in try TPMObject(provider).removeTPMSlot() }),
         Method(name: "GetStatus", rule: .unconfined, results: [
             Argument(name: "enrolled", type: "b"), Argument(name: "pcrs", type: "au"), Argument(name: "tcti", type: "s"),
             Argument(name: "last_failure", type: "s"),
-        ], handler: .now { daemon, _ throws(SecretServiceError) in daemon.tpmStatus() }),
+        ], handler: .now { provider, _ throws(SecretServiceError) in TPMObject(provider).tpmStatus() }),
     ])
 }
 
-extension Provider {
+/// secretd's TPM1 interface and the unlock at start: the login keyring's TPM slot enrolled,
+/// removed, described, and opened.
+struct TPMObject {
+    /// What every object shares.
+    let provider: Provider
+
+    /// The object over `provider`.
+    init(_ provider: Provider) { self.provider = provider }
+
     /// `Remove`: the slot is gone; whether there was one.
     fileprivate func removeTPMSlot() throws(SecretServiceError) -> DBusValue {
         do {
-            let removed = try TPMSlot.remove(from: options.dataDirectory)
-            if removed { Log.info("removed the TPM slot of the login keyring; only the password unlocks it at start") }
-            tpmFailure = nil
+            let removed = try TPMSlot.remove(from: provider.options.dataDirectory)
+            if removed { Log.info("removed the TPM slot of the login provider.keyring; only the password unlocks it at start") }
+            provider.tpmFailure = nil
             return .tuple([.boolean(removed)])
         } catch {
             Log.error("\(error)")
@@ -44,18 +52,18 @@ extension Provider {
     fileprivate func tpmStatus() -> DBusValue {
         let slot: TPMSlot?
         do {
-            slot = try TPMSlot.load(from: options.dataDirectory)
+            slot = try TPMSlot.load(from: provider.options.dataDirectory)
         } catch {
             return .tuple([.boolean(true), .array(element: "u", []), .string(tctiName), .string("\(error)")])
         }
         return .tuple([
             .boolean(slot != nil), .array(element: "u", (slot?.pcrs ?? []).map { .uint32(UInt32($0)) }),
-            .string(tctiName), .string(tpmFailure ?? ""),
+            .string(tctiName), .string(provider.tpmFailure ?? ""),
         ])
     }
 
     /// The TCTI secretd reaches the TPM through, as `tpm-tcti` names it.
-    private var tctiName: String { options.configuration.tpmTCTI ?? "default" }
+    private var tctiName: String { provider.options.configuration.tpmTCTI ?? "default" }
 
     /// `Enroll`: seals the login keyring's master key to the TPM, once the login password
     /// proves the person knows it (with the same waits after wrong passwords as unlocking):
@@ -66,18 +74,18 @@ extension Provider {
         guard case .array(_, let values) = call.arguments[0] else { return reply(.failure(.invalidArgs("pcrs is au"))) }
         let pcrs = values.compactMap(\.uint32).map(Int.init)
         guard pcrs.allSatisfy((0...23).contains) else { return reply(.failure(.invalidArgs("PCRs are 0 to 23"))) }
-        guard let login = try? store.collection(named: Self.loginName) else {
-            return reply(.failure(.failed("there is no login keyring to enroll")))
+        guard let login = try? provider.store.collection(named: Provider.loginName) else {
+            return reply(.failure(.failed("there is no login provider.keyring to enroll")))
         }
-        switch decodeSecret(call.arguments[1], from: call.sender) {
+        switch provider.decodeSecret(call.arguments[1], from: call.sender) {
         case .failure(let problem): reply(.failure(problem))
         case .success(let (password, _)):
-            checkPassword(password, of: login, purpose: " (enrolling the TPM)") { [weak self] checked in
+            provider.checkPassword(password, of: login, purpose: " (enrolling the TPM)") { [weak provider = provider] checked in
                 guard case .success(let itemKeys) = checked, let master = itemKeys.master else {
                     if case .failure(let error) = checked { return reply(.failure(error)) }
-                    return reply(.failure(.isLocked("the keyring is locked")))
+                    return reply(.failure(.isLocked("the provider.keyring is locked")))
                 }
-                self?.enrollTPM(login, master: master, pcrs: pcrs, reply: reply)
+                provider.map(TPMObject.init)?.enrollTPM(login, master: master, pcrs: pcrs, reply: reply)
             }
         }
     }
@@ -86,7 +94,7 @@ extension Provider {
     private func enrollTPM(
         _ login: Store.CollectionRecord, master: SecureBytes, pcrs: [Int], reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
     ) {
-        let (tcti, directory) = (options.configuration.tpmTCTI, options.dataDirectory)
+        let (tcti, directory) = (provider.options.configuration.tpmTCTI, provider.options.dataDirectory)
         Self.onTPMThread({ () -> Result<TPMSlot, TPMSlot.Failure> in
             Result { () throws(TPMSlot.Failure) -> TPMSlot in
                 let slot = try TPMSlot.enroll(masterKey: master, of: login, pcrs: pcrs, tcti: tcti)
@@ -96,8 +104,8 @@ extension Provider {
                 }
                 return slot
             }
-        }) { [weak self] outcome in
-            guard let self else { return }
+        }) { [weak provider = provider] outcome in
+            guard let provider else { return }
             do throws(TPMSlot.Failure) {
                 guard let outcome else { throw .io(Self.noAnswer(tcti)) }
                 try outcome.get().save(in: directory)
@@ -105,45 +113,10 @@ extension Provider {
                 Log.warning("cannot enroll the TPM: \(error)")
                 return reply(.failure(.failed(Self.tpmAdvice(error))))
             }
-            self.tpmFailure = nil
-            Log.info("sealed the login keyring's key to the TPM (\(Self.describe(pcrs))); secretd unlocks it at start")
+            provider.tpmFailure = nil
+            Log.info("sealed the login provider.keyring's key to the TPM (\(Self.describe(pcrs))); secretd unlocks it at start")
             reply(.success(.tuple([])))
         }
-    }
-
-    /// Unlocks the login keyring from its TPM slot, if it has one and is locked; before
-    /// ``start``, so it waits for the TPM (at most ``tpmTimeout``). A slot that does not open
-    /// is logged with what to do, and the keyring stays locked: its password still opens it.
-    func unlockLoginWithTPM() {
-        guard let login = try? store.collection(named: Self.loginName), keyring.isLocked(login) else { return }
-        let tcti = options.configuration.tpmTCTI
-        do throws(TPMSlot.Failure) {
-            guard let slot = try TPMSlot.load(from: options.dataDirectory) else { return }
-            let outcome = Self.waitForTPM { () -> Result<SecureBytes, TPMSlot.Failure> in
-                Result { () throws(TPMSlot.Failure) in try slot.open(for: login, tcti: tcti) }
-            }
-            guard let outcome else { throw .io(Self.noAnswer(tcti)) }
-            let master = try outcome.get()
-            guard let itemKeys = try? Store.ItemKeys(master: master) else { throw .io("cannot derive the keyring's keys") }
-            keyring.unlocked(login, with: itemKeys)
-            tpmFailure = nil
-            Log.info("unlocked the login keyring with the TPM (\(Self.describe(slot.pcrs)))")
-        } catch {
-            tpmFailure = "\(error)"
-            Log.warning("the TPM did not unlock the login keyring: \(error); it stays locked")
-        }
-    }
-
-    // MARK: - Waiting for the TPM
-
-    /// How long secretd waits for the TPM: a TPM behind a socket can accept and never answer
-    /// (libtss2 waits for ever), and neither the start nor a caller may hang on it. 20 s is far
-    /// more than a real TPM takes to make its storage key and unseal.
-    static var tpmTimeout: Double {
-        #if DEBUG
-        if let text = getenv(TestHooks.tpmTimeout).map({ String(cString: $0) }), let seconds = Double(text) { return seconds }
-        #endif
-        return 20
     }
 
     private static func noAnswer(_ tcti: String?) -> String {
@@ -193,5 +166,40 @@ extension Provider {
 
     private static func describe(_ pcrs: [Int]) -> String {
         pcrs.isEmpty ? "bound to no PCR" : "bound to PCR " + pcrs.map(String.init).joined(separator: ", ")
+    }
+
+    /// Unlocks the login keyring from its TPM slot, if it has one and is locked; before
+    /// ``Daemon/start(ready:refused:)``, so it waits for the TPM (at most ``tpmTimeout``). A slot that does not open
+    /// is logged with what to do, and the keyring stays locked: its password still opens it.
+    func unlockLoginWithTPM() {
+        guard let login = try? provider.store.collection(named: Provider.loginName), provider.keyring.isLocked(login) else { return }
+        let tcti = provider.options.configuration.tpmTCTI
+        do throws(TPMSlot.Failure) {
+            guard let slot = try TPMSlot.load(from: provider.options.dataDirectory) else { return }
+            let outcome = Self.waitForTPM { () -> Result<SecureBytes, TPMSlot.Failure> in
+                Result { () throws(TPMSlot.Failure) in try slot.open(for: login, tcti: tcti) }
+            }
+            guard let outcome else { throw .io(Self.noAnswer(tcti)) }
+            let master = try outcome.get()
+            guard let itemKeys = try? Store.ItemKeys(master: master) else { throw .io("cannot derive the keyring's keys") }
+            provider.keyring.unlocked(login, with: itemKeys)
+            provider.tpmFailure = nil
+            Log.info("unlocked the login keyring with the TPM (\(Self.describe(slot.pcrs)))")
+        } catch {
+            provider.tpmFailure = "\(error)"
+            Log.warning("the TPM did not unlock the login keyring: \(error); it stays locked")
+        }
+    }
+
+    // MARK: - Waiting for the TPM
+
+    /// How long secretd waits for the TPM: a TPM behind a socket can accept and never answer
+    /// (libtss2 waits for ever), and neither the start nor a caller may hang on it. 20 s is far
+    /// more than a real TPM takes to make its storage key and unseal.
+    static var tpmTimeout: Double {
+        #if DEBUG
+        if let text = getenv(TestHooks.tpmTimeout).map({ String(cString: $0) }), let seconds = Double(text) { return seconds }
+        #endif
+        return 20
     }
 }

@@ -9,49 +9,57 @@ extension Introspection {
     /// org.freedesktop.Secret.Item, for a client whose access groups hold the item.
     static let itemInterface = BusInterface(name: item, objects: .item, methods: [
         Method(name: "Delete", rule: .itemGroup, results: [Argument(name: "Prompt", type: "o")],
-               handler: .now { daemon, call throws(SecretServiceError) in try daemon.deleteItem(call.item()) }),
+               handler: .now { provider, call throws(SecretServiceError) in try ItemObject(provider).deleteItem(call.item()) }),
         Method(name: "GetSecret", rule: .itemGroup, arguments: [Argument(name: "session", type: "o")], results: [Argument(name: "secret", type: secret)],
-               handler: .now { daemon, call throws(SecretServiceError) in
-                   try daemon.getSecret(call.item(), sessionPath: call.argument(0, as: ObjectPath.self).path, sender: call.sender)
+               handler: .now { provider, call throws(SecretServiceError) in
+                   try ItemObject(provider).getSecret(call.item(), sessionPath: call.argument(0, as: ObjectPath.self).path, sender: call.sender)
                }),
         Method(name: "SetSecret", rule: .itemGroup, arguments: [Argument(name: "secret", type: secret)],
-               handler: .now { daemon, call throws(SecretServiceError) in
+               handler: .now { provider, call throws(SecretServiceError) in
                    let (item, collection) = try call.item()
-                   let itemKeys = try daemon.keys(opening: item)
-                   let (secret, contentType) = try daemon.decodeSecret(call.argument(0), from: call.sender).get()
-                   try daemon.update(item, collection, itemKeys) { $0.secret = secret; $0.contentType = contentType }.get()
+                   let itemKeys = try ItemObject(provider).keys(opening: item)
+                   let (secret, contentType) = try provider.decodeSecret(call.argument(0), from: call.sender).get()
+                   try ItemObject(provider).update(item, collection, itemKeys) { $0.secret = secret; $0.contentType = contentType }.get()
                    return .tuple([])
                }),
     ], properties: [
-        Property(name: "Locked", type: "b", read: { daemon, read throws(SecretServiceError) in
-            .boolean(try daemon.readerKeys(read) == nil)
+        Property(name: "Locked", type: "b", read: { provider, read throws(SecretServiceError) in
+            .boolean(try ItemObject(provider).readerKeys(read) == nil)
         }),
-        Property(name: "Attributes", type: "a{ss}", read: { daemon, read throws(SecretServiceError) in
-            .stringMap(try daemon.description(read)?.attributes ?? [:])
-        }, setter: .init(rule: .itemGroup) { daemon, write throws(SecretServiceError) in
+        Property(name: "Attributes", type: "a{ss}", read: { provider, read throws(SecretServiceError) in
+            .stringMap(try ItemObject(provider).description(read)?.attributes ?? [:])
+        }, setter: .init(rule: .itemGroup) { provider, write throws(SecretServiceError) in
             let (item, collection) = try write.item()
-            try daemon.setAttributes(write.value(), of: item, in: collection, sender: write.sender)
+            try ItemObject(provider).setAttributes(write.value(), of: item, in: collection, sender: write.sender)
         }),
-        Property(name: "Label", type: "s", read: { daemon, read throws(SecretServiceError) in
-            .string(try daemon.description(read)?.label ?? "")
-        }, setter: .init(rule: .itemGroup) { daemon, write throws(SecretServiceError) in
+        Property(name: "Label", type: "s", read: { provider, read throws(SecretServiceError) in
+            .string(try ItemObject(provider).description(read)?.label ?? "")
+        }, setter: .init(rule: .itemGroup) { provider, write throws(SecretServiceError) in
             let (item, collection) = try write.item()
             let label = try write.value(as: String.self)
-            try daemon.update(item, collection, daemon.keys(opening: item)) { $0.label = label }.get()
+            try ItemObject(provider).update(item, collection, ItemObject(provider).keys(opening: item)) { $0.label = label }.get()
         }),
-        Property(name: "Type", type: "s", read: { daemon, read throws(SecretServiceError) in
-            .string(try daemon.description(read)?.attributes["xdg:schema"] ?? "")
+        Property(name: "Type", type: "s", read: { provider, read throws(SecretServiceError) in
+            .string(try ItemObject(provider).description(read)?.attributes["xdg:schema"] ?? "")
         }),
         Property(name: "Created", type: "t", read: { _, read throws(SecretServiceError) in .uint64(try read.item().0.created) }),
         Property(name: "Modified", type: "t", read: { _, read throws(SecretServiceError) in .uint64(try read.item().0.modified) }),
     ])
 }
 
-extension Provider {
+/// An item (org.freedesktop.Secret.Item): its secret read and written through the caller's
+/// session, its label and attributes, deletion; for a client whose access groups hold it.
+struct ItemObject {
+    /// What every object shares.
+    let provider: Provider
+
+    /// The object over `provider`.
+    init(_ provider: Provider) { self.provider = provider }
+
     /// The keys that open `item`: an after-first-unlock item opens with the key kept after an
     /// ordinary lock.
     fileprivate func keys(opening item: Store.ItemRecord) throws(SecretServiceError) -> Store.ItemKeys {
-        guard let itemKeys = keyring.opening(item) else { throw .isLocked("the item's collection is locked") }
+        guard let itemKeys = provider.keyring.opening(item) else { throw .isLocked("the item's collection is locked") }
         return itemKeys
     }
 
@@ -61,12 +69,12 @@ extension Provider {
     ) throws(SecretServiceError) -> DBusValue {
         let (item, collection) = target
         let itemKeys = try keys(opening: item)
-        let session = try session(at: sessionPath, for: sender).get()
+        let session = try provider.session(at: sessionPath, for: sender).get()
         let contents: ItemContents
         do throws(StoreError) {
-            contents = try store.readItem(item, in: collection, keys: itemKeys)
+            contents = try provider.store.readItem(item, in: collection, keys: itemKeys)
         } catch {
-            throw storeFailure(error)
+            throw provider.storeFailure(error)
         }
         return .tuple([try session.encode(contents, sessionPath: sessionPath).get()])
     }
@@ -76,10 +84,10 @@ extension Provider {
         let (item, collection) = target
         let itemKeys = try keys(opening: item)
         do throws(StoreError) {
-            try keyring.deleteItem(item, in: collection, keys: itemKeys)
+            try provider.keyring.deleteItem(item, in: collection, keys: itemKeys)
             return .tuple([.objectPath(ObjectPaths.none)])
         } catch {
-            throw storeFailure(error)
+            throw provider.storeFailure(error)
         }
     }
 
@@ -89,15 +97,15 @@ extension Provider {
         _ change: (inout ItemContents) -> Void
     ) -> Result<Void, SecretServiceError> {
         do {
-            var contents = try store.readItem(item, in: collection, keys: itemKeys)
+            var contents = try provider.store.readItem(item, in: collection, keys: itemKeys)
             change(&contents)
-            if let problem = Self.checkItemText(label: contents.label, attributes: contents.attributes) {
+            if let problem = Provider.checkItemText(label: contents.label, attributes: contents.attributes) {
                 return .failure(problem)
             }
-            _ = try keyring.updateItem(item, in: collection, keys: itemKeys, contents: contents, within: quota)
+            _ = try provider.keyring.updateItem(item, in: collection, keys: itemKeys, contents: contents, within: provider.quota)
             return .success(())
         } catch {
-            return .failure(storeFailure(error))
+            return .failure(provider.storeFailure(error))
         }
     }
 
@@ -106,23 +114,23 @@ extension Provider {
     /// unlocked after an ordinary lock of its collection.
     fileprivate func readerKeys(_ read: PropertyRead) throws(SecretServiceError) -> Store.ItemKeys? {
         let (item, _, access) = try read.item()
-        return access == .full ? keyring.opening(item) : nil
+        return access == .full ? provider.keyring.opening(item) : nil
     }
 
     /// The label and attributes of the item read; nil when it shows as locked (they are sealed).
     /// The last one read is kept while the store does not change (``recentItem``).
-    fileprivate func description(_ read: PropertyRead) throws(SecretServiceError) -> ItemDescription? {
+    fileprivate func description(_ read: PropertyRead) throws(SecretServiceError) -> Provider.ItemDescription? {
         let (item, collection, _) = try read.item()
         guard let itemKeys = try readerKeys(read) else { return nil }
-        if let recent = recentItem, recent.itemID == item.id, recent.changeCount == store.changeCount { return recent }
+        if let recent = provider.recentItem, recent.itemID == item.id, recent.changeCount == provider.store.changeCount { return recent }
         do throws(StoreError) {
-            let contents = try store.readItem(item, in: collection, keys: itemKeys)
-            let described = ItemDescription(
-                itemID: item.id, changeCount: store.changeCount, label: contents.label, attributes: contents.attributes)
-            recentItem = described
+            let contents = try provider.store.readItem(item, in: collection, keys: itemKeys)
+            let described = Provider.ItemDescription(
+                itemID: item.id, changeCount: provider.store.changeCount, label: contents.label, attributes: contents.attributes)
+            provider.recentItem = described
             return described
         } catch {
-            throw storeFailure(error)
+            throw provider.storeFailure(error)
         }
     }
 
@@ -133,7 +141,7 @@ extension Provider {
         _ requested: [String: String], of item: Store.ItemRecord, in collection: Store.CollectionRecord, sender: String
     ) throws(SecretServiceError) {
         let itemKeys = try keys(opening: item)
-        var placed = try placeInGroup(requested, for: sender, unnamed: item.accessGroup ?? AccessGroupNames.defaultGroup).get()
+        var placed = try provider.placeInGroup(requested, for: sender, unnamed: item.accessGroup ?? AccessGroupNames.defaultGroup).get()
         try update(item, collection, itemKeys) { contents in
             if requested[ItemAccessibility.attribute] == nil, let kept = contents.attributes[ItemAccessibility.attribute] {
                 placed[ItemAccessibility.attribute] = kept
@@ -142,3 +150,4 @@ extension Provider {
         }.get()
     }
 }
+

@@ -17,80 +17,87 @@ extension Introspection {
     static let syncInterface = BusInterface(name: sync, objects: .service, methods: [
         Method(name: "Init", rule: .unconfined, arguments: [Argument(name: "collection", type: "s"), Argument(name: "remote", type: "s")],
                results: [Argument(name: "device", type: "s"), Argument(name: "code", type: "s")],
-               handler: .later { daemon, call, reply throws(SecretServiceError) in
-                   daemon.sync.begin(name: try call.argument(0), remote: try call.argument(1), joining: false, reply: reply)
+               handler: .later { provider, call, reply throws(SecretServiceError) in
+                   provider.sync.begin(name: try call.argument(0), remote: try call.argument(1), joining: false, reply: reply)
                }),
         Method(name: "Join", rule: .unconfined, arguments: [Argument(name: "collection", type: "s"), Argument(name: "remote", type: "s")],
                results: [Argument(name: "device", type: "s"), Argument(name: "code", type: "s")],
-               handler: .later { daemon, call, reply throws(SecretServiceError) in
-                   daemon.sync.begin(name: try call.argument(0), remote: try call.argument(1), joining: true, reply: reply)
+               handler: .later { provider, call, reply throws(SecretServiceError) in
+                   provider.sync.begin(name: try call.argument(0), remote: try call.argument(1), joining: true, reply: reply)
                }),
         Method(name: "Approve", rule: .unconfined, arguments: [
             Argument(name: "collection", type: "s"), Argument(name: "device", type: "s"), Argument(name: "code", type: "s"),
-        ], handler: .later { daemon, call, reply throws(SecretServiceError) in
-            daemon.sync.approve(try call.argument(1), code: try call.argument(2), name: try call.argument(0), reply: reply)
+        ], handler: .later { provider, call, reply throws(SecretServiceError) in
+            provider.sync.approve(try call.argument(1), code: try call.argument(2), name: try call.argument(0), reply: reply)
         }),
         Method(name: "Remove", rule: .unconfined, arguments: [Argument(name: "collection", type: "s"), Argument(name: "device", type: "s")],
-               handler: .later { daemon, call, reply throws(SecretServiceError) in
-                   daemon.sync.removeDevice(try call.argument(1), name: try call.argument(0), reply: reply)
+               handler: .later { provider, call, reply throws(SecretServiceError) in
+                   provider.sync.removeDevice(try call.argument(1), name: try call.argument(0), reply: reply)
                }),
         Method(name: "Leave", rule: .unconfined, arguments: [Argument(name: "collection", type: "s")],
-               handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.sync.leave(name: try call.argument(0), reply: reply) }),
+               handler: .later { provider, call, reply throws(SecretServiceError) in provider.sync.leave(name: try call.argument(0), reply: reply) }),
         Method(name: "SyncNow", rule: .unconfined, arguments: [Argument(name: "collection", type: "s")], results: [
             Argument(name: "published", type: "u"), Argument(name: "received", type: "u"), Argument(name: "conflicts", type: "u"),
             Argument(name: "refused", type: "as"),
-        ], handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.sync.syncNow(name: try call.argument(0), reply: reply) }),
+        ], handler: .later { provider, call, reply throws(SecretServiceError) in provider.sync.syncNow(name: try call.argument(0), reply: reply) }),
         Method(name: "GetStatus", rule: .unconfined, arguments: [Argument(name: "collection", type: "s")], results: [
             Argument(name: "remote", type: "s"), Argument(name: "device", type: "s"), Argument(name: "code", type: "s"),
             Argument(name: "waiting", type: "b"), Argument(name: "devices", type: "as"), Argument(name: "pending", type: "a(ss)"),
             Argument(name: "last_sync", type: "t"), Argument(name: "last_error", type: "s"), Argument(name: "unpublished", type: "u"),
             Argument(name: "conflicts_resolved", type: "u"), Argument(name: "refused", type: "as"),
-        ], handler: .later { daemon, call, reply throws(SecretServiceError) in daemon.sync.status(name: try call.argument(0), reply: reply) }),
+        ], handler: .later { provider, call, reply throws(SecretServiceError) in provider.sync.status(name: try call.argument(0), reply: reply) }),
         Method(name: "GetHistory", rule: .unconfined, arguments: [Argument(name: "collection", type: "s"), Argument(name: "attributes", type: "a{ss}")],
                results: [Argument(name: "versions", type: "a(ttsbs)")],
-               handler: .later { daemon, call, reply throws(SecretServiceError) in
-                   let target = try daemon.historyTarget(call.argument(0), call.argument(1), sender: call.sender).get()
-                   reply(daemon.sync.history(target))
+               handler: .later { provider, call, reply throws(SecretServiceError) in
+                   let target = try SyncObject(provider).historyTarget(call.argument(0), call.argument(1), sender: call.sender).get()
+                   reply(provider.sync.history(target))
                }),
         Method(name: "RestoreVersion", rule: .unconfined, arguments: [
             Argument(name: "collection", type: "s"), Argument(name: "attributes", type: "a{ss}"), Argument(name: "version", type: "t"),
-        ], handler: .later { daemon, call, reply throws(SecretServiceError) in
-            let target = try daemon.historyTarget(call.argument(0), call.argument(1), sender: call.sender).get()
-            reply(daemon.sync.restore(try call.argument(2), of: target))
+        ], handler: .later { provider, call, reply throws(SecretServiceError) in
+            let target = try SyncObject(provider).historyTarget(call.argument(0), call.argument(1), sender: call.sender).get()
+            reply(provider.sync.restore(try call.argument(2), of: target))
         }),
     ])
 }
 
-extension Provider {
+/// secretd's Sync1 interface: what `secretctl sync` asks of the SyncCoordinator, decoded.
+struct SyncObject {
+    /// What every object shares.
+    let provider: Provider
+
+    /// The object over `provider`.
+    init(_ provider: Provider) { self.provider = provider }
+
     /// The one item of keyring `name` with `attributes` that `sender` may read: alive, or else
     /// deleted here with versions in the history (which are sealed, so each is opened to compare).
     fileprivate func historyTarget(_ name: String, _ attributes: [String: String], sender: String) -> Result<SyncCoordinator.HistoryTarget, SecretServiceError> {
-        sync.unlockedCollection(named: name).flatMap { collection, itemKeys in
+        provider.sync.unlockedCollection(named: name).flatMap { collection, itemKeys in
             do {
-                let ids = try store.syncIDs(in: collection)
-                let live = visible(try searchItems(attributes, in: collection), for: sender).filter { $0.1 == .full }
+                let ids = try provider.store.syncIDs(in: collection)
+                let live = provider.visible(try provider.searchItems(attributes, in: collection), for: sender).filter { $0.1 == .full }
                 guard live.count <= 1 else { return .failure(.invalidArgs("\(live.count) items match; name one item")) }
                 if let (item, _) = live.first {
                     return .success(SyncCoordinator.HistoryTarget(collection: collection, itemKeys: itemKeys, syncID: ids[item.id], item: item))
                 }
-                guard case .success(let caller) = caller(sender) else { return .failure(.forbidden("unknown caller")) }
-                let alive = Set(try store.search([:], in: collection).compactMap { ids[$0.id] })
+                guard case .success(let caller) = provider.caller(sender) else { return .failure(.forbidden("unknown caller")) }
+                let alive = Set(try provider.store.search([:], in: collection).compactMap { ids[$0.id] })
                 var deleted: Set<[UInt8]> = []
-                for entry in try store.syncHistory(in: collection) where !entry.deleted && !alive.contains(entry.syncID) {
-                    guard let plaintext = try store.openSyncHistory(entry, in: collection, keys: itemKeys),
+                for entry in try provider.store.syncHistory(in: collection) where !entry.deleted && !alive.contains(entry.syncID) {
+                    guard let plaintext = try provider.store.openSyncHistory(entry, in: collection, keys: itemKeys),
                         let version = try? SyncItem.decode(plaintext),
                         attributes.allSatisfy({ version.contents.attributes[$0.key] == $0.value }),
-                        access(caller, to: version.contents.accessGroup) == .full
+                        provider.access(caller, to: version.contents.accessGroup) == .full
                     else { continue }
                     deleted.insert(entry.syncID)
                 }
                 guard deleted.count <= 1 else { return .failure(.invalidArgs("\(deleted.count) deleted items match; name one item")) }
-                guard let syncID = deleted.first else { return .failure(.noSuchObject("no such item in the keyring \(name), nor in its history")) }
+                guard let syncID = deleted.first else { return .failure(.noSuchObject("no such item in the provider.keyring \(name), nor in its history")) }
                 return .success(SyncCoordinator.HistoryTarget(collection: collection, itemKeys: itemKeys, syncID: syncID, item: nil))
             } catch {
-                return .failure(storeFailure(error))
+                return .failure(provider.storeFailure(error))
             }
         }
     }
-
 }
+
