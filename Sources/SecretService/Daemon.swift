@@ -50,6 +50,8 @@ public final class Daemon {
     private let dataLock: DataDirectoryLock
     /// The objects served, and what they share.
     let provider: Provider
+    /// What answers the bus server's calls (the server holds it weakly).
+    private let router: CallRouter
     /// systemd-logind's sleep and screen-lock signals, when secretd.conf asks to lock on them.
     private var logindSignals: LogindSignals?
     /// The socket pam_secretd.so hands the login password to, once started.
@@ -67,6 +69,7 @@ public final class Daemon {
         self.options = options
         dataLock = try Self.lockDataDirectory(options)
         provider = try Provider(options: options, store: Store(directory: options.dataDirectory), clock: clock, offLoop: offLoop)
+        router = CallRouter(provider: provider)
     }
 
     /// How long a new secretd waits for one that is stopping to let go of the data directory,
@@ -112,7 +115,7 @@ public final class Daemon {
                     + "a client sending calls with many file descriptors could use them up; "
                     + "raise the hard limit (systemd's DefaultLimitNOFILE=, 524288 unless changed)")
         }
-        let busServer = try BusServer(handler: provider, quota: Limits.callQuota(openFiles: openFiles))
+        let busServer = try BusServer(handler: router, quota: Limits.callQuota(openFiles: openFiles))
         provider.serve(on: busServer)
         busServer.watchDisconnects { [weak provider = self.provider] name in provider?.clientDisconnected(name) }
         let busName = options.busName

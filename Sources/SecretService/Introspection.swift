@@ -41,8 +41,8 @@ enum Introspection {
     /// A secret as the Secret Service sends it: session, parameters, value, content type.
     static let secret = "(oayays)"
 
-    /// Every interface secretd serves, each declared beside its handlers (`Daemon+Service.swift`
-    /// has the service's, `Daemon+Item.swift` the item's, and so on), in the order an object
+    /// Every interface secretd serves, each declared beside its handlers (`ServiceObject.swift`
+    /// has the service's, `ItemObject.swift` the item's, and so on), in the order an object
     /// lists them.
     static let all: [BusInterface] = [
         serviceInterface, gnomeExtensionInterface, accessGroupsInterface, importingInterface, appKeysInterface,

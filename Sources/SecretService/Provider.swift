@@ -12,7 +12,7 @@ public import SecretStore
 /// endpoint.
 ///
 /// Runs on the main loop's thread only (the bus connection is driven from it, SDBus.swift).
-final class Provider: BusHandler {
+final class Provider {
     static let loginName = SecretServiceNames.loginCollection
     static let sessionName = SecretServiceNames.sessionCollection
 
@@ -55,7 +55,7 @@ final class Provider: BusHandler {
     /// The portal frontend's requests waiting for the person to unlock the keyring, by handle.
     var portalRequests: [String: PortalRequest] = [:]
     /// The login password root set without the old one while the login keyring was locked: the
-    /// keyring takes it when it is next unlocked (Daemon+LoginControl). In memory only.
+    /// keyring takes it when it is next unlocked (Provider+LoginControl). In memory only.
     var loginPasswordSetByRoot: (collectionID: Int64, password: SecureBytes)?
 
     /// What ``recentItem`` keeps: no secret, only what an unlocked item's properties show.
@@ -281,122 +281,11 @@ final class Provider: BusHandler {
         return try store.search(attributes, in: collection)
     }
 
-    // MARK: - BusHandler
+    // MARK: - Committing
 
-    func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
-        lastActivity = clock()
-        return admitted(call).flatMap { admitted, handler in
-            guard case .now(let answer) = handler else { return .failure(.failed("\(call.method) answers later")) }
-            return Result { () throws(SecretServiceError) in try answer(self, admitted) }
-        }
-    }
-
-    func handle(_ call: MethodCall, replyLater reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
-        lastActivity = clock()
-        switch admitted(call) {
-        case .failure(let refusal):
-            reply(.failure(refusal))
-        case .success((let admitted, .now(let answer))):
-            reply(Result { () throws(SecretServiceError) in try answer(self, admitted) })
-        case .success((let admitted, .later(let answer))):
-            do throws(SecretServiceError) {
-                try answer(self, admitted, reply)
-            } catch {
-                reply(.failure(error))
-            }
-        }
-    }
-
-    /// `call` checked against its method's caller rule, with the object it reaches, and the
-    /// method's handler (its declaration's, ``Introspection``).
-    private func admitted(_ call: MethodCall) -> Result<(AdmittedCall, MethodHandler), SecretServiceError> {
-        guard let method = Introspection.interfaces[call.interface]?.method(call.method) else {
-            return .failure(.unknownMethod("no method \(call.method) in \(call.interface)"))
-        }
-        return admit(call).map { target in (AdmittedCall(call: call, target: target), method.handler) }
-    }
-
-    func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError> {
-        propertyReader(interface: interface, path: path, sender: sender).flatMap { read in read(name) }
-    }
-
-    func properties(_ names: [String], interface: String, path: String, sender: String)
-        -> Result<[(name: String, value: DBusValue)], SecretServiceError>
-    {
-        propertyReader(interface: interface, path: path, sender: sender).map { read in
-            names.compactMap { name in (try? read(name).get()).map { (name, $0) } }
-        }
-    }
-
-    /// What reads the properties of the object at `path` for `sender`, the object looked up
-    /// once; `NoSuchObject` when there is none it may see.
-    private func propertyReader(interface: String, path: String, sender: String)
-        -> Result<(String) -> Result<DBusValue, SecretServiceError>, SecretServiceError>
-    {
-        if case .failure(let refusal) = caller(sender) { return .failure(refusal) }
-        let kind = ObjectPaths.parse(path).kind
-        guard let declaration = Introspection.interfaces[interface], declaration.objects == kind else {
-            return .failure(.noSuchObject("no property at \(path)"))
-        }
-        let target: PropertyRead.Target
-        switch kind {
-        case .service: target = .service
-        case .portal: target = .portal
-        case .collection:
-            guard let collection = collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }
-            callers[sender]?.watchesItems = true
-            target = .collection(collection)
-        case .item:
-            guard let (item, collection, access) = visibleItem(at: path, for: sender) else {
-                return .failure(.noSuchObject("no item \(path)"))
-            }
-            callers[sender]?.watchesItems = true
-            target = .item(item, collection, access)
-        case .session, .prompt, .portalRequest, nil:
-            return .failure(.noSuchObject("no property at \(path)"))
-        }
-        let read = PropertyRead(target: target, sender: sender)
-        return .success { [unowned self] name in
-            guard let property = declaration.property(name) else { return .failure(.unknownProperty("no property \(name) at \(path)")) }
-            return Result { () throws(SecretServiceError) in try property.read(self, read) }
-        }
-    }
-
-    func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError? {
-        lastActivity = clock()
-        guard let declaration = Introspection.interfaces[interface], let setter = declaration.property(name)?.setter else {
-            return .propertyReadOnly("\(interface).\(name) cannot be written")
-        }
-        guard declaration.objects == ObjectPaths.parse(path).kind else { return .noSuchObject("no writable property \(name) at \(path)") }
-        switch admit(sender: sender, path: path, interface: interface, member: "Set(\(name))", rule: setter.rule) {
-        case .failure(let refusal):
-            return refusal
-        case .success(let target):
-            do throws(SecretServiceError) {
-                try setter.write(self, PropertyWrite(target: target, value: value, sender: sender))
-                return nil
-            } catch {
-                return error
-            }
-        }
-    }
-
-    func children(of path: String, sender: String) -> [String] {
-        switch path {
-        case ObjectPaths.service: return ["aliases", "collection", "prompt", "session"]
-        case ObjectPaths.aliasPrefix:
-            return Array(((try? store.aliases()) ?? [:]).keys) + [Self.sessionName]
-        case ObjectPaths.sessionPrefix: return sessions.ids.map { "s\($0)" }
-        case ObjectPaths.promptPrefix: return prompts.ids.map { "p\($0)" }
-        case ObjectPaths.collectionPrefix: return ((try? store.collections()) ?? []).map(\.name)
-        default:
-            guard let collection = collection(at: path) else { return [] }
-            return visible((try? store.search([:], in: collection)) ?? [], for: sender).map { String($0.0.id) }
-        }
-    }
-
-    var hasPendingCommit: Bool { store.hasPendingCommit }
-
+    /// Makes the waiting writes durable and ends the open transaction; when the commit failed
+    /// (the writes are rolled back), the error the calls that waited for it get. The bus
+    /// server's replies and the login socket's wait for it.
     func commitPending() -> SecretServiceError? {
         do throws(StoreError) {
             try store.commitPending()
@@ -408,23 +297,6 @@ final class Provider: BusHandler {
             default: return .incomplete
             }
         }
-    }
-
-    func objectExists(at path: String, sender: String) -> Bool {
-        switch ObjectPaths.parse(path) {
-        case .service: return true
-        case .collection, .alias: return collection(at: path) != nil
-        case .item: return visibleItem(at: path, for: sender) != nil
-        case .session(let id): return sessions.contains(id, of: sender)
-        case .prompt(let id): return prompts[id]?.owner == sender
-        case .portal: return true
-        case .portalRequest(let handle): return portalRequests[handle]?.owner == sender
-        case .unknown: return false
-        }
-    }
-
-    func interfaces(at path: String) -> [String] {
-        ObjectPaths.parse(path).kind.map(Introspection.interfaces(of:)) ?? []
     }
 }
 

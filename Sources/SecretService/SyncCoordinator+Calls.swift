@@ -1,4 +1,4 @@
-// Sync's operations on a keyring, as the Sync1 interface asks for them (Daemon+Sync decodes the
+// Sync's operations on a keyring, as the Sync1 interface asks for them (SyncObject decodes the
 // calls and decides what a caller may name): start or join a vault, approve and remove
 // devices, leave, the status, a round now, the history of an item and a restore.
 

@@ -46,7 +46,7 @@ enum AccessPolicyTarget {
                 edits = [(String(named[..<space]), String(named[named.index(after: space)...]))]
             }
         }
-        // secretd checks both before it edits (Daemon+AccessGroups.swift).
+        // secretd checks both before it edits (AccessGroupsObject.swift, Provider+Access.swift).
         for edit in edits where AccessGroupNames.isGroupName(edit.group) {
             guard let identity = CallerIdentity(parsing: edit.identity) else { continue }
             checkEdits(text, policy: policy, group: edit.group, identity: identity)

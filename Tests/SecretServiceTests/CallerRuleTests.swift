@@ -315,14 +315,14 @@ import Testing
                     sender: kind.sender, path: path, interface: interface, method: method.name,
                     arguments: Self.placeholders(method.inSignature))
                 let expected = Self.expectedRefusal(method.rule, kind, interface: interface)
-                let admitted = world.fixture.daemon.admit(call)
+                let admitted = world.fixture.daemon.router.admit(call)
                 if let expected {
                     let before = world.state
                     var outcome: Result<DBusValue, SecretServiceError>?
                     if method.repliesLater {
-                        world.fixture.daemon.handle(call) { outcome = $0 }
+                        world.fixture.daemon.router.handle(call) { outcome = $0 }
                     } else {
-                        outcome = world.fixture.daemon.handle(call)
+                        outcome = world.fixture.daemon.router.handle(call)
                     }
                     _ = world.fixture.daemon.commitPending()
                     #expect(outcome?.failure?.dbusName == expected, "\(interface).\(method.name) as \(kind): \(String(describing: outcome))")
@@ -350,7 +350,7 @@ import Testing
                 defer { world.fixture.remove() }
                 let before = world.state
                 let value: DBusValue = property.type == "s" ? .string("x") : .stringMap(["service": "x"])
-                let refusal = world.fixture.daemon.setProperty(
+                let refusal = world.fixture.daemon.router.setProperty(
                     property.name, interface: interface, path: world.path(of: interface), value: value, sender: kind.sender)
                 _ = world.fixture.daemon.commitPending()
                 if let expected = Self.expectedRefusal(rule, kind, interface: interface) {
@@ -388,7 +388,7 @@ import Testing
                 let result = World.call(daemon, kind, path, interface, method, arguments)
                 #expect(result.failure?.dbusName == "org.freedesktop.DBus.Error.AccessDenied", "\(method) as \(kind)")
             }
-            #expect(daemon.setProperty("Label", interface: Introspection.collection, path: Fixture.login,
+            #expect(daemon.router.setProperty("Label", interface: Introspection.collection, path: Fixture.login,
                                        value: .string("Pwned"), sender: kind.sender)?.dbusName
                     == "org.freedesktop.DBus.Error.AccessDenied")
         }

@@ -91,9 +91,9 @@ import Testing
         /// Calls `call` as the bus server would: through ``Daemon/handle(_:replyLater:)`` when its
         /// method is declared to reply later (derivations run in place here, so it answers at once).
         static func call(_ daemon: Provider, _ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
-            guard Introspection.interfaces[call.interface]?.method(call.method)?.repliesLater == true else { return daemon.handle(call) }
+            guard Introspection.interfaces[call.interface]?.method(call.method)?.repliesLater == true else { return daemon.router.handle(call) }
             var answer: Result<DBusValue, SecretServiceError>?
-            daemon.handle(call) { answer = $0 }
+            daemon.router.handle(call) { answer = $0 }
             return answer ?? .failure(.failed("no answer in place"))
         }
 
@@ -129,7 +129,7 @@ import Testing
         #expect(fixture.endpoint.signals.filter { $0.name == "ItemCreated" }.isEmpty)
         // Reading a collection's property (what the bus server asks the daemon for a Get).
         #expect(throws: Never.self) {
-            try fixture.daemon.property("Label", interface: SecretServiceNames.Interface.collection, path: Fixture.login,
+            try fixture.daemon.router.property("Label", interface: SecretServiceNames.Interface.collection, path: Fixture.login,
                                         sender: Fixture.client).get()
         }
         let attributes = DBusValue.stringMap(["service": "mail", "account": "alice"])
@@ -140,7 +140,7 @@ import Testing
         let secret = try fixture.call(item, SecretServiceNames.Interface.item, "GetSecret", [.objectPath(session)]).get()
         #expect(secret.tuple?.first?.tuple?[2].bytes == DBusBytes(Array("s3cret".utf8)))
         // Another client's session is not ours to use.
-        let stranger = fixture.daemon.handle(MethodCall(
+        let stranger = fixture.daemon.router.handle(MethodCall(
             sender: ":1.43", path: item, interface: SecretServiceNames.Interface.item, method: "GetSecret", arguments: [.objectPath(session)]))
         #expect(stranger.failure?.dbusName == SecretServiceNames.ErrorName.noSession)
     }
@@ -310,4 +310,9 @@ extension Result {
 
     /// The value, if it succeeded.
     var success: Success? { try? get() }
+}
+
+extension Provider {
+    /// A router for this provider's objects, as the bus server has (stateless: one per use).
+    var router: CallRouter { CallRouter(provider: self) }
 }

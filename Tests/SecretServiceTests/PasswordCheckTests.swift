@@ -168,9 +168,9 @@ import Testing
             var answer: Result<DBusValue, SecretServiceError>?
             let call = MethodCall(sender: sender, path: Self.service, interface: interface, method: method, arguments: arguments)
             if Introspection.interfaces[interface]?.method(method)?.repliesLater == true {
-                daemon.handle(call) { answer = $0 }
+                daemon.router.handle(call) { answer = $0 }
             } else {
-                answer = daemon.handle(call)
+                answer = daemon.router.handle(call)
             }
             return answer
         }
@@ -179,9 +179,9 @@ import Testing
         _ = call(":1.1", Introspection.service, "Lock", [.objectPaths([Self.login])])
         var first: Result<DBusValue, SecretServiceError>?
         var second: Result<DBusValue, SecretServiceError>?
-        daemon.handle(MethodCall(sender: ":1.1", path: Self.service, interface: Introspection.gnomeExtension, method: "UnlockWithMasterPassword",
+        daemon.router.handle(MethodCall(sender: ":1.1", path: Self.service, interface: Introspection.gnomeExtension, method: "UnlockWithMasterPassword",
                                  arguments: [.objectPath(Self.login), Fixture.secret(session, "wrong")])) { first = $0 }
-        daemon.handle(MethodCall(sender: ":1.1", path: Self.service, interface: Introspection.gnomeExtension, method: "UnlockWithMasterPassword",
+        daemon.router.handle(MethodCall(sender: ":1.1", path: Self.service, interface: Introspection.gnomeExtension, method: "UnlockWithMasterPassword",
                                  arguments: [.objectPath(Self.login), Fixture.secret(session, "right")])) { second = $0 }
         // The first derivation is under way and the second waits its turn; another client is served.
         #expect(first == nil && second == nil && deferred.pending.count == 1)

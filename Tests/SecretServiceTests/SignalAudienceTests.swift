@@ -251,7 +251,7 @@ import Testing
         let client = InProcessDaemonTests.Fixture.client
         // It reads the collection, as libsecret's collection objects do: secretd tells it about items.
         #expect(throws: Never.self) {
-            try daemon.property("Label", interface: Self.collectionInterface, path: Self.login, sender: client).get()
+            try daemon.router.property("Label", interface: Self.collectionInterface, path: Self.login, sender: client).get()
         }
         let app = ":1.50", other = ":1.51", never = ":1.52"  // never: connected, but it has not called
         let storer = ":1.53"  // it calls, but reads no collection or item
@@ -270,9 +270,9 @@ import Testing
         }
         fixture.endpoint.signals.removeAll()
         // Three stores that share a commit, then one more.
-        let items = try (0..<3).map { try #require(daemon.handle(create($0)).get().tuple?.first?.objectPath) }
+        let items = try (0..<3).map { try #require(daemon.router.handle(create($0)).get().tuple?.first?.objectPath) }
         _ = daemon.commitPending()
-        let last = try #require(daemon.handle(create(3)).get().tuple?.first?.objectPath)
+        let last = try #require(daemon.router.handle(create(3)).get().tuple?.first?.objectPath)
         _ = daemon.commitPending()
         let sent = fixture.endpoint.signals
         #expect(sent.allSatisfy { $0.destination != nil && ![app, never, storer].contains($0.destination) }, "\(sent)")
@@ -288,7 +288,7 @@ import Testing
 
         // A rename tells the label to those who may read it, and nothing to the app.
         fixture.endpoint.signals.removeAll()
-        #expect(daemon.setProperty("Label", interface: Self.itemInterface, path: last, value: .string("renamed"), sender: client) == nil)
+        #expect(daemon.router.setProperty("Label", interface: Self.itemInterface, path: last, value: .string("renamed"), sender: client) == nil)
         _ = daemon.commitPending()
         #expect(fixture.endpoint.signals.map { "\($0.name) \($0.path) \($0.destination ?? "everyone")" }.sorted() == [
             "ItemChanged \(Self.login) \(client)", "ItemChanged \(Self.login) \(other)",
@@ -296,7 +296,7 @@ import Testing
         ])
         // The collection's own Label is everyone's.
         fixture.endpoint.signals.removeAll()
-        #expect(daemon.setProperty("Label", interface: Self.collectionInterface, path: Self.login, value: .string("Main"), sender: client) == nil)
+        #expect(daemon.router.setProperty("Label", interface: Self.collectionInterface, path: Self.login, value: .string("Main"), sender: client) == nil)
         #expect(fixture.endpoint.signals.map(\.destination) == [nil, nil])
     }
 

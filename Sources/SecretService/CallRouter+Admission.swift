@@ -22,7 +22,7 @@ enum AdmittedTarget {
     case portalRequest(String)
 }
 
-extension Provider {
+extension CallRouter {
     /// Checks `call` against the rule of the method it names (``CallerRule``); the object it
     /// reaches when admitted. A method secretd does not declare is `UnknownMethod`.
     func admit(_ call: MethodCall) -> Result<AdmittedTarget, SecretServiceError> {
@@ -40,7 +40,7 @@ extension Provider {
         sender: String, path: String, interface: String, member: String, rule: CallerRule
     ) -> Result<AdmittedTarget, SecretServiceError> {
         let caller: Caller
-        switch self.caller(sender) {
+        switch provider.caller(sender) {
         case .failure(let refusal): return .failure(refusal)
         case .success(let identified): caller = identified
         }
@@ -49,10 +49,10 @@ extension Provider {
         case .service: target = .service
         case .portal: target = .portal
         case .collection, .alias:
-            guard let collection = collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }
+            guard let collection = provider.collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }
             target = .collection(collection)
         case .item:
-            guard let (item, collection, access) = visibleItem(at: path, for: sender) else {
+            guard let (item, collection, access) = provider.visibleItem(at: path, for: sender) else {
                 return .failure(.noSuchObject("no item \(path)"))
             }
             if rule == .itemGroup, access != .full {
@@ -60,13 +60,13 @@ extension Provider {
             }
             target = .item(item, collection)
         case .session(let id):
-            guard sessions.contains(id, of: sender) else { return .failure(.noSession("the session \(path) does not exist")) }
+            guard provider.sessions.contains(id, of: sender) else { return .failure(.noSession("the session \(path) does not exist")) }
             target = .session(id)
         case .prompt(let id):
-            guard prompts[id]?.owner == sender else { return .failure(.noSuchObject("no prompt \(path)")) }
+            guard provider.prompts[id]?.owner == sender else { return .failure(.noSuchObject("no prompt \(path)")) }
             target = .prompt(id)
         case .portalRequest(let handle):
-            guard portalRequests[handle]?.owner == sender else { return .failure(.noSuchObject("no request \(path)")) }
+            guard provider.portalRequests[handle]?.owner == sender else { return .failure(.noSuchObject("no request \(path)")) }
             target = .portalRequest(handle)
         case .unknown:
             return .failure(.noSuchObject("no object \(path)"))
@@ -83,12 +83,12 @@ extension Provider {
             default: return .failure(.noSuchObject("no object \(path) of yours"))
             }
         case .unconfined:
-            guard CallerRule.isUnconfinedHost(caller.identity, confined: membership(caller).confined) else {
+            guard CallerRule.isUnconfinedHost(caller.identity, confined: provider.membership(caller).confined) else {
                 return .failure(refuse(caller, interface: interface, member: member, rule: rule))
             }
             return .success(target)
         case .portalFrontend:
-            guard options.configuration.portalFrontends.contains(caller.identity) else {
+            guard provider.options.configuration.portalFrontends.contains(caller.identity) else {
                 return .failure(refuse(caller, interface: interface, member: member, rule: rule))
             }
             return .success(target)

@@ -1,0 +1,155 @@
+// What the bus server asks of secretd (BusHandler), answered from the interfaces' declarations
+// (Introspection.all): each call admitted by its method's caller rule (CallRouter+Admission) and
+// run by its handler, properties read and written, the objects under a path, and the commit
+// that replies wait for.
+
+import KeychainCore
+import DBusValues
+import SecretStore
+
+/// Routes the bus server's calls, property accesses and introspection to the objects of one
+/// ``Provider``, each through its interface's declaration.
+final class CallRouter: BusHandler {
+    /// What the objects share.
+    let provider: Provider
+
+    /// A router for `provider`'s objects.
+    init(provider: Provider) { self.provider = provider }
+
+    func identify(_ sender: String, then body: @escaping (SecretServiceError?) -> Void) -> Bool {
+        provider.identify(sender, then: body)
+    }
+
+    func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
+        provider.lastActivity = provider.clock()
+        return admitted(call).flatMap { admitted, handler in
+            guard case .now(let answer) = handler else { return .failure(.failed("\(call.method) answers later")) }
+            return Result { () throws(SecretServiceError) in try answer(provider, admitted) }
+        }
+    }
+
+    func handle(_ call: MethodCall, replyLater reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+        provider.lastActivity = provider.clock()
+        switch admitted(call) {
+        case .failure(let refusal):
+            reply(.failure(refusal))
+        case .success((let admitted, .now(let answer))):
+            reply(Result { () throws(SecretServiceError) in try answer(provider, admitted) })
+        case .success((let admitted, .later(let answer))):
+            do throws(SecretServiceError) {
+                try answer(provider, admitted, reply)
+            } catch {
+                reply(.failure(error))
+            }
+        }
+    }
+
+    /// `call` checked against its method's caller rule, with the object it reaches, and the
+    /// method's handler (its declaration's, ``Introspection``).
+    private func admitted(_ call: MethodCall) -> Result<(AdmittedCall, MethodHandler), SecretServiceError> {
+        guard let method = Introspection.interfaces[call.interface]?.method(call.method) else {
+            return .failure(.unknownMethod("no method \(call.method) in \(call.interface)"))
+        }
+        return admit(sender: call.sender, path: call.path, interface: call.interface, member: call.method, rule: method.rule).map { target in (AdmittedCall(call: call, target: target), method.handler) }
+    }
+
+    func property(_ name: String, interface: String, path: String, sender: String) -> Result<DBusValue, SecretServiceError> {
+        propertyReader(interface: interface, path: path, sender: sender).flatMap { read in read(name) }
+    }
+
+    func properties(_ names: [String], interface: String, path: String, sender: String)
+        -> Result<[(name: String, value: DBusValue)], SecretServiceError>
+    {
+        propertyReader(interface: interface, path: path, sender: sender).map { read in
+            names.compactMap { name in (try? read(name).get()).map { (name, $0) } }
+        }
+    }
+
+    /// What reads the properties of the object at `path` for `sender`, the object looked up
+    /// once; `NoSuchObject` when there is none it may see.
+    private func propertyReader(interface: String, path: String, sender: String)
+        -> Result<(String) -> Result<DBusValue, SecretServiceError>, SecretServiceError>
+    {
+        if case .failure(let refusal) = provider.caller(sender) { return .failure(refusal) }
+        let kind = ObjectPaths.parse(path).kind
+        guard let declaration = Introspection.interfaces[interface], declaration.objects == kind else {
+            return .failure(.noSuchObject("no property at \(path)"))
+        }
+        let target: PropertyRead.Target
+        switch kind {
+        case .service: target = .service
+        case .portal: target = .portal
+        case .collection:
+            guard let collection = provider.collection(at: path) else { return .failure(.noSuchObject("no collection \(path)")) }
+            provider.callers[sender]?.watchesItems = true
+            target = .collection(collection)
+        case .item:
+            guard let (item, collection, access) = provider.visibleItem(at: path, for: sender) else {
+                return .failure(.noSuchObject("no item \(path)"))
+            }
+            provider.callers[sender]?.watchesItems = true
+            target = .item(item, collection, access)
+        case .session, .prompt, .portalRequest, nil:
+            return .failure(.noSuchObject("no property at \(path)"))
+        }
+        let read = PropertyRead(target: target, sender: sender)
+        return .success { [provider] name in
+            guard let property = declaration.property(name) else { return .failure(.unknownProperty("no property \(name) at \(path)")) }
+            return Result { () throws(SecretServiceError) in try property.read(provider, read) }
+        }
+    }
+
+    func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError? {
+        provider.lastActivity = provider.clock()
+        guard let declaration = Introspection.interfaces[interface], let setter = declaration.property(name)?.setter else {
+            return .propertyReadOnly("\(interface).\(name) cannot be written")
+        }
+        guard declaration.objects == ObjectPaths.parse(path).kind else { return .noSuchObject("no writable property \(name) at \(path)") }
+        switch admit(sender: sender, path: path, interface: interface, member: "Set(\(name))", rule: setter.rule) {
+        case .failure(let refusal):
+            return refusal
+        case .success(let target):
+            do throws(SecretServiceError) {
+                try setter.write(provider, PropertyWrite(target: target, value: value, sender: sender))
+                return nil
+            } catch {
+                return error
+            }
+        }
+    }
+
+    func children(of path: String, sender: String) -> [String] {
+        switch path {
+        case ObjectPaths.service: return ["aliases", "collection", "prompt", "session"]
+        case ObjectPaths.aliasPrefix:
+            return Array(((try? provider.store.aliases()) ?? [:]).keys) + [Provider.sessionName]
+        case ObjectPaths.sessionPrefix: return provider.sessions.ids.map { "s\($0)" }
+        case ObjectPaths.promptPrefix: return provider.prompts.ids.map { "p\($0)" }
+        case ObjectPaths.collectionPrefix: return ((try? provider.store.collections()) ?? []).map(\.name)
+        default:
+            guard let collection = provider.collection(at: path) else { return [] }
+            return provider.visible((try? provider.store.search([:], in: collection)) ?? [], for: sender).map { String($0.0.id) }
+        }
+    }
+
+    var hasPendingCommit: Bool { provider.store.hasPendingCommit }
+
+    func commitPending() -> SecretServiceError? { provider.commitPending() }
+
+    func objectExists(at path: String, sender: String) -> Bool {
+        switch ObjectPaths.parse(path) {
+        case .service: return true
+        case .collection, .alias: return provider.collection(at: path) != nil
+        case .item: return provider.visibleItem(at: path, for: sender) != nil
+        case .session(let id): return provider.sessions.contains(id, of: sender)
+        case .prompt(let id): return provider.prompts[id]?.owner == sender
+        case .portal: return true
+        case .portalRequest(let handle): return provider.portalRequests[handle]?.owner == sender
+        case .unknown: return false
+        }
+    }
+
+    func interfaces(at path: String) -> [String] {
+        ObjectPaths.parse(path).kind.map(Introspection.interfaces(of:)) ?? []
+    }
+}
