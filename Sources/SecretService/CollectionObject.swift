@@ -68,7 +68,7 @@ struct CollectionObject {
     /// `Delete`: the collection and its items (only unconfined clients outside a sandbox get
     /// here: its rule).
     fileprivate func deleteCollection(_ collection: Store.CollectionRecord) throws(SecretServiceError) -> DBusValue {
-        guard collection.name != Provider.sessionName else { throw .invalidArgs("the session provider.keyring cannot be deleted") }
+        guard collection.name != Provider.sessionName else { throw .invalidArgs("the session keyring cannot be deleted") }
         if provider.keyring.isLocked(collection) { throw .isLocked("the collection is locked") }
         do throws(StoreError) {
             try provider.keyring.deleteCollection(collection)

@@ -20,6 +20,17 @@ struct ObjectPath: DBusArgument, Hashable {
     }
 }
 
+/// A file descriptor argument (`h`): its index among the descriptors the message carries.
+struct DescriptorIndex: DBusArgument {
+    /// The index.
+    var index: Int32
+
+    init?(dbusValue value: DBusValue) {
+        guard case .fileDescriptorIndex(let index) = value else { return nil }
+        self.index = index
+    }
+}
+
 extension String: DBusArgument {
     init?(dbusValue value: DBusValue) {
         guard let string = value.string else { return nil }

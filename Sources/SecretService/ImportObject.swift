@@ -11,7 +11,11 @@ extension Introspection {
             Argument(name: "master", type: secret), Argument(name: "items", type: "a(a{sv}\(secret))"),
         ], results: [
             Argument(name: "collection", type: "o"), Argument(name: "imported", type: "u"), Argument(name: "skipped", type: "u"),
-        ], handler: .later { provider, call, reply throws(SecretServiceError) in ImportObject(provider).importKeyring(call.call, reply: reply) }),
+        ], handler: .later { provider, call, reply throws(SecretServiceError) in
+            let request = try ImportObject(provider).prepareImport(
+                name: call.argument(0), properties: call.argument(1), master: call.argument(2), items: call.argument(3), sender: call.sender)
+            ImportObject(provider).importKeyring(request, reply: reply)
+        }),
     ])
 }
 
@@ -26,7 +30,7 @@ struct ImportObject {
     init(_ provider: Provider) { self.provider = provider }
 
     /// One item of an import, as the call carries it.
-    private struct ImportedItem {
+    fileprivate struct ImportedItem {
         var label: String
         var attributes: [String: String]
         var secret: SecureBytes
@@ -36,32 +40,27 @@ struct ImportObject {
 
     /// `ImportKeyring`; answers once the keyring's key is derived (off the main loop) and the
     /// items are written.
-    fileprivate func importKeyring(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
-        switch prepareImport(call) {
-        case .failure(let problem):
-            reply(.failure(problem))
-        case .success(let request):
-            if let existing = request.existing {
-                // A locked keyring is opened with the password given, as UnlockWithMasterPassword would.
-                provider.unlock(existing, password: request.password) { [weak provider = provider] unlocked in
-                    guard let provider else { return }
-                    reply(unlocked.flatMap { ImportObject(provider).importItems(request, newKey: nil) })
-                }
-            } else {
-                let (password, parameters) = (request.password, provider.options.kdf)
-                provider.passwordChecks.derive({ Result { () throws(StoreError) in try NewCollectionKey(password: password, parameters: parameters) } }) {
-                    [weak provider = provider] derived in
-                    guard let provider else { return }
-                    reply(derived.flatMap { made in
-                        made.mapError { SecretServiceError(storeFailure: $0) }.flatMap { ImportObject(provider).importItems(request, newKey: $0) }
-                    })
-                }
+    fileprivate func importKeyring(_ request: ImportRequest, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+        if let existing = request.existing {
+            // A locked keyring is opened with the password given, as UnlockWithMasterPassword would.
+            provider.unlock(existing, password: request.password) { [weak provider = provider] unlocked in
+                guard let provider else { return }
+                reply(unlocked.flatMap { ImportObject(provider).importItems(request, newKey: nil) })
+            }
+        } else {
+            let (password, parameters) = (request.password, provider.options.kdf)
+            provider.passwordChecks.derive({ Result { () throws(StoreError) in try NewCollectionKey(password: password, parameters: parameters) } }) {
+                [weak provider = provider] derived in
+                guard let provider else { return }
+                reply(derived.flatMap { made in
+                    made.mapError { SecretServiceError(storeFailure: $0) }.flatMap { ImportObject(provider).importItems(request, newKey: $0) }
+                })
             }
         }
     }
 
     /// What an import call asks for, checked.
-    private struct ImportRequest {
+    fileprivate struct ImportRequest {
         var name: String
         var label: String
         var times: Store.Times?
@@ -70,14 +69,18 @@ struct ImportObject {
         var password: SecureBytes
     }
 
-    /// Checks and decodes an import call.
-    private func prepareImport(_ call: MethodCall) -> Result<ImportRequest, SecretServiceError> {
-        let args = call.arguments
-        guard let name = args[0].string, let properties = args[1].variantMap, case .array(_, let itemValues) = args[3] else {
-            return .failure(.invalidArgs("(sa{sv}(oayays)a(a{sv}(oayays))) expected"))
-        }
+    /// Checks an import call's arguments, from `sender`.
+    fileprivate func prepareImport(
+        name: String, properties: [String: DBusValue], master: DBusValue, items itemValues: [DBusValue], sender: String
+    ) throws(SecretServiceError) -> ImportRequest {
+        try checkImport(name: name, properties: properties, master: master, items: itemValues, sender: sender).get()
+    }
+
+    private func checkImport(
+        name: String, properties: [String: DBusValue], master: DBusValue, items itemValues: [DBusValue], sender: String
+    ) -> Result<ImportRequest, SecretServiceError> {
         guard ObjectPaths.isCollectionName(name), name != Provider.sessionName else {
-            return .failure(.invalidArgs("“\(name)” cannot name a provider.keyring (letters, digits and _, at most 64)"))
+            return .failure(.invalidArgs("“\(name)” cannot name a keyring (letters, digits and _, at most 64)"))
         }
         guard let label = properties[SecretServiceNames.Property.collectionLabel].map(\.string) ?? name else {
             return .failure(.invalidArgs("\(SecretServiceNames.Property.collectionLabel) must be a string (s)"))
@@ -103,7 +106,7 @@ struct ImportObject {
                 placed = requested
                 placed[AccessGroupNames.attribute] = PortalNames.group(of: appID)
             } else {
-                switch provider.placeInGroup(requested, for: call.sender) {
+                switch provider.placeInGroup(requested, for: sender) {
                 case .failure(let refusal): return .failure(refusal)
                 case .success(let attributes): placed = attributes
                 }
@@ -113,7 +116,7 @@ struct ImportObject {
             case .failure(let problem): return .failure(problem)
             case .success(let found): times = found
             }
-            switch provider.decodeSecret(fields[1], from: call.sender) {
+            switch provider.decodeSecret(fields[1], from: sender) {
             case .failure(let problem): return .failure(problem)
             case .success(let (secret, contentType)):
                 items.append(ImportedItem(label: itemLabel, attributes: placed, secret: secret, contentType: contentType, times: times))
@@ -122,16 +125,16 @@ struct ImportObject {
         let existing: Store.CollectionRecord?
         do { existing = try provider.store.collection(named: name) } catch { return .failure(provider.storeFailure(error)) }
         let password: SecureBytes
-        switch provider.decodeSecret(args[2], from: call.sender) {
+        switch provider.decodeSecret(master, from: sender) {
         case .failure(let problem): return .failure(problem)
         case .success(let (secret, _)): password = secret
         }
         if let existing {
             if provider.keyring[existing.id] == nil, password.count == 0 {
-                return .failure(.isLocked("the provider.keyring \(name) is locked; unlock it first"))
+                return .failure(.isLocked("the keyring \(name) is locked; unlock it first"))
             }
         } else if password.count == 0 {
-            return .failure(.invalidArgs("a new provider.keyring needs a password"))
+            return .failure(.invalidArgs("a new keyring needs a password"))
         }
         return .success(ImportRequest(
             name: name, label: label, times: collectionTimes, items: items, existing: existing, password: password))
@@ -153,7 +156,7 @@ struct ImportObject {
                 } else if let newKey {
                     (collection, key) = try provider.keyring.createCollection(name: name, label: label, key: newKey, times: times)
                 } else {
-                    throw .invalidInput("a new provider.keyring needs a password")
+                    throw .invalidInput("a new keyring needs a password")
                 }
                 for item in items {
                     if try holds(item, in: collection, key: key) {
@@ -165,7 +168,7 @@ struct ImportObject {
                 }
                 return (collection, key)
             }
-            Log.info("imported \(created.count) items into the \(collection.name) provider.keyring (\(skipped) were there already)")
+            Log.info("imported \(created.count) items into the \(collection.name) keyring (\(skipped) were there already)")
             return .success(.tuple([.objectPath(ObjectPaths.collection(collection.name)), .uint32(UInt32(created.count)), .uint32(UInt32(skipped))]))
         } catch {
             return .failure(provider.storeFailure(error))

@@ -29,7 +29,11 @@ extension Introspection {
             Argument(name: "handle", type: "o"), Argument(name: "app_id", type: "s"), Argument(name: "fd", type: "h"),
             Argument(name: "options", type: "a{sv}"),
         ], results: [Argument(name: "response", type: "u"), Argument(name: "results", type: "a{sv}")],
-               handler: .later { provider, call, reply throws(SecretServiceError) in PortalObject(provider).retrieveSecret(call.call, reply: reply) }),
+               handler: .later { provider, call, reply throws(SecretServiceError) in
+                   try PortalObject(provider).retrieveSecret(
+                       handle: call.argument(0, as: ObjectPath.self).path, appID: call.argument(1), received: call.argument(2, as: DescriptorIndex.self).index,
+                       sender: call.sender, reply: reply)
+               }),
     ], properties: [
         Property(name: "version", type: "u", read: { _, _ in .uint32(1) }),
     ])
@@ -60,11 +64,11 @@ struct PortalObject {
     /// The object over `provider`.
     init(_ provider: Provider) { self.provider = provider }
 
+    /// `RetrieveSecret(o handle, s app_id, h fd, a{sv} options)`: writes the app's key to `fd`
     /// and closes it, unlocking the login keyring through a prompt first when it is locked.
-    func retrieveSecret(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
-        let args = call.arguments
-        guard let handle = args[0].objectPath, let appID = args[1].string, case .fileDescriptorIndex(let received) = args[2]
-        else { return reply(.failure(.invalidArgs("RetrieveSecret takes (osha{sv})"))) }
+    func retrieveSecret(
+        handle: String, appID: String, received: Int32, sender: String, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) {
         guard case .portalRequest = ObjectPaths.parse(handle), provider.portalRequests[handle] == nil else {
             return reply(.failure(.invalidArgs("the request handle \(handle) is not a new one under \(PortalNames.path)/request/")))
         }
@@ -99,7 +103,7 @@ struct PortalObject {
         guard provider.keyring.isLocked(collection) else { return finish(deliverAppKey(appID, in: collection, to: descriptor)) }
 
         let prompt = Prompt(
-            owner: call.sender, action: .unlock(collections: [collection], groups: [], objects: []),
+            owner: sender, action: .unlock(collections: [collection], groups: [], objects: []),
             requester: "The sandboxed app “\(appID)”"
         ) { [weak provider = provider] result in
             guard let provider else { return }
@@ -116,7 +120,7 @@ struct PortalObject {
                 Glibc.close(descriptor)
                 return reply(.failure(.failed("cannot make the unlock prompt")))
             }
-            provider.portalRequests[handle] = PortalRequest(owner: call.sender, promptID: id)
+            provider.portalRequests[handle] = PortalRequest(owner: sender, promptID: id)
             provider.startConversation(promptID: id)
         }
     }

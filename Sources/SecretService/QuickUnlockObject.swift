@@ -54,13 +54,13 @@ struct QuickUnlockObject {
                 "a PIN has \(KeychainLimits.pinLength.lowerBound) to \(KeychainLimits.pinLength.upperBound) characters")))
         }
         guard let login = try? provider.store.collection(named: Provider.loginName) else {
-            return completion(.failure(.failed("there is no login provider.keyring to set a PIN for")))
+            return completion(.failure(.failed("there is no login keyring to set a PIN for")))
         }
         provider.checkPassword(password, of: login, purpose: " (setting a PIN)") { [weak provider = provider] checked in
             guard let provider else { return }
             guard case .success(let itemKeys) = checked, let master = itemKeys.master else {
                 if case .failure(let refusal) = checked { return completion(.failure(refusal)) }
-                return completion(.failure(.isLocked("the provider.keyring is locked")))
+                return completion(.failure(.isLocked("the keyring is locked")))
             }
             let parameters = provider.quickUnlock.pinParameters
             provider.passwordChecks.derive({ try? QuickUnlock.sealing(master, under: pin, collectionID: login.id, parameters: parameters) }) {
@@ -71,7 +71,7 @@ struct QuickUnlockObject {
                 case .success(nil): completion(.failure(.failed("cannot seal the PIN slot")))
                 case .success(let slot?):
                     provider.quickUnlock.set(slot)
-                    Log.info("set a PIN for the login provider.keyring (in memory until secretd stops)")
+                    Log.info("set a PIN for the login keyring (in memory until secretd stops)")
                     completion(.success(()))
                 }
             }

@@ -152,7 +152,7 @@ struct ServiceObject {
     ) throws(SecretServiceError) {
         let path = try call.argument(0, as: ObjectPath.self).path
         guard let collection = provider.collection(at: path) else { throw .noSuchObject("no collection \(path)") }
-        guard collection.name != Provider.sessionName else { throw .invalidArgs("the session provider.keyring has no password") }
+        guard collection.name != Provider.sessionName else { throw .invalidArgs("the session keyring has no password") }
         let (original, _) = try provider.decodeSecret(call.argument(1), from: call.sender).get()
         let (master, _) = try provider.decodeSecret(call.argument(2), from: call.sender).get()
         provider.changePassword(of: collection, from: original, to: master) { result in
@@ -239,7 +239,7 @@ struct ServiceObject {
         for path in paths {
             guard let collection = provider.collection(at: path) ?? provider.visibleItem(at: path, for: sender)?.1 else { continue }
             if provider.keyring.lock(collection) {
-                Log.info("locked the \(collection.name) provider.keyring")
+                Log.info("locked the \(collection.name) keyring")
             }
             if provider.keyring.isLocked(collection) || collection.name == Provider.sessionName { locked.append(path) }
         }

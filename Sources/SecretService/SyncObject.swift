@@ -92,7 +92,7 @@ struct SyncObject {
                     deleted.insert(entry.syncID)
                 }
                 guard deleted.count <= 1 else { return .failure(.invalidArgs("\(deleted.count) deleted items match; name one item")) }
-                guard let syncID = deleted.first else { return .failure(.noSuchObject("no such item in the provider.keyring \(name), nor in its history")) }
+                guard let syncID = deleted.first else { return .failure(.noSuchObject("no such item in the keyring \(name), nor in its history")) }
                 return .success(SyncCoordinator.HistoryTarget(collection: collection, itemKeys: itemKeys, syncID: syncID, item: nil))
             } catch {
                 return .failure(provider.storeFailure(error))

@@ -16,7 +16,9 @@ extension Introspection {
     /// secretd's own: the login keyring's TPM slot.
     static let tpmInterface = BusInterface(name: tpm, objects: .service, methods: [
         Method(name: "Enroll", rule: .unconfined, arguments: [Argument(name: "pcrs", type: "au"), Argument(name: "login_password", type: secret)],
-               handler: .later { provider, call, reply throws(SecretServiceError) in TPMObject(provider).enrollTPM(call.call, reply: reply) }),
+               handler: .later { provider, call, reply throws(SecretServiceError) in
+                   try TPMObject(provider).enrollTPM(pcrs: call.argument(0, as: [UInt32].self), password: call.argument(1), sender: call.sender, reply: reply)
+               }),
         Method(name: "Remove", rule: .unconfined, results: [Argument(name: "removed", type: "b")],
                handler: .now { provider, _ throws(SecretServiceError) in try TPMObject(provider).removeTPMSlot() }),
         Method(name: "GetStatus", rule: .unconfined, results: [
@@ -39,7 +41,7 @@ struct TPMObject {
     fileprivate func removeTPMSlot() throws(SecretServiceError) -> DBusValue {
         do {
             let removed = try TPMSlot.remove(from: provider.options.dataDirectory)
-            if removed { Log.info("removed the TPM slot of the login provider.keyring; only the password unlocks it at start") }
+            if removed { Log.info("removed the TPM slot of the login keyring; only the password unlocks it at start") }
             provider.tpmFailure = nil
             return .tuple([.boolean(removed)])
         } catch {
@@ -70,20 +72,22 @@ struct TPMObject {
     /// whoever sits at an unlocked session must not be able to make the keyring open without a
     /// password. The TPM works on a thread of its own; the call is answered when it is done, or
     /// after ``tpmTimeout`` with an error naming the TPM.
-    func enrollTPM(_ call: MethodCall, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
-        guard case .array(_, let values) = call.arguments[0] else { return reply(.failure(.invalidArgs("pcrs is au"))) }
-        let pcrs = values.compactMap(\.uint32).map(Int.init)
+    func enrollTPM(
+        pcrs requested: [UInt32], password passwordValue: DBusValue, sender: String,
+        reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) {
+        let pcrs = requested.map(Int.init)
         guard pcrs.allSatisfy((0...23).contains) else { return reply(.failure(.invalidArgs("PCRs are 0 to 23"))) }
         guard let login = try? provider.store.collection(named: Provider.loginName) else {
-            return reply(.failure(.failed("there is no login provider.keyring to enroll")))
+            return reply(.failure(.failed("there is no login keyring to enroll")))
         }
-        switch provider.decodeSecret(call.arguments[1], from: call.sender) {
+        switch provider.decodeSecret(passwordValue, from: sender) {
         case .failure(let problem): reply(.failure(problem))
         case .success(let (password, _)):
             provider.checkPassword(password, of: login, purpose: " (enrolling the TPM)") { [weak provider = provider] checked in
                 guard case .success(let itemKeys) = checked, let master = itemKeys.master else {
                     if case .failure(let error) = checked { return reply(.failure(error)) }
-                    return reply(.failure(.isLocked("the provider.keyring is locked")))
+                    return reply(.failure(.isLocked("the keyring is locked")))
                 }
                 provider.map(TPMObject.init)?.enrollTPM(login, master: master, pcrs: pcrs, reply: reply)
             }
@@ -114,7 +118,7 @@ struct TPMObject {
                 return reply(.failure(.failed(Self.tpmAdvice(error))))
             }
             provider.tpmFailure = nil
-            Log.info("sealed the login provider.keyring's key to the TPM (\(Self.describe(pcrs))); secretd unlocks it at start")
+            Log.info("sealed the login keyring's key to the TPM (\(Self.describe(pcrs))); secretd unlocks it at start")
             reply(.success(.tuple([])))
         }
     }
