@@ -44,8 +44,6 @@ final class Provider {
     /// (`BusServer.properties`: six, three of which need the item opened), and a client reads
     /// them item after item.
     var recentItem: ItemDescription?
-    /// When each collection's `Items` goes out to its watchers.
-    let itemsSchedule = ItemsSchedule()
     /// The login keyring's PIN slot, in memory only.
     let quickUnlock: QuickUnlock
     /// Why the TPM slot did not unlock the login keyring at start (nil: it did, or there is none).
@@ -116,63 +114,25 @@ final class Provider {
     }
 
     /// Serves calls through `endpoint` from now on: replies wait for the commit of their
-    /// writes, and the keyring's changes are told to the clients and to sync.
+    /// writes, and the keyring's changes are told to the clients (``Announcer``; sync follows
+    /// them itself).
     /// ``Daemon/start(ready:refused:)`` calls it with the bus connection; in-process tests with their
     /// own endpoint.
     func serve(on endpoint: any BusEndpoint) {
         server = endpoint
         store.groupsCommits = true
-        keyring.subscribe { [weak self] event in self?.follow(event) }
-    }
-
-    /// What follows a change to the keyring for the clients: the signals they hear, the items
-    /// schedule, and the login password root set while the login keyring was locked. (Sync
-    /// follows the keyring itself: ``SyncCoordinator``.)
-    private func follow(_ event: KeyringEvent) {
-        switch event {
-        case .itemCreated(let item, let collection):
-            announceCreated(item, in: collection)
-        case .itemChanged(let before, let after, let label, let attributes, let collection):
-            announceChanged(before, to: after, label: label, attributes: attributes, in: collection)
-        case .itemDeleted(let item, let collection):
-            announceDeleted(item, in: collection)
-        case .collectionCreated(let collection):
-            announceCollection(collection, signal: "CollectionCreated")
-        case .collectionRelabelled(let collection, let label):
-            broadcastProperties(["Label": .string(label)], of: collection)
-            server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionChanged",
-                              arguments: [.objectPath(ObjectPaths.collection(collection.name))])
-        case .collectionDeleted(let collection):
-            itemsSchedule.forget(collection.id)
-            announceCollection(collection, signal: "CollectionDeleted")
-        case .unlocked(let collection):
-            takeLoginPasswordSetByRoot(collection)
-            broadcastProperties(["Locked": .boolean(false)], of: collection)
-        case .locked(let collection):
-            broadcastProperties(["Locked": .boolean(true)], of: collection)
+        // The login password root set while the login keyring was locked, before the keyring
+        // is announced unlocked.
+        keyring.subscribe { [weak self] event in
+            if case .unlocked(let collection) = event { self?.takeLoginPasswordSetByRoot(collection) }
         }
-    }
-
-    /// Announces a collection created or deleted (`signal`), then the service's `Collections`.
-    private func announceCollection(_ collection: Store.CollectionRecord, signal: String) {
-        server.emitSignal(
-            path: ObjectPaths.service, interface: Introspection.service, name: signal,
-            arguments: [.objectPath(ObjectPaths.collection(collection.name))])
-        broadcastCollections()
+        let announcer = Announcer(provider: self)
+        keyring.subscribe { event in announcer.follow(event) }
     }
 
     /// The object paths of every collection: the service's `Collections`.
     func collectionPaths() -> [String] {
         ((try? store.collections()) ?? []).map { ObjectPaths.collection($0.name) }
-    }
-
-    /// Broadcasts the service's `Collections` with its value (collections are everyone's to
-    /// list): libsecret's service object (Seahorse's list of keyrings) loads its collections
-    /// from the proxy's cached `Collections`, which neither `CollectionCreated` nor an
-    /// invalidation updates.
-    private func broadcastCollections() {
-        server.emitPropertiesChanged(
-            path: ObjectPaths.service, interface: Introspection.service, changed: ["Collections": .objectPaths(collectionPaths())])
     }
 
     // MARK: - Locking on idle

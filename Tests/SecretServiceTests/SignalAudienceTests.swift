@@ -230,14 +230,14 @@ import Testing
         // A caller that never read a collection or an item sees nothing: it is not told.
         daemon.callers.add(Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/member"), pid: 5), as: ":1.5")
         let unconfinedAndShared: [String: ItemAccess] = [":1.1": .full, ":1.2": .full, ":1.4": .full]
-        #expect(daemon.sight(ofGroup: nil) == unconfinedAndShared)  // an item from before groups
-        #expect(daemon.sight(ofGroup: "default") == unconfinedAndShared)
-        #expect(daemon.sight(ofGroup: "com.example.team") == [":1.2": .full])
-        #expect(daemon.sight(ofGroup: "org.example.App") == [":1.3": .full])
-        #expect(daemon.sight(ofGroup: "com.example.ask") == [":1.1": .askable, ":1.2": .askable, ":1.3": .askable, ":1.4": .askable])
+        #expect(Announcer(provider: daemon).sight(ofGroup: nil) == unconfinedAndShared)  // an item from before groups
+        #expect(Announcer(provider: daemon).sight(ofGroup: "default") == unconfinedAndShared)
+        #expect(Announcer(provider: daemon).sight(ofGroup: "com.example.team") == [":1.2": .full])
+        #expect(Announcer(provider: daemon).sight(ofGroup: "org.example.App") == [":1.3": .full])
+        #expect(Announcer(provider: daemon).sight(ofGroup: "com.example.ask") == [":1.1": .askable, ":1.2": .askable, ":1.3": .askable, ":1.4": .askable])
         tool.allowedOnce.insert("com.example.ask")
-        #expect(daemon.sight(ofGroup: "com.example.ask")[":1.1"] == .full)
-        #expect(daemon.sight(ofGroup: "com.example.other") == [:])
+        #expect(Announcer(provider: daemon).sight(ofGroup: "com.example.ask")[":1.1"] == .full)
+        #expect(Announcer(provider: daemon).sight(ofGroup: "com.example.other") == [:])
         daemon.store.close()
     }
 

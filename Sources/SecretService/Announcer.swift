@@ -1,5 +1,6 @@
 // Who hears about what: every signal that names an item or carries its properties goes, unicast,
-// only to the clients that may see the item; signals about collections are broadcast.
+// only to the clients that may see the item; signals about collections are broadcast. The
+// Announcer follows the keyring's events (KeyringEvent); no handler sends a signal itself.
 
 import KeychainCore
 import SecretStore
@@ -7,7 +8,7 @@ import DBusValues
 
 /// Who hears what about one change to an item.
 ///
-/// Only identified callers (``Daemon/callers``: clients that have called secretd) that watch
+/// Only identified callers (``Provider/callers``: clients that have called secretd) that watch
 /// items (``Caller/watchesItems``) hear anything, each by signals sent to it alone, and only
 /// about an item it may see: in full if
 /// it belongs to the item's group, as a locked item (its path and times, no label or
@@ -56,7 +57,51 @@ struct SignalAudience: Equatable {
     }
 }
 
-extension Provider {
+/// Tells the clients what changed in the keyring: each ``KeyringEvent`` becomes the signals
+/// the clients that may see it hear (``SignalAudience``), and the collections' `Items` go out
+/// on the ``ItemsSchedule``.
+final class Announcer {
+    /// Whose clients hear (unowned: the provider's keyring holds the announcer).
+    private unowned let provider: Provider
+    /// When each collection's `Items` goes out to its watchers.
+    let itemsSchedule = ItemsSchedule()
+
+    /// An announcer for `provider`'s clients; ``Provider/serve(on:)`` subscribes it to the keyring.
+    init(provider: Provider) { self.provider = provider }
+
+    /// Tells the clients about one change to the keyring.
+    func follow(_ event: KeyringEvent) {
+        switch event {
+        case .itemCreated(let item, let collection):
+            announceCreated(item, in: collection)
+        case .itemChanged(let before, let after, let label, let attributes, let collection):
+            announceChanged(before, to: after, label: label, attributes: attributes, in: collection)
+        case .itemDeleted(let item, let collection):
+            announceDeleted(item, in: collection)
+        case .collectionCreated(let collection):
+            announceCollection(collection, signal: "CollectionCreated")
+        case .collectionRelabelled(let collection, let label):
+            broadcastProperties(["Label": .string(label)], of: collection)
+            provider.server.emitSignal(path: ObjectPaths.service, interface: Introspection.service, name: "CollectionChanged",
+                              arguments: [.objectPath(ObjectPaths.collection(collection.name))])
+        case .collectionDeleted(let collection):
+            itemsSchedule.forget(collection.id)
+            announceCollection(collection, signal: "CollectionDeleted")
+        case .unlocked(let collection):
+            broadcastProperties(["Locked": .boolean(false)], of: collection)
+        case .locked(let collection):
+            broadcastProperties(["Locked": .boolean(true)], of: collection)
+        }
+    }
+
+    /// Announces a collection created or deleted (`signal`), then the service's `Collections`.
+    private func announceCollection(_ collection: Store.CollectionRecord, signal: String) {
+        provider.server.emitSignal(
+            path: ObjectPaths.service, interface: Introspection.service, name: signal,
+            arguments: [.objectPath(ObjectPaths.collection(collection.name))])
+        broadcastCollections()
+    }
+
     // MARK: - Items
 
     /// What each caller that watches items may see of an item of `group` (nil: `default`),
@@ -65,8 +110,8 @@ extension Provider {
     /// or an item's properties (``Caller/watchesItems``).
     func sight(ofGroup group: String?) -> [String: ItemAccess] {
         var sight: [String: ItemAccess] = [:]
-        for (name, caller) in callers.byName where caller.watchesItems {
-            let access = access(caller, to: group)
+        for (name, caller) in provider.callers.byName where caller.watchesItems {
+            let access = provider.access(caller, to: group)
             if access != .hidden { sight[name] = access }
         }
         return sight
@@ -110,7 +155,7 @@ extension Provider {
             case .changed: signal = "ItemChanged"
             case .deleted: signal = "ItemDeleted"
             }
-            server.emitSignal(path: collectionPath, interface: Introspection.collection, name: signal,
+            provider.server.emitSignal(path: collectionPath, interface: Introspection.collection, name: signal,
                               arguments: [.objectPath(path)], destination: listener.name)
             guard listener.news == .changed else {
                 itemsChangedFor.insert(listener.name)
@@ -120,12 +165,12 @@ extension Provider {
             var changed = listener.access == .full ? properties : properties.filter { $0.key == "Modified" }
             if listener.accessChanged { changed["Locked"] = .boolean(listener.access != .full) }
             if changed.isEmpty { continue }
-            server.emitPropertiesChanged(path: path, interface: Introspection.item, changed: changed, destination: listener.name)
+            provider.server.emitPropertiesChanged(path: path, interface: Introspection.item, changed: changed, destination: listener.name)
         }
         sendItems(of: collection, to: itemsChangedFor)
     }
 
-    /// Sends `names` the collection's `Items` as each may see them (``visibleItemPaths(of:for:)``),
+    /// Sends `names` the collection's `Items` as each may see them (``Provider/visibleItemPaths(of:for:)``),
     /// after the `ItemCreated` or `ItemDeleted` that changed them: at once, or gathered with
     /// the next writes' (``ItemsSchedule``). With the value, not as invalidated: libsecret's
     /// collection objects (Seahorse, every client that lists items) load their items from the
@@ -139,15 +184,15 @@ extension Provider {
         MainLoop.after(seconds: later) { [weak self] in
             guard let self else { return }
             let names = itemsSchedule.takeWaiting(id)
-            guard let current = ((try? store.collections()) ?? []).first(where: { $0.id == id }) else { return }
-            for name in names.sorted() where callers[name]?.watchesItems == true { sendItems(of: current, to: name) }
+            guard let current = ((try? provider.store.collections()) ?? []).first(where: { $0.id == id }) else { return }
+            for name in names.sorted() where provider.callers[name]?.watchesItems == true { sendItems(of: current, to: name) }
         }
     }
 
     /// Sends `name` the collection's `Items` now.
     private func sendItems(of collection: Store.CollectionRecord, to name: String) {
-        guard let items = try? visibleItemPaths(of: collection, for: name) else { return }
-        server.emitPropertiesChanged(
+        guard let items = try? provider.visibleItemPaths(of: collection, for: name) else { return }
+        provider.server.emitPropertiesChanged(
             path: ObjectPaths.collection(collection.name), interface: Introspection.collection, changed: ["Items": .objectPaths(items)],
             destination: name)
     }
@@ -160,7 +205,16 @@ extension Provider {
     /// `CollectionChanged`, `CollectionDeleted`) tell nobody anything it could not read, and go
     /// to every listener, as clients that only listen (a tray icon, a lock indicator) expect.
     func broadcastProperties(_ changed: [String: DBusValue], of collection: Store.CollectionRecord) {
-        server.emitPropertiesChanged(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
+        provider.server.emitPropertiesChanged(path: ObjectPaths.collection(collection.name), interface: Introspection.collection,
                                      changed: changed)
+    }
+
+    /// Broadcasts the service's `Collections` with its value (collections are everyone's to
+    /// list): libsecret's service object (Seahorse's list of keyrings) loads its collections
+    /// from the proxy's cached `Collections`, which neither `CollectionCreated` nor an
+    /// invalidation updates.
+    private func broadcastCollections() {
+        provider.server.emitPropertiesChanged(
+            path: ObjectPaths.service, interface: Introspection.service, changed: ["Collections": .objectPaths(provider.collectionPaths())])
     }
 }
