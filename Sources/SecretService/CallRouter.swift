@@ -132,9 +132,7 @@ final class CallRouter: BusHandler {
         }
     }
 
-    var hasPendingCommit: Bool { provider.store.hasPendingCommit }
-
-    func commitPending() -> SecretServiceError? { provider.commitPending() }
+    var commitBarrier: CommitBarrier { provider.commitBarrier }
 
     func objectExists(at path: String, sender: String) -> Bool {
         switch ObjectPaths.parse(path) {

@@ -13,8 +13,9 @@ import SecretStore
 /// - CHANGE with the old password: anyone who knows it (checked through the throttle).
 /// - CHANGE without the old password (root running `passwd USER`): root's PAM stack only.
 extension Provider {
-    /// Answers one request through `reply`; its writes are committed first, so a login keyring
-    /// re-wrapped under a new password is on disk when `passwd` finishes.
+    /// Answers one request through `reply` behind the ``CommitBarrier``: its writes are
+    /// committed first, so a login keyring re-wrapped under a new password is on disk when
+    /// `passwd` finishes.
     func handleLoginControl(
         _ request: LoginControlRequest, origin: PasswordChecks.Origin, reply: @escaping (LoginControlResult) -> Void
     ) {
@@ -23,8 +24,8 @@ extension Provider {
             Log.info("the login socket: \(request.operationName) from \(origin == .rootLogin ? "root's PAM stack" : "a process of the user")")
         }
         let committed = { [weak self] (result: LoginControlResult) in
-            guard let self, self.store.hasPendingCommit else { return reply(result) }
-            reply(self.commitPending() == nil ? result : .failed)
+            guard let self else { return reply(result) }
+            self.commitBarrier.deliver(CommitBarrier.Held(send: { reply(result) }, fail: { _ in reply(.failed) }))
         }
         switch request {
         case .ping: reply(.ok)

@@ -22,6 +22,8 @@ final class Provider {
     let keyring: Keyring
     /// The database, for reading (changes go through ``keyring``).
     var store: Store { keyring.store }
+    /// What replies and signals wait behind until the writes before them are durable.
+    let commitBarrier: CommitBarrier
     /// The bus connection, once the daemon serves (a test's own in in-process tests).
     var server: (any BusEndpoint)!
     /// The clients' open sessions.
@@ -77,6 +79,7 @@ final class Provider {
         lastActivity = clock()
         quickUnlock = QuickUnlock(parameters: options.kdf)
         keyring = Keyring(store: store)
+        commitBarrier = CommitBarrier(store: store)
         sync = SyncCoordinator(
             keyring: keyring, dataDirectory: options.dataDirectory, interval: options.configuration.syncInterval)
         passwordChecks = PasswordChecks(store: store, clock: clock, offLoop: offLoop)
@@ -243,21 +246,9 @@ final class Provider {
 
     // MARK: - Committing
 
-    /// Makes the waiting writes durable and ends the open transaction; when the commit failed
-    /// (the writes are rolled back), the error the calls that waited for it get. The bus
-    /// server's replies and the login socket's wait for it.
-    func commitPending() -> SecretServiceError? {
-        do throws(StoreError) {
-            try store.commitPending()
-            return nil
-        } catch {
-            Log.error("cannot commit to the database: \(error); the last changes were rolled back")
-            switch error {
-            case .noSpace: return SecretServiceError(storeFailure: error)
-            default: return .incomplete
-            }
-        }
-    }
+    /// Commits the waiting writes now (``CommitBarrier/commit()``), as the barrier does before
+    /// it replies; in-process tests call it after each call.
+    func commitPending() -> SecretServiceError? { commitBarrier.commit() }
 }
 
 /// Sizes the daemon refuses to exceed (documented in secretd(1), LIMITS).

@@ -117,7 +117,7 @@ extension BusServer {
             let server = Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue()
             // Its queued calls are dropped, and its calls still waiting answered (to nobody).
             server.dropQueuedCalls(of: name)
-            if server.quota.forget(name) { server.returnMemoryLater(after: 2) }
+            if server.quota.forget(name) { server.memory.trimLater(after: 2) }
             server.disconnectHandler?(name)
             MainLoop.afterEachCallback?()
             return 0

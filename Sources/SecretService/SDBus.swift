@@ -57,12 +57,8 @@ protocol BusHandler: AnyObject {
     /// that names a method, interface or property the object lacks, so that one that is not
     /// there is `NoSuchObject` whatever the call asked.
     func objectExists(at path: String, sender: String) -> Bool
-    /// Whether writes are waiting for ``commitPending()``; replies and signals wait with them.
-    var hasPendingCommit: Bool { get }
-    /// Makes the waiting writes durable and ends the open transaction (writes, or a read
-    /// snapshot); when the commit failed (the writes are rolled back), the error the calls
-    /// that waited for it get.
-    func commitPending() -> SecretServiceError?
+    /// What replies and signals wait behind until the writes before them are committed.
+    var commitBarrier: CommitBarrier { get }
 }
 
 /// The daemon's connection to the session bus and the objects it serves under
@@ -71,6 +67,10 @@ final class BusServer {
     /// The connection (`sd_bus *`).
     let bus: OpaquePointer
     private(set) weak var handler: (any BusHandler)?
+    /// What replies and signals wait behind (the handler's).
+    private let barrier: CommitBarrier
+    /// Hands the memory calls freed back to the system.
+    let memory = MemoryTrimmer()
     /// What each client may have waiting (calls waiting to be identified, replies waiting for
     /// a commit).
     let quota: CallQuota
@@ -103,6 +103,7 @@ final class BusServer {
         bus = connection
         sd_bus_set_description(bus, "secretd")
         self.handler = handler
+        barrier = handler.commitBarrier
         self.quota = CallQuota(limits: quota)
         // The Secret Service's objects, and the desktop portal's Secret backend with its requests.
         for root in [SecretServiceNames.Path.service, PortalNames.path] {
@@ -203,7 +204,7 @@ final class BusServer {
             return false
         }
         let bus = self.bus
-        return deliver(Held(send: {
+        return deliver(CommitBarrier.Held(send: {
             Self.send(signal, on: bus, what: "the signal \(interface).\(name)")
             sd_bus_message_unref(signal)
         }, fail: { _ in sd_bus_message_unref(signal) }))
@@ -330,7 +331,7 @@ final class BusServer {
 
     /// Identifies the caller (once per client), then routes and answers the call.
     private func dispatch(_ message: OpaquePointer, from sender: String) {
-        returnMemoryLater(after: Self.trimInterval)
+        memory.trimLater(after: MemoryTrimmer.interval)
         guard let handler, !stopping else {
             reply(to: message, from: sender, with: .failure(.failed("secretd is shutting down")))
             return
@@ -428,7 +429,7 @@ final class BusServer {
             }
         }
         guard sd_bus_message_get_expect_reply(message) > 0 else {
-            deliver(Held(send: done))
+            deliver(CommitBarrier.Held(send: done))
             return
         }
         switch result {
@@ -443,10 +444,10 @@ final class BusServer {
                 done()
                 return
             }
-            if case .tuple(let values) = value, values.count == 1, Self.isLarge(values[0]) { returnMemoryLater() }
+            if case .tuple(let values) = value, values.count == 1, Self.isLarge(values[0]) { memory.trimLater() }
             sd_bus_message_ref(message)
             let bus = self.bus
-            deliver(Held(send: {
+            deliver(CommitBarrier.Held(send: {
                 Self.send(reply, on: bus, what: "a reply")
                 sd_bus_message_unref(reply)
                 sd_bus_message_unref(message)
@@ -459,7 +460,7 @@ final class BusServer {
             }))
         case .failure(let error):
             sd_bus_message_ref(message)
-            deliver(Held(send: { [weak self] in
+            deliver(CommitBarrier.Held(send: { [weak self] in
                 self?.sendError(to: message, name: error.dbusName, text: error.message)
                 sd_bus_message_unref(message)
                 done()
@@ -540,99 +541,21 @@ final class BusServer {
         return .success(.tuple([]))
     }
 
-    // MARK: - Memory
-
-    /// While calls keep coming, freed memory goes back to the system at most this often (s).
-    static let trimInterval = 1.0
-    private var trimScheduled = false
-    private var usedSinceTrimScheduled = false
-
-    /// Hands freed memory back to the system `seconds` from now, or when the trim already
-    /// scheduled runs: 0.2 s after a large reply (or after a client with a backlog of calls
-    /// left), and at most once a second while calls come in. A trim that had calls after it
-    /// was scheduled is followed by one more, so the last one comes after the memory of the
-    /// last call was freed. glibc keeps freed heap otherwise: one search of 100,000 items would
-    /// stay resident.
-    func returnMemoryLater(after seconds: Double = 0.2) {
-        guard !trimScheduled else {
-            usedSinceTrimScheduled = true
-            return
-        }
-        trimScheduled = true
-        usedSinceTrimScheduled = false
-        MainLoop.after(seconds: seconds) { [weak self] in
-            guard let self else { return }
-            trimScheduled = false
-            _ = keychain_release_free_memory()
-            if usedSinceTrimScheduled { returnMemoryLater(after: Self.trimInterval) }
-        }
-    }
-
     // MARK: - Group commit
 
-    /// A reply or signal waiting for the writes before it to be committed.
-    private struct Held {
-        /// Sends it.
-        var send: () -> Void
-        /// What to do instead when the commit failed (a method reply becomes that error).
-        var fail: ((SecretServiceError) -> Void)?
-    }
-
-    private var held: [Held] = []
-    private var flushScheduled = false
-    /// How many replies and signals may wait for one commit before it is forced.
-    private static let maximumHeld = 256
-
-    /// Sends `item` now, or after the commit of the writes before it: nothing is acknowledged
-    /// (nor announced) before it is durable, and writes that arrive together share one commit.
-    /// Returns whether `item` is waiting.
+    /// Sends `item` through the ``CommitBarrier``: now, or after the commit of the writes
+    /// before it. Returns whether it waits.
     @discardableResult
-    private func deliver(_ item: Held) -> Bool {
-        guard handler?.hasPendingCommit == true || !held.isEmpty else {
-            item.send()
-            return false
-        }
-        held.append(item)
-        if held.count >= Self.maximumHeld {
-            flush()
-            return false
-        }
-        if !dispatching { scheduleFlush() }  // a turn of calls flushes at its end (``endTurn(moreToDo:)``)
-        return true
+    private func deliver(_ item: CommitBarrier.Held) -> Bool {
+        barrier.deliver(item, inTurn: dispatching)
     }
 
-    /// Ends a turn of calls. When the socket is drained (`moreToDo` false), the turn's writes
-    /// are committed and the replies waiting for them sent at once: every call that arrived
-    /// in time to share the commit has been read. Otherwise they wait for the loop to be idle.
-    func endTurn(moreToDo: Bool) {
-        if !moreToDo, handler?.hasPendingCommit == true || !held.isEmpty {
-            flush()
-        } else {
-            scheduleFlush()
-        }
-    }
+    /// Ends a turn of calls (``CommitBarrier/endTurn(moreToDo:)``).
+    func endTurn(moreToDo: Bool) { barrier.endTurn(moreToDo: moreToDo) }
 
-    /// Commits after the calls already queued on the main loop have been handled, when there
-    /// are writes to commit or replies waiting. A read snapshot alone stays open from turn to
-    /// turn: a write turns it into the write transaction (secretd is the file's only writer), and
-    /// the reads of the next calls need no new one (two WAL locks and two statements a call).
-    func scheduleFlush() {
-        guard !flushScheduled, handler?.hasPendingCommit == true || !held.isEmpty else { return }
-        flushScheduled = true
-        MainLoop.whenIdle { [weak self] in
-            // A flush at the end of a turn may have come first.
-            if let self, flushScheduled { flush() }
-        }
-    }
+    /// Commits once the loop is idle (``CommitBarrier/scheduleFlush()``).
+    func scheduleFlush() { barrier.scheduleFlush() }
 
-    /// Commits the pending writes, then sends what waited for them, in order.
-    func flush() {
-        flushScheduled = false
-        let failure = handler?.commitPending()
-        let waiting = held
-        held = []
-        for item in waiting {
-            if let failure, let fail = item.fail { fail(failure) } else { item.send() }
-        }
-    }
+    /// Commits the pending writes, then sends what waited for them.
+    func flush() { barrier.flush() }
 }
