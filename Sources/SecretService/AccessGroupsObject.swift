@@ -1,4 +1,7 @@
-// Access groups: who each client is, what it may see, and secretd's own AccessGroups interface.
+// io.github.secretd.AccessGroups1
+//
+// Access groups as clients ask about them: who the caller is, the policy, membership changes
+// (what a caller may see is Provider+Access.swift's).
 
 import KeychainCore
 import FoundationEssentials
@@ -6,26 +9,6 @@ import Glibc
 import SecretCrypto
 import SecretStore
 import DBusValues
-
-/// What a caller may do with an item, given the item's group.
-enum ItemAccess {
-    /// Everything: the caller belongs to the group (or was allowed once).
-    case full
-    /// The item shows as locked; unlocking it asks the person (an `ask` group).
-    case askable
-    /// The item does not exist for this caller.
-    case hidden
-}
-
-/// A change to the policy that needs the person's consent.
-struct PolicyChange: Equatable {
-    /// Add (true) or remove (false) the member.
-    var add: Bool
-    /// The group.
-    var group: String
-    /// The identity, as written in the policy.
-    var identity: String
-}
 
 extension Introspection {
     /// secretd's own interface for access groups (see secretd(1)).

@@ -1,3 +1,5 @@
+// io.github.secretd.Import1
+
 import DBusValues
 import KeychainCore
 import SecretCrypto

@@ -1,3 +1,5 @@
+// org.freedesktop.impl.portal.Secret, io.github.secretd.AppKeys1
+//
 // The desktop portal's Secret backend (org.freedesktop.impl.portal.Secret, version 1) and
 // secretd's AppKeys interface, which lists and deletes the keys it hands out.
 //

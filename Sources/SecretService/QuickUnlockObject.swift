@@ -1,3 +1,5 @@
+// io.github.secretd.QuickUnlock1
+//
 // Quick unlock with a PIN (secretd's QuickUnlock1 interface, and the PIN question of the unlock
 // prompt): once the login password has been given, a short PIN opens the login keyring again
 // after it locked, until secretd stops, 5 wrong PINs, or the PIN is cleared (QuickUnlock).

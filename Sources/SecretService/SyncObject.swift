@@ -1,3 +1,5 @@
+// io.github.secretd.Sync1
+//
 // Sync between a person's machines: secretd's Sync1 interface (`secretctl sync`, `secretctl
 // history`). SecretSync holds the format, the merge rule and the git transport; SyncCoordinator
 // glues it to the keyring. This file decodes the calls and decides which item a history call

@@ -1,3 +1,5 @@
+// io.github.secretd.TPM1
+//
 // The login keyring's TPM slot (secretd's TPM1 interface, and the unlock at start): once the
 // login password has been given, `secretctl tpm enroll` seals the keyring's master key to the
 // machine's TPM 2.0 (TPMSlot), so that secretd unlocks the keyring when it starts, with no
