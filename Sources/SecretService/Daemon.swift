@@ -122,7 +122,7 @@ public final class Daemon {
         if busName == SecretServiceNames.busName {
             loginControl = LoginControlSocket(runtimeDirectory: options.runtimeDirectory) { [weak self] request, origin, reply in
                 guard let self else { return reply(.failed) }
-                self.provider.handleLoginControl(request, origin: origin, reply: reply)
+                self.provider.loginKeyring.handle(request, origin: origin, reply: reply)
             }
         }
         MainLoop.onSignal(SIGHUP) { [weak provider = self.provider] in provider?.reloadPolicy(reason: "on SIGHUP") }

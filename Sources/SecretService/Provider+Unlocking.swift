@@ -62,7 +62,7 @@ extension Provider {
                     do {
                         try self.keyring.setWrappedKey(of: collection, to: wrapped)
                         // A password set since root's change wins over it.
-                        if self.loginPasswordSetByRoot?.collectionID == collection.id { self.loginPasswordSetByRoot = nil }
+                        if self.loginKeyring.passwordSetByRoot?.collectionID == collection.id { self.loginKeyring.passwordSetByRoot = nil }
                         Log.info("changed the password of the \(collection.name) keyring")
                         return .success(())
                     } catch {

@@ -54,9 +54,8 @@ final class Provider {
     let sync: SyncCoordinator
     /// The portal frontend's requests waiting for the person to unlock the keyring, by handle.
     var portalRequests: [String: PortalRequest] = [:]
-    /// The login password root set without the old one while the login keyring was locked: the
-    /// keyring takes it when it is next unlocked (Provider+LoginControl). In memory only.
-    var loginPasswordSetByRoot: (collectionID: Int64, password: SecureBytes)?
+    /// The login keyring: what pam_secretd.so's login password does to it.
+    private(set) lazy var loginKeyring = LoginKeyring(provider: self)
 
     /// What ``recentItem`` keeps: no secret, only what an unlocked item's properties show.
     struct ItemDescription {
@@ -103,7 +102,7 @@ final class Provider {
     @discardableResult
     func unlockLogin(password: SecureBytes) throws(StoreError) -> Bool {
         guard let login = try store.collection(named: Self.loginName) else {
-            try createLoginKeyring(password: password)
+            try loginKeyring.create(password: password)
             return true
         }
         do {
@@ -127,7 +126,7 @@ final class Provider {
         // The login password root set while the login keyring was locked, before the keyring
         // is announced unlocked.
         keyring.subscribe { [weak self] event in
-            if case .unlocked(let collection) = event { self?.takeLoginPasswordSetByRoot(collection) }
+            if case .unlocked(let collection) = event { self?.loginKeyring.takePasswordSetByRoot(collection) }
         }
         let announcer = Announcer(provider: self)
         keyring.subscribe { event in announcer.follow(event) }

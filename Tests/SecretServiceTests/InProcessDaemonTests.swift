@@ -203,7 +203,7 @@ import Testing
         #expect(fixture.endpoint.lockedAnnouncements(Fixture.login) == [true])
         // A login unlocks it, and counts as activity too: it does not lock again at once.
         var answer: LoginControlResult?
-        fixture.daemon.handleLoginControl(.unlock(password: SecureBytes(Array("right".utf8))), origin: .rootLogin) { answer = $0 }
+        fixture.daemon.loginKeyring.handle(.unlock(password: SecureBytes(Array("right".utf8))), origin: .rootLogin) { answer = $0 }
         #expect(answer == .ok)
         #expect(fixture.endpoint.lockedAnnouncements(Fixture.login) == [true, false])
         fixture.clock.now += 1.5

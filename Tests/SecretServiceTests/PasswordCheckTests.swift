@@ -33,7 +33,7 @@ import Testing
     /// What the login socket answers `request`, sent by `origin`.
     static func socket(_ fixture: Fixture, _ request: LoginControlRequest, _ origin: PasswordChecks.Origin) -> LoginControlResult? {
         var answer: LoginControlResult?
-        fixture.daemon.handleLoginControl(request, origin: origin) { answer = $0 }
+        fixture.daemon.loginKeyring.handle(request, origin: origin) { answer = $0 }
         return answer
     }
 
@@ -136,10 +136,10 @@ import Testing
         let daemon = try Provider(options: Daemon.Options(dataDirectory: directory, kdf: .testing), store: Store(directory: directory), clock: { Date() }, offLoop: .inline)
         daemon.serve(on: InProcessDaemonTests.RecordingEndpoint())
         var answer: LoginControlResult?
-        daemon.handleLoginControl(.unlock(password: Self.bytes("chosen")), origin: .client) { answer = $0 }
+        daemon.loginKeyring.handle(.unlock(password: Self.bytes("chosen")), origin: .client) { answer = $0 }
         #expect(answer == .failed)
         #expect(try daemon.store.collection(named: "login") == nil)
-        daemon.handleLoginControl(.unlock(password: Self.bytes("login")), origin: .rootLogin) { answer = $0 }
+        daemon.loginKeyring.handle(.unlock(password: Self.bytes("login")), origin: .rootLogin) { answer = $0 }
         #expect(answer == .ok)
         #expect(try daemon.store.collection(named: "login") != nil)
         #expect(try daemon.store.aliases()["default"] == "login")

@@ -2,7 +2,7 @@ import FoundationEssentials
 import SecretCrypto
 import SecretStore
 
-/// What secretd does with the login password pam_secretd.so hands over (LoginControlSocket).
+/// The login keyring and the login password pam_secretd.so hands over (LoginControlSocket).
 /// Every decision about the login keyring at login and at `passwd` is made here; the module
 /// only passes the password. Nothing here logs a password.
 ///
@@ -12,31 +12,43 @@ import SecretStore
 ///   keyring's throttle, as on the bus); only root's PAM stack creates the login keyring.
 /// - CHANGE with the old password: anyone who knows it (checked through the throttle).
 /// - CHANGE without the old password (root running `passwd USER`): root's PAM stack only.
-extension Provider {
+final class LoginKeyring {
+    /// What the objects share (unowned: the provider holds this).
+    private unowned let provider: Provider
+    /// The login password root set without the old one while the login keyring was locked: the
+    /// keyring takes it when it is next unlocked. In memory only.
+    var passwordSetByRoot: (collectionID: Int64, password: SecureBytes)?
+
+    /// The login keyring of `provider`'s store.
+    init(provider: Provider) { self.provider = provider }
+
     /// Answers one request through `reply` behind the ``CommitBarrier``: its writes are
     /// committed first, so a login keyring re-wrapped under a new password is on disk when
     /// `passwd` finishes.
-    func handleLoginControl(
+    func handle(
         _ request: LoginControlRequest, origin: PasswordChecks.Origin, reply: @escaping (LoginControlResult) -> Void
     ) {
-        lastActivity = clock()  // a login is use: lock-after-idle counts from here
+        provider.lastActivity = provider.clock()  // a login is use: lock-after-idle counts from here
         if case .ping = request {} else {
             Log.info("the login socket: \(request.operationName) from \(origin == .rootLogin ? "root's PAM stack" : "a process of the user")")
         }
         let committed = { [weak self] (result: LoginControlResult) in
             guard let self else { return reply(result) }
-            self.commitBarrier.deliver(CommitBarrier.Held(send: { reply(result) }, fail: { _ in reply(.failed) }))
+            // Committed at once (a login is rare and waits on it), in order with the replies
+            // the bus server holds.
+            let barrier = self.provider.commitBarrier
+            if barrier.deliver(CommitBarrier.Held(send: { reply(result) }, fail: { _ in reply(.failed) })) { barrier.flush() }
         }
         switch request {
         case .ping: reply(.ok)
-        case .unlock(let password): openLoginKeyring(with: password, origin: origin, completion: committed)
-        case .change(let old, let new): changeLoginPassword(from: old, to: new, origin: origin, completion: committed)
+        case .unlock(let password): open(with: password, origin: origin, completion: committed)
+        case .change(let old, let new): change(from: old, to: new, origin: origin, completion: committed)
         }
     }
 
     /// Unlocks the login keyring with the login password, or creates it (with the `default`
     /// alias) when there is none and root's PAM stack sent it. An unlocked keyring stays as it is.
-    func openLoginKeyring(
+    func open(
         with password: SecureBytes, origin: PasswordChecks.Origin, completion: @escaping (LoginControlResult) -> Void
     ) {
         guard password.count > 0 else {
@@ -45,7 +57,7 @@ extension Provider {
         }
         let existing: Store.CollectionRecord?
         do {
-            existing = try store.collection(named: Self.loginName)
+            existing = try provider.store.collection(named: Provider.loginName)
         } catch {
             Log.error("cannot open the login keyring: \(error)")
             return completion(.failed)
@@ -55,16 +67,16 @@ extension Provider {
                 Log.warning("refused to create the login keyring for a process of the user: a login creates it from the login password")
                 return completion(.failed)
             }
-            return createLoginKeyring(password: password) { [weak self] created in
+            return create(password: password) { [weak self] created in
                 guard let self else { return }
                 // Another login may have created it meanwhile: then this one unlocks it.
-                if !created, (try? self.store.collection(named: Self.loginName)) != nil {
-                    return self.openLoginKeyring(with: password, origin: origin, completion: completion)
+                if !created, (try? provider.store.collection(named: Provider.loginName)) != nil {
+                    return self.open(with: password, origin: origin, completion: completion)
                 }
                 completion(created ? .ok : .failed)
             }
         }
-        unlock(login, password: password, origin: origin) { result in
+        provider.unlock(login, password: password, origin: origin) { result in
             switch result {
             case .success:
                 completion(.ok)
@@ -84,14 +96,14 @@ extension Provider {
 
     /// Creates the login keyring under `password` (its key derived off the main loop),
     /// unlocked, and points `default` at it when no alias does; `completion` says whether it did.
-    func createLoginKeyring(password: SecureBytes, completion: @escaping (Bool) -> Void) {
-        let parameters = options.kdf
-        passwordChecks.derive({ Result { () throws(StoreError) in try NewCollectionKey(password: password, parameters: parameters) } }) {
+    func create(password: SecureBytes, completion: @escaping (Bool) -> Void) {
+        let parameters = provider.options.kdf
+        provider.passwordChecks.derive({ Result { () throws(StoreError) in try NewCollectionKey(password: password, parameters: parameters) } }) {
             [weak self] derived in
             guard let self else { return }
             do throws(StoreError) {
                 guard case .success(let made) = derived else { return completion(false) }
-                try self.createLoginKeyring(key: try made.get())
+                try self.create(key: try made.get())
                 completion(true)
             } catch {
                 Log.error("cannot create the login keyring: \(error)")
@@ -102,15 +114,15 @@ extension Provider {
 
     /// Creates the login keyring under `password`, deriving its key on this thread (at start,
     /// before the daemon serves: `--unlock`, the `login-password` credential).
-    func createLoginKeyring(password: SecureBytes) throws(StoreError) {
-        try createLoginKeyring(key: try NewCollectionKey(password: password, parameters: options.kdf))
+    func create(password: SecureBytes) throws(StoreError) {
+        try create(key: try NewCollectionKey(password: password, parameters: provider.options.kdf))
     }
 
     /// Creates the login keyring with a key made beforehand, unlocked, and points `default` at
     /// it when no alias does.
-    private func createLoginKeyring(key: NewCollectionKey) throws(StoreError) {
-        let (login, _) = try keyring.createCollection(name: Self.loginName, label: "Login", key: key)
-        if try store.aliases()["default"] == nil { try keyring.setAlias("default", to: login) }
+    private func create(key: NewCollectionKey) throws(StoreError) {
+        let (login, _) = try provider.keyring.createCollection(name: Provider.loginName, label: "Login", key: key)
+        if try provider.store.aliases()["default"] == nil { try provider.keyring.setAlias("default", to: login) }
         Log.info("created the login keyring")
     }
 
@@ -119,13 +131,13 @@ extension Provider {
     /// which only root's PAM stack may send: then an unlocked keyring is re-wrapped at once, and
     /// a locked one keeps `new` in memory and takes it when it is next unlocked (by its previous
     /// password, a PIN or the TPM) while this secretd runs.
-    func changeLoginPassword(
+    func change(
         from old: SecureBytes, to new: SecureBytes, origin: PasswordChecks.Origin, completion: @escaping (LoginControlResult) -> Void
     ) {
         guard new.count > 0 else { return completion(.failed) }
         let login: Store.CollectionRecord
         do {
-            guard let existing = try store.collection(named: Self.loginName) else {
+            guard let existing = try provider.store.collection(named: Provider.loginName) else {
                 Log.info("the login password changed before there was a login keyring; the next login creates it")
                 return completion(.ok)
             }
@@ -134,7 +146,7 @@ extension Provider {
             return completion(.failed)
         }
         guard old.count == 0 else {
-            return changePassword(of: login, from: old, to: new) { result in
+            return provider.changePassword(of: login, from: old, to: new) { result in
                 switch result {
                 case .success:
                     Log.info("the login keyring now opens with the new login password")
@@ -152,13 +164,13 @@ extension Provider {
                         + "passwd may set it without the old one; the login keyring's password is unchanged")
             return completion(.failed)
         }
-        guard let itemKeys = keyring[login.id] else {
-            loginPasswordSetByRoot = (login.id, new)
+        guard let itemKeys = provider.keyring[login.id] else {
+            passwordSetByRoot = (login.id, new)
             Log.warning("the login password was set without the old one while the login keyring was locked: it opens with the "
                         + "previous password until it is next unlocked (secretctl unlock, a PIN or the TPM), then with the new one")
             return completion(.ok)
         }
-        rewrap(login, keys: itemKeys, to: new) { result in
+        provider.rewrap(login, keys: itemKeys, to: new) { result in
             if case .success = result { Log.info("the login keyring now opens with the new login password") }
             completion(result.isSuccess ? .ok : .failed)
         }
@@ -166,12 +178,12 @@ extension Provider {
 
     /// Re-wraps `collection` under the login password root set while it was locked, now that it
     /// is unlocked (the keys' unlock event calls this).
-    func takeLoginPasswordSetByRoot(_ collection: Store.CollectionRecord) {
-        guard let (collectionID, password) = loginPasswordSetByRoot, collectionID == collection.id,
-            let itemKeys = keyring[collection.id]
+    func takePasswordSetByRoot(_ collection: Store.CollectionRecord) {
+        guard let (collectionID, password) = passwordSetByRoot, collectionID == collection.id,
+            let itemKeys = provider.keyring[collection.id]
         else { return }
-        loginPasswordSetByRoot = nil
-        rewrap(collection, keys: itemKeys, to: password) { result in
+        passwordSetByRoot = nil
+        provider.rewrap(collection, keys: itemKeys, to: password) { result in
             switch result {
             case .success: Log.info("the login keyring now opens with the login password root set")
             case .failure(let error): Log.error("cannot re-wrap the login keyring under the password root set: \(error.message)")
