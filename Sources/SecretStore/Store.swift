@@ -17,7 +17,8 @@ public final class Store {
     public static let fileName = "secretd.sqlite3"
 
     /// Opens (creating if needed) the store in `directory`, which is created 0700; the database
-    /// file is 0600. Refuses a corrupted or foreign file, and one from a newer schema version.
+    /// file is 0600. Refuses a corrupted or foreign file, and one from a newer schema version,
+    /// leaving it as it was (``DatabaseRefusal`` says what is wrong and what to do).
     public init(directory: URL) throws(StoreError) {
         Gcrypt.initialize()
         try Self.makePrivateDirectory(directory.path)
@@ -31,11 +32,21 @@ public final class Store {
         }
         fchmod(file, 0o600)
         Glibc.close(file)
-        database = try Database(path: databaseURL.path)
-        try database.execute("PRAGMA foreign_keys = ON")
-        let check = try database.rows("PRAGMA quick_check")
-        guard check.first?.first?.text == "ok" else { throw .corrupted("database file fails its integrity check") }
-        try Migrations.check(database)
+        let database = try Database(path: databaseURL.path)
+        // Nothing is written before these checks, and a file they refuse is closed without a
+        // checkpoint: it stays exactly as it was (DatabaseRefusal).
+        do throws(StoreError) {
+            try database.execute("PRAGMA foreign_keys = ON")
+            let check = try database.rows("PRAGMA quick_check")
+            guard check.first?.first?.text == "ok" else {
+                throw .corrupted("its quick check fails: \(check.first?.first?.text ?? "no answer")")
+            }
+            try Migrations.check(database)
+        } catch {
+            database.closeLeavingFile()
+            throw error
+        }
+        self.database = database
         try database.execute("PRAGMA journal_mode = WAL")
         try database.execute("PRAGMA synchronous = FULL")
         try Migrations.migrate(database)
