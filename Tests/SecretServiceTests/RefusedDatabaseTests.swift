@@ -86,6 +86,9 @@ import Testing
         #expect(stored.errorOutput.contains(file.path), "\(stored.errorOutput)")
         let lookup = try fixture.run(["secret-tool", "lookup", "n", "1"])
         #expect(lookup.status != 0 && lookup.text.isEmpty)
+        let listed = try fixture.run([SecretdFixture.secretctlPath, "list"])
+        #expect(listed.status != 0 && listed.text.isEmpty)
+        #expect(listed.errorOutput.hasPrefix("secretctl: the keyring database \(file.path)"), "\(listed.errorOutput)")
         #expect(Date().timeIntervalSince(started) < 10, "the refusals took \(Date().timeIntervalSince(started)) s")
 
         // Stopped and started again: still refused; the file never changed, nothing was made over it.
