@@ -59,13 +59,25 @@ public final class Store {
         database.close()
     }
 
-    /// Creates `path` and any missing parents (0700), then makes `path` itself 0700.
+    /// Creates `path` and any missing parents (0700), then makes `path` itself 0700. Each
+    /// directory it creates is synced into its parent, so that a power cut after the first
+    /// acknowledged write cannot lose the directory that holds it (SQLite syncs the entries of
+    /// the files it creates inside).
     static func makePrivateDirectory(_ path: String) throws(StoreError) {
         func failure() -> StoreError { .io("cannot create data directory \(path): \(String(cString: strerror(errno)))") }
         var partial = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
+            let parent = partial.isEmpty ? "/" : partial
             partial += "/" + component
-            if mkdir(partial, 0o700) != 0 && errno != EEXIST { throw failure() }
+            if mkdir(partial, 0o700) == 0 {
+                let directory = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                if directory >= 0 {
+                    fsync(directory)  // best effort: a file system that cannot sync a directory has nothing to lose here
+                    Glibc.close(directory)
+                }
+            } else if errno != EEXIST {
+                throw failure()
+            }
         }
         guard chmod(path, 0o700) == 0 else { throw failure() }
     }
