@@ -39,7 +39,8 @@ public final class Store {
             try database.execute("PRAGMA foreign_keys = ON")
             let check = try database.rows("PRAGMA quick_check")
             guard check.first?.first?.text == "ok" else {
-                throw .corrupted("its quick check fails: \(check.first?.first?.text ?? "no answer")")
+                let finding = check.first?.first?.text?.split(whereSeparator: \.isNewline).joined(separator: " ")
+                throw .corrupted("its quick check fails: \(finding ?? "no answer")")
             }
             try Migrations.check(database)
         } catch {
@@ -72,7 +73,7 @@ public final class Store {
             if mkdir(partial, 0o700) == 0 {
                 let directory = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                 if directory >= 0 {
-                    fsync(directory)  // best effort: a file system that cannot sync a directory has nothing to lose here
+                    fsync(directory)  // best effort: some file systems cannot sync a directory; it was made either way
                     Glibc.close(directory)
                 }
             } else if errno != EEXIST {

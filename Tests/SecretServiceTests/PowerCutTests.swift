@@ -22,10 +22,14 @@ import Testing
 @Suite(.serialized) struct PowerCutTests {
     /// How much is recorded and checked, from the environment.
     struct Scale {
+        /// How many times secretd is started (each run ends with a stop or, every third from
+        /// the second, a kill).
         var phases = 3
+        /// How long the writers write in each.
         var seconds = 1.5
         /// Cut points to check; 0 for every one.
         var cuts = 60
+        /// States rebuilt at each cut point: what was synced, everything, and random subsets.
         var statesPerCut = 8
 
         static var fromEnvironment: Scale {
@@ -128,7 +132,9 @@ import Testing
         }
 
         let recording = try IORecording(contentsOf: log)
+        // A cut before each file operation (after every line logged before it), and at the end.
         var candidates = recording.events.indices.filter { recording.events[$0].isFileOperation } + [recording.events.count]
+        let allCuts = candidates.count
         var random = SeededRandom(printingSeedFor: "powerCuts")
         if scale.cuts > 0 && scale.cuts < candidates.count {
             candidates.shuffle(using: &random)
@@ -175,10 +181,10 @@ import Testing
         }
         let elapsed = Date().timeIntervalSince(started)
         print("""
-            power-cut: \(cutsChecked) cut points, \(states) states checked (of \(candidates.count) chosen from \
-            \(recording.events.filter(\.isFileOperation).count) file operations recorded; \(expected.count) writes \
-            acknowledged) in \(Int(elapsed)) s (recording \(Int(recordedAt.timeIntervalSince(started))) s); \
-            \(wallessCaught) of \(walless) states stripped of their WAL were caught
+            power-cut: \(cutsChecked) cut points (of the recording's \(allCuts): one before each file operation \
+            and its end), \(states) states checked; \(expected.count) writes acknowledged; \(Int(elapsed)) s \
+            (recording \(Int(recordedAt.timeIntervalSince(started))) s); \(wallessCaught) of \(walless) states \
+            stripped of their WAL were caught
             """)
         for problem in problems.prefix(20) { Issue.record(Comment(rawValue: problem)) }
         #expect(problems.isEmpty, "\(problems.count) of \(states) states failed")
