@@ -5,6 +5,10 @@
 # make fuzz     build keychain-fuzz with libFuzzer (in .build/fuzz) and fuzz every parser of
 #               outside input for FUZZ_SECONDS (10) each; fails on a crash (see README.md)
 # make fuzz-dbus  random D-Bus calls at a throw-away secretd for DBUS_FUZZ_SECONDS (300)
+# make crash-test  power cuts below the page cache: secretd's writes and syncs recorded under
+#               load (an LD_PRELOAD shim), then CRASH_CUTS (2000) cut points replayed with
+#               CRASH_STATES (10) states each, torn writes included, and every state checked
+#               (PowerCutTests; make test runs 60 cut points of a shorter recording)
 # make demo     run the library's example program against a throw-away secretd
 # make bench    secretd against gnome-keyring and KeePassXC, in alternating rounds (SIZES="100 1000"
 #               for a quick run; ROUNDS=3; PROVIDERS=...; PARTS=memory for the memory scenarios alone,
@@ -185,6 +189,21 @@ DBUS_FUZZ_SECONDS ?= 300
 fuzz-dbus: deps
 	$(SWIFT) build --build-tests
 	DBUS_FUZZ_SECONDS=$(DBUS_FUZZ_SECONDS) $(SWIFT) test --skip-build --filter 'DBusFuzzTests/fuzz\('
+
+# Power cuts (Tests/SecretServiceTests/PowerCutTests.swift): CRASH_PHASES starts of secretd, each
+# with CRASH_SECONDS of writes, recorded by scripts/power-cut/io-record.c (built with cc), then
+# CRASH_CUTS cut points (0: every one) with CRASH_STATES states each rebuilt and checked. It
+# prints how many cut points and states it checked. `make test` runs it with 3 phases of 1.5 s
+# and 60 cut points of 8 states.
+CRASH_PHASES ?= 6
+CRASH_SECONDS ?= 3
+CRASH_CUTS ?= 2000
+CRASH_STATES ?= 10
+.PHONY: crash-test
+crash-test: deps
+	$(SWIFT) build --build-tests
+	POWER_CUT_PHASES=$(CRASH_PHASES) POWER_CUT_SECONDS=$(CRASH_SECONDS) POWER_CUT_CUTS=$(CRASH_CUTS) \
+		POWER_CUT_STATES=$(CRASH_STATES) $(SWIFT) test --skip-build --filter PowerCutTests
 
 # The man pages lint clean and render; the user units pass systemd-analyze (a static check only:
 # make e2e runs them on a booted system).

@@ -72,6 +72,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         // limit of secretd's): the provider's own words say it all.
         case .backend("g-dbus-error-quark", let code, let message) where (code == 0 || code == 8) && !message.isEmpty:
             return message
+        case .backend(LibSecret.RemoteError.domain, Int(LibSecret.RemoteError.unusableDatabase.rawValue), let message)
+        where !message.isEmpty:
+            return message  // secretd's refused database: the message says what to do
         case .backend(let domain, let code, let message): return "\(domain) error \(code): \(message)"
         }
     }

@@ -120,6 +120,9 @@ package enum SecretServiceNames {
         package static let denied = "org.gnome.keyring.Error.Denied"
         /// A refusal some providers send under the specification's namespace.
         package static let accessDenied = "org.freedesktop.Secret.Error.AccessDenied"
+        /// secretd's answer to every call while its database cannot be used (damaged, or
+        /// written by a newer secretd); the message names the file and what to do.
+        package static let unusableDatabase = "io.github.secretd.Error.UnusableDatabase"
     }
 
     /// Whether `name` may name a collection (the last part of its object path): 1 to 64 ASCII

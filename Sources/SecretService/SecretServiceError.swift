@@ -27,6 +27,9 @@ public enum SecretServiceError: Error, Equatable {
     case unknownProperty(String)
     /// The property cannot be written.
     case propertyReadOnly(String)
+    /// The database cannot be used (damaged, or from a newer secretd) and was left as it is;
+    /// the message names the file and what to do (``RefusingService``).
+    case unusableDatabase(String)
     /// Anything else; the message is safe to show (no secrets).
     case failed(String)
 
@@ -45,6 +48,7 @@ public enum SecretServiceError: Error, Equatable {
         case .unknownInterface: return "org.freedesktop.DBus.Error.UnknownInterface"
         case .unknownProperty: return "org.freedesktop.DBus.Error.UnknownProperty"
         case .propertyReadOnly: return "org.freedesktop.DBus.Error.PropertyReadOnly"
+        case .unusableDatabase: return SecretServiceNames.ErrorName.unusableDatabase
         case .failed: return "org.freedesktop.DBus.Error.Failed"
         }
     }
@@ -60,7 +64,7 @@ public enum SecretServiceError: Error, Equatable {
             .invalidArgs(let message), .notSupported(let message),
             .accessDenied(let message), .forbidden(let message), .limitsExceeded(let message),
             .unknownMethod(let message), .unknownInterface(let message), .unknownProperty(let message),
-            .propertyReadOnly(let message), .failed(let message):
+            .propertyReadOnly(let message), .unusableDatabase(let message), .failed(let message):
             return message
         }
     }

@@ -40,6 +40,14 @@ package final class Database {
         isClosed = true
     }
 
+    /// Closes the connection without folding a write-ahead log into the file (SQLite's
+    /// checkpoint on close): for a file refused at start, which must stay as it was.
+    func closeLeavingFile() {
+        guard !isClosed else { return }
+        keychain_sqlite_no_checkpoint_on_close(handle)
+        close()
+    }
+
     /// The error every call makes once the connection is closed.
     private static let closedError = StoreError.io("the database is closed")
 

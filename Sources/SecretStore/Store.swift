@@ -17,7 +17,8 @@ public final class Store {
     public static let fileName = "secretd.sqlite3"
 
     /// Opens (creating if needed) the store in `directory`, which is created 0700; the database
-    /// file is 0600. Refuses a corrupted or foreign file, and one from a newer schema version.
+    /// file is 0600. Refuses a corrupted or foreign file, and one from a newer schema version,
+    /// leaving it as it was (``DatabaseRefusal`` says what is wrong and what to do).
     public init(directory: URL) throws(StoreError) {
         Gcrypt.initialize()
         try Self.makePrivateDirectory(directory.path)
@@ -31,11 +32,22 @@ public final class Store {
         }
         fchmod(file, 0o600)
         Glibc.close(file)
-        database = try Database(path: databaseURL.path)
-        try database.execute("PRAGMA foreign_keys = ON")
-        let check = try database.rows("PRAGMA quick_check")
-        guard check.first?.first?.text == "ok" else { throw .corrupted("database file fails its integrity check") }
-        try Migrations.check(database)
+        let database = try Database(path: databaseURL.path)
+        // Nothing is written before these checks, and a file they refuse is closed without a
+        // checkpoint: it stays exactly as it was (DatabaseRefusal).
+        do throws(StoreError) {
+            try database.execute("PRAGMA foreign_keys = ON")
+            let check = try database.rows("PRAGMA quick_check")
+            guard check.first?.first?.text == "ok" else {
+                let finding = check.first?.first?.text?.split(whereSeparator: \.isNewline).joined(separator: " ")
+                throw .corrupted("its quick check fails: \(finding ?? "no answer")")
+            }
+            try Migrations.check(database)
+        } catch {
+            database.closeLeavingFile()
+            throw error
+        }
+        self.database = database
         try database.execute("PRAGMA journal_mode = WAL")
         try database.execute("PRAGMA synchronous = FULL")
         try Migrations.migrate(database)
@@ -48,13 +60,25 @@ public final class Store {
         database.close()
     }
 
-    /// Creates `path` and any missing parents (0700), then makes `path` itself 0700.
+    /// Creates `path` and any missing parents (0700), then makes `path` itself 0700. Each
+    /// directory it creates is synced into its parent, so that a power cut after the first
+    /// acknowledged write cannot lose the directory that holds it (SQLite syncs the entries of
+    /// the files it creates inside).
     static func makePrivateDirectory(_ path: String) throws(StoreError) {
         func failure() -> StoreError { .io("cannot create data directory \(path): \(String(cString: strerror(errno)))") }
         var partial = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
+            let parent = partial.isEmpty ? "/" : partial
             partial += "/" + component
-            if mkdir(partial, 0o700) != 0 && errno != EEXIST { throw failure() }
+            if mkdir(partial, 0o700) == 0 {
+                let directory = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                if directory >= 0 {
+                    fsync(directory)  // best effort: some file systems cannot sync a directory; it was made either way
+                    Glibc.close(directory)
+                }
+            } else if errno != EEXIST {
+                throw failure()
+            }
         }
         guard chmod(path, 0o700) == 0 else { throw failure() }
     }

@@ -153,6 +153,12 @@ do {
     if case .inUse = error {
         fail("\(error): \(options.dataDirectory.path); stop it, use --replace to take over from it, or give this one a --data-dir of its own")
     }
+    // A damaged or newer database is left as it is; every client is told so, and what to do.
+    if let refusal = DatabaseRefusal(error, path: options.dataDirectory.appendingPathComponent(Store.fileName).path) {
+        printError("<3>secretd: \(refusal)\n")
+        do { try RefusingService.run(refusal, busName: busName, replace: replace) { fail($0) } } catch { fail(error.message) }
+        exit(0)
+    }
     fail("cannot open the keyring database in \(options.dataDirectory.path): \(error)")
 }
 

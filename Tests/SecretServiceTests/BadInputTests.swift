@@ -178,7 +178,7 @@ import Testing
     // MARK: - Damaged files
 
     /// One row: a change to secretd's files made while it is stopped, and the one line it must
-    /// print when it then refuses to start.
+    /// print when it then refuses to start, or, for its database, to serve its keyrings.
     struct DamagedFile: Sendable, CustomTestStringConvertible {
         /// What is wrong with the file.
         var name: String
@@ -186,6 +186,9 @@ import Testing
         var damage: @Sendable (SecretdFixture) throws -> URL
         /// What the one log line starts with or contains.
         var line: String
+        /// Whether secretd keeps its bus name and refuses every call (a database it cannot
+        /// use: RefusedDatabaseTests) rather than exit 1.
+        var refusedToClients = true
 
         var testDescription: String { name }
     }
@@ -197,13 +200,13 @@ import Testing
             let file = database(fixture)
             try Data("this is not a database".utf8).write(to: file)
             return file
-        }, line: "secretd: cannot open the keyring database"),
+        }, line: "is damaged ("),
         DamagedFile(name: "a truncated database", damage: { fixture in
             let file = database(fixture)
             let data = try Data(contentsOf: file)
             try data.prefix(data.count / 3).write(to: file)
             return file
-        }, line: "secretd: cannot open the keyring database"),
+        }, line: "is damaged ("),
         DamagedFile(name: "a database with overwritten pages", damage: { fixture in
             let file = database(fixture)
             var data = try Data(contentsOf: file)
@@ -212,26 +215,26 @@ import Testing
             }
             try data.write(to: file)
             return file
-        }, line: "secretd: cannot open the keyring database"),
+        }, line: "is damaged ("),
         DamagedFile(name: "another program's SQLite database", damage: { fixture in
             let file = database(fixture)
             try FileManager.default.removeItem(at: file)
             let foreign = try Database(path: file.path)
             try foreign.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes (text) VALUES ('mine')")
             return file
-        }, line: "secretd: cannot open the keyring database"),
+        }, line: "is damaged ("),
         DamagedFile(name: "a database from a newer secretd", damage: { fixture in
             let file = database(fixture)
             try Database(path: file.path).execute("PRAGMA user_version = 99")
             return file
-        }, line: "database schema version 99 is newer than this secretd supports"),
+        }, line: "was written by a newer secretd (schema version 99; this secretd reads versions up to"),
         DamagedFile(name: "a malformed secretd.conf", damage: { fixture in
             try fixture.writeConfiguration("[pinentry\nprogram = /bin/true\n")
             return fixture.configDirectory.appendingPathComponent("secretd.conf")
-        }, line: "secretd: bad configuration: "),
+        }, line: "secretd: bad configuration: ", refusedToClients: false),
     ]
 
-    @Test("a damaged file stops the start with one clear line and is left as it was", arguments: files)
+    @Test("a damaged file stops the start (the database: its use) with one clear line and is left as it was", arguments: files)
     func damagedFile(_ row: DamagedFile) throws {
         let fixture = try SecretdFixture()
         let first = try fixture.start()
@@ -246,13 +249,29 @@ import Testing
         let file = try row.damage(fixture)
         let before = try Data(contentsOf: file)
 
-        let daemon = try fixture.start(waitForName: false)
-        #expect(daemon.waitForExit(timeout: 20) == 1, "\(row.name)")
+        guard row.refusedToClients else {
+            let daemon = try fixture.start(waitForName: false)
+            #expect(daemon.waitForExit(timeout: 20) == 1, "\(row.name)")
+            let lines = daemon.log.split(separator: "\n")
+            #expect(lines.count == 1, "\(row.name): \(daemon.log)")
+            #expect(lines.first?.contains(row.line) == true, "\(row.name): \(daemon.log)")
+            #expect(try Data(contentsOf: file) == before, "\(row.name): the file was changed")
+            #expect(try !fixture.control.nameHasOwner(TestEnvironment.busName))
+            return
+        }
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
         let lines = daemon.log.split(separator: "\n")
-        #expect(lines.count == 1, "\(row.name): \(daemon.log)")
+        #expect(lines.first?.hasPrefix("<3>secretd: the keyring database \(file.path)") == true, "\(row.name): \(daemon.log)")
         #expect(lines.first?.contains(row.line) == true, "\(row.name): \(daemon.log)")
+        do {
+            let reply = try fixture.call(Self.login, Self.collectionInterface, "SearchItems", "({'n': '1'},)")
+            Issue.record("\(row.name): SearchItems answered \(reply)")
+        } catch {
+            #expect("\(error)".hasPrefix("io.github.secretd.Error.UnusableDatabase:"), "\(row.name): \(error)")
+        }
+        daemon.stop()
         #expect(try Data(contentsOf: file) == before, "\(row.name): the file was changed")
-        #expect(try !fixture.control.nameHasOwner(TestEnvironment.busName))
     }
 
     // MARK: - Damaged items

@@ -52,6 +52,9 @@ extension LibSecret {
         if let error {
             if let service { g_object_unref(service) }
             switch takeError(error) {
+            case .backend(RemoteError.domain, Int(RemoteError.unusableDatabase.rawValue), let message):
+                // A provider is there, and says why it serves nothing.
+                throw .backend(domain: RemoteError.domain, code: Int(RemoteError.unusableDatabase.rawValue), message: message)
             case .backend(_, _, let message): throw .noProvider(reason: message)
             case let other: throw other
             }

@@ -14,6 +14,8 @@ extension LibSecret {
         case denied = 1
         case noSession = 2
         case accessDenied = 3
+        /// secretd's refusal of a damaged or newer database: its message says what to do.
+        case unusableDatabase = 4
 
         static let domain = "keychain-remote-error"
 
@@ -22,6 +24,7 @@ extension LibSecret {
             case .denied: return SecretServiceNames.ErrorName.denied
             case .noSession: return SecretServiceNames.ErrorName.noSession
             case .accessDenied: return SecretServiceNames.ErrorName.accessDenied
+            case .unusableDatabase: return SecretServiceNames.ErrorName.unusableDatabase
             }
         }
 
@@ -72,7 +75,7 @@ extension LibSecret {
         if domain == RemoteError.quark, let remote = RemoteError(rawValue: code) {
             switch remote {
             case .denied, .accessDenied: return .accessDenied(message: message)
-            case .noSession: return .backend(domain: RemoteError.domain, code: Int(code), message: message)
+            case .noSession, .unusableDatabase: return .backend(domain: RemoteError.domain, code: Int(code), message: message)
             }
         }
         let domainName = g_quark_to_string(domain).map { String(cString: $0) } ?? "unknown"
