@@ -23,15 +23,17 @@ final class CommitBarrier {
     /// How many replies and signals may wait for one commit before it is forced.
     static let maximumHeld = 256
 
-    private let store: Store
+    /// The store whose writes replies wait for; nil: nothing is ever written (the refusing
+    /// service's barrier, which lets everything through).
+    private let store: Store?
     private var held: [Held] = []
     private var flushScheduled = false
 
     /// A barrier before the replies about `store`'s writes.
-    init(store: Store) { self.store = store }
+    init(store: Store?) { self.store = store }
 
     /// Whether anything waits: writes not yet committed, or replies held for them.
-    var isHolding: Bool { store.hasPendingCommit || !held.isEmpty }
+    var isHolding: Bool { store?.hasPendingCommit == true || !held.isEmpty }
 
     /// Sends `item` now, or after the commit of the writes before it. While a turn of calls is
     /// being served (`inTurn`), the turn's end flushes (``endTurn(moreToDo:)``); otherwise the
@@ -89,6 +91,7 @@ final class CommitBarrier {
     /// Makes the waiting writes durable and ends the open transaction; when the commit failed
     /// (the writes are rolled back), the error the calls that waited for it get.
     func commit() -> SecretServiceError? {
+        guard let store else { return nil }
         do throws(StoreError) {
             try store.commitPending()
             return nil

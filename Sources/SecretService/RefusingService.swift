@@ -91,7 +91,6 @@ public final class RefusingService: BusHandler {
 
     func objectExists(at path: String, sender: String) -> Bool { false }
 
-    var hasPendingCommit: Bool { false }
-
-    func commitPending() -> SecretServiceError? { nil }
+    /// Nothing is written: replies go out at once.
+    let commitBarrier = CommitBarrier(store: nil)
 }
