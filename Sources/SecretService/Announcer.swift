@@ -184,7 +184,7 @@ final class Announcer {
         MainLoop.after(seconds: later) { [weak self] in
             guard let self else { return }
             let names = itemsSchedule.takeWaiting(id)
-            guard let current = ((try? provider.store.collections()) ?? []).first(where: { $0.id == id }) else { return }
+            guard let current = ((try? provider.keyring.collections()) ?? []).first(where: { $0.id == id }) else { return }
             for name in names.sorted() where provider.callers[name]?.watchesItems == true { sendItems(of: current, to: name) }
         }
     }

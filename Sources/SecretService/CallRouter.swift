@@ -122,13 +122,13 @@ final class CallRouter: BusHandler {
         switch path {
         case ObjectPaths.service: return ["aliases", "collection", "prompt", "session"]
         case ObjectPaths.aliasPrefix:
-            return Array(((try? provider.store.aliases()) ?? [:]).keys) + [Provider.sessionName]
+            return Array(((try? provider.keyring.aliases()) ?? [:]).keys) + [Provider.sessionName]
         case ObjectPaths.sessionPrefix: return provider.sessions.ids.map { "s\($0)" }
         case ObjectPaths.promptPrefix: return provider.prompts.ids.map { "p\($0)" }
-        case ObjectPaths.collectionPrefix: return ((try? provider.store.collections()) ?? []).map(\.name)
+        case ObjectPaths.collectionPrefix: return ((try? provider.keyring.collections()) ?? []).map(\.name)
         default:
             guard let collection = provider.collection(at: path) else { return [] }
-            return provider.visible((try? provider.store.search([:], in: collection)) ?? [], for: sender).map { String($0.0.id) }
+            return provider.visible((try? provider.keyring.search([:], in: collection)) ?? [], for: sender).map { String($0.0.id) }
         }
     }
 

@@ -102,9 +102,9 @@ struct CollectionObject {
         let contents = ItemContents(label: label, attributes: attributes, secret: secret, contentType: contentType)
         do {
             if replace {
-                for (candidate, access) in provider.visible(try provider.store.search(attributes, in: collection), for: sender)
+                for (candidate, access) in provider.visible(try provider.keyring.search(attributes, in: collection), for: sender)
                 where access == .full {
-                    let existing = try provider.store.readItem(candidate, in: collection, keys: key)
+                    let existing = try provider.keyring.readItem(candidate, in: collection, keys: key)
                     guard existing.attributes == attributes else { continue }
                     _ = try provider.keyring.updateItem(candidate, in: collection, keys: key, contents: contents, within: provider.quota)
                     let path = ObjectPaths.item(collection.name, candidate.id)

@@ -32,6 +32,10 @@ final class CommitBarrier {
     /// A barrier before the replies about `store`'s writes.
     init(store: Store?) { self.store = store }
 
+    /// From now on the store's writes stay in an open transaction until the barrier commits
+    /// them (before that, at start, each write commits by itself).
+    func holdCommits() { store?.groupsCommits = true }
+
     /// Whether anything waits: writes not yet committed, or replies held for them.
     var isHolding: Bool { store?.hasPendingCommit == true || !held.isEmpty }
 

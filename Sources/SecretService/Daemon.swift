@@ -48,6 +48,8 @@ public final class Daemon {
     let options: Options
     /// Keeps other secretd processes off the data directory while this one runs.
     private let dataLock: DataDirectoryLock
+    /// The database, opened here and closed by ``close()``.
+    private let store: Store
     /// The objects served, and what they share.
     let provider: Provider
     /// What answers the bus server's calls (the server holds it weakly).
@@ -68,7 +70,8 @@ public final class Daemon {
     init(options: Options, clock: @escaping () -> Date, offLoop: OffLoop = .thread) throws(StoreError) {
         self.options = options
         dataLock = try Self.lockDataDirectory(options)
-        provider = try Provider(options: options, store: Store(directory: options.dataDirectory), clock: clock, offLoop: offLoop)
+        store = try Store(directory: options.dataDirectory)
+        provider = try Provider(options: options, store: store, clock: clock, offLoop: offLoop)
         router = CallRouter(provider: provider)
     }
 
@@ -160,7 +163,7 @@ public final class Daemon {
         loginControl?.close()
         loginControl = nil
         provider.keyring.forgetAllKeys()
-        provider.store.close()
+        store.close()
     }
 
     // MARK: - Locking on idle and on logind's signals

@@ -125,7 +125,7 @@ struct ImportObject {
             }
         }
         let existing: Store.CollectionRecord?
-        do { existing = try provider.store.collection(named: name) } catch { return .failure(provider.storeFailure(error)) }
+        do { existing = try provider.keyring.collection(named: name) } catch { return .failure(provider.storeFailure(error)) }
         let password: SecureBytes
         switch provider.decodeSecret(master, from: sender) {
         case .failure(let problem): return .failure(problem)
@@ -180,7 +180,7 @@ struct ImportObject {
     /// Whether `collection` has an item with exactly `item`'s attributes and secret.
     private func holds(_ item: ImportedItem, in collection: Store.CollectionRecord, key: Store.ItemKeys) throws(StoreError) -> Bool {
         for candidate in try provider.searchItems(item.attributes, in: collection) {
-            let contents = try provider.store.readItem(candidate, in: collection, keys: key)
+            let contents = try provider.keyring.readItem(candidate, in: collection, keys: key)
             if contents.attributes == item.attributes && contents.secret.constantTimeEquals(item.secret) { return true }
         }
         return false

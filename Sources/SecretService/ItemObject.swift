@@ -72,7 +72,7 @@ struct ItemObject {
         let session = try provider.session(at: sessionPath, for: sender).get()
         let contents: ItemContents
         do throws(StoreError) {
-            contents = try provider.store.readItem(item, in: collection, keys: itemKeys)
+            contents = try provider.keyring.readItem(item, in: collection, keys: itemKeys)
         } catch {
             throw provider.storeFailure(error)
         }
@@ -97,7 +97,7 @@ struct ItemObject {
         _ change: (inout ItemContents) -> Void
     ) -> Result<Void, SecretServiceError> {
         do {
-            var contents = try provider.store.readItem(item, in: collection, keys: itemKeys)
+            var contents = try provider.keyring.readItem(item, in: collection, keys: itemKeys)
             change(&contents)
             if let problem = Provider.checkItemText(label: contents.label, attributes: contents.attributes) {
                 return .failure(problem)
@@ -122,11 +122,11 @@ struct ItemObject {
     fileprivate func description(_ read: PropertyRead) throws(SecretServiceError) -> Provider.ItemDescription? {
         let (item, collection, _) = try read.item()
         guard let itemKeys = try readerKeys(read) else { return nil }
-        if let recent = provider.recentItem, recent.itemID == item.id, recent.changeCount == provider.store.changeCount { return recent }
+        if let recent = provider.recentItem, recent.itemID == item.id, recent.changeCount == provider.keyring.changeCount { return recent }
         do throws(StoreError) {
-            let contents = try provider.store.readItem(item, in: collection, keys: itemKeys)
+            let contents = try provider.keyring.readItem(item, in: collection, keys: itemKeys)
             let described = Provider.ItemDescription(
-                itemID: item.id, changeCount: provider.store.changeCount, label: contents.label, attributes: contents.attributes)
+                itemID: item.id, changeCount: provider.keyring.changeCount, label: contents.label, attributes: contents.attributes)
             provider.recentItem = described
             return described
         } catch {

@@ -9,7 +9,8 @@ import SecretStore
 ///
 /// Runs on the main loop's thread only, as the daemon does.
 final class Keyring {
-    /// The encrypted database. Handlers read through it; they write through the keyring.
+    /// The encrypted database: the keyring's, and sync's for its own tables
+    /// (``SyncCoordinator``); the D-Bus objects read and write through the keyring.
     let store: Store
     /// The keys of the unlocked collections.
     private let keys = MasterKeys()
@@ -71,12 +72,47 @@ final class Keyring {
     /// Whether `collection` is locked.
     func isLocked(_ collection: Store.CollectionRecord) -> Bool { keys[collection.id] == nil }
 
+    // MARK: - Reading
+
+    /// How many rows the store has changed so far (a read of it is current while this stays).
+    var changeCount: Int64 { store.changeCount }
+
+    /// Every collection.
+    func collections() throws(StoreError) -> [Store.CollectionRecord] { try store.collections() }
+
+    /// The collection called `name`, if there is one.
+    func collection(named name: String) throws(StoreError) -> Store.CollectionRecord? { try store.collection(named: name) }
+
+    /// Every alias and the name of the collection it points at.
+    func aliases() throws(StoreError) -> [String: String] { try store.aliases() }
+
+    /// The item `id`, if there is one.
+    func item(id: Int64) throws(StoreError) -> Store.ItemRecord? { try store.item(id: id) }
+
+    /// The items with all of `attributes`, in `collection` or in every collection.
+    func search(_ attributes: [String: String], in collection: Store.CollectionRecord? = nil) throws(StoreError) -> [Store.ItemRecord] {
+        try store.search(attributes, in: collection)
+    }
+
+    /// `item`'s contents, opened with `itemKeys`.
+    func readItem(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) throws(StoreError)
+        -> ItemContents
+    {
+        try store.readItem(item, in: collection, keys: itemKeys)
+    }
+
     // MARK: - Locking
 
     /// Keeps the keys that opened `collection` (a password, a PIN, the TPM, a master key given
     /// at start): it is unlocked from now on, published if it was locked.
     func unlocked(_ collection: Store.CollectionRecord, with itemKeys: Store.ItemKeys) {
         if keys.unlocked(collection, with: itemKeys) { publish(.unlocked(collection)) }
+    }
+
+    /// Unlocks `collection` with `password`, deriving its key on this thread (at start, before
+    /// the daemon serves; every other password goes through ``PasswordChecks`` off the loop).
+    func unlock(_ collection: Store.CollectionRecord, password: SecureBytes) throws(StoreError) {
+        unlocked(collection, with: try store.unlock(collection, password: password))
     }
 
     /// Locks `collection` (the session keyring stays open); with `keepingAfterFirstUnlock`

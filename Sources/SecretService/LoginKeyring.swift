@@ -57,7 +57,7 @@ final class LoginKeyring {
         }
         let existing: Store.CollectionRecord?
         do {
-            existing = try provider.store.collection(named: Provider.loginName)
+            existing = try provider.keyring.collection(named: Provider.loginName)
         } catch {
             Log.error("cannot open the login keyring: \(error)")
             return completion(.failed)
@@ -70,7 +70,7 @@ final class LoginKeyring {
             return create(password: password) { [weak self] created in
                 guard let self else { return }
                 // Another login may have created it meanwhile: then this one unlocks it.
-                if !created, (try? provider.store.collection(named: Provider.loginName)) != nil {
+                if !created, (try? provider.keyring.collection(named: Provider.loginName)) != nil {
                     return self.open(with: password, origin: origin, completion: completion)
                 }
                 completion(created ? .ok : .failed)
@@ -122,7 +122,7 @@ final class LoginKeyring {
     /// it when no alias does.
     private func create(key: NewCollectionKey) throws(StoreError) {
         let (login, _) = try provider.keyring.createCollection(name: Provider.loginName, label: "Login", key: key)
-        if try provider.store.aliases()["default"] == nil { try provider.keyring.setAlias("default", to: login) }
+        if try provider.keyring.aliases()["default"] == nil { try provider.keyring.setAlias("default", to: login) }
         Log.info("created the login keyring")
     }
 
@@ -137,7 +137,7 @@ final class LoginKeyring {
         guard new.count > 0 else { return completion(.failed) }
         let login: Store.CollectionRecord
         do {
-            guard let existing = try provider.store.collection(named: Provider.loginName) else {
+            guard let existing = try provider.keyring.collection(named: Provider.loginName) else {
                 Log.info("the login password changed before there was a login keyring; the next login creates it")
                 return completion(.ok)
             }

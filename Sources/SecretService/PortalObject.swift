@@ -88,7 +88,7 @@ struct PortalObject {
             Glibc.close(descriptor)
             return reply(.failure(.invalidArgs("the file descriptor must be a pipe or a socket")))
         }
-        guard let collection = provider.resolveAlias("default") ?? (try? provider.store.collection(named: Provider.loginName)) else {
+        guard let collection = provider.resolveAlias("default") ?? (try? provider.keyring.collection(named: Provider.loginName)) else {
             Glibc.close(descriptor)
             Log.warning("no key for the app \(appID): there is no login collection to keep it in")
             return reply(.success(Self.portalReply(.failed)))
@@ -149,7 +149,7 @@ struct PortalObject {
         do {
             let secret: SecureBytes
             if let existing = try appKeyItems(appID, in: collection).first {
-                secret = try provider.store.readItem(existing, in: collection, keys: key).secret
+                secret = try provider.keyring.readItem(existing, in: collection, keys: key).secret
             } else {
                 secret = Gcrypt.randomKey(count: PortalNames.keyLength)
                 let contents = ItemContents(
@@ -157,7 +157,7 @@ struct PortalObject {
                     attributes: Self.appKeyAttributes(appID), secret: secret, contentType: "application/octet-stream")
                 _ = try provider.keyring.createItem(in: collection, keys: key, contents: contents)
                 // Durable before the app encrypts anything with it.
-                try provider.store.commitPending()
+                if let failure = provider.commitBarrier.commit() { throw failure }
                 Log.info("made the key of the sandboxed app \(appID)")
             }
             return Self.write(secret, to: descriptor) ? .success : .failed
@@ -169,7 +169,7 @@ struct PortalObject {
 
     /// The keys of `appID` in `collection`, oldest first.
     private func appKeyItems(_ appID: String, in collection: Store.CollectionRecord) throws(StoreError) -> [Store.ItemRecord] {
-        try provider.store.search(
+        try provider.keyring.search(
             [PortalNames.appIDAttribute: appID, AccessGroupNames.attribute: PortalNames.group(of: appID)], in: collection
         ).sorted { $0.id < $1.id }
     }
@@ -219,13 +219,13 @@ struct PortalObject {
     /// attributes are sealed).
     private func allAppKeys() throws(StoreError) -> [(Store.ItemRecord, Store.CollectionRecord, ItemContents)]? {
         var found: [(Store.ItemRecord, Store.CollectionRecord, ItemContents)] = []
-        for collection in try provider.store.collections() where collection.name != Provider.sessionName {
-            let items = try provider.store.search([PortalNames.schemaAttribute: PortalNames.schema], in: collection)
+        for collection in try provider.keyring.collections() where collection.name != Provider.sessionName {
+            let items = try provider.keyring.search([PortalNames.schemaAttribute: PortalNames.schema], in: collection)
                 .filter { AccessGroupNames.isAppGroup($0.accessGroup ?? "") }
             guard !items.isEmpty else { continue }
             guard let key = provider.keyring[collection.id] else { return nil }
             for item in items {
-                let contents = try provider.store.readItem(item, in: collection, keys: key)
+                let contents = try provider.keyring.readItem(item, in: collection, keys: key)
                 found.append((item, collection, contents))
             }
         }

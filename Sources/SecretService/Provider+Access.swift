@@ -116,7 +116,7 @@ extension Provider {
     /// Checks `password` against the login keyring's, through the keyring's throttle as
     /// unlocking does; the keyring's state does not change.
     func verifyLoginPassword(_ password: SecureBytes, completion: @escaping (Result<Void, SecretServiceError>) -> Void) {
-        guard let login = try? store.collection(named: Self.loginName) else {
+        guard let login = try? keyring.collection(named: Self.loginName) else {
             return completion(.failure(.failed("there is no login keyring to check the password against")))
         }
         checkPassword(password, of: login, purpose: " for an access group change") { completion($0.map { _ in }) }
@@ -148,7 +148,7 @@ extension Provider {
     /// The paths of `collection`'s items that `sender` may see: its `Items`.
     func visibleItemPaths(of collection: Store.CollectionRecord, for sender: String) throws(SecretServiceError) -> [String] {
         do throws(StoreError) {
-            return visible(try store.search([:], in: collection), for: sender).map { ObjectPaths.item(collection.name, $0.0.id) }
+            return visible(try keyring.search([:], in: collection), for: sender).map { ObjectPaths.item(collection.name, $0.0.id) }
         } catch {
             throw storeFailure(error)
         }

@@ -144,7 +144,7 @@ extension Provider {
                 prompt: "Password:", error: error)
             guard case .password(let password) = asker.password(request) else { break }
             let wait = MainLoop.onMainLoop { () -> TimeInterval in
-                guard let login = try? self.store.collection(named: Self.loginName) else { return 0 }
+                guard let login = try? self.keyring.collection(named: Self.loginName) else { return 0 }
                 return self.unlockDelay(login)
             }
             if wait > 0 { DetachedThread.sleep(seconds: wait) }

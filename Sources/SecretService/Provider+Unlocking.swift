@@ -117,7 +117,7 @@ extension Provider {
         do {
             var name = ObjectPaths.name(fromLabel: label)
             var suffix = 2
-            while try store.collection(named: name) != nil {
+            while try keyring.collection(named: name) != nil {
                 name = ObjectPaths.name(fromLabel: label) + "_\(suffix)"
                 suffix += 1
             }
@@ -132,7 +132,7 @@ extension Provider {
     /// wrong password does, and the last allowed wrong PIN ends the slot.
     func unlockWithPIN(_ pin: SecureBytes, completion: @escaping (Result<Void, SecretServiceError>) -> Void) {
         guard let collectionID = quickUnlock.collectionID,
-            let login = ((try? store.collections()) ?? []).first(where: { $0.id == collectionID })
+            let login = ((try? keyring.collections()) ?? []).first(where: { $0.id == collectionID })
         else { return completion(.failure(.notSupported("no PIN is set; unlock with the password"))) }
         guard keyring.isLocked(login) else { return completion(.success(())) }
         passwordChecks.open(login, withPIN: pin, slot: quickUnlock) { [weak self] opened in

@@ -20,8 +20,6 @@ final class Provider {
     let options: Daemon.Options
     /// The store, the keys of the unlocked collections, and every change to them, published.
     let keyring: Keyring
-    /// The database, for reading (changes go through ``keyring``).
-    var store: Store { keyring.store }
     /// What replies and signals wait behind until the writes before them are durable.
     let commitBarrier: CommitBarrier
     /// The bus connection, once the daemon serves (a test's own in in-process tests).
@@ -90,7 +88,7 @@ final class Provider {
     /// The session collection lives only as long as this process: its key is random and never
     /// stored, so whatever it held before a restart is unreadable and is deleted here.
     private func resetSessionCollection() throws(StoreError) {
-        if let old = try store.collection(named: Self.sessionName) { try keyring.deleteCollection(old) }
+        if let old = try keyring.collection(named: Self.sessionName) { try keyring.deleteCollection(old) }
         _ = try keyring.createCollection(
             name: Self.sessionName, label: "Session",
             key: try NewCollectionKey(password: Gcrypt.randomKey(), parameters: .testing))
@@ -101,17 +99,17 @@ final class Provider {
     /// Returns false after logging when the password is wrong.
     @discardableResult
     func unlockLogin(password: SecureBytes) throws(StoreError) -> Bool {
-        guard let login = try store.collection(named: Self.loginName) else {
+        guard let login = try keyring.collection(named: Self.loginName) else {
             try loginKeyring.create(password: password)
             return true
         }
         do {
-            keyring.unlocked(login, with: try store.unlock(login, password: password))
+            try keyring.unlock(login, password: password)
         } catch .wrongPassword {
             Log.warning("the password given at start does not unlock the login keyring; it stays locked")
             return false
         }
-        if try store.aliases()["default"] == nil { try keyring.setAlias("default", to: login) }
+        if try keyring.aliases()["default"] == nil { try keyring.setAlias("default", to: login) }
         return true
     }
 
@@ -122,7 +120,7 @@ final class Provider {
     /// own endpoint.
     func serve(on endpoint: any BusEndpoint) {
         server = endpoint
-        store.groupsCommits = true
+        commitBarrier.holdCommits()
         // The login password root set while the login keyring was locked, before the keyring
         // is announced unlocked.
         keyring.subscribe { [weak self] event in
@@ -134,7 +132,7 @@ final class Provider {
 
     /// The object paths of every collection: the service's `Collections`.
     func collectionPaths() -> [String] {
-        ((try? store.collections()) ?? []).map { ObjectPaths.collection($0.name) }
+        ((try? keyring.collections()) ?? []).map { ObjectPaths.collection($0.name) }
     }
 
     // MARK: - Locking on idle
@@ -208,7 +206,7 @@ final class Provider {
     /// The collection at a collection or alias path.
     func collection(at path: String) -> Store.CollectionRecord? {
         switch ObjectPaths.parse(path) {
-        case .collection(let name): return try? store.collection(named: name)
+        case .collection(let name): return try? keyring.collection(named: name)
         case .alias(let alias): return resolveAlias(alias)
         default: return nil
         }
@@ -219,15 +217,15 @@ final class Provider {
 
     /// The collection an alias points at.
     func resolveAlias(_ alias: String) -> Store.CollectionRecord? {
-        if alias == Self.sessionName { return try? store.collection(named: Self.sessionName) }
-        guard let name = (try? store.aliases())?[alias] else { return nil }
-        return try? store.collection(named: name)
+        if alias == Self.sessionName { return try? keyring.collection(named: Self.sessionName) }
+        guard let name = (try? keyring.aliases())?[alias] else { return nil }
+        return try? keyring.collection(named: name)
     }
 
     /// The item and its collection at an item path.
     func item(at path: String) -> (Store.ItemRecord, Store.CollectionRecord)? {
         guard case .item(let collectionName, let id) = ObjectPaths.parse(path),
-            let collection = try? store.collection(named: collectionName), let item = try? store.item(id: id),
+            let collection = try? keyring.collection(named: collectionName), let item = try? keyring.item(id: id),
             item.collectionID == collection.id
         else { return nil }
         return (item, collection)
@@ -240,7 +238,7 @@ final class Provider {
         _ attributes: [String: String], in collection: Store.CollectionRecord? = nil
     ) throws(StoreError) -> [Store.ItemRecord] {
         guard attributes.count <= KeychainLimits.attributeCount + 1 else { return [] }  // + the access group
-        return try store.search(attributes, in: collection)
+        return try keyring.search(attributes, in: collection)
     }
 
     // MARK: - Committing

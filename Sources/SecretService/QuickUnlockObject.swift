@@ -55,7 +55,7 @@ struct QuickUnlockObject {
             return completion(.failure(.invalidArgs(
                 "a PIN has \(KeychainLimits.pinLength.lowerBound) to \(KeychainLimits.pinLength.upperBound) characters")))
         }
-        guard let login = try? provider.store.collection(named: Provider.loginName) else {
+        guard let login = try? provider.keyring.collection(named: Provider.loginName) else {
             return completion(.failure(.failed("there is no login keyring to set a PIN for")))
         }
         provider.checkPassword(password, of: login, purpose: " (setting a PIN)") { [weak provider = provider] checked in

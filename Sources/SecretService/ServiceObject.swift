@@ -166,7 +166,7 @@ struct ServiceObject {
     /// groups it is not allowed into are listed as locked.
     fileprivate func searchAll(_ attributes: [String: String], for sender: String) -> Result<DBusValue, SecretServiceError> {
         do {
-            let collections = Dictionary(uniqueKeysWithValues: try provider.store.collections().map { ($0.id, $0) })
+            let collections = Dictionary(uniqueKeysWithValues: try provider.keyring.collections().map { ($0.id, $0) })
             var unlocked: [String] = []
             var locked: [String] = []
             for (item, access) in provider.visible(try provider.searchItems(attributes), for: sender) {
@@ -188,7 +188,7 @@ struct ServiceObject {
                     let key = provider.keyring.opening(item)
                 else { continue }
                 do {
-                    let contents = try provider.store.readItem(item, in: collection, keys: key)
+                    let contents = try provider.keyring.readItem(item, in: collection, keys: key)
                     let encoded = session.encode(contents, sessionPath: sessionPath)
                     guard case .success(let secret) = encoded else { return encoded }
                     entries.append(.init(key: .objectPath(path), value: secret))

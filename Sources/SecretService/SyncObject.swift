@@ -76,17 +76,17 @@ struct SyncObject {
     fileprivate func historyTarget(_ name: String, _ attributes: [String: String], sender: String) -> Result<SyncCoordinator.HistoryTarget, SecretServiceError> {
         provider.sync.unlockedCollection(named: name).flatMap { collection, itemKeys in
             do {
-                let ids = try provider.store.syncIDs(in: collection)
+                let ids = try provider.sync.store.syncIDs(in: collection)
                 let live = provider.visible(try provider.searchItems(attributes, in: collection), for: sender).filter { $0.1 == .full }
                 guard live.count <= 1 else { return .failure(.invalidArgs("\(live.count) items match; name one item")) }
                 if let (item, _) = live.first {
                     return .success(SyncCoordinator.HistoryTarget(collection: collection, itemKeys: itemKeys, syncID: ids[item.id], item: item))
                 }
                 guard case .success(let caller) = provider.caller(sender) else { return .failure(.forbidden("unknown caller")) }
-                let alive = Set(try provider.store.search([:], in: collection).compactMap { ids[$0.id] })
+                let alive = Set(try provider.keyring.search([:], in: collection).compactMap { ids[$0.id] })
                 var deleted: Set<[UInt8]> = []
-                for entry in try provider.store.syncHistory(in: collection) where !entry.deleted && !alive.contains(entry.syncID) {
-                    guard let plaintext = try provider.store.openSyncHistory(entry, in: collection, keys: itemKeys),
+                for entry in try provider.sync.store.syncHistory(in: collection) where !entry.deleted && !alive.contains(entry.syncID) {
+                    guard let plaintext = try provider.sync.store.openSyncHistory(entry, in: collection, keys: itemKeys),
                         let version = try? SyncItem.decode(plaintext),
                         attributes.allSatisfy({ version.contents.attributes[$0.key] == $0.value }),
                         provider.access(caller, to: version.contents.accessGroup) == .full

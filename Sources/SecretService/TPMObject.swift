@@ -80,7 +80,7 @@ struct TPMObject {
     ) {
         let pcrs = requested.map(Int.init)
         guard pcrs.allSatisfy((0...23).contains) else { return reply(.failure(.invalidArgs("PCRs are 0 to 23"))) }
-        guard let login = try? provider.store.collection(named: Provider.loginName) else {
+        guard let login = try? provider.keyring.collection(named: Provider.loginName) else {
             return reply(.failure(.failed("there is no login keyring to enroll")))
         }
         switch provider.decodeSecret(passwordValue, from: sender) {
@@ -178,7 +178,7 @@ struct TPMObject {
     /// ``Daemon/start(ready:refused:)``, so it waits for the TPM (at most ``tpmTimeout``). A slot that does not open
     /// is logged with what to do, and the keyring stays locked: its password still opens it.
     func unlockLoginWithTPM() {
-        guard let login = try? provider.store.collection(named: Provider.loginName), provider.keyring.isLocked(login) else { return }
+        guard let login = try? provider.keyring.collection(named: Provider.loginName), provider.keyring.isLocked(login) else { return }
         let tcti = provider.options.configuration.tpmTCTI
         do throws(TPMSlot.Failure) {
             guard let slot = try TPMSlot.load(from: provider.options.dataDirectory) else { return }

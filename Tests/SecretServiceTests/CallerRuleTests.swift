@@ -121,7 +121,7 @@ import Testing
 
         /// Everything a refused call must leave as it was.
         var state: String {
-            let store = fixture.daemon.store
+            let store = fixture.daemon.keyring
             let collections = ((try? store.collections()) ?? []).map { "\($0.name)=\($0.label)" }
             let items = ((try? store.search([:], in: nil)) ?? []).map { "\($0.id):\($0.accessGroup ?? "-")" }
             let locked = ((try? store.collections()) ?? []).map { fixture.daemon.keyring.isLocked($0) }

@@ -74,7 +74,7 @@ import Testing
         #expect(Self.unlock(fixture, session, "right").failure == .accessDenied("too many wrong passwords; try again in 4 s"))
         // The person's login, from root's PAM stack, neither waits nor counts.
         #expect(Self.socket(fixture, .unlock(password: Self.bytes("right")), .rootLogin) == .ok)
-        #expect(!fixture.daemon.keyring.isLocked(try #require(try fixture.daemon.store.collection(named: "login"))))
+        #expect(!fixture.daemon.keyring.isLocked(try #require(try fixture.daemon.keyring.collection(named: "login"))))
         // The right password ended the wait for everyone.
         try Self.lock(fixture)
         #expect(throws: Never.self) { try Self.unlock(fixture, session, "right").get() }
@@ -138,11 +138,11 @@ import Testing
         var answer: LoginControlResult?
         daemon.loginKeyring.handle(.unlock(password: Self.bytes("chosen")), origin: .client) { answer = $0 }
         #expect(answer == .failed)
-        #expect(try daemon.store.collection(named: "login") == nil)
+        #expect(try daemon.keyring.collection(named: "login") == nil)
         daemon.loginKeyring.handle(.unlock(password: Self.bytes("login")), origin: .rootLogin) { answer = $0 }
         #expect(answer == .ok)
-        #expect(try daemon.store.collection(named: "login") != nil)
-        #expect(try daemon.store.aliases()["default"] == "login")
+        #expect(try daemon.keyring.collection(named: "login") != nil)
+        #expect(try daemon.keyring.aliases()["default"] == "login")
     }
 
     @Test("while a password's key is derived, other clients are answered; checks run one at a time, in order")

@@ -54,7 +54,7 @@ import Testing
     }
 
     static func itemCount(_ fixture: Fixture) throws -> Int {
-        try fixture.daemon.store.search(["service": "quota"], in: nil).count
+        try fixture.daemon.keyring.search(["service": "quota"], in: nil).count
     }
 
     @Test("quota-items: a program's item past its quota is refused and not written; another program may still store; a delete makes room")
@@ -70,14 +70,14 @@ import Testing
         #expect(refused.failure?.dbusName == Self.limitsExceeded)
         #expect(refused.failure?.message.contains("quota-items = 3") == true, "\(String(describing: refused.failure))")
         #expect(try Self.itemCount(fixture) == 3)
-        #expect(try fixture.daemon.store.usage(of: Self.first.identity.description).items == 3)
+        #expect(try fixture.daemon.keyring.store.usage(of: Self.first.identity.description).items == 3)
         #expect(throws: Never.self) { try Self.create(fixture, as: Self.second.sender, session: session, account: "b0", secret: "s").get() }
         // A delete (by anyone who may) gives the creator its room back.
         let deleted = Fixture.call(fixture.daemon, MethodCall(
             sender: Self.second.sender, path: paths[0], interface: Introspection.item, method: "Delete", arguments: []))
         _ = fixture.daemon.commitPending()
         #expect(throws: Never.self) { try deleted.get() }
-        #expect(try fixture.daemon.store.usage(of: Self.first.identity.description).items == 2)
+        #expect(try fixture.daemon.keyring.store.usage(of: Self.first.identity.description).items == 2)
         #expect(throws: Never.self) { try Self.create(fixture, as: Self.first.sender, session: session, account: "a4", secret: "s").get() }
     }
 
@@ -105,7 +105,7 @@ import Testing
     @Test("quota-database: a write that would grow the file past it is refused")
     func database() throws {
         let (probe, _) = try Self.fixture(Store.Quota(items: 1000, bytes: 1 << 30, databaseBytes: 1 << 40))
-        let size = try probe.daemon.store.databaseSize()
+        let size = try probe.daemon.keyring.store.databaseSize()
         probe.remove()
         let (fixture, sessions) = try Self.fixture(Store.Quota(items: 1000, bytes: 1 << 30, databaseBytes: size + 16 * 1024))
         defer { fixture.remove() }

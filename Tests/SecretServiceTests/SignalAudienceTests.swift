@@ -238,7 +238,7 @@ import Testing
         tool.allowedOnce.insert("com.example.ask")
         #expect(Announcer(provider: daemon).sight(ofGroup: "com.example.ask")[":1.1"] == .full)
         #expect(Announcer(provider: daemon).sight(ofGroup: "com.example.other") == [:])
-        daemon.store.close()
+        daemon.keyring.store.close()
     }
 
     @Test("in process: each item signal goes to every entitled caller by name, with the Items it may see")
