@@ -93,6 +93,8 @@ public final class Daemon: BusHandler {
     private var logindSignals: LogindSignals?
     /// The socket pam_secretd.so hands the login password to, once started.
     private var loginControl: LoginControlSocket?
+    /// The SSH agent on `$XDG_RUNTIME_DIR/secretd/ssh-agent`, once started.
+    private var sshAgent: SSHAgent?
     /// The login password root set without the old one while the login keyring was locked: the
     /// keyring takes it when it is next unlocked (Daemon+LoginControl). In memory only.
     var loginPasswordSetByRoot: (collectionID: Int64, password: SecureBytes)?
@@ -202,6 +204,7 @@ public final class Daemon: BusHandler {
                 self.handleLoginControl(request, origin: origin, reply: reply)
             }
         }
+        if busName == SecretServiceNames.busName { sshAgent = SSHAgent(keyring: keyring, runtimeDirectory: options.runtimeDirectory) }
         MainLoop.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
         listenToLogind()
@@ -296,6 +299,7 @@ public final class Daemon: BusHandler {
     public func close() {
         loginControl?.close()
         loginControl = nil
+        sshAgent?.close()
         keyring.forgetAllKeys()
         store.close()
     }

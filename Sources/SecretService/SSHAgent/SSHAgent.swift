@@ -1,0 +1,443 @@
+import FoundationEssentials
+import KeychainCore
+import SecretCrypto
+import SecretStore
+
+/// secretd's SSH agent (RFC 9987, as OpenSSH speaks it): the keys `ssh-add` gives it are kept as
+/// items of the default keyring (the login keyring), so they come back with every unlock and
+/// every restart. It follows the keyring's events: while that keyring is locked it lists no key
+/// and signs nothing (clients get a failure at once), and an unlock brings the keys back.
+///
+/// A key is an item of schema ``SSHAgentNames/schema`` in the access group
+/// ``SSHAgentNames/accessGroup`` (no Secret Service client sees it unless access-groups.conf
+/// makes it a member), device-only (`when-unlocked-device-only`: sync leaves it on this
+/// machine), its secret the agent protocol's private key fields. The agent keeps only the
+/// public parts in memory; a private key is opened from the keyring for each signature, in
+/// secure memory, and wiped once it has signed.
+///
+/// Refused with a failure: SHA-1 `ssh-rsa` signatures (a sign request without the rsa-sha2
+/// flags), keys added with `ssh-add -c` (confirmation) or with extension constraints (`-h`
+/// destinations, certificates, security keys), the agent's own lock (`ssh-add -x`), and every
+/// extension message (`session-bind@openssh.com` included: OpenSSH carries on without it).
+/// `ssh-add -t` works: the key leaves the agent and the keychain when its lifetime ends.
+///
+/// Runs on the main loop's thread; signatures are made off the loop (an RSA key of 16384 bits
+/// takes a while), and that connection waits meanwhile, no other.
+final class SSHAgent {
+    /// A key as listed: no secret.
+    struct Identity {
+        /// Its item.
+        var itemID: Int64
+        /// Its public key blob.
+        var publicBlob: [UInt8]
+        /// Its comment.
+        var comment: String
+        /// When it expires (seconds since 1970); nil: never.
+        var expires: UInt64?
+    }
+
+    /// Most keys the agent keeps (a client adding more gets a failure).
+    static let maximumKeys = 1024
+    /// The longest comment kept, in bytes.
+    static let maximumCommentLength = 4096
+
+    private let keyring: Keyring
+    private let offLoop: OffLoop
+    private let clock: () -> Date
+    private var socket: SSHAgentSocket?
+    /// The default keyring's keys while it is unlocked; empty while it is locked.
+    private var identities: [Identity] = []
+    /// The latest expiry timer; an older one that fires does nothing.
+    private var expiryTimer = 0
+    /// True while ``reload()`` runs (the deletions it makes need no other).
+    private var reloading = false
+
+    /// The agent over `keyring`, listening under `runtimeDirectory` (`$XDG_RUNTIME_DIR`); nil when
+    /// it cannot listen (logged).
+    convenience init?(keyring: Keyring, runtimeDirectory: String?) {
+        self.init(keyring: keyring, offLoop: .thread, clock: { Date() })
+        guard let socket = SSHAgentSocket(runtimeDirectory: runtimeDirectory, handler: { [weak self] message, reply in
+            guard let self else { return reply(SSHWriter.message(.failure)) }
+            self.answer(message, reply: reply)
+        }) else { return nil }
+        self.socket = socket
+        Log.info("SSH agent listening on \(socket.path)")
+    }
+
+    /// The agent without a socket (in-process use), signing through `offLoop`.
+    init(keyring: Keyring, offLoop: OffLoop, clock: @escaping () -> Date) {
+        self.keyring = keyring
+        self.offLoop = offLoop
+        self.clock = clock
+        keyring.subscribe { [weak self] event in self?.follow(event) }
+        reload()
+    }
+
+    /// Stops listening and forgets the keys.
+    func close() {
+        socket?.close()
+        socket = nil
+        identities = []
+    }
+
+    // MARK: - Following the keyring
+
+    /// What a change to the keyring means for the agent: a lock forgets the keys, an unlock or a
+    /// change to a key brings the list up to date.
+    private func follow(_ event: KeyringEvent) {
+        guard !reloading else { return }
+        switch event {
+        case .locked(let collection), .unlocked(let collection):
+            if isDefault(collection) { reload() }
+        case .collectionDeleted:
+            reload()
+        case .itemCreated(let item, let collection), .itemDeleted(let item, let collection):
+            if item.accessGroup == SSHAgentNames.accessGroup, isDefault(collection) { reload() }
+        case .itemChanged(let before, let after, _, _, let collection):
+            if before.accessGroup == SSHAgentNames.accessGroup || after.accessGroup == SSHAgentNames.accessGroup,
+                isDefault(collection)
+            {
+                reload()
+            }
+        case .collectionCreated, .collectionRelabelled:
+            break
+        }
+    }
+
+    /// The keyring the keys live in: the `default` alias's, else the login keyring.
+    private func defaultCollection() -> Store.CollectionRecord? {
+        let store = keyring.store
+        let name = (try? store.aliases())?["default"] ?? SecretServiceNames.loginCollection
+        return try? store.collection(named: name)
+    }
+
+    private func isDefault(_ collection: Store.CollectionRecord) -> Bool {
+        defaultCollection()?.id == collection.id
+    }
+
+    /// The default keyring and its keys while it is unlocked.
+    private func unlockedCollection() -> (Store.CollectionRecord, Store.ItemKeys)? {
+        guard let collection = defaultCollection(), let keys = keyring[collection.id] else { return nil }
+        return (collection, keys)
+    }
+
+    /// The stored keys of the unlocked default keyring, with the records they are in.
+    private func storedKeys() -> [(Store.ItemRecord, ItemContents)] {
+        guard let (collection, keys) = unlockedCollection() else { return [] }
+        let records = (try? keyring.store.search([PortalNames.schemaAttribute: SSHAgentNames.schema], in: collection)) ?? []
+        return records.compactMap { record in
+            guard record.accessGroup == SSHAgentNames.accessGroup,
+                let contents = try? keyring.store.readItem(record, in: collection, keys: keys)
+            else { return nil }
+            return (record, contents)
+        }
+    }
+
+    /// Reads the list of keys again (none while the keyring is locked), and removes the keys
+    /// whose lifetime is over.
+    private func reload() {
+        reloading = true
+        defer { reloading = false }
+        let now = UInt64(max(0, clock().timeIntervalSince1970))
+        var expired: [Store.ItemRecord] = []
+        identities = storedKeys().compactMap { record, contents in
+            let attributes = contents.attributes
+            guard let encoded = attributes[SSHAgentNames.publicKeyAttribute], let blob = Data(base64Encoded: encoded) else {
+                return nil
+            }
+            let expires = attributes[SSHAgentNames.expiresAttribute].flatMap(UInt64.init)
+            if let expires, expires <= now {
+                expired.append(record)
+                return nil
+            }
+            return Identity(
+                itemID: record.id, publicBlob: Array(blob), comment: attributes[SSHAgentNames.commentAttribute] ?? "",
+                expires: expires)
+        }
+        if !expired.isEmpty {
+            for record in expired { delete(record, reason: "its lifetime is over") }
+            commit()
+        }
+        scheduleExpiry(now: now)
+    }
+
+    /// Runs ``reload()`` when the next key's lifetime ends.
+    private func scheduleExpiry(now: UInt64) {
+        expiryTimer += 1
+        guard let next = identities.compactMap(\.expires).min() else { return }
+        let timer = expiryTimer
+        MainLoop.after(seconds: Double(next > now ? next - now : 0) + 0.5) { [weak self] in
+            guard let self, self.expiryTimer == timer else { return }
+            self.reload()
+        }
+    }
+
+    private func delete(_ record: Store.ItemRecord, reason: String) {
+        guard let (collection, keys) = unlockedCollection() else { return }
+        do {
+            try keyring.deleteItem(record, in: collection, keys: keys)
+            Log.info("removed SSH key \(record.id) from the agent and the keychain: \(reason)")
+        } catch {
+            Log.error("cannot remove SSH key \(record.id): \(error)")
+        }
+    }
+
+    /// Makes the agent's writes durable before it replies (as the login control socket does).
+    @discardableResult
+    private func commit() -> Bool {
+        guard keyring.store.hasPendingCommit else { return true }
+        do {
+            try keyring.store.commitPending()
+            return true
+        } catch {
+            Log.error("cannot commit the SSH agent's change to the database: \(error)")
+            return false
+        }
+    }
+
+    // MARK: - Messages
+
+    /// Answers one agent message (its bytes after the length), now or, for a signature, later.
+    func answer(_ message: SecureBytes, reply: @escaping ([UInt8]) -> Void) {
+        let failure = SSHWriter.message(.failure)
+        let request: Request
+        do {
+            request = try message.withBytes { (bytes) throws(SSHReader.Failure) -> Request in try Request.parse(bytes) }
+        } catch {
+            Log.warning("refused a malformed SSH agent message: \(error)")
+            return reply(failure)
+        }
+        switch request {
+        case .listKeys:
+            reply(identitiesAnswer())
+        case .sign(let blob, let data, let flags):
+            sign(blob, data: data, flags: flags, reply: reply)
+        case .add(let key, let comment, let lifetime):
+            add(key, comment: comment, lifetime: lifetime) { reply($0 ? SSHWriter.message(.success) : failure) }
+        case .remove(let blob):
+            reply(remove { $0.publicBlob == blob } ? SSHWriter.message(.success) : failure)
+        case .removeAll:
+            reply(remove { _ in true } || unlockedCollection() != nil ? SSHWriter.message(.success) : failure)
+        case .refused(let reason):
+            Log.info("refused an SSH agent request: \(reason)")
+            reply(failure)
+        }
+    }
+
+    /// The keys, or none while the keyring is locked.
+    private func identitiesAnswer() -> [UInt8] {
+        let now = UInt64(max(0, clock().timeIntervalSince1970))
+        let listed = identities.filter { ($0.expires ?? .max) > now }
+        return SSHWriter.message(.identitiesAnswer) { writer in
+            writer.uint32(UInt32(listed.count))
+            for identity in listed {
+                writer.string(identity.publicBlob)
+                writer.string(identity.comment)
+            }
+        }
+    }
+
+    /// Signs `data` with the key `blob` names, off the loop; a failure at once when the keyring
+    /// is locked or the key is not the agent's.
+    private func sign(_ blob: [UInt8], data: [UInt8], flags: UInt32, reply: @escaping ([UInt8]) -> Void) {
+        let now = UInt64(max(0, clock().timeIntervalSince1970))
+        guard let identity = identities.first(where: { $0.publicBlob == blob }), (identity.expires ?? .max) > now,
+            let (collection, keys) = unlockedCollection(), let record = try? keyring.store.item(id: identity.itemID),
+            record.collectionID == collection.id
+        else { return reply(SSHWriter.message(.failure)) }
+        let key: SSHPrivateKey
+        do {
+            let contents = try keyring.store.readItem(record, in: collection, keys: keys)
+            key = try contents.secret.withBytes { (bytes) throws(SSHPrivateKey.Failure) -> SSHPrivateKey in
+                var reader = SSHReader(bytes)
+                return try SSHPrivateKey.read(&reader)
+            }
+        } catch {
+            Log.error("cannot open SSH key \(record.id): \(error)")
+            return reply(SSHWriter.message(.failure))
+        }
+        let box = UncheckedBox((key, data, flags))
+        offLoop.run(named: "ssh-sign", { () -> Result<[UInt8], SSHPrivateKey.Failure> in
+            let (key, data, flags) = box.value
+            return Result { () throws(SSHPrivateKey.Failure) in try key.sign(data, flags: flags) }
+        }, done: { result in
+            switch result {
+            case .success(let signature):
+                reply(SSHWriter.message(.signResponse) { $0.string(signature) })
+            case .failure(let failure):
+                Log.info("refused to sign with SSH key \(record.id): \(failure)")
+                reply(SSHWriter.message(.failure))
+            }
+        })
+    }
+
+    /// Checks `key` off the loop (its private part must sign for its public one), then keeps it in
+    /// the keyring, replacing a stored key with the same public key; `done(false)` while the
+    /// keyring is locked or when the key is refused or cannot be stored.
+    private func add(_ key: AddedKey, comment: String, lifetime: UInt32?, done: @escaping (Bool) -> Void) {
+        guard unlockedCollection() != nil else {
+            Log.info("refused to add an SSH key: the keyring is locked")
+            return done(false)
+        }
+        let box = UncheckedBox(key)
+        offLoop.run(named: "ssh-add", { () -> Result<SSHPrivateKey, SSHPrivateKey.Failure> in
+            Result { () throws(SSHPrivateKey.Failure) in
+                let parsed = try box.value.fields.withBytes { (bytes) throws(SSHPrivateKey.Failure) -> SSHPrivateKey in
+                    var reader = SSHReader(bytes)
+                    let parsed = try SSHPrivateKey.read(&reader)
+                    guard reader.isAtEnd else { throw .malformed("bytes after the key's fields") }
+                    return parsed
+                }
+                try parsed.checkConsistency()
+                return parsed
+            }
+        }, done: { [weak self] result in
+            guard let self else { return done(false) }
+            switch result {
+            case .success(let parsed):
+                done(self.keep(parsed, fields: key.fields, comment: comment, lifetime: lifetime))
+            case .failure(let failure):
+                Log.info("refused to add an SSH key: \(failure)")
+                done(false)
+            }
+        })
+    }
+
+    /// Stores a checked key; false while the keyring is locked or when it cannot be stored.
+    private func keep(_ parsed: SSHPrivateKey, fields: SecureBytes, comment: String, lifetime: UInt32?) -> Bool {
+        guard let (collection, keys) = unlockedCollection() else {
+            Log.info("refused to add an SSH key: the keyring is locked")
+            return false
+        }
+        let blob = parsed.publicBlob
+        let existing = storedKeys().first { $0.1.attributes[SSHAgentNames.publicKeyAttribute] == Data(blob).base64EncodedString() }
+        guard existing != nil || identities.count < Self.maximumKeys else {
+            Log.warning("refused to add an SSH key: the agent keeps \(Self.maximumKeys) already")
+            return false
+        }
+        var attributes = [
+            PortalNames.schemaAttribute: SSHAgentNames.schema,
+            AccessGroupNames.attribute: SSHAgentNames.accessGroup,
+            ItemAccessibility.attribute: ItemAccessibility.whenUnlockedDeviceOnly.rawValue,
+            SSHAgentNames.typeAttribute: parsed.type,
+            SSHAgentNames.fingerprintAttribute: SSHPrivateKey.fingerprint(of: blob),
+            SSHAgentNames.publicKeyAttribute: Data(blob).base64EncodedString(),
+            SSHAgentNames.commentAttribute: comment,
+        ]
+        if let lifetime {
+            attributes[SSHAgentNames.expiresAttribute] = String(UInt64(max(0, clock().timeIntervalSince1970)) + UInt64(lifetime))
+        }
+        let contents = ItemContents(
+            label: comment.isEmpty ? "SSH key" : "SSH key: \(comment)", attributes: attributes, secret: fields,
+            contentType: SSHAgentNames.contentType)
+        do {
+            if let (record, _) = existing {
+                _ = try keyring.updateItem(record, in: collection, keys: keys, contents: contents)
+            } else {
+                _ = try keyring.createItem(in: collection, keys: keys, contents: contents, creator: "ssh-agent")
+            }
+        } catch {
+            Log.error("cannot keep an SSH key in the keyring: \(error)")
+            return false
+        }
+        return commit()
+    }
+
+    /// Removes the keys `matching` picks from the agent and the keyring; false when none was
+    /// removed (or the keyring is locked).
+    private func remove(matching: (Identity) -> Bool) -> Bool {
+        guard unlockedCollection() != nil else { return false }
+        let chosen = identities.filter(matching)
+        guard !chosen.isEmpty else { return false }
+        for identity in chosen {
+            if let record = try? keyring.store.item(id: identity.itemID) { delete(record, reason: "asked by a client") }
+        }
+        return commit()
+    }
+
+    // MARK: - Requests
+
+    /// The private key fields of an added key (key type and fields, no comment), in secure memory.
+    struct AddedKey {
+        var fields: SecureBytes
+    }
+
+    /// A parsed agent message.
+    enum Request {
+        case listKeys
+        case sign(blob: [UInt8], data: [UInt8], flags: UInt32)
+        case add(AddedKey, comment: String, lifetime: UInt32?)
+        case remove(blob: [UInt8])
+        case removeAll
+        /// A message the agent understands and refuses, or does not know (why, for the log).
+        case refused(String)
+
+        /// Reads `bytes` (a message after its length): every field within bounds, nothing left
+        /// over; `SSHReader.Failure` for anything malformed.
+        static func parse(_ bytes: UnsafeRawBufferPointer) throws(SSHReader.Failure) -> Request {
+            var reader = SSHReader(bytes)
+            let type = try reader.byte()
+            let request: Request
+            switch SSHAgentNames.Message(rawValue: type) {
+            case .requestIdentities:
+                request = .listKeys
+            case .signRequest:
+                let blob = try reader.string()
+                let data = try reader.string()
+                let flags = try reader.uint32()
+                request = .sign(blob: blob, data: data, flags: flags)
+            case .addIdentity, .addIdentityConstrained:
+                request = try parseAdd(&reader, constrained: type == SSHAgentNames.Message.addIdentityConstrained.rawValue)
+            case .removeIdentity:
+                request = .remove(blob: try reader.string())
+            case .removeAllIdentities:
+                request = .removeAll
+            case .extension:
+                let name = try reader.text()
+                return .refused("the extension \(name.prefix(64)) is not supported")
+            default:
+                return .refused("message type \(type) is not supported")
+            }
+            guard reader.isAtEnd else { throw .malformed("bytes after the message") }
+            return request
+        }
+
+        /// The key fields (copied into secure memory), the comment and the constraints.
+        private static func parseAdd(_ reader: inout SSHReader, constrained: Bool) throws(SSHReader.Failure) -> Request {
+            let start = reader.offset
+            // The fields' shape is checked when the key is read; here only where they end: the
+            // key type, then the type's number of strings.
+            let type = try reader.text()
+            let fieldCount: Int
+            switch type {
+            case "ssh-ed25519": fieldCount = 2
+            case "ssh-rsa": fieldCount = 6
+            case _ where type.hasPrefix("ecdsa-sha2-"): fieldCount = 3
+            default:
+                return .refused("keys of type \(type.prefix(64)) are not supported")
+            }
+            for _ in 0..<fieldCount { _ = try reader.stringBytes() }
+            let fields = SecureBytes(copying: reader.bytes(from: start))
+            let comment = try reader.text()
+            guard comment.utf8.count <= SSHAgent.maximumCommentLength else { throw .malformed("the comment is too long") }
+            var lifetime: UInt32?
+            if constrained {
+                while !reader.isAtEnd {
+                    let constraint = try reader.byte()
+                    switch SSHAgentNames.Constraint(rawValue: constraint) {
+                    case .lifetime:
+                        lifetime = try reader.uint32()
+                    case .confirm:
+                        return .refused("keys that ask before each use (ssh-add -c) are not supported yet")
+                    case .extension:
+                        let name = try reader.text()
+                        return .refused("the key constraint \(name.prefix(64)) is not supported")
+                    case nil:
+                        return .refused("key constraint \(constraint) is not supported")
+                    }
+                }
+            }
+            return .add(AddedKey(fields: fields), comment: comment, lifetime: lifetime)
+        }
+    }
+}

@@ -1,0 +1,252 @@
+internal import CProcess
+import FoundationEssentials
+import Glibc
+import KeychainCore
+import SecretCrypto
+
+/// The Unix socket secretd's SSH agent listens on (`$XDG_RUNTIME_DIR/secretd/ssh-agent`),
+/// bound by secretd itself as the login control socket is: its connections, each a stream of
+/// agent messages (a uint32 length, then the message), each answered before the next is read.
+/// Only connections from secretd's own uid are served (SO_PEERCRED). A message longer than
+/// ``SSHAgentNames/maximumMessageLength`` gets a failure and its connection is closed; one that
+/// has not arrived whole within ``messageTimeout`` closes its connection. Nothing one client
+/// sends or fails to read holds up another: the socket never blocks, and each connection waits
+/// only for its own reply. Runs on the main loop. The agent's only file with socket calls.
+final class SSHAgentSocket {
+    /// What the socket does with a whole message (its bytes after the length, in secure
+    /// memory): calls `reply` once with the reply's bytes (length included), now or later.
+    typealias Handler = (_ message: SecureBytes, _ reply: @escaping ([UInt8]) -> Void) -> Void
+
+    /// Connections served at once; more are closed at once.
+    static let maximumConnections = 64
+    /// Seconds a message may take to arrive once its first byte has.
+    static let messageTimeout = 10.0
+    /// Seconds a reply may wait for a client that does not read it.
+    static let replyTimeout = 10.0
+
+    /// The path it listens on.
+    let path: String
+    private let listener: Int32
+    private let handler: Handler
+    private var listenerWatch: UInt32 = 0
+    private var connections: [Int32: Connection] = [:]
+
+    /// One client: the message arriving (length first, then the body in secure memory).
+    private final class Connection {
+        let fd: Int32
+        var watch: UInt32 = 0
+        var header: [UInt8] = []
+        var message: SecureBytes?
+        var filled = 0
+        /// Counts the messages begun, so that a timer knows whether its message is still arriving.
+        var started = 0
+        /// Whether a message is with the handler (nothing more is read until it replies).
+        var answering = false
+        init(fd: Int32) { self.fd = fd }
+    }
+
+    /// Listens at `runtimeDirectory`'s `secretd/ssh-agent`; nil (after logging why) when it
+    /// cannot, or when another process answers there already.
+    init?(runtimeDirectory: String?, handler: @escaping Handler) {
+        guard let runtimeDirectory, runtimeDirectory.hasPrefix("/") else { return nil }
+        self.handler = handler
+        let directory = runtimeDirectory + "/" + SSHAgentNames.directoryName
+        path = SSHAgentNames.socketPath(runtimeDirectory: runtimeDirectory)
+        guard Self.makePrivateDirectory(directory) else { return nil }
+        var status = stat()
+        if lstat(path, &status) == 0 {
+            guard (status.st_mode & S_IFMT) == S_IFSOCK, status.st_uid == getuid() else {
+                Log.warning("\(path) is not a socket of this user; no SSH agent")
+                return nil
+            }
+            if keychain_unix_socket_answers(path) != 0 {
+                Log.info("another process listens on \(path); no SSH agent in this secretd")
+                return nil
+            }
+            unlink(path)  // left behind by a secretd that did not stop cleanly
+        }
+        let fd = keychain_listen_unix(path)
+        guard fd >= 0 else {
+            Log.warning("cannot listen on \(path): \(String(cString: strerror(errno))); no SSH agent")
+            return nil
+        }
+        listener = fd
+        listenerWatch = MainLoop.watch(fd: listener) { [weak self] in
+            self?.acceptWaiting()
+            return true
+        }
+    }
+
+    /// Stops listening, closes every connection and removes the socket.
+    func close() {
+        MainLoop.removeWatch(listenerWatch)
+        for connection in Array(connections.values) { finish(connection) }
+        Glibc.close(listener)
+        unlink(path)
+    }
+
+    /// Creates `path` as a 0700 directory of this user, or checks that it is one (not a link).
+    private static func makePrivateDirectory(_ path: String) -> Bool {
+        if mkdir(path, 0o700) == 0 { return true }
+        var status = stat()
+        guard errno == EEXIST, lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR, status.st_uid == getuid() else {
+            Log.warning("\(path) is not a directory of this user; no SSH agent")
+            return false
+        }
+        if status.st_mode & 0o077 != 0 { chmod(path, 0o700) }
+        return true
+    }
+
+    // MARK: - Connections
+
+    private func acceptWaiting() {
+        while true {
+            let fd = keychain_accept(listener)
+            guard fd >= 0 else { return }
+            guard connections.count < Self.maximumConnections else {
+                Log.warning("refused an SSH agent connection: \(Self.maximumConnections) are open")
+                Glibc.close(fd)
+                continue
+            }
+            guard keychain_peer_uid(fd) == Int64(getuid()) else {
+                Log.warning("refused an SSH agent connection from another user")
+                Glibc.close(fd)
+                continue
+            }
+            let connection = Connection(fd: fd)
+            connections[fd] = connection
+            listen(to: connection)
+        }
+    }
+
+    /// Reads the connection's next message when it arrives.
+    private func listen(to connection: Connection) {
+        var id: UInt32 = 0
+        id = MainLoop.watch(fd: connection.fd) { [weak self, weak connection] in
+            guard let self, let connection else { return false }
+            let keep = self.read(connection)
+            // GLib removes a watch that returns false: forget its id (unless a new one took over).
+            if !keep && connection.watch == id { connection.watch = 0 }
+            return keep
+        }
+        connection.watch = id
+    }
+
+    /// Reads what has arrived; hands a whole message to the handler. Returns whether to keep
+    /// watching.
+    private func read(_ connection: Connection) -> Bool {
+        while true {
+            if connection.message == nil {
+                var bytes = [UInt8](repeating: 0, count: 4 - connection.header.count)
+                let got = Glibc.read(connection.fd, &bytes, bytes.count)
+                guard got > 0 else { return readFailed(connection, got) }
+                if connection.header.isEmpty { startTimer(connection) }
+                connection.header += bytes[0..<got]
+                guard connection.header.count == 4 else { continue }
+                let length = connection.header.reduce(0) { $0 << 8 | Int($1) }
+                guard length <= SSHAgentNames.maximumMessageLength else {
+                    Log.warning("an SSH agent client announced a message of \(length) bytes; refused, and its connection closed")
+                    send(SSHWriter.message(.failure), to: connection, thenClose: true)
+                    return false
+                }
+                guard length > 0 else {
+                    connection.header = []
+                    return answer(connection, SSHWriter.message(.failure))
+                }
+                connection.message = SecureBytes(count: length)
+                connection.filled = 0
+            }
+            guard let message = connection.message else { return false }
+            let got = message.withMutableBytes {
+                Glibc.read(connection.fd, $0.baseAddress! + connection.filled, $0.count - connection.filled)
+            }
+            guard got > 0 else { return readFailed(connection, got) }
+            connection.filled += got
+            guard connection.filled == message.count else { continue }
+            connection.message = nil
+            connection.header = []
+            connection.started += 1  // the message's timer no longer applies
+            connection.answering = true
+            handler(message) { [weak self, weak connection] reply in
+                guard let self, let connection, self.connections[connection.fd] === connection else { return }
+                connection.answering = false
+                self.send(reply, to: connection, thenClose: false)
+            }
+            return false  // read again once the reply is out (``send``)
+        }
+    }
+
+    /// Sends `reply` at once, without reading further first.
+    private func answer(_ connection: Connection, _ reply: [UInt8]) -> Bool {
+        connection.started += 1
+        send(reply, to: connection, thenClose: false)
+        return false
+    }
+
+    /// After a read of `got` bytes that gave none: waits on EAGAIN, else closes.
+    private func readFailed(_ connection: Connection, _ got: Int) -> Bool {
+        if got < 0 && (errno == EAGAIN || errno == EINTR) { return true }
+        finish(connection)
+        return false
+    }
+
+    /// Closes the connection when its message has not arrived whole in ``messageTimeout``.
+    private func startTimer(_ connection: Connection) {
+        connection.started += 1
+        let message = connection.started
+        MainLoop.after(seconds: Self.messageTimeout) { [weak self, weak connection] in
+            guard let self, let connection, connection.started == message, !connection.answering else { return }
+            Log.warning("an SSH agent client sent no complete message in \(Int(Self.messageTimeout)) s; closed")
+            self.finish(connection)
+        }
+    }
+
+    /// Writes `bytes` (retrying while the client's buffer is full, up to ``replyTimeout``), then
+    /// reads the connection's next message, or closes it.
+    private func send(_ bytes: [UInt8], to connection: Connection, thenClose: Bool, deadline: Double? = nil) {
+        guard connections[connection.fd] === connection else { return }
+        var sent = 0
+        while sent < bytes.count {
+            let wrote = bytes.withUnsafeBytes {
+                Glibc.send(connection.fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if wrote > 0 {
+                sent += wrote
+                continue
+            }
+            if wrote < 0 && errno == EINTR { continue }
+            guard wrote < 0, errno == EAGAIN else { return finish(connection) }
+            let now = Self.monotonicSeconds()
+            let limit = deadline ?? now + Self.replyTimeout
+            guard now < limit else {
+                Log.warning("an SSH agent client did not read its reply in \(Int(Self.replyTimeout)) s; closed")
+                return finish(connection)
+            }
+            let rest = Array(bytes[sent...])
+            MainLoop.after(seconds: 0.05) { [weak self, weak connection] in
+                guard let self, let connection else { return }
+                self.send(rest, to: connection, thenClose: thenClose, deadline: limit)
+            }
+            return
+        }
+        if thenClose { return finish(connection) }
+        listen(to: connection)
+    }
+
+    private static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// Closes the connection; a message arriving is wiped as it is released.
+    private func finish(_ connection: Connection) {
+        // Only the connection itself: once closed, its descriptor number may be another one's.
+        guard connections[connection.fd] === connection else { return }
+        connections[connection.fd] = nil
+        if connection.watch != 0 { MainLoop.removeWatch(connection.watch) }
+        connection.watch = 0
+        connection.message = nil
+        Glibc.close(connection.fd)
+    }
+}

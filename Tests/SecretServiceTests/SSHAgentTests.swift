@@ -1,0 +1,313 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// secretd's SSH agent, driven by OpenSSH's own clients (`ssh-add`, `ssh-keygen -Y`, `ssh`) and by
+/// a raw client for what OpenSSH never sends. Each test has its own private bus, data directory
+/// and `XDG_RUNTIME_DIR`; keys are made with `ssh-keygen` in the test's directory.
+@Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ssh-add"), "openssh-client is not installed"))
+struct SSHAgentTests {
+    static let login = "/org/freedesktop/secrets/collection/login"
+    static let service = "/org/freedesktop/secrets"
+
+    /// Every key type the agent signs with: ssh-keygen's `-t` and `-b`.
+    static let keyTypes: [(name: String, type: String, bits: String?)] = [
+        ("ed25519", "ed25519", nil), ("ecdsa256", "ecdsa", "256"), ("ecdsa384", "ecdsa", "384"), ("ecdsa521", "ecdsa", "521"),
+        ("rsa", "rsa", "2048"),
+    ]
+
+    /// A secretd with an unlocked login keyring, and the environment its agent's clients use.
+    struct Agent {
+        let fixture: SecretdFixture
+        var daemon: SupervisedProcess
+        let keys: URL
+
+        init() throws {
+            fixture = try SecretdFixture()
+            daemon = try fixture.start()
+            keys = fixture.root.appendingPathComponent("keys")
+            try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            _ = try waitForSocket()
+        }
+
+        var socket: String { fixture.root.appendingPathComponent("run/secretd/ssh-agent").path }
+
+        var environment: [String: String] { fixture.environment.merging(["SSH_AUTH_SOCK": socket]) { $1 } }
+
+        /// Waits until secretd listens on the agent socket (it binds it as it starts serving).
+        @discardableResult
+        func waitForSocket() throws -> Bool {
+            for _ in 0..<200 {
+                if FileManager.default.fileExists(atPath: socket) { return true }
+                usleep(50_000)
+            }
+            throw HarnessError("secretd did not bind \(socket): \(daemon.log)")
+        }
+
+        /// Runs a client with `SSH_AUTH_SOCK` set to the agent.
+        func run(_ arguments: [String], input: String? = nil, timeout: Double = 60) throws -> CommandResult {
+            try CommandResult.run(
+                arguments, input: input.map { Data($0.utf8) }, environment: environment, scratch: fixture.root, timeout: timeout)
+        }
+
+        /// Makes a key without a passphrase; returns its private key's path (`.pub` beside it).
+        func makeKey(_ name: String, type: String, bits: String? = nil) throws -> String {
+            let path = keys.appendingPathComponent(name).path
+            let result = try run(["ssh-keygen", "-q", "-t", type] + (bits.map { ["-b", $0] } ?? []) + ["-N", "", "-C", "\(name)@test", "-f", path])
+            guard result.status == 0 else { throw HarnessError("ssh-keygen failed: \(result.errorOutput)") }
+            return path
+        }
+
+        /// The fingerprint `ssh-keygen -l` shows for the key at `path`.
+        func fingerprint(_ path: String) throws -> String {
+            let line = try run(["ssh-keygen", "-l", "-E", "sha256", "-f", path + ".pub"]).text
+            return String(line.split(separator: " ")[1])
+        }
+
+        /// The `.pub` file's type and key (without the comment).
+        func publicKey(_ path: String) throws -> String {
+            let line = try String(contentsOfFile: path + ".pub", encoding: .utf8)
+            return line.split(separator: " ").prefix(2).joined(separator: " ")
+        }
+
+        func lock() throws {
+            _ = try fixture.call(SSHAgentTests.service, "org.freedesktop.Secret.Service", "Lock", "([objectpath '\(SSHAgentTests.login)'],)")
+        }
+
+        func unlock() throws {
+            let result = try fixture.run([SecretdFixture.secretctlPath, "unlock", "--password-stdin"], input: "login-password")
+            guard result.status == 0 else { throw HarnessError("secretctl unlock failed: \(result.errorOutput)") }
+        }
+
+        /// Signs `message` with the agent's key for `path` (its `.pub` only) and verifies the
+        /// signature with `ssh-keygen -Y verify`; returns the two results.
+        func signAndVerify(_ path: String, message: String = "a commit to sign\n") throws -> (sign: CommandResult, verify: CommandResult?) {
+            let file = keys.appendingPathComponent("message-\(UUID().uuidString.prefix(6))").path
+            try message.write(toFile: file, atomically: true, encoding: .utf8)
+            let sign = try run(["ssh-keygen", "-Y", "sign", "-f", path + ".pub", "-n", "git", file])
+            guard sign.status == 0 else { return (sign, nil) }
+            let signers = keys.appendingPathComponent("allowed_signers").path
+            try "signer@test \(try publicKey(path))\n".write(toFile: signers, atomically: true, encoding: .utf8)
+            let verify = try run(["ssh-keygen", "-Y", "verify", "-f", signers, "-I", "signer@test", "-n", "git", "-s", file + ".sig"], input: message)
+            return (sign, verify)
+        }
+
+        /// Runs the raw agent client (``SSHAgentTests/rawClient``) with `arguments`.
+        func raw(_ arguments: [String]) throws -> [String] {
+            let result = try fixture.runPython(SSHAgentTests.rawClient, named: "raw-agent.py", [socket] + arguments)
+            guard result.status == 0 else { throw HarnessError("the raw client failed: \(result.errorOutput)") }
+            return result.text.split(separator: "\n").map(String.init)
+        }
+    }
+
+    /// A raw agent client. Each argument is one step: `open:NAME` opens a connection, `send:NAME:HEX`
+    /// sends bytes as they are, `recv:NAME` prints the type of the reply (or `closed`),
+    /// `sign:NAME:FLAGS` signs "data" with the first listed key and prints the reply's type and,
+    /// when signed, the signature's algorithm.
+    static let rawClient = """
+        import socket, struct, sys
+        path = sys.argv[1]
+        conns = {}
+        def recv_exact(s, n):
+            data = b""
+            while len(data) < n:
+                chunk = s.recv(n - len(data))
+                if not chunk:
+                    return None
+                data += chunk
+            return data
+        def recv(s):
+            header = recv_exact(s, 4)
+            if header is None:
+                return None
+            return recv_exact(s, struct.unpack(">I", header)[0])
+        def string(b, off):
+            n = struct.unpack(">I", b[off:off + 4])[0]
+            return b[off + 4:off + 4 + n], off + 4 + n
+        def frame(body):
+            return struct.pack(">I", len(body)) + body
+        for step in sys.argv[2:]:
+            parts = step.split(":")
+            if parts[0] == "open":
+                s = socket.socket(socket.AF_UNIX)
+                s.settimeout(20)
+                s.connect(path)
+                conns[parts[1]] = s
+            elif parts[0] == "send":
+                conns[parts[1]].sendall(bytes.fromhex(parts[2]))
+            elif parts[0] == "recv":
+                reply = recv(conns[parts[1]])
+                print("closed" if reply is None else reply[0])
+            elif parts[0] == "sign":
+                s = conns[parts[1]]
+                s.sendall(frame(b"\\x0b"))
+                reply = recv(s)
+                blob, _ = string(reply, 5)
+                body = b"\\x0d" + struct.pack(">I", len(blob)) + blob + struct.pack(">I", 4) + b"data" + struct.pack(">I", int(parts[2]))
+                s.sendall(frame(body))
+                reply = recv(s)
+                if reply[0] == 14:
+                    signature, _ = string(reply, 1)
+                    algorithm, _ = string(signature, 0)
+                    print(14, algorithm.decode())
+                else:
+                    print(reply[0])
+        """
+
+    @Test("ssh-add keeps every key type; -l and -L list them; ssh-keygen -Y signs through the agent and the signature verifies")
+    func everyKeyType() throws {
+        let agent = try Agent()
+        var fingerprints: [String] = []
+        for key in Self.keyTypes {
+            let path = try agent.makeKey(key.name, type: key.type, bits: key.bits)
+            let added = try agent.run(["ssh-add", path])
+            #expect(added.status == 0, "\(key.name): \(added.errorOutput) \(agent.daemon.log)")
+            fingerprints.append(try agent.fingerprint(path))
+            // From now on only the agent holds the private key.
+            try FileManager.default.removeItem(atPath: path)
+        }
+        let listed = try agent.run(["ssh-add", "-l"])
+        #expect(listed.status == 0)
+        for (fingerprint, key) in zip(fingerprints, Self.keyTypes) {
+            #expect(listed.text.contains(fingerprint), "\(key.name) missing from: \(listed.text)")
+            #expect(listed.text.contains("\(key.name)@test"))
+        }
+        let publicKeys = try agent.run(["ssh-add", "-L"]).text.split(separator: "\n").map(String.init)
+        #expect(publicKeys.count == Self.keyTypes.count)
+        for key in Self.keyTypes {
+            let path = agent.keys.appendingPathComponent(key.name).path
+            #expect(publicKeys.contains("\(try agent.publicKey(path)) \(key.name)@test"), "\(key.name): \(publicKeys)")
+            let (sign, verify) = try agent.signAndVerify(path)
+            #expect(sign.status == 0, "\(key.name): \(sign.errorOutput)")
+            #expect(verify?.status == 0, "\(key.name): \(verify?.errorOutput ?? "") \(verify?.text ?? "")")
+            #expect(verify?.text.contains("Good \"git\" signature for signer@test") == true, "\(key.name)")
+        }
+        // A signature of other text does not verify (the check above is a real one).
+        let path = agent.keys.appendingPathComponent("ed25519").path
+        let file = agent.keys.appendingPathComponent("tampered").path
+        try "original\n".write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try agent.run(["ssh-keygen", "-Y", "sign", "-f", path + ".pub", "-n", "git", file]).status == 0)
+        let signers = agent.keys.appendingPathComponent("allowed_signers").path
+        try "signer@test \(try agent.publicKey(path))\n".write(toFile: signers, atomically: true, encoding: .utf8)
+        let forged = try agent.run(
+            ["ssh-keygen", "-Y", "verify", "-f", signers, "-I", "signer@test", "-n", "git", "-s", file + ".sig"], input: "altered\n")
+        #expect(forged.status != 0)
+    }
+
+    @Test("ssh-add -d removes one key and -D every key, from the agent and the keychain")
+    func removal() throws {
+        let agent = try Agent()
+        let first = try agent.makeKey("first", type: "ed25519")
+        let second = try agent.makeKey("second", type: "ecdsa", bits: "256")
+        #expect(try agent.run(["ssh-add", first, second]).status == 0)
+        #expect(try agent.run(["ssh-add", "-d", first + ".pub"]).status == 0)
+        let listed = try agent.run(["ssh-add", "-l"]).text
+        #expect(!listed.contains(try agent.fingerprint(first)))
+        #expect(listed.contains(try agent.fingerprint(second)))
+        #expect(try agent.run(["ssh-add", "-d", first + ".pub"]).status != 0, "a key the agent does not have")
+        #expect(try agent.run(["ssh-add", "-D"]).status == 0)
+        let empty = try agent.run(["ssh-add", "-l"])
+        #expect(empty.status == 1)
+        #expect(empty.text.contains("The agent has no identities"))
+        // Gone from the keychain too: a restart does not bring them back.
+        agent.daemon.stop()
+        let again = try agent.fixture.start()
+        try agent.waitForSocket()
+        #expect(try agent.run(["ssh-add", "-l"]).status == 1)
+        again.stop()
+    }
+
+    @Test("keys survive a restart of secretd, and no Secret Service client sees them (their access group)")
+    func restart() throws {
+        var agent = try Agent()
+        let path = try agent.makeKey("kept", type: "ed25519")
+        #expect(try agent.run(["ssh-add", path]).status == 0)
+        try FileManager.default.removeItem(atPath: path)
+        agent.daemon.stop()
+        agent.daemon = try agent.fixture.start()
+        try agent.waitForSocket()
+        let listed = try agent.run(["ssh-add", "-l"])
+        #expect(listed.text.contains(try agent.fingerprint(path)), "\(listed.text) \(agent.daemon.log)")
+        let (sign, verify) = try agent.signAndVerify(path)
+        #expect(sign.status == 0, "\(sign.errorOutput)")
+        #expect(verify?.status == 0)
+        let search = try agent.fixture.run(["secret-tool", "search", "--all", "xdg:schema", "io.github.secretd.SSHKey"])
+        #expect(search.text.isEmpty, "a Secret Service client found an SSH key: \(search.text)")
+        agent.daemon.stop()
+    }
+
+    @Test("while the keyring is locked the agent lists nothing, signs and adds nothing, at once; an unlock brings the keys back")
+    func locked() throws {
+        let agent = try Agent()
+        let path = try agent.makeKey("locked", type: "ed25519")
+        let other = try agent.makeKey("other", type: "ed25519")
+        #expect(try agent.run(["ssh-add", path]).status == 0)
+        try FileManager.default.removeItem(atPath: path)  // only the agent can sign
+        try agent.lock()
+        let listed = try agent.run(["ssh-add", "-l"], timeout: 10)
+        #expect(listed.status == 1)
+        #expect(listed.text.contains("The agent has no identities"))
+        let (sign, _) = try agent.signAndVerify(path)
+        #expect(sign.status != 0, "no signature while locked")
+        #expect(try agent.run(["ssh-add", other], timeout: 10).status != 0, "no key added while locked")
+        try agent.unlock()
+        let back = try agent.run(["ssh-add", "-l"])
+        #expect(back.status == 0)
+        #expect(back.text.contains(try agent.fingerprint(path)))
+        #expect(!back.text.contains(try agent.fingerprint(other)))
+        #expect(try agent.signAndVerify(path).verify?.status == 0)
+        agent.daemon.stop()
+    }
+
+    @Test("malformed, unknown and oversized messages get a failure and disturb no other client")
+    func badMessages() throws {
+        let agent = try Agent()
+        let path = try agent.makeKey("good", type: "ed25519")
+        #expect(try agent.run(["ssh-add", path]).status == 0)
+        let results = try agent.raw([
+            "open:good", "open:bad", "open:stalled",
+            "send:stalled:0000001000",  // a message that never arrives whole
+            "send:bad:00000000", "recv:bad",  // empty
+            "send:bad:000000010d", "recv:bad",  // a sign request without its fields
+            "send:bad:000000050dffffffff", "recv:bad",  // a string longer than the message
+            "send:bad:00000001c8", "recv:bad",  // an unknown type
+            "send:bad:000000060b0000000000", "recv:bad",  // bytes after a list request
+            "send:bad:0000000a1b000000057175657279", "recv:bad",  // an extension (query), unsupported
+            "send:good:000000010b", "recv:good",  // another client is served meanwhile
+            "send:bad:7fffffff", "recv:bad", "recv:bad",  // oversized: a failure, then closed
+            "open:after", "send:after:000000010b", "recv:after",
+        ])
+        #expect(results == ["5", "5", "5", "5", "5", "5", "12", "5", "closed", "12"], "\(results)")
+        #expect(try agent.run(["ssh-add", "-l"]).text.contains(try agent.fingerprint(path)))
+        #expect(agent.daemon.isRunning)
+        agent.daemon.stop()
+    }
+
+    @Test("RSA signs rsa-sha2-256 and rsa-sha2-512 when asked, and refuses SHA-1 ssh-rsa (flags 0)")
+    func rsaAlgorithms() throws {
+        let agent = try Agent()
+        let path = try agent.makeKey("rsa", type: "rsa", bits: "2048")
+        #expect(try agent.run(["ssh-add", path]).status == 0)
+        #expect(try agent.raw(["open:a", "sign:a:2", "sign:a:4", "sign:a:0"]) == ["14 rsa-sha2-256", "14 rsa-sha2-512", "5"])
+        agent.daemon.stop()
+    }
+
+    @Test("ssh-add -t: the key leaves the agent and the keychain when its lifetime ends; -c is refused")
+    func constraints() throws {
+        let agent = try Agent()
+        let short = try agent.makeKey("short", type: "ed25519")
+        let asks = try agent.makeKey("asks", type: "ed25519")
+        #expect(try agent.run(["ssh-add", "-t", "2", short]).status == 0)
+        #expect(try agent.run(["ssh-add", "-l"]).text.contains(try agent.fingerprint(short)))
+        let confirmed = try agent.run(["ssh-add", "-c", asks])
+        #expect(confirmed.status != 0, "ssh-add -c is refused")
+        var gone = false
+        for _ in 0..<100 where !gone {
+            usleep(100_000)
+            gone = try agent.run(["ssh-add", "-l"]).status == 1
+        }
+        #expect(gone, "the key left the agent")
+        #expect(agent.daemon.logs("removed SSH key"))
+        agent.daemon.stop()
+    }
+}
