@@ -310,4 +310,38 @@ struct SSHAgentTests {
         #expect(agent.daemon.logs("removed SSH key"))
         agent.daemon.stop()
     }
+
+    @Test("secretctl ssh list, export-public and remove manage the agent's keys without SSH_AUTH_SOCK; ssh-agent env points it there")
+    func secretctl() throws {
+        let agent = try Agent()
+        let ctl = SecretdFixture.secretctlPath
+        let path = try agent.makeKey("ctl", type: "ed25519")
+        let other = try agent.makeKey("other", type: "ecdsa", bits: "384")
+        #expect(try agent.run(["ssh-add", path, other]).status == 0)
+        let fingerprint = try agent.fingerprint(path)
+        let list = try agent.fixture.run([ctl, "ssh", "list"])
+        #expect(list.status == 0, "\(list.errorOutput)")
+        #expect(list.text.contains("\(fingerprint) ssh-ed25519 ctl@test\n"), "\(list.text)")
+        #expect(list.text.contains("\(try agent.fingerprint(other)) ecdsa-sha2-nistp384 other@test\n"))
+        let json = try agent.fixture.run([ctl, "ssh", "list", "--json"])
+        let decoded = try JSONSerialization.jsonObject(with: json.output) as? [[String: String]]
+        #expect(decoded?.contains { $0["fingerprint"] == fingerprint && $0["comment"] == "ctl@test" && $0["type"] == "ssh-ed25519" } == true,
+                "\(json.text)")
+        #expect(try agent.fixture.run([ctl, "ssh", "export-public", "ctl@test"]).text == "\(try agent.publicKey(path)) ctl@test\n")
+        #expect(try agent.fixture.run([ctl, "ssh", "export-public"]).text.split(separator: "\n").count == 2)
+        let env = try agent.fixture.run([ctl, "ssh-agent", "env"])
+        #expect(env.text == "SSH_AUTH_SOCK=\(agent.socket); export SSH_AUTH_SOCK;\n")
+        #expect(try agent.fixture.run([ctl, "ssh-agent", "env", "--csh"]).text == "setenv SSH_AUTH_SOCK \(agent.socket);\n")
+        // The printed lines work as ssh-agent's do.
+        let shell = try agent.fixture.run(["sh", "-c", "eval \"$(\(ctl) ssh-agent env)\"; ssh-add -l"])
+        #expect(shell.status == 0 && shell.text.contains(fingerprint), "\(shell.text) \(shell.errorOutput)")
+        #expect(try agent.fixture.run([ctl, "ssh", "remove", "SHA256:nosuchkey"]).status == 1)
+        #expect(try agent.fixture.run([ctl, "ssh", "remove"]).status == 2)
+        let removed = try agent.fixture.run([ctl, "ssh", "remove", fingerprint])
+        #expect(removed.status == 0, "\(removed.errorOutput)")
+        let left = try agent.run(["ssh-add", "-l"]).text
+        #expect(!left.contains(fingerprint) && left.contains("other@test"), "\(left)")
+        agent.daemon.stop()
+        #expect(try agent.fixture.run([ctl, "ssh", "list"]).status == 5, "no agent: exit status 5")
+    }
 }
