@@ -74,6 +74,8 @@ package enum SSHAgentNames {
     /// The attribute with when the key leaves the agent and the keychain (seconds since 1970),
     /// when it was added with a lifetime (`ssh-add -t`).
     package static let expiresAttribute = "ssh:expires"
+    /// The attribute that is `yes` for a key that asks before each use (`ssh-add -c`).
+    package static let confirmAttribute = "ssh:confirm"
     /// The content type of a stored key: the agent protocol's private key fields.
     package static let contentType = "application/x-ssh-agent-key"
 }

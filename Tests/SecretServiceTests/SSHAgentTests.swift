@@ -21,9 +21,20 @@ struct SSHAgentTests {
         let fixture: SecretdFixture
         var daemon: SupervisedProcess
         let keys: URL
+        /// The stand-in for the person, when the test configured one.
+        let pinentry: ScriptedPinentry?
 
-        init() throws {
+        /// With `pinentryAnswers`, secretd.conf names a scripted pinentry that gives them.
+        init(pinentryAnswers: [String]? = nil) throws {
             fixture = try SecretdFixture()
+            if let pinentryAnswers {
+                let pinentry = try ScriptedPinentry(in: fixture.root, answers: pinentryAnswers)
+                fixture.environment.merge(pinentry.environment) { $1 }
+                try fixture.writeConfiguration("pinentry = \(pinentry.program.path)\n")
+                self.pinentry = pinentry
+            } else {
+                pinentry = nil
+            }
             daemon = try fixture.start()
             keys = fixture.root.appendingPathComponent("keys")
             try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -292,7 +303,7 @@ struct SSHAgentTests {
         agent.daemon.stop()
     }
 
-    @Test("ssh-add -t: the key leaves the agent and the keychain when its lifetime ends; -c is refused")
+    @Test("ssh-add -t: the key leaves the agent and the keychain when its lifetime ends; -c is refused without a pinentry")
     func constraints() throws {
         let agent = try Agent()
         let short = try agent.makeKey("short", type: "ed25519")
@@ -343,5 +354,27 @@ struct SSHAgentTests {
         #expect(!left.contains(fingerprint) && left.contains("other@test"), "\(left)")
         agent.daemon.stop()
         #expect(try agent.fixture.run([ctl, "ssh", "list"]).status == 5, "no agent: exit status 5")
+    }
+
+    @Test("ssh-add -c: each signature asks through pinentry, naming the process; Allow signs, Deny fails; the mark survives a restart")
+    func confirm() throws {
+        var agent = try Agent(pinentryAnswers: ["OK", "NOTOK", "OK"])
+        let path = try agent.makeKey("asks", type: "ed25519")
+        let added = try agent.run(["ssh-add", "-c", path])
+        #expect(added.status == 0, "\(added.errorOutput)")
+        try FileManager.default.removeItem(atPath: path)
+        let allowed = try agent.signAndVerify(path)
+        #expect(allowed.verify?.status == 0, "\(allowed.sign.errorOutput)")
+        let log = agent.pinentry?.log ?? ""
+        #expect(log.contains("wants to sign with the SSH key"), "\(log)")
+        #expect(log.contains("ssh-keygen"), "the dialog names the process that asked: \(log)")
+        #expect(log.contains("asks@test"))
+        #expect(try agent.signAndVerify(path).sign.status != 0, "Deny: no signature")
+        agent.daemon.stop()
+        agent.daemon = try agent.fixture.start()
+        try agent.waitForSocket()
+        #expect(try agent.signAndVerify(path).verify?.status == 0, "asked again after a restart, and allowed")
+        #expect(agent.pinentry?.log.components(separatedBy: "wants to sign").count == 4, "three dialogs")
+        agent.daemon.stop()
     }
 }

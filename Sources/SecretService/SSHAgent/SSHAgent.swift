@@ -1,5 +1,6 @@
 import FoundationEssentials
 import KeychainCore
+import Pinentry
 import SecretCrypto
 import SecretStore
 
@@ -16,10 +17,12 @@ import SecretStore
 /// secure memory, and wiped once it has signed.
 ///
 /// Refused with a failure: SHA-1 `ssh-rsa` signatures (a sign request without the rsa-sha2
-/// flags), keys added with `ssh-add -c` (confirmation) or with extension constraints (`-h`
-/// destinations, certificates, security keys), the agent's own lock (`ssh-add -x`), and every
-/// extension message (`session-bind@openssh.com` included: OpenSSH carries on without it).
-/// `ssh-add -t` works: the key leaves the agent and the keychain when its lifetime ends.
+/// flags), keys added with extension constraints (`-h` destinations, certificates, security
+/// keys), the agent's own lock (`ssh-add -x`), and every extension message
+/// (`session-bind@openssh.com` included: OpenSSH carries on without it). `ssh-add -t` works:
+/// the key leaves the agent and the keychain when its lifetime ends. `ssh-add -c` works when
+/// secretd.conf names a pinentry: each signature asks the person first, naming the process
+/// that asked; without one such keys are refused.
 ///
 /// Runs on the main loop's thread; signatures are made off the loop (an RSA key of 16384 bits
 /// takes a while), and that connection waits meanwhile, no other.
@@ -34,6 +37,8 @@ final class SSHAgent {
         var comment: String
         /// When it expires (seconds since 1970); nil: never.
         var expires: UInt64?
+        /// Whether the person is asked before each signature (`ssh-add -c`).
+        var confirm = false
     }
 
     /// Most keys the agent keeps (a client adding more gets a failure).
@@ -44,6 +49,8 @@ final class SSHAgent {
     private let keyring: Keyring
     private let offLoop: OffLoop
     private let clock: () -> Date
+    /// The pinentry program that asks before each use of a key added with `ssh-add -c`.
+    private let pinentry: String?
     private var socket: SSHAgentSocket?
     /// The default keyring's keys while it is unlocked; empty while it is locked.
     private var identities: [Identity] = []
@@ -54,19 +61,21 @@ final class SSHAgent {
 
     /// The agent over `keyring`, listening under `runtimeDirectory` (`$XDG_RUNTIME_DIR`); nil when
     /// it cannot listen (logged).
-    convenience init?(keyring: Keyring, runtimeDirectory: String?) {
-        self.init(keyring: keyring, offLoop: .thread, clock: { Date() })
-        guard let socket = SSHAgentSocket(runtimeDirectory: runtimeDirectory, handler: { [weak self] message, reply in
+    convenience init?(keyring: Keyring, runtimeDirectory: String?, pinentry: String?) {
+        self.init(keyring: keyring, offLoop: .thread, clock: { Date() }, pinentry: pinentry)
+        guard let socket = SSHAgentSocket(runtimeDirectory: runtimeDirectory, handler: { [weak self] message, peer, reply in
             guard let self else { return reply(SSHWriter.message(.failure)) }
-            self.answer(message, reply: reply)
+            self.answer(message, from: peer, reply: reply)
         }) else { return nil }
         self.socket = socket
         Log.info("SSH agent listening on \(socket.path)")
     }
 
-    /// The agent without a socket (in-process use), signing through `offLoop`.
-    init(keyring: Keyring, offLoop: OffLoop, clock: @escaping () -> Date) {
+    /// The agent without a socket (in-process use), signing through `offLoop`, asking about
+    /// keys added with `ssh-add -c` through `pinentry` (nil: such keys are refused).
+    init(keyring: Keyring, offLoop: OffLoop, clock: @escaping () -> Date, pinentry: String?) {
         self.keyring = keyring
+        self.pinentry = pinentry
         self.offLoop = offLoop
         self.clock = clock
         keyring.subscribe { [weak self] event in self?.follow(event) }
@@ -152,7 +161,7 @@ final class SSHAgent {
             }
             return Identity(
                 itemID: record.id, publicBlob: Array(blob), comment: attributes[SSHAgentNames.commentAttribute] ?? "",
-                expires: expires)
+                expires: expires, confirm: attributes[SSHAgentNames.confirmAttribute] == "yes")
         }
         if !expired.isEmpty {
             for record in expired { delete(record, reason: "its lifetime is over") }
@@ -197,8 +206,9 @@ final class SSHAgent {
 
     // MARK: - Messages
 
-    /// Answers one agent message (its bytes after the length), now or, for a signature, later.
-    func answer(_ message: SecureBytes, reply: @escaping ([UInt8]) -> Void) {
+    /// Answers one agent message (its bytes after the length) from `peer`, now or, for a
+    /// signature or an added key, later.
+    func answer(_ message: SecureBytes, from peer: String, reply: @escaping ([UInt8]) -> Void) {
         let failure = SSHWriter.message(.failure)
         let request: Request
         do {
@@ -211,9 +221,9 @@ final class SSHAgent {
         case .listKeys:
             reply(identitiesAnswer())
         case .sign(let blob, let data, let flags):
-            sign(blob, data: data, flags: flags, reply: reply)
-        case .add(let key, let comment, let lifetime):
-            add(key, comment: comment, lifetime: lifetime) { reply($0 ? SSHWriter.message(.success) : failure) }
+            sign(blob, data: data, flags: flags, for: peer, reply: reply)
+        case .add(let key, let comment, let constraints):
+            add(key, comment: comment, constraints: constraints) { reply($0 ? SSHWriter.message(.success) : failure) }
         case .remove(let blob):
             reply(remove { $0.publicBlob == blob } ? SSHWriter.message(.success) : failure)
         case .removeAll:
@@ -239,7 +249,7 @@ final class SSHAgent {
 
     /// Signs `data` with the key `blob` names, off the loop; a failure at once when the keyring
     /// is locked or the key is not the agent's.
-    private func sign(_ blob: [UInt8], data: [UInt8], flags: UInt32, reply: @escaping ([UInt8]) -> Void) {
+    private func sign(_ blob: [UInt8], data: [UInt8], flags: UInt32, for peer: String, reply: @escaping ([UInt8]) -> Void) {
         let now = UInt64(max(0, clock().timeIntervalSince1970))
         guard let identity = identities.first(where: { $0.publicBlob == blob }), (identity.expires ?? .max) > now,
             let (collection, keys) = unlockedCollection(), let record = try? keyring.store.item(id: identity.itemID),
@@ -256,9 +266,21 @@ final class SSHAgent {
             Log.error("cannot open SSH key \(record.id): \(error)")
             return reply(SSHWriter.message(.failure))
         }
-        let box = UncheckedBox((key, data, flags))
+        var question: (program: String, description: String)?
+        if identity.confirm {
+            guard let pinentry else { return reply(SSHWriter.message(.failure)) }
+            let name = identity.comment.isEmpty ? SSHPrivateKey.fingerprint(of: blob) : "“\(identity.comment)” (\(SSHPrivateKey.fingerprint(of: blob)))"
+            question = (pinentry, "\(peer) wants to sign with the SSH key \(name).")
+        }
+        let box = UncheckedBox((key, data, flags, question))
         offLoop.run(named: "ssh-sign", { () -> Result<[UInt8], SSHPrivateKey.Failure> in
-            let (key, data, flags) = box.value
+            let (key, data, flags, question) = box.value
+            if let question {
+                let choice = Pinentry.choose(
+                    program: question.program, title: "Use SSH key", description: question.description, ok: "Allow",
+                    notOK: "Deny", cancel: "Cancel")
+                guard choice == .ok else { return .failure(.declined("\(choice)")) }
+            }
             return Result { () throws(SSHPrivateKey.Failure) in try key.sign(data, flags: flags) }
         }, done: { result in
             switch result {
@@ -274,9 +296,13 @@ final class SSHAgent {
     /// Checks `key` off the loop (its private part must sign for its public one), then keeps it in
     /// the keyring, replacing a stored key with the same public key; `done(false)` while the
     /// keyring is locked or when the key is refused or cannot be stored.
-    private func add(_ key: AddedKey, comment: String, lifetime: UInt32?, done: @escaping (Bool) -> Void) {
+    private func add(_ key: AddedKey, comment: String, constraints: Constraints, done: @escaping (Bool) -> Void) {
         guard unlockedCollection() != nil else {
             Log.info("refused to add an SSH key: the keyring is locked")
+            return done(false)
+        }
+        guard !constraints.confirm || pinentry != nil else {
+            Log.info("refused to add an SSH key that asks before each use: no pinentry is configured (secretd.conf)")
             return done(false)
         }
         let box = UncheckedBox(key)
@@ -295,7 +321,7 @@ final class SSHAgent {
             guard let self else { return done(false) }
             switch result {
             case .success(let parsed):
-                done(self.keep(parsed, fields: key.fields, comment: comment, lifetime: lifetime))
+                done(self.keep(parsed, fields: key.fields, comment: comment, constraints: constraints))
             case .failure(let failure):
                 Log.info("refused to add an SSH key: \(failure)")
                 done(false)
@@ -304,7 +330,7 @@ final class SSHAgent {
     }
 
     /// Stores a checked key; false while the keyring is locked or when it cannot be stored.
-    private func keep(_ parsed: SSHPrivateKey, fields: SecureBytes, comment: String, lifetime: UInt32?) -> Bool {
+    private func keep(_ parsed: SSHPrivateKey, fields: SecureBytes, comment: String, constraints: Constraints) -> Bool {
         guard let (collection, keys) = unlockedCollection() else {
             Log.info("refused to add an SSH key: the keyring is locked")
             return false
@@ -324,9 +350,10 @@ final class SSHAgent {
             SSHAgentNames.publicKeyAttribute: Data(blob).base64EncodedString(),
             SSHAgentNames.commentAttribute: comment,
         ]
-        if let lifetime {
+        if let lifetime = constraints.lifetime {
             attributes[SSHAgentNames.expiresAttribute] = String(UInt64(max(0, clock().timeIntervalSince1970)) + UInt64(lifetime))
         }
+        if constraints.confirm { attributes[SSHAgentNames.confirmAttribute] = "yes" }
         let contents = ItemContents(
             label: comment.isEmpty ? "SSH key" : "SSH key: \(comment)", attributes: attributes, secret: fields,
             contentType: SSHAgentNames.contentType)
@@ -362,11 +389,19 @@ final class SSHAgent {
         var fields: SecureBytes
     }
 
+    /// What `ssh-add -t` and `-c` ask of an added key.
+    struct Constraints {
+        /// Seconds until the key leaves the agent and the keychain; nil: never.
+        var lifetime: UInt32?
+        /// Whether the person is asked before each signature.
+        var confirm = false
+    }
+
     /// A parsed agent message.
     enum Request {
         case listKeys
         case sign(blob: [UInt8], data: [UInt8], flags: UInt32)
-        case add(AddedKey, comment: String, lifetime: UInt32?)
+        case add(AddedKey, comment: String, constraints: Constraints)
         case remove(blob: [UInt8])
         case removeAll
         /// A message the agent understands and refuses, or does not know (why, for the log).
@@ -420,15 +455,15 @@ final class SSHAgent {
             let fields = SecureBytes(copying: reader.bytes(from: start))
             let comment = try reader.text()
             guard comment.utf8.count <= SSHAgent.maximumCommentLength else { throw .malformed("the comment is too long") }
-            var lifetime: UInt32?
+            var constraints = Constraints()
             if constrained {
                 while !reader.isAtEnd {
                     let constraint = try reader.byte()
                     switch SSHAgentNames.Constraint(rawValue: constraint) {
                     case .lifetime:
-                        lifetime = try reader.uint32()
+                        constraints.lifetime = try reader.uint32()
                     case .confirm:
-                        return .refused("keys that ask before each use (ssh-add -c) are not supported yet")
+                        constraints.confirm = true
                     case .extension:
                         let name = try reader.text()
                         return .refused("the key constraint \(name.prefix(64)) is not supported")
@@ -437,7 +472,7 @@ final class SSHAgent {
                     }
                 }
             }
-            return .add(AddedKey(fields: fields), comment: comment, lifetime: lifetime)
+            return .add(AddedKey(fields: fields), comment: comment, constraints: constraints)
         }
     }
 }

@@ -14,8 +14,9 @@ import SecretCrypto
 /// only for its own reply. Runs on the main loop. The agent's only file with socket calls.
 final class SSHAgentSocket {
     /// What the socket does with a whole message (its bytes after the length, in secure
-    /// memory): calls `reply` once with the reply's bytes (length included), now or later.
-    typealias Handler = (_ message: SecureBytes, _ reply: @escaping ([UInt8]) -> Void) -> Void
+    /// memory) from `peer` (who connected, as `ps` would name it): calls `reply` once with the
+    /// reply's bytes (length included), now or later.
+    typealias Handler = (_ message: SecureBytes, _ peer: String, _ reply: @escaping ([UInt8]) -> Void) -> Void
 
     /// Connections served at once; more are closed at once.
     static let maximumConnections = 64
@@ -34,6 +35,8 @@ final class SSHAgentSocket {
     /// One client: the message arriving (length first, then the body in secure memory).
     private final class Connection {
         let fd: Int32
+        /// Who connected: its identity and process id, read when it connected.
+        var peer = "an unknown process"
         var watch: UInt32 = 0
         var header: [UInt8] = []
         var message: SecureBytes?
@@ -114,6 +117,7 @@ final class SSHAgentSocket {
                 continue
             }
             let connection = Connection(fd: fd)
+            connection.peer = Self.peer(of: fd)
             connections[fd] = connection
             listen(to: connection)
         }
@@ -167,7 +171,7 @@ final class SSHAgentSocket {
             connection.header = []
             connection.started += 1  // the message's timer no longer applies
             connection.answering = true
-            handler(message) { [weak self, weak connection] reply in
+            handler(message, connection.peer) { [weak self, weak connection] reply in
                 guard let self, let connection, self.connections[connection.fd] === connection else { return }
                 connection.answering = false
                 self.send(reply, to: connection, thenClose: false)
@@ -231,6 +235,21 @@ final class SSHAgentSocket {
         }
         if thenClose { return finish(connection) }
         listen(to: connection)
+    }
+
+    /// The process at the other end of `fd`, as secretd names callers (`exe:/usr/bin/ssh`,
+    /// `unit:…`, `flatpak:…`), with its process id (SO_PEERCRED).
+    private static func peer(of fd: Int32) -> String {
+        // struct ucred, spelled out (glibc declares it only under _GNU_SOURCE).
+        var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.pid > 0 else {
+            return "an unknown process"
+        }
+        switch CallerIdentity.resolve(pid: credentials.pid, receivedAt: CallerIdentity.ticksSinceBoot()) {
+        case .success(let identity): return "\(identity) (pid \(credentials.pid))"
+        case .failure: return "pid \(credentials.pid)"
+        }
     }
 
     private static func monotonicSeconds() -> Double {
