@@ -377,4 +377,78 @@ struct SSHAgentTests {
         #expect(agent.pinentry?.log.components(separatedBy: "wants to sign").count == 4, "three dialogs")
         agent.daemon.stop()
     }
+
+    @Test("ssh logs in to a real sshd on localhost with each key type from the agent; not while the keyring is locked",
+          .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/sshd"), "needs root and openssh-server"))
+    func sshLogin() throws {
+        let agent = try Agent()
+        let server = agent.fixture.root.appendingPathComponent("sshd")
+        try FileManager.default.createDirectory(at: server, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // sshd's privilege separation directory, as the openssh-server unit makes it.
+        try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let hostKey = server.appendingPathComponent("host_ed25519").path
+        #expect(try agent.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey]).status == 0)
+        var authorized = ""
+        var paths: [String] = []
+        for key in Self.keyTypes where key.name != "ecdsa384" {
+            let path = try agent.makeKey(key.name, type: key.type, bits: key.bits)
+            #expect(try agent.run(["ssh-add", path]).status == 0)
+            authorized += try agent.publicKey(path) + "\n"
+            paths.append(path)
+            try FileManager.default.removeItem(atPath: path)
+        }
+        let authorizedKeys = server.appendingPathComponent("authorized_keys").path
+        try authorized.write(toFile: authorizedKeys, atomically: true, encoding: .utf8)
+        let user = String(cString: getpwuid(getuid()).pointee.pw_name)
+
+        // A port of its own: sshd exits at once when it cannot bind, and another is tried.
+        var sshd: SupervisedProcess?
+        var port = 0
+        for attempt in 0..<10 where sshd == nil {
+            port = 20000 + Int.random(in: 0..<30000)
+            let config = server.appendingPathComponent("sshd_config-\(attempt)").path
+            try """
+                Port \(port)
+                ListenAddress 127.0.0.1
+                HostKey \(hostKey)
+                PidFile none
+                AuthorizedKeysFile \(authorizedKeys)
+                StrictModes no
+                UsePAM no
+                PasswordAuthentication no
+                KbdInteractiveAuthentication no
+                PubkeyAuthentication yes
+                PermitRootLogin prohibit-password
+
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let started = try SupervisedProcess(
+                ["/usr/sbin/sshd", "-D", "-e", "-f", config], environment: agent.fixture.environment,
+                logURL: server.appendingPathComponent("sshd-\(attempt).log"))
+            var listening = false
+            for _ in 0..<100 where started.isRunning && !listening {
+                usleep(50_000)
+                listening = started.log.contains("Server listening")
+            }
+            if listening { sshd = started } else { started.stop() }
+        }
+        let daemon = try #require(sshd, "sshd did not start")
+        defer { daemon.stop() }
+        func ssh(_ keyPath: String) throws -> CommandResult {
+            try agent.run([
+                "ssh", "-F", "/dev/null", "-p", String(port), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+                "-o", "UserKnownHostsFile=\(server.path)/known_hosts", "-o", "IdentitiesOnly=yes", "-o", "IdentityFile=\(keyPath).pub",
+                "\(user)@127.0.0.1", "echo", "logged-in",
+            ], timeout: 30)
+        }
+        for path in paths {
+            let result = try ssh(path)
+            #expect(result.status == 0 && result.text == "logged-in\n", "\(path): \(result.errorOutput) \(daemon.log)")
+        }
+        try agent.lock()
+        let refused = try ssh(paths[0])
+        #expect(refused.status == 255 && refused.errorOutput.contains("Permission denied"), "\(refused.errorOutput)")
+        try agent.unlock()
+        #expect(try ssh(paths[0]).text == "logged-in\n")
+        agent.daemon.stop()
+    }
 }
