@@ -43,8 +43,6 @@ final class SSHAgent {
 
     /// Most keys the agent keeps (a client adding more gets a failure).
     static let maximumKeys = 1024
-    /// The longest comment kept, in bytes.
-    static let maximumCommentLength = 4096
 
     private let keyring: Keyring
     private let offLoop: OffLoop
@@ -210,9 +208,9 @@ final class SSHAgent {
     /// signature or an added key, later.
     func answer(_ message: SecureBytes, from peer: String, reply: @escaping ([UInt8]) -> Void) {
         let failure = SSHWriter.message(.failure)
-        let request: Request
+        let request: SSHAgentRequest
         do {
-            request = try message.withBytes { (bytes) throws(SSHReader.Failure) -> Request in try Request.parse(bytes) }
+            request = try message.withBytes { (bytes) throws(SSHReader.Failure) -> SSHAgentRequest in try SSHAgentRequest.parse(bytes) }
         } catch {
             Log.warning("refused a malformed SSH agent message: \(error)")
             return reply(failure)
@@ -296,7 +294,7 @@ final class SSHAgent {
     /// Checks `key` off the loop (its private part must sign for its public one), then keeps it in
     /// the keyring, replacing a stored key with the same public key; `done(false)` while the
     /// keyring is locked or when the key is refused or cannot be stored.
-    private func add(_ key: AddedKey, comment: String, constraints: Constraints, done: @escaping (Bool) -> Void) {
+    private func add(_ key: SSHAgentRequest.AddedKey, comment: String, constraints: SSHAgentRequest.Constraints, done: @escaping (Bool) -> Void) {
         guard unlockedCollection() != nil else {
             Log.info("refused to add an SSH key: the keyring is locked")
             return done(false)
@@ -330,7 +328,7 @@ final class SSHAgent {
     }
 
     /// Stores a checked key; false while the keyring is locked or when it cannot be stored.
-    private func keep(_ parsed: SSHPrivateKey, fields: SecureBytes, comment: String, constraints: Constraints) -> Bool {
+    private func keep(_ parsed: SSHPrivateKey, fields: SecureBytes, comment: String, constraints: SSHAgentRequest.Constraints) -> Bool {
         guard let (collection, keys) = unlockedCollection() else {
             Log.info("refused to add an SSH key: the keyring is locked")
             return false
@@ -380,99 +378,5 @@ final class SSHAgent {
             if let record = try? keyring.store.item(id: identity.itemID) { delete(record, reason: "asked by a client") }
         }
         return commit()
-    }
-
-    // MARK: - Requests
-
-    /// The private key fields of an added key (key type and fields, no comment), in secure memory.
-    struct AddedKey {
-        var fields: SecureBytes
-    }
-
-    /// What `ssh-add -t` and `-c` ask of an added key.
-    struct Constraints {
-        /// Seconds until the key leaves the agent and the keychain; nil: never.
-        var lifetime: UInt32?
-        /// Whether the person is asked before each signature.
-        var confirm = false
-    }
-
-    /// A parsed agent message.
-    enum Request {
-        case listKeys
-        case sign(blob: [UInt8], data: [UInt8], flags: UInt32)
-        case add(AddedKey, comment: String, constraints: Constraints)
-        case remove(blob: [UInt8])
-        case removeAll
-        /// A message the agent understands and refuses, or does not know (why, for the log).
-        case refused(String)
-
-        /// Reads `bytes` (a message after its length): every field within bounds, nothing left
-        /// over; `SSHReader.Failure` for anything malformed.
-        static func parse(_ bytes: UnsafeRawBufferPointer) throws(SSHReader.Failure) -> Request {
-            var reader = SSHReader(bytes)
-            let type = try reader.byte()
-            let request: Request
-            switch SSHAgentNames.Message(rawValue: type) {
-            case .requestIdentities:
-                request = .listKeys
-            case .signRequest:
-                let blob = try reader.string()
-                let data = try reader.string()
-                let flags = try reader.uint32()
-                request = .sign(blob: blob, data: data, flags: flags)
-            case .addIdentity, .addIdentityConstrained:
-                request = try parseAdd(&reader, constrained: type == SSHAgentNames.Message.addIdentityConstrained.rawValue)
-            case .removeIdentity:
-                request = .remove(blob: try reader.string())
-            case .removeAllIdentities:
-                request = .removeAll
-            case .extension:
-                let name = try reader.text()
-                return .refused("the extension \(name.prefix(64)) is not supported")
-            default:
-                return .refused("message type \(type) is not supported")
-            }
-            guard reader.isAtEnd else { throw .malformed("bytes after the message") }
-            return request
-        }
-
-        /// The key fields (copied into secure memory), the comment and the constraints.
-        private static func parseAdd(_ reader: inout SSHReader, constrained: Bool) throws(SSHReader.Failure) -> Request {
-            let start = reader.offset
-            // The fields' shape is checked when the key is read; here only where they end: the
-            // key type, then the type's number of strings.
-            let type = try reader.text()
-            let fieldCount: Int
-            switch type {
-            case "ssh-ed25519": fieldCount = 2
-            case "ssh-rsa": fieldCount = 6
-            case _ where type.hasPrefix("ecdsa-sha2-"): fieldCount = 3
-            default:
-                return .refused("keys of type \(type.prefix(64)) are not supported")
-            }
-            for _ in 0..<fieldCount { _ = try reader.stringBytes() }
-            let fields = SecureBytes(copying: reader.bytes(from: start))
-            let comment = try reader.text()
-            guard comment.utf8.count <= SSHAgent.maximumCommentLength else { throw .malformed("the comment is too long") }
-            var constraints = Constraints()
-            if constrained {
-                while !reader.isAtEnd {
-                    let constraint = try reader.byte()
-                    switch SSHAgentNames.Constraint(rawValue: constraint) {
-                    case .lifetime:
-                        constraints.lifetime = try reader.uint32()
-                    case .confirm:
-                        constraints.confirm = true
-                    case .extension:
-                        let name = try reader.text()
-                        return .refused("the key constraint \(name.prefix(64)) is not supported")
-                    case nil:
-                        return .refused("key constraint \(constraint) is not supported")
-                    }
-                }
-            }
-            return .add(AddedKey(fields: fields), comment: comment, constraints: constraints)
-        }
     }
 }

@@ -1,12 +1,12 @@
 import FoundationEssentials
-import KeychainCore
-import SecretCrypto
+package import KeychainCore
+package import SecretCrypto
 
 /// A private key the SSH agent signs with, read from the agent protocol's private key fields
 /// (what `ssh-add` sends, and what the keychain keeps: PROTOCOL.agent's key type and its
 /// fields, without the comment). Its secret parts stay in secure memory and are wiped when it
 /// is released.
-struct SSHPrivateKey: Sendable {
+package struct SSHPrivateKey: Sendable {
     /// The secret parts, by kind.
     enum Material: Sendable {
         /// The 32-byte seed and the public key.
@@ -18,7 +18,7 @@ struct SSHPrivateKey: Sendable {
     }
 
     /// Why a key cannot be read or cannot sign; none carries key material.
-    enum Failure: Error, Equatable, CustomStringConvertible {
+    package enum Failure: Error, Equatable, CustomStringConvertible {
         /// The fields are malformed (named).
         case malformed(String)
         /// A key type this agent does not keep (certificates, security keys, DSA).
@@ -30,7 +30,7 @@ struct SSHPrivateKey: Sendable {
         /// The person did not allow the signature (how the dialog ended).
         case declined(String)
 
-        var description: String {
+        package var description: String {
             switch self {
             case .malformed(let what): "a malformed key: \(what)"
             case .unsupported(let type): "keys of type \(type) are not supported"
@@ -46,7 +46,7 @@ struct SSHPrivateKey: Sendable {
     /// The secret parts.
     let material: Material
     /// The public key blob (RFC 4253 §6.6), what clients name the key by.
-    let publicBlob: [UInt8]
+    package let publicBlob: [UInt8]
 
     /// The smallest and largest RSA moduli accepted, in bits (OpenSSH's limits).
     static let rsaBits = 1024...16384
@@ -55,7 +55,7 @@ struct SSHPrivateKey: Sendable {
     static let curves: [String: Gcrypt.Curve] = ["nistp256": .p256, "nistp384": .p384, "nistp521": .p521]
 
     /// Reads a key type and its private fields from `reader` (a comment may follow).
-    static func read(_ reader: inout SSHReader) throws(Failure) -> SSHPrivateKey {
+    package static func read(_ reader: inout SSHReader) throws(Failure) -> SSHPrivateKey {
         do {
             let type = try reader.text()
             switch type {
@@ -131,7 +131,7 @@ struct SSHPrivateKey: Sendable {
     /// The signature blob (RFC 4253 §6.6: its algorithm name and the signature) of `data`. For
     /// RSA, `flags` choose `rsa-sha2-512` (0x04) or `rsa-sha2-256` (0x02); without either the
     /// client asks for SHA-1 `ssh-rsa`, which is refused.
-    func sign(_ data: [UInt8], flags: UInt32) throws(Failure) -> [UInt8] {
+    package func sign(_ data: [UInt8], flags: UInt32) throws(Failure) -> [UInt8] {
         var writer = SSHWriter()
         do {
             switch material {
@@ -169,7 +169,7 @@ struct SSHPrivateKey: Sendable {
 
     /// Checks that the private part belongs to the public one: a signature of a fixed text
     /// made with it must verify with the public key alone.
-    func checkConsistency() throws(Failure) {
+    package func checkConsistency() throws(Failure) {
         let probe = Array("secretd ssh-agent key check".utf8)
         let valid: Bool
         switch material {
