@@ -451,4 +451,29 @@ struct SSHAgentTests {
         #expect(try ssh(paths[0]).text == "logged-in\n")
         agent.daemon.stop()
     }
+
+    @Test("git signs a commit with the agent's key (gpg.format=ssh) and verifies it", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/git")))
+    func gitCommitSigning() throws {
+        let agent = try Agent()
+        let path = try agent.makeKey("git", type: "ed25519")
+        #expect(try agent.run(["ssh-add", path]).status == 0)
+        try FileManager.default.removeItem(atPath: path)
+        let repository = agent.fixture.root.appendingPathComponent("repository").path
+        let signers = agent.keys.appendingPathComponent("git_allowed_signers").path
+        try "alice@example.com \(try agent.publicKey(path))\n".write(toFile: signers, atomically: true, encoding: .utf8)
+        func git(_ arguments: [String]) throws -> CommandResult { try agent.run(["git", "-C", repository] + arguments) }
+        #expect(try agent.run(["git", "init", "-q", repository]).status == 0)
+        for (name, value) in [
+            ("user.name", "Alice"), ("user.email", "alice@example.com"), ("gpg.format", "ssh"), ("user.signingkey", path + ".pub"),
+            ("gpg.ssh.allowedSignersFile", signers),
+        ] {
+            #expect(try git(["config", name, value]).status == 0)
+        }
+        let commit = try git(["commit", "-q", "-S", "--allow-empty", "-m", "signed by the agent"])
+        #expect(commit.status == 0, "\(commit.errorOutput)")
+        let verified = try git(["verify-commit", "HEAD"])
+        #expect(verified.status == 0, "\(verified.errorOutput)")
+        #expect(verified.errorOutput.contains("Good \"git\" signature for alice@example.com"), "\(verified.errorOutput)")
+        agent.daemon.stop()
+    }
 }
