@@ -211,6 +211,12 @@ struct SSHAgentTests {
         let first = try agent.makeKey("first", type: "ed25519")
         let second = try agent.makeKey("second", type: "ecdsa", bits: "256")
         #expect(try agent.run(["ssh-add", first, second]).status == 0)
+        // Adding a key again replaces it (here with a new comment): still one entry.
+        #expect(try agent.run(["ssh-keygen", "-q", "-c", "-C", "renamed@test", "-f", first]).status == 0)
+        #expect(try agent.run(["ssh-add", first]).status == 0)
+        let replaced = try agent.run(["ssh-add", "-l"]).text
+        #expect(replaced.split(separator: "\n").count == 2 && replaced.contains("renamed@test") && !replaced.contains("first@test"),
+                "\(replaced)")
         #expect(try agent.run(["ssh-add", "-d", first + ".pub"]).status == 0)
         let listed = try agent.run(["ssh-add", "-l"]).text
         #expect(!listed.contains(try agent.fingerprint(first)))

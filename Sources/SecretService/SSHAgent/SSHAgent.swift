@@ -334,7 +334,11 @@ final class SSHAgent {
             return false
         }
         let blob = parsed.publicBlob
-        let existing = storedKeys().first { $0.1.attributes[SSHAgentNames.publicKeyAttribute] == Data(blob).base64EncodedString() }
+        let fingerprint = SSHPrivateKey.fingerprint(of: blob)
+        // The stored key with the same public key, found through the attribute index.
+        let existing = ((try? keyring.store.search(
+            [PortalNames.schemaAttribute: SSHAgentNames.schema, SSHAgentNames.fingerprintAttribute: fingerprint], in: collection)) ?? [])
+            .first { $0.accessGroup == SSHAgentNames.accessGroup }
         guard existing != nil || identities.count < Self.maximumKeys else {
             Log.warning("refused to add an SSH key: the agent keeps \(Self.maximumKeys) already")
             return false
@@ -344,7 +348,7 @@ final class SSHAgent {
             AccessGroupNames.attribute: SSHAgentNames.accessGroup,
             ItemAccessibility.attribute: ItemAccessibility.whenUnlockedDeviceOnly.rawValue,
             SSHAgentNames.typeAttribute: parsed.type,
-            SSHAgentNames.fingerprintAttribute: SSHPrivateKey.fingerprint(of: blob),
+            SSHAgentNames.fingerprintAttribute: fingerprint,
             SSHAgentNames.publicKeyAttribute: Data(blob).base64EncodedString(),
             SSHAgentNames.commentAttribute: comment,
         ]
@@ -356,7 +360,7 @@ final class SSHAgent {
             label: comment.isEmpty ? "SSH key" : "SSH key: \(comment)", attributes: attributes, secret: fields,
             contentType: SSHAgentNames.contentType)
         do {
-            if let (record, _) = existing {
+            if let record = existing {
                 _ = try keyring.updateItem(record, in: collection, keys: keys, contents: contents)
             } else {
                 _ = try keyring.createItem(in: collection, keys: keys, contents: contents, creator: "ssh-agent")
