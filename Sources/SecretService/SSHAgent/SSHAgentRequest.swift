@@ -56,12 +56,17 @@ package enum SSHAgentRequest {
             request = .removeAll
         case .extension:
             let name = try reader.text()
-            return .refused("the extension \(name.prefix(64)) is not supported")
+            return .refused("the extension \(printable(name)) is not supported")
         default:
             return .refused("message type \(type) is not supported")
         }
         guard reader.isAtEnd else { throw .malformed("bytes after the message") }
         return request
+    }
+
+    /// A name a client sent, fit for a log line: at most 64 characters, only printable ASCII.
+    package static func printable(_ name: String) -> String {
+        String(name.unicodeScalars.prefix(64).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f ? Character($0) : "?" })
     }
 
     /// The key fields (copied into secure memory), the comment and the constraints.
@@ -75,7 +80,7 @@ package enum SSHAgentRequest {
         case "ssh-ed25519": fieldCount = 2
         case "ssh-rsa": fieldCount = 6
         case _ where type.hasPrefix("ecdsa-sha2-"): fieldCount = 3
-        default: return .refused("keys of type \(type.prefix(64)) are not supported")
+        default: return .refused("keys of type \(printable(type)) are not supported")
         }
         for _ in 0..<fieldCount { _ = try reader.stringBytes() }
         let fields = SecureBytes(copying: reader.bytes(from: start))
@@ -92,7 +97,7 @@ package enum SSHAgentRequest {
                     constraints.confirm = true
                 case .extension:
                     let name = try reader.text()
-                    return .refused("the key constraint \(name.prefix(64)) is not supported")
+                    return .refused("the key constraint \(printable(name)) is not supported")
                 case nil:
                     return .refused("key constraint \(constraint) is not supported")
                 }

@@ -33,7 +33,7 @@ package struct SSHPrivateKey: Sendable {
         package var description: String {
             switch self {
             case .malformed(let what): "a malformed key: \(what)"
-            case .unsupported(let type): "keys of type \(type) are not supported"
+            case .unsupported(let type): "keys of type \(SSHAgentRequest.printable(type)) are not supported"
             case .inconsistent(let what): "an inconsistent key: \(what)"
             case .sha1Refused: "an ssh-rsa (SHA-1) signature was asked for; only rsa-sha2-256 and rsa-sha2-512 are made"
             case .declined(let how): "the person did not allow it (\(how))"
