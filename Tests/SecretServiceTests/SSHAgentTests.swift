@@ -362,25 +362,39 @@ struct SSHAgentTests {
         #expect(try agent.fixture.run([ctl, "ssh", "list"]).status == 5, "no agent: exit status 5")
     }
 
-    @Test("ssh-add -c: each signature asks through pinentry, naming the process; Allow signs, Deny fails; the mark survives a restart")
+    @Test("ssh-add -c: a signature asks through pinentry, naming the process; Allow once, Deny, and Allow for 10 minutes (per program, until a lock)")
     func confirm() throws {
-        var agent = try Agent(pinentryAnswers: ["OK", "NOTOK", "OK"])
+        // Answers: Allow once; Deny; Allow for 10 minutes; (python asks) Deny; after the lock, Allow once.
+        var agent = try Agent(pinentryAnswers: ["OK", "CANCEL", "NOTOK", "CANCEL", "OK"])
         let path = try agent.makeKey("asks", type: "ed25519")
         let added = try agent.run(["ssh-add", "-c", path])
         #expect(added.status == 0, "\(added.errorOutput)")
         try FileManager.default.removeItem(atPath: path)
-        let allowed = try agent.signAndVerify(path)
-        #expect(allowed.verify?.status == 0, "\(allowed.sign.errorOutput)")
+        func dialogs() -> Int { (agent.pinentry?.log.components(separatedBy: "wants to sign").count ?? 1) - 1 }
+        let once = try agent.signAndVerify(path)
+        #expect(once.verify?.status == 0, "\(once.sign.errorOutput)")
         let log = agent.pinentry?.log ?? ""
-        #expect(log.contains("wants to sign with the SSH key"), "\(log)")
-        #expect(log.contains("ssh-keygen"), "the dialog names the process that asked: \(log)")
+        #expect(log.contains("exe:/usr/bin/ssh-keygen (pid "), "the dialog names the process that asked: \(log)")
         #expect(log.contains("asks@test"))
         #expect(try agent.signAndVerify(path).sign.status != 0, "Deny: no signature")
+        #expect(try agent.signAndVerify(path).verify?.status == 0, "Allow for 10 minutes")
+        #expect(try agent.signAndVerify(path).verify?.status == 0, "and again, without asking")
+        #expect(dialogs() == 3)
+        // Another program is asked (and denied here).
+        #expect(try agent.raw(["open:a", "sign:a:0"]) == ["5"])
+        #expect(dialogs() == 4)
+        // A lock forgets the permission; the key is there again after the unlock, and asks.
+        try agent.lock()
+        try agent.unlock()
+        #expect(try agent.signAndVerify(path).verify?.status == 0)
+        #expect(dialogs() == 5)
+        // The mark survives a restart.
         agent.daemon.stop()
         agent.daemon = try agent.fixture.start()
         try agent.waitForSocket()
-        #expect(try agent.signAndVerify(path).verify?.status == 0, "asked again after a restart, and allowed")
-        #expect(agent.pinentry?.log.components(separatedBy: "wants to sign").count == 4, "three dialogs")
+        try agent.pinentry?.setAnswers(["CANCEL"])
+        #expect(try agent.signAndVerify(path).sign.status != 0)
+        #expect(dialogs() == 6)
         agent.daemon.stop()
     }
 

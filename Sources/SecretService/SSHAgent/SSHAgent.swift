@@ -21,8 +21,9 @@ import SecretStore
 /// keys), the agent's own lock (`ssh-add -x`), and every extension message
 /// (`session-bind@openssh.com` included: OpenSSH carries on without it). `ssh-add -t` works:
 /// the key leaves the agent and the keychain when its lifetime ends. `ssh-add -c` works when
-/// secretd.conf names a pinentry: each signature asks the person first, naming the process
-/// that asked; without one such keys are refused.
+/// secretd.conf names a pinentry: a signature asks the person first, naming the process that
+/// asked (allow once, allow that program for ``consentMinutes`` until a lock, or deny);
+/// without one such keys are refused.
 ///
 /// Runs on the main loop's thread; signatures are made off the loop (an RSA key of 16384 bits
 /// takes a while), and that connection waits meanwhile, no other.
@@ -56,6 +57,20 @@ final class SSHAgent {
     private var expiryTimer = 0
     /// True while ``reload()`` runs (the deletions it makes need no other).
     private var reloading = false
+    /// Until when each identity may use each `ssh-add -c` key without asking ("Allow for N
+    /// minutes"); forgotten when the keyring locks.
+    private var consents: [Consent: Date] = [:]
+
+    /// A program's permission to use one key without being asked.
+    private struct Consent: Hashable {
+        /// The program, as secretd names callers (`exe:/usr/bin/ssh`).
+        var identity: String
+        /// The key.
+        var fingerprint: String
+    }
+
+    /// How long "Allow for N minutes" lasts.
+    static let consentMinutes = 10
 
     /// The agent over `keyring`, listening under `runtimeDirectory` (`$XDG_RUNTIME_DIR`); nil when
     /// it cannot listen (logged).
@@ -146,6 +161,7 @@ final class SSHAgent {
         reloading = true
         defer { reloading = false }
         let now = UInt64(max(0, clock().timeIntervalSince1970))
+        if unlockedCollection() == nil { consents = [:] }
         var expired: [Store.ItemRecord] = []
         identities = storedKeys().compactMap { record, contents in
             let attributes = contents.attributes
@@ -206,7 +222,7 @@ final class SSHAgent {
 
     /// Answers one agent message (its bytes after the length) from `peer`, now or, for a
     /// signature or an added key, later.
-    func answer(_ message: SecureBytes, from peer: String, reply: @escaping ([UInt8]) -> Void) {
+    func answer(_ message: SecureBytes, from peer: SSHAgentSocket.Peer, reply: @escaping ([UInt8]) -> Void) {
         let failure = SSHWriter.message(.failure)
         let request: SSHAgentRequest
         do {
@@ -245,13 +261,53 @@ final class SSHAgent {
         }
     }
 
-    /// Signs `data` with the key `blob` names, off the loop; a failure at once when the keyring
-    /// is locked or the key is not the agent's.
-    private func sign(_ blob: [UInt8], data: [UInt8], flags: UInt32, for peer: String, reply: @escaping ([UInt8]) -> Void) {
+    /// Signs `data` with the key `blob` names, off the loop, once the person allowed it for a key
+    /// added with `ssh-add -c`; a failure at once when the keyring is locked or the key is not
+    /// the agent's.
+    private func sign(
+        _ blob: [UInt8], data: [UInt8], flags: UInt32, for peer: SSHAgentSocket.Peer, reply: @escaping ([UInt8]) -> Void
+    ) {
+        let now = clock()
+        guard let identity = listed(blob), unlockedCollection() != nil else { return reply(SSHWriter.message(.failure)) }
+        let fingerprint = SSHPrivateKey.fingerprint(of: blob)
+        let consent = peer.identity.map { Consent(identity: $0, fingerprint: fingerprint) }
+        guard identity.confirm, consent.flatMap({ consents[$0] }).map({ $0 <= now }) ?? true else {
+            return signAllowed(blob, data: data, flags: flags, reply: reply)
+        }
+        guard let pinentry else { return reply(SSHWriter.message(.failure)) }
+        let name = identity.comment.isEmpty ? fingerprint : "“\(identity.comment)” (\(fingerprint))"
+        let description = "\(peer.description) wants to sign with the SSH key \(name)."
+        let remember = consent != nil
+        offLoop.run(named: "ssh-confirm", {
+            Pinentry.choose(
+                program: pinentry, title: "Use SSH key", description: description, ok: "Allow once",
+                notOK: remember ? "Allow for \(Self.consentMinutes) minutes" : "Allow once", cancel: "Deny")
+        }, done: { [weak self] choice in
+            guard let self else { return reply(SSHWriter.message(.failure)) }
+            switch choice {
+            case .ok:
+                self.signAllowed(blob, data: data, flags: flags, reply: reply)
+            case .notOK:
+                if let consent { self.consents[consent] = self.clock().addingTimeInterval(Double(Self.consentMinutes * 60)) }
+                self.signAllowed(blob, data: data, flags: flags, reply: reply)
+            case .cancelled, .failed:
+                Log.info("no signature with SSH key \(identity.itemID) for \(peer.description): the person did not allow it (\(choice))")
+                reply(SSHWriter.message(.failure))
+            }
+        })
+    }
+
+    /// The listed key whose public blob is `blob`, unless its lifetime is over.
+    private func listed(_ blob: [UInt8]) -> Identity? {
         let now = UInt64(max(0, clock().timeIntervalSince1970))
-        guard let identity = identities.first(where: { $0.publicBlob == blob }), (identity.expires ?? .max) > now,
-            let (collection, keys) = unlockedCollection(), let record = try? keyring.store.item(id: identity.itemID),
-            record.collectionID == collection.id
+        return identities.first { $0.publicBlob == blob && ($0.expires ?? .max) > now }
+    }
+
+    /// Opens the key `blob` names from the keyring (still unlocked, the key still there) and
+    /// signs off the loop; the key is wiped once it has signed.
+    private func signAllowed(_ blob: [UInt8], data: [UInt8], flags: UInt32, reply: @escaping ([UInt8]) -> Void) {
+        guard let identity = listed(blob), let (collection, keys) = unlockedCollection(),
+            let record = try? keyring.store.item(id: identity.itemID), record.collectionID == collection.id
         else { return reply(SSHWriter.message(.failure)) }
         let key: SSHPrivateKey
         do {
@@ -264,21 +320,9 @@ final class SSHAgent {
             Log.error("cannot open SSH key \(record.id): \(error)")
             return reply(SSHWriter.message(.failure))
         }
-        var question: (program: String, description: String)?
-        if identity.confirm {
-            guard let pinentry else { return reply(SSHWriter.message(.failure)) }
-            let name = identity.comment.isEmpty ? SSHPrivateKey.fingerprint(of: blob) : "“\(identity.comment)” (\(SSHPrivateKey.fingerprint(of: blob)))"
-            question = (pinentry, "\(peer) wants to sign with the SSH key \(name).")
-        }
-        let box = UncheckedBox((key, data, flags, question))
+        let box = UncheckedBox((key, data, flags))
         offLoop.run(named: "ssh-sign", { () -> Result<[UInt8], SSHPrivateKey.Failure> in
-            let (key, data, flags, question) = box.value
-            if let question {
-                let choice = Pinentry.choose(
-                    program: question.program, title: "Use SSH key", description: question.description, ok: "Allow",
-                    notOK: "Deny", cancel: "Cancel")
-                guard choice == .ok else { return .failure(.declined("\(choice)")) }
-            }
+            let (key, data, flags) = box.value
             return Result { () throws(SSHPrivateKey.Failure) in try key.sign(data, flags: flags) }
         }, done: { result in
             switch result {

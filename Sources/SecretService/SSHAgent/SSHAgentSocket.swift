@@ -14,9 +14,28 @@ import SecretCrypto
 /// only for its own reply. Runs on the main loop. The agent's only file with socket calls.
 final class SSHAgentSocket {
     /// What the socket does with a whole message (its bytes after the length, in secure
-    /// memory) from `peer` (who connected, as `ps` would name it): calls `reply` once with the
-    /// reply's bytes (length included), now or later.
-    typealias Handler = (_ message: SecureBytes, _ peer: String, _ reply: @escaping ([UInt8]) -> Void) -> Void
+    /// memory) from `peer`: calls `reply` once with the reply's bytes (length included), now or
+    /// later.
+    typealias Handler = (_ message: SecureBytes, _ peer: Peer, _ reply: @escaping ([UInt8]) -> Void) -> Void
+
+    /// Who connected, read when it connected (SO_PEERCRED, then `/proc`).
+    struct Peer {
+        /// The process as secretd names callers (`exe:/usr/bin/ssh`, `unit:…`, `flatpak:…`);
+        /// nil when it could not be told.
+        var identity: String?
+        /// Its process id; nil when the kernel did not say.
+        var pid: Int32?
+
+        /// The identity and the process id, for the person and the log.
+        var description: String {
+            switch (identity, pid) {
+            case (let identity?, let pid?): "\(identity) (pid \(pid))"
+            case (nil, let pid?): "pid \(pid)"
+            case (let identity?, nil): identity
+            case (nil, nil): "an unknown process"
+            }
+        }
+    }
 
     /// Connections served at once; more are closed at once.
     static let maximumConnections = 64
@@ -35,8 +54,8 @@ final class SSHAgentSocket {
     /// One client: the message arriving (length first, then the body in secure memory).
     private final class Connection {
         let fd: Int32
-        /// Who connected: its identity and process id, read when it connected.
-        var peer = "an unknown process"
+        /// Who connected.
+        var peer = Peer()
         var watch: UInt32 = 0
         var header: [UInt8] = []
         var message: SecureBytes?
@@ -237,19 +256,14 @@ final class SSHAgentSocket {
         listen(to: connection)
     }
 
-    /// The process at the other end of `fd`, as secretd names callers (`exe:/usr/bin/ssh`,
-    /// `unit:…`, `flatpak:…`), with its process id (SO_PEERCRED).
-    private static func peer(of fd: Int32) -> String {
+    /// The process at the other end of `fd` (SO_PEERCRED), named as secretd names callers.
+    private static func peer(of fd: Int32) -> Peer {
         // struct ucred, spelled out (glibc declares it only under _GNU_SOURCE).
         var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
         var length = socklen_t(MemoryLayout.size(ofValue: credentials))
-        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.pid > 0 else {
-            return "an unknown process"
-        }
-        switch CallerIdentity.resolve(pid: credentials.pid, receivedAt: CallerIdentity.ticksSinceBoot()) {
-        case .success(let identity): return "\(identity) (pid \(credentials.pid))"
-        case .failure: return "pid \(credentials.pid)"
-        }
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.pid > 0 else { return Peer() }
+        let identity = try? CallerIdentity.resolve(pid: credentials.pid, receivedAt: CallerIdentity.ticksSinceBoot()).get()
+        return Peer(identity: identity?.description, pid: credentials.pid)
     }
 
     private static func monotonicSeconds() -> Double {

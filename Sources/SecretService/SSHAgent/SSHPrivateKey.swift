@@ -27,8 +27,6 @@ package struct SSHPrivateKey: Sendable {
         case inconsistent(String)
         /// The client asked for a SHA-1 `ssh-rsa` signature, which this agent does not make.
         case sha1Refused
-        /// The person did not allow the signature (how the dialog ended).
-        case declined(String)
 
         package var description: String {
             switch self {
@@ -36,7 +34,6 @@ package struct SSHPrivateKey: Sendable {
             case .unsupported(let type): "keys of type \(SSHAgentRequest.printable(type)) are not supported"
             case .inconsistent(let what): "an inconsistent key: \(what)"
             case .sha1Refused: "an ssh-rsa (SHA-1) signature was asked for; only rsa-sha2-256 and rsa-sha2-512 are made"
-            case .declined(let how): "the person did not allow it (\(how))"
             }
         }
     }
