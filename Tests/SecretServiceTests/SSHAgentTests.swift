@@ -294,8 +294,10 @@ import Testing
             "send:good:000000010b", "recv:good",  // another client is served meanwhile
             "send:bad:7fffffff", "recv:bad", "recv:bad",  // oversized: a failure, then closed
             "open:after", "send:after:000000010b", "recv:after",
+            "recv:stalled",  // closed once its message is 10 s late
         ])
-        #expect(results == ["5", "5", "5", "5", "5", "5", "12", "5", "closed", "12"], "\(results)")
+        #expect(results == ["5", "5", "5", "5", "5", "5", "12", "5", "closed", "12", "closed"], "\(results)")
+        #expect(agent.daemon.log.contains("an SSH agent client sent no complete message in 10 s; closed"))
         #expect(try agent.run(["ssh-add", "-l"]).text.contains(try agent.fingerprint(path)))
         #expect(agent.daemon.isRunning)
         agent.daemon.stop()

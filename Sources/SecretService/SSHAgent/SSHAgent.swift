@@ -248,10 +248,14 @@ final class SSHAgent {
         }
     }
 
-    /// The keys, or none while the keyring is locked.
+    /// The keys, or none while the keyring is locked; as many as fit in one message.
     private func identitiesAnswer() -> [UInt8] {
         let now = UInt64(max(0, clock().timeIntervalSince1970))
-        let listed = identities.filter { ($0.expires ?? .max) > now }
+        var size = 9
+        let listed = identities.filter { ($0.expires ?? .max) > now }.prefix { identity in
+            size += 8 + identity.publicBlob.count + identity.comment.utf8.count
+            return size <= SSHAgentNames.maximumMessageLength
+        }
         return SSHWriter.message(.identitiesAnswer) { writer in
             writer.uint32(UInt32(listed.count))
             for identity in listed {

@@ -60,8 +60,10 @@ final class SSHAgentSocket {
         var header: [UInt8] = []
         var message: SecureBytes?
         var filled = 0
-        /// Counts the messages begun, so that a timer knows whether its message is still arriving.
-        var started = 0
+        /// When the message arriving must be whole (monotonic seconds); nil: none is arriving.
+        var deadline: Double?
+        /// Whether the connection's one timer is set (it checks ``deadline``).
+        var timerSet = false
         /// Whether a message is with the handler (nothing more is read until it replies).
         var answering = false
         init(fd: Int32) { self.fd = fd }
@@ -188,7 +190,7 @@ final class SSHAgentSocket {
             guard connection.filled == message.count else { continue }
             connection.message = nil
             connection.header = []
-            connection.started += 1  // the message's timer no longer applies
+            connection.deadline = nil
             connection.answering = true
             handler(message, connection.peer) { [weak self, weak connection] reply in
                 guard let self, let connection, self.connections[connection.fd] === connection else { return }
@@ -201,7 +203,7 @@ final class SSHAgentSocket {
 
     /// Sends `reply` at once, without reading further first.
     private func answer(_ connection: Connection, _ reply: [UInt8]) -> Bool {
-        connection.started += 1
+        connection.deadline = nil
         send(reply, to: connection, thenClose: false)
         return false
     }
@@ -213,14 +215,34 @@ final class SSHAgentSocket {
         return false
     }
 
-    /// Closes the connection when its message has not arrived whole in ``messageTimeout``.
+    /// Closes the connection when its message has not arrived whole in ``messageTimeout``. One
+    /// timer per connection at most, however many messages it sends.
     private func startTimer(_ connection: Connection) {
-        connection.started += 1
-        let message = connection.started
-        MainLoop.after(seconds: Self.messageTimeout) { [weak self, weak connection] in
-            guard let self, let connection, connection.started == message, !connection.answering else { return }
+        let deadline = Self.monotonicSeconds() + Self.messageTimeout
+        connection.deadline = deadline
+        armTimer(connection, at: deadline)
+    }
+
+    /// Sets the connection's timer for `deadline`, unless one is set (it fires earlier, and
+    /// looks again then).
+    private func armTimer(_ connection: Connection, at deadline: Double) {
+        guard !connection.timerSet else { return }
+        connection.timerSet = true
+        MainLoop.after(seconds: max(0, deadline - Self.monotonicSeconds())) { [weak self, weak connection] in
+            guard let self, let connection else { return }
+            connection.timerSet = false
+            self.checkDeadline(connection)
+        }
+    }
+
+    /// Closes the connection if its message is late; else waits for its deadline.
+    private func checkDeadline(_ connection: Connection) {
+        guard let deadline = connection.deadline, !connection.answering, connections[connection.fd] === connection else { return }
+        if Self.monotonicSeconds() >= deadline {
             Log.warning("an SSH agent client sent no complete message in \(Int(Self.messageTimeout)) s; closed")
-            self.finish(connection)
+            finish(connection)
+        } else {
+            armTimer(connection, at: deadline)
         }
     }
 
