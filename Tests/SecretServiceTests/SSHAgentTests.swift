@@ -23,8 +23,11 @@ import Testing
         /// The stand-in for the person, when the test configured one.
         let pinentry: ScriptedPinentry?
 
-        /// With `pinentryAnswers`, secretd.conf names a scripted pinentry that gives them.
-        init(pinentryAnswers: [String]? = nil) throws {
+        /// With `pinentryAnswers`, secretd.conf names a scripted pinentry that gives them. With
+        /// `socketActivated`, secretd is started as systemd's `secretd.socket` starts it: by
+        /// `systemd-socket-activate`, which listens on the login and agent sockets and starts
+        /// secretd with them at the first connection.
+        init(pinentryAnswers: [String]? = nil, socketActivated: Bool = false) throws {
             try #require(
                 FileManager.default.isExecutableFile(atPath: "/usr/bin/ssh-add"), "needs the Debian package openssh-client (the Makefile's DEB_TEST)")
             fixture = try SecretdFixture()
@@ -36,7 +39,20 @@ import Testing
             } else {
                 pinentry = nil
             }
-            daemon = try fixture.start()
+            if socketActivated {
+                let run = fixture.root.appendingPathComponent("run/secretd")
+                try FileManager.default.createDirectory(at: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                // systemd-socket-activate passes its child only the variables named with -E.
+                let variables = fixture.environment.sorted { $0.key < $1.key }.flatMap { ["-E", "\($0.key)=\($0.value)"] }
+                daemon = try SupervisedProcess(
+                    ["systemd-socket-activate", "-l", run.appendingPathComponent("control").path, "-l",
+                     run.appendingPathComponent("ssh-agent").path] + variables + [SecretdFixture.secretdPath, "--foreground", "--data-dir",
+                     fixture.dataDirectory.path, "--config-dir", fixture.configDirectory.path, "--unlock"],
+                    environment: fixture.environment, standardInput: Data("login-password".utf8),
+                    logURL: fixture.root.appendingPathComponent("secretd-activated.log"))
+            } else {
+                daemon = try fixture.start()
+            }
             keys = fixture.root.appendingPathComponent("keys")
             try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             _ = try waitForSocket()
@@ -499,5 +515,29 @@ import Testing
         #expect(verified.status == 0, "\(verified.errorOutput)")
         #expect(verified.errorOutput.contains("Good \"git\" signature for alice@example.com"), "\(verified.errorOutput)")
         agent.daemon.stop()
+    }
+
+    @Test("started by its sockets as secretd.socket starts it: the first ssh-add starts secretd, which serves the agent and login sockets it was given")
+    func socketActivation() throws {
+        let agent = try Agent(socketActivated: true)
+        let path = try agent.makeKey("activated", type: "ed25519")
+        let added = try agent.run(["ssh-add", path])
+        #expect(added.status == 0, "\(added.errorOutput) \(agent.daemon.log)")
+        #expect(try agent.run(["ssh-add", "-l"]).text.contains(try agent.fingerprint(path)))
+        // The login socket it was given answers too (a ping: 0).
+        let ping = """
+            import socket, struct, sys
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(20)
+            s.connect(sys.argv[1])
+            s.sendall(struct.pack(">II", 8, 3))
+            reply = s.recv(16)
+            print(struct.unpack(">II", reply)[1] if len(reply) == 8 else "none")
+            """
+        let control = agent.fixture.root.appendingPathComponent("run/secretd/control").path
+        #expect(try agent.fixture.runPython(ping, named: "ping.py", [control]).text == "0\n")
+        agent.daemon.stop()
+        // The sockets are systemd's (here systemd-socket-activate's): secretd leaves them in place.
+        #expect(FileManager.default.fileExists(atPath: agent.socket))
     }
 }

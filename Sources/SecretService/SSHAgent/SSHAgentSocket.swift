@@ -46,6 +46,9 @@ final class SSHAgentSocket {
 
     /// The path it listens on.
     let path: String
+    /// Whether secretd bound the path itself (and removes it on ``close()``), rather than
+    /// systemd's `secretd.socket`.
+    private let boundItself: Bool
     private let listener: Int32
     private let handler: Handler
     private var listenerWatch: UInt32 = 0
@@ -69,14 +72,31 @@ final class SSHAgentSocket {
         init(fd: Int32) { self.fd = fd }
     }
 
-    /// Listens at `runtimeDirectory`'s `secretd/ssh-agent`; nil (after logging why) when it
-    /// cannot, or when another process answers there already.
+    /// Takes the socket systemd passed (`secretd.socket`'s `ssh-agent`), or else listens at
+    /// `runtimeDirectory`'s `secretd/ssh-agent`; nil (after logging why) when neither can be
+    /// had, or when another process answers there already.
     init?(runtimeDirectory: String?, handler: @escaping Handler) {
         guard let runtimeDirectory, runtimeDirectory.hasPrefix("/") else { return nil }
         self.handler = handler
-        let directory = runtimeDirectory + "/" + SSHAgentNames.directoryName
         path = SSHAgentNames.socketPath(runtimeDirectory: runtimeDirectory)
-        guard Self.makePrivateDirectory(directory) else { return nil }
+        if let passed = SystemdSockets.take(named: SSHAgentNames.socketName) {
+            listener = passed
+            boundItself = false
+        } else {
+            guard let bound = Self.listen(at: path, in: runtimeDirectory + "/" + SSHAgentNames.directoryName) else { return nil }
+            listener = bound
+            boundItself = true
+        }
+        listenerWatch = MainLoop.watch(fd: listener) { [weak self] in
+            self?.acceptWaiting()
+            return true
+        }
+    }
+
+    /// Listens at `path` in the private `directory` (made if missing); nil (after logging why)
+    /// when it cannot, or when another process answers there already.
+    private static func listen(at path: String, in directory: String) -> Int32? {
+        guard makePrivateDirectory(directory) else { return nil }
         var status = stat()
         if lstat(path, &status) == 0 {
             guard (status.st_mode & S_IFMT) == S_IFSOCK, status.st_uid == getuid() else {
@@ -94,11 +114,7 @@ final class SSHAgentSocket {
             Log.warning("cannot listen on \(path): \(String(cString: strerror(errno))); no SSH agent")
             return nil
         }
-        listener = fd
-        listenerWatch = MainLoop.watch(fd: listener) { [weak self] in
-            self?.acceptWaiting()
-            return true
-        }
+        return fd
     }
 
     /// Stops listening, closes every connection and removes the socket.
@@ -106,7 +122,7 @@ final class SSHAgentSocket {
         MainLoop.removeWatch(listenerWatch)
         for connection in Array(connections.values) { finish(connection) }
         Glibc.close(listener)
-        unlink(path)
+        if boundItself { unlink(path) }
     }
 
     /// Creates `path` as a 0700 directory of this user, or checks that it is one (not a link).
