@@ -9,7 +9,8 @@ import SecretCrypto
 /// to secretd (`LISTEN_FDS`); without it, secretd listens on `$XDG_RUNTIME_DIR/secretd/control`
 /// itself. Only connections from secretd's own uid are answered; each carries one request,
 /// gets one reply and is closed, and one that has not sent its request within the protocol's
-/// timeout is closed without a reply. Runs on the main loop. The only file with socket calls.
+/// timeout is closed without a reply. Runs on the main loop. With SSHAgentSocket and
+/// SystemdSockets, the only file with socket calls.
 ///
 /// Who sent a request: the kernel attaches the real uid of the sending process to each byte
 /// (SO_PASSCRED). A request whose every byte came from real uid 0 is root's PAM stack (the
