@@ -1,6 +1,6 @@
 import FoundationEssentials
 package import KeychainCore
-package import SecretCrypto
+import SecretCrypto
 
 /// A private key the SSH agent signs with, read from the agent protocol's private key fields
 /// (what `ssh-add` sends, and what the keychain keeps: PROTOCOL.agent's key type and its
