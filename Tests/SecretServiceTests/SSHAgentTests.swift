@@ -540,4 +540,46 @@ import Testing
         // The sockets are systemd's (here systemd-socket-activate's): secretd leaves them in place.
         #expect(FileManager.default.fileExists(atPath: agent.socket))
     }
+
+    @Test("out of file descriptors, the agent stops accepting for a second and serves again once some are free")
+    func descriptorsUsedUp() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try SupervisedProcess(
+            ["/bin/sh", "-c", "ulimit -n 64; exec \"$0\" \"$@\"", SecretdFixture.secretdPath, "--foreground", "--data-dir",
+             fixture.dataDirectory.path, "--config-dir", fixture.configDirectory.path, "--unlock"],
+            environment: fixture.environment, standardInput: Data("login-password".utf8),
+            logURL: fixture.root.appendingPathComponent("secretd-few-files.log"))
+        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
+        let socket = fixture.root.appendingPathComponent("run/secretd/ssh-agent").path
+        let client = """
+            import socket, struct, sys, time
+            held = []
+            for _ in range(63):
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(sys.argv[1])
+                held.append(s)
+            time.sleep(1)
+            for s in held:
+                s.close()
+            for attempt in range(50):
+                s = socket.socket(socket.AF_UNIX)
+                s.settimeout(2)
+                s.connect(sys.argv[1])
+                s.sendall(struct.pack(">IB", 1, 11))
+                try:
+                    reply = s.recv(5)
+                    if len(reply) == 5:
+                        print(reply[4])
+                        break
+                except OSError:
+                    pass
+                s.close()
+                time.sleep(0.2)
+            """
+        let result = try fixture.runPython(client, named: "many.py", [socket])
+        #expect(result.text == "12\n", "\(result.text) \(result.errorOutput)")
+        #expect(daemon.log.contains("no file descriptor left"), "\(daemon.log)")
+        #expect(daemon.isRunning)
+        daemon.stop()
+    }
 }

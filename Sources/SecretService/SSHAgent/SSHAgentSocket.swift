@@ -52,6 +52,8 @@ final class SSHAgentSocket {
     private let listener: Int32
     private let handler: Handler
     private var listenerWatch: UInt32 = 0
+    /// Set by ``close()``.
+    private var closed = false
     private var connections: [Int32: Connection] = [:]
 
     /// One client: the message arriving (length first, then the body in secure memory).
@@ -87,9 +89,26 @@ final class SSHAgentSocket {
             listener = bound
             boundItself = true
         }
+        watchListener()
+    }
+
+    private func watchListener() {
         listenerWatch = MainLoop.watch(fd: listener) { [weak self] in
             self?.acceptWaiting()
             return true
+        }
+    }
+
+    /// Stops accepting for a second: out of descriptors, the waiting connection would keep the
+    /// listener readable and the main loop spinning.
+    private func pauseListening() {
+        guard listenerWatch != 0 else { return }
+        Log.warning("cannot accept an SSH agent connection: no file descriptor left; trying again in 1 s")
+        MainLoop.removeWatch(listenerWatch)
+        listenerWatch = 0
+        MainLoop.after(seconds: 1) { [weak self] in
+            guard let self, self.listenerWatch == 0, !self.closed else { return }
+            self.watchListener()
         }
     }
 
@@ -119,7 +138,9 @@ final class SSHAgentSocket {
 
     /// Stops listening, closes every connection and removes the socket.
     func close() {
-        MainLoop.removeWatch(listenerWatch)
+        closed = true
+        if listenerWatch != 0 { MainLoop.removeWatch(listenerWatch) }
+        listenerWatch = 0
         for connection in Array(connections.values) { finish(connection) }
         Glibc.close(listener)
         if boundItself { unlink(path) }
@@ -142,7 +163,10 @@ final class SSHAgentSocket {
     private func acceptWaiting() {
         while true {
             let fd = keychain_accept(listener)
-            guard fd >= 0 else { return }
+            guard fd >= 0 else {
+                if errno == EMFILE || errno == ENFILE { pauseListening() }
+                return
+            }
             guard connections.count < Self.maximumConnections else {
                 Log.warning("refused an SSH agent connection: \(Self.maximumConnections) are open")
                 Glibc.close(fd)
