@@ -19,6 +19,12 @@ enum SshCommand: Verb {
         ])
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
+        guard ["list", "remove", "export-public"].contains(parsed[Self.action]) else {
+            throw .usage("unknown ssh action '\(parsed[Self.action])' (list, remove, export-public)", command: spec.name)
+        }
+        if parsed[Self.action] == "remove" && parsed[Self.key] == nil {
+            throw .usage("remove needs a KEY (fingerprint or comment)", command: spec.name)
+        }
         let agent = try SSHAgentClient()
         defer { agent.close() }
         let keys = try agent.keys()
