@@ -204,7 +204,9 @@ public final class Daemon: BusHandler {
                 self.handleLoginControl(request, origin: origin, reply: reply)
             }
         }
-        if busName == SecretServiceNames.busName { sshAgent = SSHAgent(keyring: keyring, runtimeDirectory: options.runtimeDirectory, pinentry: options.configuration.pinentry) }
+        if busName == SecretServiceNames.busName {
+            sshAgent = SSHAgent(keyring: keyring, runtimeDirectory: options.runtimeDirectory, pinentry: options.configuration.pinentry)
+        }
         MainLoop.onSignal(SIGHUP) { [weak self] in self?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
         listenToLogind()
