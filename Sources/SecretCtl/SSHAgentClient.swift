@@ -21,9 +21,9 @@ struct SSHAgentClient {
             }
         }
 
-        /// Its SHA-256 fingerprint, as `ssh-keygen -l` shows it.
+        /// Its SHA-256 fingerprint, as `ssh-add -l` shows it (a certificate's is its key's).
         var fingerprint: String {
-            "SHA256:" + Data(Gcrypt.sha256(blob)).base64EncodedString().prefix { $0 != "=" }
+            "SHA256:" + Data(Gcrypt.sha256(SSHPublicKey.plainBlob(blob) ?? blob)).base64EncodedString().prefix { $0 != "=" }
         }
 
         /// Its `authorized_keys` line: type, base64 blob, comment.

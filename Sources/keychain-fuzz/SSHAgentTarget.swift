@@ -26,11 +26,9 @@ enum SSHAgentTarget {
             }
         }
         guard case .success(let privateKey) = read else { return }
-        let type = privateKey.publicBlob.withUnsafeBytes { buffer in
-            var reader = SSHReader(buffer)
-            return try? reader.text()
-        }
-        require(type?.isEmpty == false, "a key's public blob does not start with its type")
+        require(SSHPublicKey.typeName(of: privateKey.publicBlob) == privateKey.typeName, "a key's public blob does not start with its type")
+        require(SSHPublicKey.plainBlob(privateKey.publicBlob) == privateKey.plainBlob, "a certificate's key is not the key")
+        let type = SSHPublicKey.typeName(of: privateKey.plainBlob)
         // Random fields rarely make a consistent key; when they pass the check, they must sign.
         guard (try? privateKey.checkConsistency()) != nil else { return }
         for flags: UInt32 in [0, 2, 4] {

@@ -582,4 +582,36 @@ import Testing
         #expect(daemon.isRunning)
         daemon.stop()
     }
+
+    @Test("a certificate added with its key is listed and signs with it (ssh-keygen -Y with the certificate, verified against its CA)")
+    func certificate() throws {
+        let agent = try Agent()
+        let ca = try agent.makeKey("ca", type: "ed25519")
+        for key in Self.keyTypes where ["ed25519", "ecdsa256", "rsa"].contains(key.name) {
+            let path = try agent.makeKey(key.name, type: key.type, bits: key.bits)
+            let signed = try agent.run(["ssh-keygen", "-q", "-s", ca, "-I", "test-cert", "-n", "signer@test", path + ".pub"])
+            #expect(signed.status == 0, "\(signed.errorOutput)")
+            let added = try agent.run(["ssh-add", path])
+            #expect(added.status == 0 && added.errorOutput.contains("Certificate added"), "\(key.name): \(added.errorOutput) \(agent.daemon.log)")
+            try FileManager.default.removeItem(atPath: path)
+            let certificate = try String(contentsOfFile: path + "-cert.pub", encoding: .utf8).split(separator: " ").prefix(2).joined(separator: " ")
+            #expect(try agent.run(["ssh-add", "-L"]).text.contains(certificate), "\(key.name): the certificate is listed")
+            // Signed with the certificate, verified through the CA that issued it.
+            let file = agent.keys.appendingPathComponent("signed-\(key.name)").path
+            try "certified\n".write(toFile: file, atomically: true, encoding: .utf8)
+            let sign = try agent.run(["ssh-keygen", "-Y", "sign", "-f", path + "-cert.pub", "-n", "git", file])
+            #expect(sign.status == 0, "\(key.name): \(sign.errorOutput)")
+            let signers = agent.keys.appendingPathComponent("ca_signers").path
+            try "signer@test cert-authority \(try agent.publicKey(ca))\n".write(toFile: signers, atomically: true, encoding: .utf8)
+            let verify = try agent.run(
+                ["ssh-keygen", "-Y", "verify", "-f", signers, "-I", "signer@test", "-n", "git", "-s", file + ".sig"], input: "certified\n")
+            #expect(verify.status == 0, "\(key.name): \(verify.errorOutput) \(verify.text)")
+        }
+        // Key and certificate are two entries with one fingerprint; both survive a restart.
+        let listed = try agent.run(["ssh-add", "-l"]).text.split(separator: "\n")
+        #expect(listed.count == 6, "\(listed)")
+        #expect(try agent.fixture.run([SecretdFixture.secretctlPath, "ssh", "list"]).text.split(separator: "\n").count == 6)
+        #expect(Set(listed.map { $0.split(separator: " ")[1] }).count == 3)
+        agent.daemon.stop()
+    }
 }

@@ -17,8 +17,8 @@ import SecretStore
 /// secure memory, and wiped once it has signed.
 ///
 /// Refused with a failure: SHA-1 `ssh-rsa` signatures (a sign request without the rsa-sha2
-/// flags), keys added with extension constraints (`-h` destinations, certificates, security
-/// keys), the agent's own lock (`ssh-add -x`), and every extension message
+/// flags), keys added with extension constraints (`-h` destinations, security key providers),
+/// security keys and DSA keys, the agent's own lock (`ssh-add -x`), and every extension message
 /// (`session-bind@openssh.com` included: OpenSSH carries on without it). `ssh-add -t` works:
 /// the key leaves the agent and the keychain when its lifetime ends. `ssh-add -c` works when
 /// secretd.conf names a pinentry: a signature asks the person first, naming the process that
@@ -273,7 +273,7 @@ final class SSHAgent {
     ) {
         let now = clock()
         guard let identity = listed(blob), unlockedCollection() != nil else { return reply(SSHWriter.message(.failure)) }
-        let fingerprint = SSHPrivateKey.fingerprint(of: blob)
+        let fingerprint = SSHPrivateKey.fingerprint(of: SSHPublicKey.plainBlob(blob) ?? blob)
         let consent = peer.identity.map { Consent(identity: $0, fingerprint: fingerprint) }
         guard identity.confirm, consent.flatMap({ consents[$0] }).map({ $0 <= now }) ?? true else {
             return signAllowed(blob, data: data, flags: flags, reply: reply)
@@ -382,11 +382,17 @@ final class SSHAgent {
             return false
         }
         let blob = parsed.publicBlob
-        let fingerprint = SSHPrivateKey.fingerprint(of: blob)
-        // The stored key with the same public key, found through the attribute index.
+        let encoded = Data(blob).base64EncodedString()
+        // The fingerprint `ssh-add -l` shows: a certificate's is its key's.
+        let fingerprint = SSHPrivateKey.fingerprint(of: parsed.plainBlob)
+        // The stored key with the same public blob (a key and its certificate share the
+        // fingerprint), found through the attribute index.
         let existing = ((try? keyring.store.search(
             [PortalNames.schemaAttribute: SSHAgentNames.schema, SSHAgentNames.fingerprintAttribute: fingerprint], in: collection)) ?? [])
-            .first { $0.accessGroup == SSHAgentNames.accessGroup }
+            .first { record in
+                record.accessGroup == SSHAgentNames.accessGroup
+                    && (try? keyring.store.readItem(record, in: collection, keys: keys))?.attributes[SSHAgentNames.publicKeyAttribute] == encoded
+            }
         guard existing != nil || identities.count < Self.maximumKeys else {
             Log.warning("refused to add an SSH key: the agent keeps \(Self.maximumKeys) already")
             return false
@@ -395,9 +401,9 @@ final class SSHAgent {
             PortalNames.schemaAttribute: SSHAgentNames.schema,
             AccessGroupNames.attribute: SSHAgentNames.accessGroup,
             ItemAccessibility.attribute: ItemAccessibility.whenUnlockedDeviceOnly.rawValue,
-            SSHAgentNames.typeAttribute: parsed.type,
+            SSHAgentNames.typeAttribute: parsed.typeName,
             SSHAgentNames.fingerprintAttribute: fingerprint,
-            SSHAgentNames.publicKeyAttribute: Data(blob).base64EncodedString(),
+            SSHAgentNames.publicKeyAttribute: encoded,
             SSHAgentNames.commentAttribute: comment,
         ]
         if let lifetime = constraints.lifetime {

@@ -79,7 +79,11 @@ package enum SSHAgentRequest {
         switch type {
         case "ssh-ed25519": fieldCount = 2
         case "ssh-rsa": fieldCount = 6
-        case _ where type.hasPrefix("ecdsa-sha2-"): fieldCount = 3
+        case _ where type.hasPrefix("ecdsa-sha2-") && !type.hasSuffix(SSHPublicKey.certificateSuffix): fieldCount = 3
+        // A certificate, then its key's fields without those the certificate holds.
+        case "ssh-ed25519" + SSHPublicKey.certificateSuffix: fieldCount = 3
+        case "ssh-rsa" + SSHPublicKey.certificateSuffix: fieldCount = 5
+        case _ where type.hasPrefix("ecdsa-sha2-"): fieldCount = 2
         default: return .refused("keys of type \(printable(type)) are not supported")
         }
         for _ in 0..<fieldCount { _ = try reader.stringBytes() }

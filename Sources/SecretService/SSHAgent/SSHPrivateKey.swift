@@ -38,12 +38,20 @@ package struct SSHPrivateKey: Sendable {
         }
     }
 
-    /// The key type, as in its public blob (`ssh-ed25519`, `ecdsa-sha2-nistp256`, `ssh-rsa`).
+    /// The key type, as its signatures name it (`ssh-ed25519`, `ecdsa-sha2-nistp256`, `ssh-rsa`;
+    /// for a certificate, its key's).
     let type: String
     /// The secret parts.
     let material: Material
-    /// The public key blob (RFC 4253 §6.6), what clients name the key by.
-    package let publicBlob: [UInt8]
+    /// The plain public key's blob (RFC 4253 §6.6), what `ssh-keygen -l` fingerprints.
+    package let plainBlob: [UInt8]
+    /// The OpenSSH certificate added with the key, if any (PROTOCOL.certkeys).
+    package let certificate: [UInt8]?
+
+    /// What clients name the key by: its certificate, or its public key.
+    package var publicBlob: [UInt8] { certificate ?? plainBlob }
+    /// The type name clients see (a certificate's, with its suffix).
+    package var typeName: String { certificate == nil ? type : type + SSHPublicKey.certificateSuffix }
 
     /// The smallest and largest RSA moduli accepted, in bits (OpenSSH's limits).
     static let rsaBits = 1024...16384
@@ -54,54 +62,22 @@ package struct SSHPrivateKey: Sendable {
     /// Reads a key type and its private fields from `reader` (a comment may follow).
     package static func read(_ reader: inout SSHReader) throws(Failure) -> SSHPrivateKey {
         do {
-            let type = try reader.text()
-            switch type {
-            case "ssh-ed25519":
-                let publicKey = try reader.string()
-                let secret = try reader.stringBytes()
-                guard publicKey.count == 32, secret.count == 64 else { throw Failure.malformed("Ed25519 fields have the wrong sizes") }
-                guard Array(secret[32..<64]) == publicKey else { throw Failure.inconsistent("the Ed25519 public halves differ") }
-                var writer = SSHWriter()
-                writer.string(type)
-                writer.string(publicKey)
-                let seed = SecureBytes(copying: UnsafeRawBufferPointer(rebasing: secret[0..<32]))
-                return SSHPrivateKey(type: type, material: .ed25519(seed: seed, publicKey: publicKey), publicBlob: writer.bytes)
-            case _ where type.hasPrefix("ecdsa-sha2-"):
-                let curveName = try reader.text()
-                guard let curve = curves[curveName], type == "ecdsa-sha2-" + curveName else {
-                    throw Failure.unsupported(type)
-                }
-                let point = try reader.string()
-                let scalar = try reader.positiveMpint()
-                guard point.count == 1 + 2 * curve.fieldLength, point.first == 4 else {
-                    throw Failure.malformed("the public point is not an uncompressed point of \(curveName)")
-                }
-                guard !scalar.isEmpty, scalar.count <= curve.fieldLength + 1 else { throw Failure.malformed("the private scalar's size") }
-                var writer = SSHWriter()
-                writer.string(type)
-                writer.string(curveName)
-                writer.string(point)
-                return SSHPrivateKey(
-                    type: type, material: .ecdsa(curve, point: point, scalar: SecureBytes(copying: scalar)), publicBlob: writer.bytes)
-            case "ssh-rsa":
-                let n = Array(try reader.positiveMpint())
-                let e = Array(try reader.positiveMpint())
-                let d = SecureBytes(copying: try reader.positiveMpint())
-                let iqmp = SecureBytes(copying: try reader.positiveMpint())
-                let p = SecureBytes(copying: try reader.positiveMpint())
-                let q = SecureBytes(copying: try reader.positiveMpint())
-                guard rsaBits.contains(bitLength(n)) else { throw Failure.unsupported("ssh-rsa of \(bitLength(n)) bits") }
-                guard !e.isEmpty, e.count <= 8, d.count > 0, p.count > 0, q.count > 0, iqmp.count > 0 else {
-                    throw Failure.malformed("an RSA number is missing or out of range")
-                }
-                var writer = SSHWriter()
-                writer.string(type)
-                writer.mpint(e)
-                writer.mpint(n)
-                return SSHPrivateKey(
-                    type: type, material: .rsa(Gcrypt.RSAPrivateKey(n: n, e: e, d: d, p: p, q: q, iqmp: iqmp)), publicBlob: writer.bytes)
-            default:
-                throw Failure.unsupported(type)
+            let name = try reader.text()
+            guard name.hasSuffix(SSHPublicKey.certificateSuffix) else {
+                var none: SSHReader?
+                return try readFields(name, &reader, certificateFields: &none, certificate: nil)
+            }
+            // A certificate: its blob, then the private fields of its key without the public
+            // ones, which are in the certificate (OpenSSH's sshkey_private_serialize).
+            let certificate = try reader.string()
+            guard SSHPublicKey.typeName(of: certificate) == name, let plain = SSHPublicKey.plainBlob(certificate) else {
+                throw Failure.malformed("the certificate is not one of its key type")
+            }
+            let type = String(name.dropLast(SSHPublicKey.certificateSuffix.count))
+            return try plain.withUnsafeBytes { (bytes) throws -> SSHPrivateKey in
+                var fields: SSHReader? = SSHReader(bytes)
+                _ = try fields?.text()
+                return try readFields(type, &reader, certificateFields: &fields, certificate: certificate)
             }
         } catch let failure as Failure {
             throw failure
@@ -109,6 +85,79 @@ package struct SSHPrivateKey: Sendable {
             throw .malformed(failure == .truncated ? "the fields end early" : "\(failure)")
         } catch {
             throw .malformed("\(error)")
+        }
+    }
+
+    /// Reads a key of `type` from `privateFields`; with `certificateFields` (the certificate's
+    /// public fields), its public fields from there instead, which the message then leaves out.
+    private static func readFields(
+        _ type: String, _ privateFields: inout SSHReader, certificateFields: inout SSHReader?, certificate: [UInt8]?
+    ) throws -> SSHPrivateKey {
+        let certified = certificate != nil
+        /// Reads one public field from the certificate, or else from the message.
+        func publicField<T>(_ read: (inout SSHReader) throws -> T) throws -> T {
+            guard var fields = certificateFields else { return try read(&privateFields) }
+            defer { certificateFields = fields }
+            return try read(&fields)
+        }
+        switch type {
+        case "ssh-ed25519":
+            let publicKey = try publicField { try $0.string() }
+            if certified {
+                guard try privateFields.string() == publicKey else { throw Failure.inconsistent("the certificate is for another key") }
+            }
+            let secret = try privateFields.stringBytes()
+            guard publicKey.count == 32, secret.count == 64 else { throw Failure.malformed("Ed25519 fields have the wrong sizes") }
+            guard Array(secret[32..<64]) == publicKey else { throw Failure.inconsistent("the Ed25519 public halves differ") }
+            var writer = SSHWriter()
+            writer.string(type)
+            writer.string(publicKey)
+            let seed = SecureBytes(copying: UnsafeRawBufferPointer(rebasing: secret[0..<32]))
+            return SSHPrivateKey(
+                type: type, material: .ed25519(seed: seed, publicKey: publicKey), plainBlob: writer.bytes, certificate: certificate)
+        case _ where type.hasPrefix("ecdsa-sha2-"):
+            let curveName = try publicField { try $0.text() }
+            guard let curve = curves[curveName], type == "ecdsa-sha2-" + curveName else { throw Failure.unsupported(type) }
+            let point = try publicField { try $0.string() }
+            let scalar = try privateFields.positiveMpint()
+            guard point.count == 1 + 2 * curve.fieldLength, point.first == 4 else {
+                throw Failure.malformed("the public point is not an uncompressed point of \(curveName)")
+            }
+            guard !scalar.isEmpty, scalar.count <= curve.fieldLength + 1 else { throw Failure.malformed("the private scalar's size") }
+            var writer = SSHWriter()
+            writer.string(type)
+            writer.string(curveName)
+            writer.string(point)
+            return SSHPrivateKey(
+                type: type, material: .ecdsa(curve, point: point, scalar: SecureBytes(copying: scalar)), plainBlob: writer.bytes,
+                certificate: certificate)
+        case "ssh-rsa":
+            // A plain key sends n before e; a certificate holds e, then n.
+            let n, e: [UInt8]
+            if certified {
+                e = try publicField { Array(try $0.positiveMpint()) }
+                n = try publicField { Array(try $0.positiveMpint()) }
+            } else {
+                n = try publicField { Array(try $0.positiveMpint()) }
+                e = try publicField { Array(try $0.positiveMpint()) }
+            }
+            let d = SecureBytes(copying: try privateFields.positiveMpint())
+            let iqmp = SecureBytes(copying: try privateFields.positiveMpint())
+            let p = SecureBytes(copying: try privateFields.positiveMpint())
+            let q = SecureBytes(copying: try privateFields.positiveMpint())
+            guard rsaBits.contains(bitLength(n)) else { throw Failure.unsupported("ssh-rsa of \(bitLength(n)) bits") }
+            guard !e.isEmpty, e.count <= 8, d.count > 0, p.count > 0, q.count > 0, iqmp.count > 0 else {
+                throw Failure.malformed("an RSA number is missing or out of range")
+            }
+            var writer = SSHWriter()
+            writer.string(type)
+            writer.mpint(e)
+            writer.mpint(n)
+            return SSHPrivateKey(
+                type: type, material: .rsa(Gcrypt.RSAPrivateKey(n: n, e: e, d: d, p: p, q: q, iqmp: iqmp)), plainBlob: writer.bytes,
+                certificate: certificate)
+        default:
+            throw Failure.unsupported(type)
         }
     }
 
