@@ -284,6 +284,8 @@ import Testing
         let (sign, _) = try agent.signAndVerify(path)
         #expect(sign.status != 0, "no signature while locked")
         #expect(try agent.run(["ssh-add", other], timeout: 10).status != 0, "no key added while locked")
+        let ctl = try agent.fixture.run([SecretdFixture.secretctlPath, "ssh", "list"])
+        #expect(ctl.status == 3 && ctl.errorOutput.contains("the login keyring is locked"), "\(ctl.errorOutput)")
         try agent.unlock()
         let back = try agent.run(["ssh-add", "-l"])
         #expect(back.status == 0)

@@ -1,3 +1,4 @@
+import Keychain
 import KeychainCore
 
 /// `secretctl ssh list|remove|export-public`: the SSH keys secretd's agent keeps in the login
@@ -28,6 +29,9 @@ enum SshCommand: Verb {
         let agent = try SSHAgentClient()
         defer { agent.close() }
         let keys = try agent.keys()
+        if keys.isEmpty, defaultKeyringIsLocked() {
+            throw .failure("the login keyring is locked: its SSH keys come back once it is unlocked (secretctl unlock)", status: .locked)
+        }
         switch parsed[Self.action] {
         case "list":
             if parsed[Common.json] {
@@ -46,6 +50,12 @@ enum SshCommand: Verb {
         case let other:
             throw .usage("unknown ssh action '\(other)' (list, remove, export-public)", command: spec.name)
         }
+    }
+
+    /// Whether the provider says its default keyring is locked (false when it cannot be asked):
+    /// the agent then lists no key.
+    private static func defaultKeyringIsLocked() -> Bool {
+        ((try? KeychainProvider.collections()) ?? []).contains { $0.isDefault && $0.isLocked }
     }
 
     /// The one key whose fingerprint or comment is `name`; not found (exit 1) when none is,
