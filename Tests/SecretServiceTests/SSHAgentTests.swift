@@ -327,6 +327,13 @@ import Testing
         let path = try agent.makeKey("rsa", type: "rsa", bits: "2048")
         #expect(try agent.run(["ssh-add", path]).status == 0)
         #expect(try agent.raw(["open:a", "sign:a:2", "sign:a:4", "sign:a:0"]) == ["14 rsa-sha2-256", "14 rsa-sha2-512", "5"])
+        // OpenSSH 9.2's ssh-add -T (sign and verify through the agent) asks an RSA key for a
+        // SHA-1 signature, so it reports the RSA key as refused; an Ed25519 key passes.
+        let tested = try agent.run(["ssh-add", "-T", path + ".pub"])
+        #expect(tested.status != 0 && tested.errorOutput.contains("agent refused operation"), "\(tested.errorOutput)")
+        let other = try agent.makeKey("ed25519", type: "ed25519")
+        #expect(try agent.run(["ssh-add", other]).status == 0)
+        #expect(try agent.run(["ssh-add", "-T", other + ".pub"]).status == 0)
         agent.daemon.stop()
     }
 
