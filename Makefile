@@ -45,7 +45,7 @@ DEB_BUILD := pkg-config libsecret-1-dev libsystemd-dev libglib2.0-dev libgcrypt2
 DEB_TEST := dbus-daemon dbus-bin gnome-keyring libsecret-tools python3 python3-jeepney python3-keyring \
 	python3-secretstorage groff-base man-db systemd git gcc libpam-wrapper pamtester bubblewrap xdg-dbus-proxy keepassxc \
 	seahorse gcr xvfb at-spi2-core python3-pyatspi xdotool imagemagick xdg-desktop-portal swtpm swtpm-tools tpm2-tools \
-	golang-go golang-dbus-dev libnet-dbus-perl libkf5wallet-bin
+	golang-go golang-dbus-dev libnet-dbus-perl libkf5wallet-bin openssh-client
 # make bench: the bus, the peer providers (gnome-keyring; KeePassXC, whose package brings
 # keepassxc-cli), secret-tool, and Python with jeepney and secretstorage for the commit floor,
 # the report and the memory scenarios' clients (scripts/dbus-clients).

@@ -1,4 +1,5 @@
-// With SecureBytes.swift (its secure memory), the only file that calls libgcrypt. Every function
+// With SecureBytes.swift (its secure memory) and Gcrypt+Signatures.swift (the SSH agent's
+// signatures), the only file that calls libgcrypt. Every function
 // here works on secure memory for keys and plaintext; ciphertext, salts and nonces are ordinary
 // arrays.
 

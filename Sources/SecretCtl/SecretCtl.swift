@@ -33,6 +33,8 @@ public enum SecretCtl {
         TpmCommand.self,
         SyncCommand.self,
         HistoryCommand.self,
+        SshCommand.self,
+        SshAgentCommand.self,
         SetupCommand.self,
         CompletionsCommand.self,
     ]

@@ -58,6 +58,8 @@ public final class Daemon {
     private var logindSignals: LogindSignals?
     /// The socket pam_secretd.so hands the login password to, once started.
     private var loginControl: LoginControlSocket?
+    /// The SSH agent on `$XDG_RUNTIME_DIR/secretd/ssh-agent`, once started.
+    private var sshAgent: SSHAgent?
 
     /// Takes the data directory, opens the store (refusing a damaged or newer one) and
     /// prepares the session collection.
@@ -128,6 +130,11 @@ public final class Daemon {
                 self.provider.loginKeyring.handle(request, origin: origin, reply: reply)
             }
         }
+        if busName == SecretServiceNames.busName {
+            sshAgent = SSHAgent(
+                keyring: provider.keyring, commitBarrier: provider.commitBarrier, runtimeDirectory: options.runtimeDirectory,
+                pinentry: options.configuration.pinentry)
+        }
         MainLoop.onSignal(SIGHUP) { [weak provider = self.provider] in provider?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
         listenToLogind()
@@ -162,6 +169,7 @@ public final class Daemon {
     public func close() {
         loginControl?.close()
         loginControl = nil
+        sshAgent?.close()
         provider.keyring.forgetAllKeys()
         store.close()
     }

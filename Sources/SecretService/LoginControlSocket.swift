@@ -9,7 +9,8 @@ import SecretCrypto
 /// to secretd (`LISTEN_FDS`); without it, secretd listens on `$XDG_RUNTIME_DIR/secretd/control`
 /// itself. Only connections from secretd's own uid are answered; each carries one request,
 /// gets one reply and is closed, and one that has not sent its request within the protocol's
-/// timeout is closed without a reply. Runs on the main loop. The only file with socket calls.
+/// timeout is closed without a reply. Runs on the main loop. With SSHAgentSocket and
+/// SystemdSockets, the only file with socket calls.
 ///
 /// Who sent a request: the kernel attaches the real uid of the sending process to each byte
 /// (SO_PASSCRED). A request whose every byte came from real uid 0 is root's PAM stack (the
@@ -51,7 +52,7 @@ final class LoginControlSocket {
     /// nil (after logging why) when neither can be had.
     init?(runtimeDirectory: String?, handler: @escaping Handler) {
         self.handler = handler
-        if let passed = Self.socketFromSystemd() {
+        if let passed = SystemdSockets.take(named: SECRETD_CONTROL_SOCKET) {
             listener = passed
             boundPath = nil
         } else {
@@ -95,27 +96,6 @@ final class LoginControlSocket {
         for connection in connections.values { finish(connection, reply: nil) }
         Glibc.close(listener)
         if let boundPath { unlink(boundPath) }
-    }
-
-    /// The listening socket of `secretd.socket` if systemd started secretd with it
-    /// (sd_listen_fds(3): `LISTEN_PID` is this process, descriptors from 3 on). The variables
-    /// are removed so that pinentry and other children do not see them.
-    private static func socketFromSystemd() -> Int32? {
-        defer {
-            unsetenv("LISTEN_PID")
-            unsetenv("LISTEN_FDS")
-            unsetenv("LISTEN_FDNAMES")
-        }
-        guard let pid = getenv("LISTEN_PID").flatMap({ Int32(String(cString: $0)) }), pid == getpid(),
-            let count = getenv("LISTEN_FDS").flatMap({ Int32(String(cString: $0)) }), count > 0
-        else { return nil }
-        for fd in 3..<(3 + count) where keychain_is_listening_unix_socket(fd) != 0 {
-            _ = keychain_set_close_on_exec(fd)
-            _ = keychain_set_non_blocking(fd)
-            return fd
-        }
-        Log.warning("systemd passed \(count) file descriptors but no listening Unix socket; no login hand-off")
-        return nil
     }
 
     /// Creates `path` as a 0700 directory of this user, or checks that it is one (not a link).

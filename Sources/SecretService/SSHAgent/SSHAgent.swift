@@ -1,0 +1,434 @@
+import FoundationEssentials
+import KeychainCore
+import Pinentry
+import SecretCrypto
+import SecretStore
+
+/// secretd's SSH agent (RFC 9987, as OpenSSH speaks it): the keys `ssh-add` gives it are kept as
+/// items of the default keyring (the login keyring), so they come back with every unlock and
+/// every restart. It follows the keyring's events: while that keyring is locked it lists no key
+/// and signs nothing (clients get a failure at once), and an unlock brings the keys back.
+///
+/// A key is an item of schema ``SSHAgentNames/schema`` in the access group
+/// ``SSHAgentNames/accessGroup`` (no Secret Service client sees it unless access-groups.conf
+/// makes it a member), device-only (`when-unlocked-device-only`: sync leaves it on this
+/// machine), its secret the agent protocol's private key fields. The agent keeps only the
+/// public parts in memory; a private key is opened from the keyring for each signature, in
+/// secure memory, and wiped once it has signed.
+///
+/// Refused with a failure: SHA-1 `ssh-rsa` signatures (a sign request without the rsa-sha2
+/// flags), keys added with extension constraints (`-h` destinations, security key providers),
+/// security keys and DSA keys, the agent's own lock (`ssh-add -x`), and every extension message
+/// (`session-bind@openssh.com` included: OpenSSH carries on without it). `ssh-add -t` works:
+/// the key leaves the agent and the keychain when its lifetime ends. `ssh-add -c` works when
+/// secretd.conf names a pinentry: a signature asks the person first, naming the process that
+/// asked (allow once, allow that program for ``consentMinutes`` until a lock, or deny);
+/// without one such keys are refused.
+///
+/// Runs on the main loop's thread; signatures are made off the loop (an RSA key of 16384 bits
+/// takes a while), and that connection waits meanwhile, no other.
+final class SSHAgent {
+    /// A key as listed: no secret.
+    struct Identity {
+        /// Its item.
+        var itemID: Int64
+        /// Its public key blob.
+        var publicBlob: [UInt8]
+        /// Its comment.
+        var comment: String
+        /// When it expires (seconds since 1970); nil: never.
+        var expires: UInt64?
+        /// Whether the person is asked before each signature (`ssh-add -c`).
+        var confirm = false
+    }
+
+    /// Most keys the agent keeps (a client adding more gets a failure).
+    static let maximumKeys = 1024
+
+    private let keyring: Keyring
+    /// What the agent's answers about its writes wait behind.
+    private let commitBarrier: CommitBarrier
+    private let offLoop: OffLoop
+    private let clock: () -> Date
+    /// The pinentry program that asks before each use of a key added with `ssh-add -c`.
+    private let pinentry: String?
+    private var socket: SSHAgentSocket?
+    /// The default keyring's keys while it is unlocked; empty while it is locked.
+    private var identities: [Identity] = []
+    /// The latest expiry timer; an older one that fires does nothing.
+    private var expiryTimer = 0
+    /// True while ``reload()`` runs (the deletions it makes need no other).
+    private var reloading = false
+    /// Until when each identity may use each `ssh-add -c` key without asking ("Allow for N
+    /// minutes"); forgotten when the keyring locks.
+    private var consents: [Consent: Date] = [:]
+
+    /// A program's permission to use one key without being asked.
+    private struct Consent: Hashable {
+        /// The program, as secretd names callers (`exe:/usr/bin/ssh`).
+        var identity: String
+        /// The key.
+        var fingerprint: String
+    }
+
+    /// How long "Allow for N minutes" lasts.
+    static let consentMinutes = 10
+
+    /// The agent over `keyring`, listening under `runtimeDirectory` (`$XDG_RUNTIME_DIR`); nil when
+    /// it cannot listen (logged).
+    convenience init?(keyring: Keyring, commitBarrier: CommitBarrier, runtimeDirectory: String?, pinentry: String?) {
+        self.init(keyring: keyring, commitBarrier: commitBarrier, offLoop: .thread, clock: { Date() }, pinentry: pinentry)
+        guard let socket = SSHAgentSocket(runtimeDirectory: runtimeDirectory, handler: { [weak self] message, peer, reply in
+            guard let self else { return reply(SSHWriter.message(.failure)) }
+            self.answer(message, from: peer, reply: reply)
+        }) else { return nil }
+        self.socket = socket
+        Log.info("SSH agent listening on \(socket.path)")
+    }
+
+    /// The agent without a socket (in-process use), signing through `offLoop`, asking about
+    /// keys added with `ssh-add -c` through `pinentry` (nil: such keys are refused).
+    init(keyring: Keyring, commitBarrier: CommitBarrier, offLoop: OffLoop, clock: @escaping () -> Date, pinentry: String?) {
+        self.keyring = keyring
+        self.commitBarrier = commitBarrier
+        self.pinentry = pinentry
+        self.offLoop = offLoop
+        self.clock = clock
+        keyring.subscribe { [weak self] event in self?.follow(event) }
+        reload()
+    }
+
+    /// Stops listening and forgets the keys.
+    func close() {
+        socket?.close()
+        socket = nil
+        identities = []
+    }
+
+    // MARK: - Following the keyring
+
+    /// What a change to the keyring means for the agent: a lock forgets the keys, an unlock or a
+    /// change to a key brings the list up to date.
+    private func follow(_ event: KeyringEvent) {
+        guard !reloading else { return }
+        switch event {
+        case .locked(let collection), .unlocked(let collection):
+            if isDefault(collection) { reload() }
+        case .collectionDeleted:
+            reload()
+        case .itemCreated(let item, let collection), .itemDeleted(let item, let collection):
+            if item.accessGroup == SSHAgentNames.accessGroup, isDefault(collection) { reload() }
+        case .itemChanged(let before, let after, _, _, let collection):
+            if before.accessGroup == SSHAgentNames.accessGroup || after.accessGroup == SSHAgentNames.accessGroup,
+                isDefault(collection)
+            {
+                reload()
+            }
+        case .collectionCreated, .collectionRelabelled:
+            break
+        }
+    }
+
+    /// The keyring the keys live in: the `default` alias's, else the login keyring.
+    private func defaultCollection() -> Store.CollectionRecord? {
+        let name = (try? keyring.aliases())?["default"] ?? SecretServiceNames.loginCollection
+        return try? keyring.collection(named: name)
+    }
+
+    private func isDefault(_ collection: Store.CollectionRecord) -> Bool {
+        defaultCollection()?.id == collection.id
+    }
+
+    /// The default keyring and its keys while it is unlocked.
+    private func unlockedCollection() -> (Store.CollectionRecord, Store.ItemKeys)? {
+        guard let collection = defaultCollection(), let keys = keyring[collection.id] else { return nil }
+        return (collection, keys)
+    }
+
+    /// The stored keys of the unlocked default keyring, with the records they are in.
+    private func storedKeys() -> [(Store.ItemRecord, ItemContents)] {
+        guard let (collection, keys) = unlockedCollection() else { return [] }
+        let records = (try? keyring.search([PortalNames.schemaAttribute: SSHAgentNames.schema], in: collection)) ?? []
+        return records.compactMap { record in
+            guard record.accessGroup == SSHAgentNames.accessGroup,
+                let contents = try? keyring.readItem(record, in: collection, keys: keys)
+            else { return nil }
+            return (record, contents)
+        }
+    }
+
+    /// Reads the list of keys again (none while the keyring is locked), and removes the keys
+    /// whose lifetime is over.
+    private func reload() {
+        reloading = true
+        defer { reloading = false }
+        let now = UInt64(max(0, clock().timeIntervalSince1970))
+        if unlockedCollection() == nil { consents = [:] }
+        var expired: [Store.ItemRecord] = []
+        identities = storedKeys().compactMap { record, contents in
+            let attributes = contents.attributes
+            guard let encoded = attributes[SSHAgentNames.publicKeyAttribute], let blob = Data(base64Encoded: encoded) else {
+                return nil
+            }
+            let expires = attributes[SSHAgentNames.expiresAttribute].flatMap(UInt64.init)
+            if let expires, expires <= now {
+                expired.append(record)
+                return nil
+            }
+            return Identity(
+                itemID: record.id, publicBlob: Array(blob), comment: attributes[SSHAgentNames.commentAttribute] ?? "",
+                expires: expires, confirm: attributes[SSHAgentNames.confirmAttribute] == "yes")
+        }
+        if !expired.isEmpty {
+            for record in expired { delete(record, reason: "its lifetime is over") }
+            commit()
+        }
+        scheduleExpiry(now: now)
+    }
+
+    /// Runs ``reload()`` when the next key's lifetime ends.
+    private func scheduleExpiry(now: UInt64) {
+        expiryTimer += 1
+        guard let next = identities.compactMap(\.expires).min() else { return }
+        let timer = expiryTimer
+        MainLoop.after(seconds: Double(next > now ? next - now : 0) + 0.5) { [weak self] in
+            guard let self, self.expiryTimer == timer else { return }
+            self.reload()
+        }
+    }
+
+    private func delete(_ record: Store.ItemRecord, reason: String) {
+        guard let (collection, keys) = unlockedCollection() else { return }
+        do {
+            try keyring.deleteItem(record, in: collection, keys: keys)
+            Log.info("removed SSH key \(record.id) from the agent and the keychain: \(reason)")
+        } catch {
+            Log.error("cannot remove SSH key \(record.id): \(error)")
+        }
+    }
+
+    /// Makes the agent's writes durable before it replies, through the ``CommitBarrier`` (as the
+    /// login socket's answers are); false when the commit failed (it logs why).
+    @discardableResult
+    private func commit() -> Bool { commitBarrier.commit() == nil }
+
+    // MARK: - Messages
+
+    /// Answers one agent message (its bytes after the length) from `peer`, now or, for a
+    /// signature or an added key, later.
+    func answer(_ message: SecureBytes, from peer: SSHAgentSocket.Peer, reply: @escaping ([UInt8]) -> Void) {
+        let failure = SSHWriter.message(.failure)
+        let request: SSHAgentRequest
+        do {
+            request = try message.withBytes { (bytes) throws(SSHReader.Failure) -> SSHAgentRequest in try SSHAgentRequest.parse(bytes) }
+        } catch {
+            Log.warning("refused a malformed SSH agent message: \(error)")
+            return reply(failure)
+        }
+        switch request {
+        case .listKeys:
+            reply(identitiesAnswer())
+        case .sign(let blob, let data, let flags):
+            sign(blob, data: data, flags: flags, for: peer, reply: reply)
+        case .add(let key, let comment, let constraints):
+            add(key, comment: comment, constraints: constraints) { reply($0 ? SSHWriter.message(.success) : failure) }
+        case .remove(let blob):
+            reply(remove { $0.publicBlob == blob } ? SSHWriter.message(.success) : failure)
+        case .removeAll:
+            reply(remove { _ in true } || unlockedCollection() != nil ? SSHWriter.message(.success) : failure)
+        case .refused(let reason):
+            Log.info("refused an SSH agent request: \(reason)")
+            reply(failure)
+        }
+    }
+
+    /// The keys, or none while the keyring is locked; as many as fit in one message.
+    private func identitiesAnswer() -> [UInt8] {
+        let now = UInt64(max(0, clock().timeIntervalSince1970))
+        var size = 9
+        let listed = identities.filter { ($0.expires ?? .max) > now }.prefix { identity in
+            size += 8 + identity.publicBlob.count + identity.comment.utf8.count
+            return size <= SSHAgentNames.maximumMessageLength
+        }
+        return SSHWriter.message(.identitiesAnswer) { writer in
+            writer.uint32(UInt32(listed.count))
+            for identity in listed {
+                writer.string(identity.publicBlob)
+                writer.string(identity.comment)
+            }
+        }
+    }
+
+    /// Signs `data` with the key `blob` names, off the loop, once the person allowed it for a key
+    /// added with `ssh-add -c`; a failure at once when the keyring is locked or the key is not
+    /// the agent's.
+    private func sign(
+        _ blob: [UInt8], data: [UInt8], flags: UInt32, for peer: SSHAgentSocket.Peer, reply: @escaping ([UInt8]) -> Void
+    ) {
+        let now = clock()
+        guard let identity = listed(blob), unlockedCollection() != nil else { return reply(SSHWriter.message(.failure)) }
+        let fingerprint = SSHPrivateKey.fingerprint(of: SSHPublicKey.plainBlob(blob) ?? blob)
+        let consent = peer.identity.map { Consent(identity: $0, fingerprint: fingerprint) }
+        guard identity.confirm, consent.flatMap({ consents[$0] }).map({ $0 <= now }) ?? true else {
+            return signAllowed(blob, data: data, flags: flags, reply: reply)
+        }
+        guard let pinentry else { return reply(SSHWriter.message(.failure)) }
+        let name = identity.comment.isEmpty ? fingerprint : "“\(identity.comment)” (\(fingerprint))"
+        let description = "\(peer.description) wants to sign with the SSH key \(name)."
+        let remember = consent != nil
+        offLoop.run(named: "ssh-confirm", {
+            Pinentry.choose(
+                program: pinentry, title: "Use SSH key", description: description, ok: "Allow once",
+                notOK: remember ? "Allow for \(Self.consentMinutes) minutes" : "Allow once", cancel: "Deny")
+        }, done: { [weak self] choice in
+            guard let self else { return reply(SSHWriter.message(.failure)) }
+            switch choice {
+            case .ok:
+                self.signAllowed(blob, data: data, flags: flags, reply: reply)
+            case .notOK:
+                if let consent { self.consents[consent] = self.clock().addingTimeInterval(Double(Self.consentMinutes * 60)) }
+                self.signAllowed(blob, data: data, flags: flags, reply: reply)
+            case .cancelled, .failed:
+                Log.info("no signature with SSH key \(identity.itemID) for \(peer.description): the person did not allow it (\(choice))")
+                reply(SSHWriter.message(.failure))
+            }
+        })
+    }
+
+    /// The listed key whose public blob is `blob`, unless its lifetime is over.
+    private func listed(_ blob: [UInt8]) -> Identity? {
+        let now = UInt64(max(0, clock().timeIntervalSince1970))
+        return identities.first { $0.publicBlob == blob && ($0.expires ?? .max) > now }
+    }
+
+    /// Opens the key `blob` names from the keyring (still unlocked, the key still there) and
+    /// signs off the loop; the key is wiped once it has signed.
+    private func signAllowed(_ blob: [UInt8], data: [UInt8], flags: UInt32, reply: @escaping ([UInt8]) -> Void) {
+        guard let identity = listed(blob), let (collection, keys) = unlockedCollection(),
+            let record = try? keyring.item(id: identity.itemID), record.collectionID == collection.id
+        else { return reply(SSHWriter.message(.failure)) }
+        let key: SSHPrivateKey
+        do {
+            let contents = try keyring.readItem(record, in: collection, keys: keys)
+            key = try contents.secret.withBytes { (bytes) throws(SSHPrivateKey.Failure) -> SSHPrivateKey in
+                var reader = SSHReader(bytes)
+                return try SSHPrivateKey.read(&reader)
+            }
+        } catch {
+            Log.error("cannot open SSH key \(record.id): \(error)")
+            return reply(SSHWriter.message(.failure))
+        }
+        let box = UncheckedBox((key, data, flags))
+        offLoop.run(named: "ssh-sign", { () -> Result<[UInt8], SSHPrivateKey.Failure> in
+            let (key, data, flags) = box.value
+            return Result { () throws(SSHPrivateKey.Failure) in try key.sign(data, flags: flags) }
+        }, done: { result in
+            switch result {
+            case .success(let signature):
+                reply(SSHWriter.message(.signResponse) { $0.string(signature) })
+            case .failure(let failure):
+                Log.info("refused to sign with SSH key \(record.id): \(failure)")
+                reply(SSHWriter.message(.failure))
+            }
+        })
+    }
+
+    /// Checks `key` off the loop (its private part must sign for its public one), then keeps it in
+    /// the keyring, replacing a stored key with the same public key; `done(false)` while the
+    /// keyring is locked or when the key is refused or cannot be stored.
+    private func add(_ key: SSHAgentRequest.AddedKey, comment: String, constraints: SSHAgentRequest.Constraints, done: @escaping (Bool) -> Void) {
+        guard unlockedCollection() != nil else {
+            Log.info("refused to add an SSH key: the keyring is locked")
+            return done(false)
+        }
+        guard !constraints.confirm || pinentry != nil else {
+            Log.info("refused to add an SSH key that asks before each use: no pinentry is configured (secretd.conf)")
+            return done(false)
+        }
+        let box = UncheckedBox(key)
+        offLoop.run(named: "ssh-add", { () -> Result<SSHPrivateKey, SSHPrivateKey.Failure> in
+            Result { () throws(SSHPrivateKey.Failure) in
+                let parsed = try box.value.fields.withBytes { (bytes) throws(SSHPrivateKey.Failure) -> SSHPrivateKey in
+                    var reader = SSHReader(bytes)
+                    let parsed = try SSHPrivateKey.read(&reader)
+                    guard reader.isAtEnd else { throw .malformed("bytes after the key's fields") }
+                    return parsed
+                }
+                try parsed.checkConsistency()
+                return parsed
+            }
+        }, done: { [weak self] result in
+            guard let self else { return done(false) }
+            switch result {
+            case .success(let parsed):
+                done(self.keep(parsed, fields: key.fields, comment: comment, constraints: constraints))
+            case .failure(let failure):
+                Log.info("refused to add an SSH key: \(failure)")
+                done(false)
+            }
+        })
+    }
+
+    /// Stores a checked key; false while the keyring is locked or when it cannot be stored.
+    private func keep(_ parsed: SSHPrivateKey, fields: SecureBytes, comment: String, constraints: SSHAgentRequest.Constraints) -> Bool {
+        guard let (collection, keys) = unlockedCollection() else {
+            Log.info("refused to add an SSH key: the keyring is locked")
+            return false
+        }
+        let blob = parsed.publicBlob
+        let encoded = Data(blob).base64EncodedString()
+        // The fingerprint `ssh-add -l` shows: a certificate's is its key's.
+        let fingerprint = SSHPrivateKey.fingerprint(of: parsed.plainBlob)
+        // The stored key with the same public blob (a key and its certificate share the
+        // fingerprint), found through the attribute index.
+        let existing = ((try? keyring.search(
+            [PortalNames.schemaAttribute: SSHAgentNames.schema, SSHAgentNames.fingerprintAttribute: fingerprint], in: collection)) ?? [])
+            .first { record in
+                record.accessGroup == SSHAgentNames.accessGroup
+                    && (try? keyring.readItem(record, in: collection, keys: keys))?.attributes[SSHAgentNames.publicKeyAttribute] == encoded
+            }
+        guard existing != nil || identities.count < Self.maximumKeys else {
+            Log.warning("refused to add an SSH key: the agent keeps \(Self.maximumKeys) already")
+            return false
+        }
+        var attributes = [
+            PortalNames.schemaAttribute: SSHAgentNames.schema,
+            AccessGroupNames.attribute: SSHAgentNames.accessGroup,
+            ItemAccessibility.attribute: ItemAccessibility.whenUnlockedDeviceOnly.rawValue,
+            SSHAgentNames.typeAttribute: parsed.typeName,
+            SSHAgentNames.fingerprintAttribute: fingerprint,
+            SSHAgentNames.publicKeyAttribute: encoded,
+            SSHAgentNames.commentAttribute: comment,
+        ]
+        if let lifetime = constraints.lifetime {
+            attributes[SSHAgentNames.expiresAttribute] = String(UInt64(max(0, clock().timeIntervalSince1970)) + UInt64(lifetime))
+        }
+        if constraints.confirm { attributes[SSHAgentNames.confirmAttribute] = "yes" }
+        let contents = ItemContents(
+            label: comment.isEmpty ? "SSH key" : "SSH key: \(comment)", attributes: attributes, secret: fields,
+            contentType: SSHAgentNames.contentType)
+        do {
+            if let record = existing {
+                _ = try keyring.updateItem(record, in: collection, keys: keys, contents: contents)
+            } else {
+                _ = try keyring.createItem(in: collection, keys: keys, contents: contents, creator: "ssh-agent")
+            }
+        } catch {
+            Log.error("cannot keep an SSH key in the keyring: \(error)")
+            return false
+        }
+        return commit()
+    }
+
+    /// Removes the keys `matching` picks from the agent and the keyring; false when none was
+    /// removed (or the keyring is locked).
+    private func remove(matching: (Identity) -> Bool) -> Bool {
+        guard unlockedCollection() != nil else { return false }
+        let chosen = identities.filter(matching)
+        guard !chosen.isEmpty else { return false }
+        for identity in chosen {
+            if let record = try? keyring.item(id: identity.itemID) { delete(record, reason: "asked by a client") }
+        }
+        return commit()
+    }
+}
