@@ -31,6 +31,7 @@ public enum SecretCtl {
         AppKeysCommand.self,
         PinCommand.self,
         TpmCommand.self,
+        CheckCommand.self,
         SyncCommand.self,
         HistoryCommand.self,
         SetupCommand.self,

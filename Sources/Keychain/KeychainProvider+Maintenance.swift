@@ -1,0 +1,39 @@
+// secretd's Maintenance1 interface, for `secretctl check` (and `backup`): what the command
+// line reads of the store's own state.
+
+extension KeychainProvider {
+    /// What secretd's check of its store found (`secretctl check`).
+    package struct StoreCheck: Equatable, Sendable {
+        /// One keyring's part of the check.
+        package struct Keyring: Equatable, Sendable {
+            /// Its name (the last part of its object path).
+            package var name: String
+            /// Its label.
+            package var label: String
+            /// Whether it was unlocked, so that its items could be opened.
+            package var isUnlocked: Bool
+            /// Items that opened.
+            package var opened: Int
+            /// Items not tried: their key is not held (the keyring is locked).
+            package var notChecked: Int
+            /// Items that did not open: their database id and what failed.
+            package var failures: [(id: Int64, reason: String)]
+
+            package static func == (lhs: Keyring, rhs: Keyring) -> Bool {
+                (lhs.name, lhs.label, lhs.isUnlocked, lhs.opened, lhs.notChecked) == (rhs.name, rhs.label, rhs.isUnlocked, rhs.opened, rhs.notChecked)
+                    && lhs.failures.map(\.id) == rhs.failures.map(\.id) && lhs.failures.map(\.reason) == rhs.failures.map(\.reason)
+            }
+        }
+
+        /// SQLite's integrity findings; empty when the database file is sound.
+        package var integrityProblems: [String]
+        /// Every keyring, with what its items' check found.
+        package var keyrings: [Keyring]
+
+        /// Whether nothing is wrong (locked keyrings aside, which were not checked).
+        package var isSound: Bool { integrityProblems.isEmpty && keyrings.allSatisfy(\.failures.isEmpty) }
+    }
+
+    /// Has secretd check its database and every item of its unlocked keyrings.
+    package static func checkStore() throws(KeychainError) -> StoreCheck { try LibSecret.checkStore() }
+}

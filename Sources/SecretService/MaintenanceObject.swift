@@ -1,0 +1,62 @@
+// io.github.secretd.Maintenance1
+//
+// Looking after the store itself (secretd's Maintenance1 interface): `secretctl check` has
+// secretd run SQLite's integrity check on its own connection and open every item of the
+// unlocked keyrings with the keys it holds, and reports what failed.
+
+import KeychainCore
+import SecretStore
+import DBusValues
+
+extension Introspection {
+    /// secretd's own: the store's integrity check, for unconfined clients outside a sandbox
+    /// (its rule): a confined program must not learn how many items each keyring holds.
+    static let maintenanceInterface = BusInterface(name: maintenance, objects: .service, methods: [
+        Method(name: "Check", rule: .unconfined, results: [
+            Argument(name: "integrity_problems", type: "as"), Argument(name: "keyrings", type: "a(ssbuua(xs))"),
+        ], handler: .now { provider, _ throws(SecretServiceError) in try MaintenanceObject(provider).check() }),
+    ])
+}
+
+/// secretd's Maintenance1 interface: the database's integrity and every item's seal checked
+/// with the keys secretd holds.
+struct MaintenanceObject {
+    /// What every object shares.
+    let provider: Provider
+
+    /// The object over `provider`.
+    init(_ provider: Provider) { self.provider = provider }
+
+    /// `Check`: SQLite's findings (empty when the file is sound), then per keyring its name,
+    /// label, whether it is unlocked, how many items opened, how many could not be tried (their
+    /// key is not held: the keyring is locked), and the items that did not open, by id, with
+    /// what failed. Nothing is written.
+    fileprivate func check() throws(SecretServiceError) -> DBusValue {
+        do {
+            let integrity = try provider.store.integrityProblems()
+            var keyrings: [DBusValue] = []
+            for collection in try provider.store.collections() {
+                let unlocked = !provider.keyring.isLocked(collection)
+                var seals = Store.SealCheck()
+                if let keys = provider.keyring.held(collection.id) {
+                    seals = try provider.store.checkSeals(of: collection, keys: keys)
+                    for failure in seals.failures {
+                        Log.warning("item \(failure.itemID) of keyring \(collection.name) does not open: \(failure.reason)")
+                    }
+                } else {
+                    seals.notChecked = try provider.store.search([:], in: collection).count
+                }
+                keyrings.append(.tuple([
+                    .string(collection.name), .string(collection.label), .boolean(unlocked),
+                    .uint32(UInt32(clamping: seals.opened)), .uint32(UInt32(clamping: seals.notChecked)),
+                    .array(element: "(xs)", seals.failures.map { DBusValue.tuple([.int64($0.itemID), .string($0.reason)]) }),
+                ]))
+            }
+            if !integrity.isEmpty { Log.warning("the integrity check of the database fails: \(integrity.joined(separator: "; "))") }
+            return .tuple([.array(element: "s", integrity.map(DBusValue.string)), .array(element: "(ssbuua(xs))", keyrings)])
+        } catch {
+            Log.error("cannot check the store: \(error)")
+            throw .failed("cannot check the store: \(error)")
+        }
+    }
+}
