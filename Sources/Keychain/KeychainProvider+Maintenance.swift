@@ -34,6 +34,24 @@ extension KeychainProvider {
         package var isSound: Bool { integrityProblems.isEmpty && keyrings.allSatisfy(\.failures.isEmpty) }
     }
 
+    /// What secretd verified of a backup it wrote (`secretctl backup`).
+    package struct BackupReport: Equatable, Sendable {
+        /// Keyrings in the copy.
+        package var keyrings: Int
+        /// Items opened in the copy with the keys secretd holds.
+        package var verified: Int
+        /// Items of locked keyrings: copied, sealed, not opened.
+        package var notChecked: Int
+        /// The copy's size in bytes.
+        package var bytes: UInt64
+    }
+
+    /// Has secretd write a verified copy of its whole store to `path` (absolute), over an
+    /// existing file only when `replacing`.
+    package static func backupStore(to path: String, replacing: Bool) throws(KeychainError) -> BackupReport {
+        try LibSecret.backupStore(to: path, replacing: replacing)
+    }
+
     /// Has secretd check its database and every item of its unlocked keyrings.
     package static func checkStore() throws(KeychainError) -> StoreCheck { try LibSecret.checkStore() }
 }

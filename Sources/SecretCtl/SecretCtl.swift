@@ -32,6 +32,7 @@ public enum SecretCtl {
         PinCommand.self,
         TpmCommand.self,
         CheckCommand.self,
+        BackupCommand.self,
         SyncCommand.self,
         HistoryCommand.self,
         SetupCommand.self,

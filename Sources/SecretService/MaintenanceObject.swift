@@ -2,7 +2,8 @@
 //
 // Looking after the store itself (secretd's Maintenance1 interface): `secretctl check` has
 // secretd run SQLite's integrity check on its own connection and open every item of the
-// unlocked keyrings with the keys it holds, and reports what failed.
+// unlocked keyrings with the keys it holds, and reports what failed; `secretctl backup` has it
+// write a verified copy of the whole store to a path the caller names.
 
 import KeychainCore
 import SecretStore
@@ -15,11 +16,19 @@ extension Introspection {
         Method(name: "Check", rule: .unconfined, results: [
             Argument(name: "integrity_problems", type: "as"), Argument(name: "keyrings", type: "a(ssbuua(xs))"),
         ], handler: .now { provider, _ throws(SecretServiceError) in try MaintenanceObject(provider).check() }),
+        Method(name: "Backup", rule: .unconfined, arguments: [Argument(name: "path", type: "s"), Argument(name: "replace", type: "b")],
+               results: [
+                   Argument(name: "keyrings", type: "u"), Argument(name: "items_verified", type: "u"),
+                   Argument(name: "items_not_checked", type: "u"), Argument(name: "bytes", type: "t"),
+               ],
+               handler: .now { provider, call throws(SecretServiceError) in
+                   try MaintenanceObject(provider).backup(to: call.argument(0), replacing: call.argument(1))
+               }),
     ])
 }
 
 /// secretd's Maintenance1 interface: the database's integrity and every item's seal checked
-/// with the keys secretd holds.
+/// with the keys secretd holds, and verified backups.
 struct MaintenanceObject {
     /// What every object shares.
     let provider: Provider
@@ -57,6 +66,36 @@ struct MaintenanceObject {
         } catch {
             Log.error("cannot check the store: \(error)")
             throw .failed("cannot check the store: \(error)")
+        }
+    }
+
+    /// `Backup`: a verified copy of the whole store at `path` (absolute; over an existing file
+    /// only when `replacing`), taken on the main loop between calls, after the writes before it
+    /// are committed and acknowledged; the copy's items are opened with the keys held for the
+    /// same keyring (same id and identity) of the live store.
+    ///
+    /// A path, not a descriptor: the copy is written beside the target and renamed over it,
+    /// which needs the directory; only unconfined callers outside a sandbox (the user's own
+    /// programs, which may write there themselves) may call it.
+    fileprivate func backup(to path: String, replacing: Bool) throws(SecretServiceError) -> DBusValue {
+        provider.commitBarrier.flush()  // earlier writes durable and answered before the copy
+        do {
+            let live = Dictionary(try provider.store.collections().map { ($0.id, $0) }) { first, _ in first }
+            let keyring = provider.keyring
+            let report = try provider.store.backup(to: path, replacing: replacing) { copy in
+                guard let current = live[copy.id], current.uuid == copy.uuid else { return nil }
+                return keyring.held(copy.id)
+            }
+            Log.info("wrote a backup of the store to \(path): \(report.keyrings) keyrings, \(report.opened) items verified")
+            return .tuple([
+                .uint32(UInt32(clamping: report.keyrings)), .uint32(UInt32(clamping: report.opened)),
+                .uint32(UInt32(clamping: report.notChecked)), .uint64(UInt64(clamping: report.bytes)),
+            ])
+        } catch .invalidInput(let why) {
+            throw .invalidArgs(why)
+        } catch {
+            Log.warning("cannot back up the store to \(path): \(error)")
+            throw .failed("cannot back up the store: \(error)")
         }
     }
 }

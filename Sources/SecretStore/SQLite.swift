@@ -196,6 +196,15 @@ package final class Database {
         }
     }
 
+    /// Writes a consistent copy of the whole database into the file at `path`, which must not
+    /// exist or be empty (SQLite's `VACUUM INTO`: one read snapshot, free pages left out, the
+    /// copy in rollback-journal mode). Not inside a transaction: end the group's first.
+    func vacuum(into path: String) throws(StoreError) {
+        let statement = try prepare("VACUUM INTO ?", [.text(path)], opensGroup: false)
+        defer { statement.reset() }
+        while try statement.step() {}
+    }
+
     /// The rowid of the last inserted row.
     var lastInsertID: Int64 { sqlite3_last_insert_rowid(handle) }
 

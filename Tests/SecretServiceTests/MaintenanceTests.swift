@@ -66,3 +66,72 @@ import Testing
         #expect(locked.text.contains("3 not checked (locked)") && locked.text.contains("secretctl unlock"), "\(locked.text)")
     }
 }
+
+extension MaintenanceTests {
+    /// Which of a writer's items were acknowledged, shared between the writer and the test.
+    final class Progress: @unchecked Sendable {
+        private let lock = NSLock()
+        private var stored = 0
+        /// How many items the writer has had acknowledged.
+        var count: Int { lock.withLock { stored } }
+        /// One more acknowledged.
+        func add() { lock.withLock { stored += 1 } }
+    }
+
+    @Test("secretctl backup while a writer stores items: every item acknowledged before it is in the copy with its secret, the copy opens in another secretd item by item; FILE is 0600 and is not replaced without --force")
+    func backupWhileWriting() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        try Self.store(fixture, 3)
+        let writes = 40
+        let progress = Progress()
+        let finished = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            for index in 0..<writes {
+                guard let stored = try? Self.secretctl(fixture, ["set", "writer-\(index)", "alice"], input: "secret-\(index)"),
+                    stored.status == 0
+                else { break }
+                progress.add()
+            }
+            finished.signal()
+        }
+        while progress.count < 5 { usleep(10_000) }
+        let acknowledged = progress.count
+        let file = fixture.root.appendingPathComponent("backup.sqlite3").path
+        let backup = try Self.secretctl(fixture, ["backup", "--json", file])
+        finished.wait()
+        #expect(backup.status == 0, "\(backup.errorOutput)")
+        let report = try #require(try JSONSerialization.jsonObject(with: backup.output) as? [String: Any])
+        let verified = try #require(report["items_verified"] as? Int)
+        #expect(verified >= 3 + acknowledged, "\(backup.text)")
+        #expect(progress.count == writes)
+        let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        // Not replaced without --force; replaced with it.
+        let before = try Data(contentsOf: URL(fileURLWithPath: file))
+        let refused = try Self.secretctl(fixture, ["backup", file])
+        #expect(refused.status == 6 && refused.errorOutput.contains("--force"), "\(refused.errorOutput)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == before)
+        #expect(try Self.secretctl(fixture, ["backup", "--force", file]).status == 0)
+
+        // The first copy, opened by another secretd, item by item.
+        let restored = try SecretdFixture()
+        try FileManager.default.createDirectory(at: restored.dataDirectory, withIntermediateDirectories: true)
+        try before.write(to: restored.dataDirectory.appendingPathComponent("secretd.sqlite3"))
+        let second = try restored.start()
+        defer { second.stop() }
+        let listed = try Self.secretctl(restored, ["list", "--json"])
+        let items = try #require(try JSONSerialization.jsonObject(with: listed.output) as? [[String: Any]])
+        let services = Set(items.compactMap { $0["service"] as? String })
+        #expect(services.count == verified, "\(services.sorted())")
+        for index in 0..<3 { #expect(services.contains("service-\(index)")) }
+        for index in 0..<acknowledged { #expect(services.contains("writer-\(index)"), "writer-\(index) acknowledged before the backup") }
+        for service in services {
+            let secret = try Self.secretctl(restored, ["get", service, "alice"])
+            #expect(secret.text == "secret-" + (service.split(separator: "-").last.map(String.init) ?? ""), "\(service)")
+        }
+        #expect(try Self.secretctl(restored, ["check"]).status == 0)
+    }
+}

@@ -38,4 +38,15 @@ extension LibSecret {
             return .init(integrityProblems: integrity, keyrings: keyrings)
         }
     }
+
+    /// Has secretd write a verified copy of its store to `path`.
+    static func backupStore(to path: String, replacing: Bool) throws(KeychainError) -> KeychainProvider.BackupReport {
+        try withService { service throws(KeychainError) in
+            let reply = try callMaintenance(service, "Backup", [.string(path), .boolean(replacing)])
+            guard reply.count == 4, let keyrings = reply[0].uint32, let verified = reply[1].uint32, let notChecked = reply[2].uint32,
+                let bytes = reply[3].uint64
+            else { throw .protocolError(reason: "the reply to Backup does not have the declared type") }
+            return .init(keyrings: Int(keyrings), verified: Int(verified), notChecked: Int(notChecked), bytes: bytes)
+        }
+    }
 }

@@ -65,4 +65,45 @@ import Testing
         let locked = try Self.login(try keyring.call(TestKeyring.service, Names.Interface.maintenance, "Check").get())
         #expect(!locked.unlocked && locked.opened == 0 && locked.notChecked == 2 && locked.failures.isEmpty)
     }
+
+    @Test("Backup writes a 0600 copy that verifies item by item; an existing file is refused unless replaced; a tampered or truncated copy fails verification")
+    func backup() throws {
+        let keyring = try TestKeyring()
+        defer { keyring.remove() }
+        let session = try keyring.openSession()
+        try keyring.createItem(attributes: ["service": "mail"], secret: "one", session: session)
+        try keyring.createItem(attributes: ["service": "chat"], secret: "two", session: session)
+        let path = keyring.directory.appendingPathComponent("backup.sqlite3").path
+        let reply = try keyring.call(TestKeyring.service, Names.Interface.maintenance, "Backup", [.string(path), .boolean(false)]).get()
+        let fields = try #require(reply.tuple)
+        #expect(fields[1] == .uint32(2) && fields[2] == .uint32(0), "\(fields)")  // both login items opened in the copy
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        // No temporary file left beside it.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: keyring.directory.path).filter { $0.hasPrefix(".backup") }.isEmpty)
+
+        let again = keyring.call(TestKeyring.service, Names.Interface.maintenance, "Backup", [.string(path), .boolean(false)])
+        #expect(again.failure?.dbusName == "org.freedesktop.DBus.Error.InvalidArgs")
+        let relative = keyring.call(TestKeyring.service, Names.Interface.maintenance, "Backup", [.string("backup.sqlite3"), .boolean(true)])
+        #expect(relative.failure != nil)
+        _ = try keyring.call(TestKeyring.service, Names.Interface.maintenance, "Backup", [.string(path), .boolean(true)]).get()
+
+        // The copy verifies with the keys held; damaged, it does not.
+        let live = try keyring.daemon.store.collections()
+        let keys = { (copy: Store.CollectionRecord) in
+            live.first { $0.id == copy.id && $0.uuid == copy.uuid }.flatMap { keyring.daemon.keyring.held($0.id) }
+        }
+        #expect(try Store.verifyBackup(at: path, keys: keys).opened == 2)
+        let tampered = keyring.directory.appendingPathComponent("tampered.sqlite3").path
+        try FileManager.default.copyItem(atPath: path, toPath: tampered)
+        let copy = try Database(path: tampered)
+        let id = try #require(try copy.rows("SELECT max(id) FROM items").first?.first?.integer)
+        try copy.run(Self.flipByte, [.integer(id)])
+        copy.close()
+        #expect(throws: StoreError.self) { try Store.verifyBackup(at: tampered, keys: keys) }
+        let truncated = keyring.directory.appendingPathComponent("truncated.sqlite3").path
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: truncated))
+        #expect(throws: StoreError.self) { try Store.verifyBackup(at: truncated, keys: keys) }
+    }
 }
