@@ -52,6 +52,11 @@ extension KeychainProvider {
         try LibSecret.backupStore(to: path, replacing: replacing)
     }
 
+    /// Has secretd verify the backup at `path` (absolute) as it verifies one it writes.
+    package static func verifyBackup(at path: String) throws(KeychainError) -> BackupReport {
+        try LibSecret.verifyBackup(at: path)
+    }
+
     /// Has secretd check its database and every item of its unlocked keyrings.
     package static func checkStore() throws(KeychainError) -> StoreCheck { try LibSecret.checkStore() }
 }

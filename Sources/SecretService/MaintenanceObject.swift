@@ -24,6 +24,12 @@ extension Introspection {
                handler: .now { provider, call throws(SecretServiceError) in
                    try MaintenanceObject(provider).backup(to: call.argument(0), replacing: call.argument(1))
                }),
+        Method(name: "VerifyBackup", rule: .unconfined, arguments: [Argument(name: "path", type: "s")],
+               results: [
+                   Argument(name: "keyrings", type: "u"), Argument(name: "items_verified", type: "u"),
+                   Argument(name: "items_not_checked", type: "u"), Argument(name: "bytes", type: "t"),
+               ],
+               handler: .now { provider, call throws(SecretServiceError) in try MaintenanceObject(provider).verifyBackup(at: call.argument(0)) }),
     ])
 }
 
@@ -80,22 +86,45 @@ struct MaintenanceObject {
     fileprivate func backup(to path: String, replacing: Bool) throws(SecretServiceError) -> DBusValue {
         provider.commitBarrier.flush()  // earlier writes durable and answered before the copy
         do {
-            let live = Dictionary(try provider.store.collections().map { ($0.id, $0) }) { first, _ in first }
-            let keyring = provider.keyring
-            let report = try provider.store.backup(to: path, replacing: replacing) { copy in
-                guard let current = live[copy.id], current.uuid == copy.uuid else { return nil }
-                return keyring.held(copy.id)
-            }
+            let report = try provider.store.backup(to: path, replacing: replacing, keys: try heldKeys())
             Log.info("wrote a backup of the store to \(path): \(report.keyrings) keyrings, \(report.opened) items verified")
-            return .tuple([
-                .uint32(UInt32(clamping: report.keyrings)), .uint32(UInt32(clamping: report.opened)),
-                .uint32(UInt32(clamping: report.notChecked)), .uint64(UInt64(clamping: report.bytes)),
-            ])
+            return Self.reply(report)
         } catch .invalidInput(let why) {
             throw .invalidArgs(why)
         } catch {
             Log.warning("cannot back up the store to \(path): \(error)")
             throw .failed("cannot back up the store: \(error)")
         }
+    }
+
+    /// `VerifyBackup`: the backup at `path` (absolute) checked as ``backup(to:replacing:)``
+    /// checks its copy, opened read-only: SQLite's integrity check, a schema this secretd
+    /// reads, and every item of the keyrings whose keys are held opened in it.
+    fileprivate func verifyBackup(at path: String) throws(SecretServiceError) -> DBusValue {
+        guard path.hasPrefix("/") else { throw .invalidArgs("the backup's path must be absolute") }
+        do {
+            return Self.reply(try Store.verifyBackup(at: path, keys: try heldKeys()))
+        } catch {
+            throw .failed("the backup does not verify: \(error)")
+        }
+    }
+
+    /// The keys secretd holds for a keyring of a copy: those of the live keyring with the same
+    /// id and identity (uuid), while it is unlocked or keeps its after-first-unlock key.
+    private func heldKeys() throws(StoreError) -> (Store.CollectionRecord) -> Store.ItemKeys? {
+        let live = Dictionary(try provider.store.collections().map { ($0.id, $0) }) { first, _ in first }
+        let keyring = provider.keyring
+        return { copy in
+            guard let current = live[copy.id], current.uuid == copy.uuid else { return nil }
+            return keyring.held(copy.id)
+        }
+    }
+
+    /// The reply of `Backup` and `VerifyBackup`.
+    private static func reply(_ report: Store.BackupReport) -> DBusValue {
+        .tuple([
+            .uint32(UInt32(clamping: report.keyrings)), .uint32(UInt32(clamping: report.opened)),
+            .uint32(UInt32(clamping: report.notChecked)), .uint64(UInt64(clamping: report.bytes)),
+        ])
     }
 }

@@ -24,7 +24,7 @@ extension Store {
         let file = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }  // 0600, O_EXCL
         guard file >= 0 else { throw .io("cannot create a file in \(directory): \(String(cString: strerror(errno)))") }
         Glibc.close(file)
-        let temporary = String(cString: template)
+        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var placed = false
         defer { if !placed { unlink(temporary) } }
 
@@ -47,10 +47,10 @@ extension Store {
     /// Verifies the backup at `path`: it opens as a database of a schema this secretd reads,
     /// passes SQLite's `PRAGMA integrity_check`, and every item of every collection `keys`
     /// gives keys for opens and decodes. Throws `.corrupted` naming what failed. Opens the file
-    /// read-write but writes nothing.
+    /// read-only.
     public static func verifyBackup(at path: String, keys: (CollectionRecord) -> ItemKeys?) throws(StoreError) -> BackupReport {
         guard access(path, R_OK) == 0 else { throw .io("cannot read \(path): \(String(cString: strerror(errno)))") }
-        let database = try Database(path: path)
+        let database = try Database(path: path, readOnly: true)
         defer { database.close() }
         let copy = Store(copyAt: URL(fileURLWithPath: path), database: database)
         let problems = try copy.integrityProblems()

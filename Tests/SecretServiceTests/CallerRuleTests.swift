@@ -241,6 +241,7 @@ import Testing
         "io.github.secretd.TPM1.GetStatus": .unconfined,
         "io.github.secretd.Maintenance1.Check": .unconfined,
         "io.github.secretd.Maintenance1.Backup": .unconfined,
+        "io.github.secretd.Maintenance1.VerifyBackup": .unconfined,
         "io.github.secretd.Sync1.Init": .unconfined,
         "io.github.secretd.Sync1.Join": .unconfined,
         "io.github.secretd.Sync1.Approve": .unconfined,

@@ -10,9 +10,10 @@ import Testing
         try fixture.run([SecretdFixture.secretctlPath] + arguments, input: input)
     }
 
-    /// Runs the sqlite3 command-line shell on the fixture's database (secretd stopped).
-    static func sqlite(_ fixture: SecretdFixture, _ sql: String) throws -> String {
-        let database = fixture.dataDirectory.appendingPathComponent("secretd.sqlite3").path
+    /// Runs the sqlite3 command-line shell on the fixture's database (secretd stopped), or on
+    /// the database at `path`.
+    static func sqlite(_ fixture: SecretdFixture, _ sql: String, at path: String? = nil) throws -> String {
+        let database = path ?? fixture.dataDirectory.appendingPathComponent("secretd.sqlite3").path
         let result = try fixture.run(["/usr/bin/sqlite3", database, sql])
         #expect(result.status == 0, "\(result.errorOutput)")
         return result.text.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -133,5 +134,20 @@ extension MaintenanceTests {
             #expect(secret.text == "secret-" + (service.split(separator: "-").last.map(String.init) ?? ""), "\(service)")
         }
         #expect(try Self.secretctl(restored, ["check"]).status == 0)
+
+        // backup --verify: the copy verifies; a tampered or truncated one does not.
+        let verified2 = try Self.secretctl(fixture, ["backup", "--verify", file])
+        #expect(verified2.status == 0 && verified2.text.contains("verifies"), "\(verified2.text)\(verified2.errorOutput)")
+        let tampered = fixture.root.appendingPathComponent("tampered.sqlite3")
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: file), to: tampered)
+        let id = try Self.sqlite(fixture, "SELECT max(id) FROM items", at: tampered.path)
+        _ = try Self.sqlite(fixture, MaintenanceObjectTests.flipByte.replacingOccurrences(of: "?", with: id), at: tampered.path)
+        let badSeal = try Self.secretctl(fixture, ["backup", "--verify", tampered.path])
+        #expect(badSeal.status == 6 && badSeal.errorOutput.contains("item \(id) of keyring login does not open"), "\(badSeal.errorOutput)")
+        let truncated = fixture.root.appendingPathComponent("truncated.sqlite3")
+        let whole = try Data(contentsOf: URL(fileURLWithPath: file))
+        try whole.prefix(whole.count / 2).write(to: truncated)
+        let short = try Self.secretctl(fixture, ["backup", "--verify", truncated.path])
+        #expect(short.status == 6 && short.errorOutput.contains("does not verify"), "\(short.errorOutput)")
     }
 }

@@ -41,11 +41,21 @@ extension LibSecret {
 
     /// Has secretd write a verified copy of its store to `path`.
     static func backupStore(to path: String, replacing: Bool) throws(KeychainError) -> KeychainProvider.BackupReport {
+        try backupCall("Backup", [.string(path), .boolean(replacing)])
+    }
+
+    /// Has secretd verify the backup at `path`.
+    static func verifyBackup(at path: String) throws(KeychainError) -> KeychainProvider.BackupReport {
+        try backupCall("VerifyBackup", [.string(path)])
+    }
+
+    /// Calls `method` (`Backup` or `VerifyBackup`) and reads its report.
+    private static func backupCall(_ method: String, _ arguments: [DBusValue]) throws(KeychainError) -> KeychainProvider.BackupReport {
         try withService { service throws(KeychainError) in
-            let reply = try callMaintenance(service, "Backup", [.string(path), .boolean(replacing)])
+            let reply = try callMaintenance(service, method, arguments)
             guard reply.count == 4, let keyrings = reply[0].uint32, let verified = reply[1].uint32, let notChecked = reply[2].uint32,
                 let bytes = reply[3].uint64
-            else { throw .protocolError(reason: "the reply to Backup does not have the declared type") }
+            else { throw .protocolError(reason: "the reply to \(method) does not have the declared type") }
             return .init(keyrings: Int(keyrings), verified: Int(verified), notChecked: Int(notChecked), bytes: bytes)
         }
     }
