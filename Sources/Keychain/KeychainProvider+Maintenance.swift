@@ -19,6 +19,8 @@ extension KeychainProvider {
             /// Items that did not open: their database id and what failed.
             package var failures: [(id: Int64, reason: String)]
 
+            /// Whether two reports of a keyring say the same (the failures compared field by field:
+            /// tuples are not `Equatable`).
             package static func == (lhs: Keyring, rhs: Keyring) -> Bool {
                 (lhs.name, lhs.label, lhs.isUnlocked, lhs.opened, lhs.notChecked) == (rhs.name, rhs.label, rhs.isUnlocked, rhs.opened, rhs.notChecked)
                     && lhs.failures.map(\.id) == rhs.failures.map(\.id) && lhs.failures.map(\.reason) == rhs.failures.map(\.reason)
