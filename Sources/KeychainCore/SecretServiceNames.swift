@@ -92,6 +92,9 @@ package enum SecretServiceNames {
         package static let tpm = "io.github.secretd.TPM1"
         /// secretd's own interface for sync between a person's machines (`secretctl sync`; see secretd(1)).
         package static let sync = "io.github.secretd.Sync1"
+        /// secretd's own interface for looking after the store: its integrity and every item's
+        /// seal checked (`secretctl check`), and verified backups (`secretctl backup`; see secretd(1)).
+        package static let maintenance = "io.github.secretd.Maintenance1"
         /// The standard properties interface.
         package static let properties = "org.freedesktop.DBus.Properties"
         /// The standard peer interface (`Ping`).

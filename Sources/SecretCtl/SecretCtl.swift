@@ -31,6 +31,8 @@ public enum SecretCtl {
         AppKeysCommand.self,
         PinCommand.self,
         TpmCommand.self,
+        CheckCommand.self,
+        BackupCommand.self,
         SyncCommand.self,
         HistoryCommand.self,
         SshCommand.self,

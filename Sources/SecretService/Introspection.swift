@@ -23,6 +23,8 @@ enum Introspection {
     static let locking = SecretServiceNames.Interface.locking
     /// secretd's own: the login keyring's TPM slot.
     static let tpm = SecretServiceNames.Interface.tpm
+    /// secretd's own: the store's check (and backups).
+    static let maintenance = SecretServiceNames.Interface.maintenance
     /// secretd's own: sync between a person's machines.
     static let sync = SecretServiceNames.Interface.sync
     /// The desktop portal's Secret backend, and its request handles.
@@ -46,7 +48,7 @@ enum Introspection {
     /// lists them.
     static let all: [BusInterface] = [
         serviceInterface, gnomeExtensionInterface, accessGroupsInterface, importingInterface, appKeysInterface,
-        quickUnlockInterface, lockingInterface, tpmInterface, syncInterface,
+        quickUnlockInterface, lockingInterface, tpmInterface, syncInterface, maintenanceInterface,
         collectionInterface, itemInterface, sessionInterface, promptInterface, portalSecretInterface, portalRequestInterface,
     ]
 

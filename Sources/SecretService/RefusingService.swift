@@ -1,3 +1,4 @@
+internal import CProcess  // declares `struct stat` as Glibc does; the compiler may take it from here
 import FoundationEssentials
 import Glibc
 import KeychainCore

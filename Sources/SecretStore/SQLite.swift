@@ -11,10 +11,11 @@ import Glibc
 package final class Database {
     private let handle: OpaquePointer
 
-    /// Opens (creating if needed) the database at `path`.
-    init(path: String) throws(StoreError) {
+    /// Opens (creating if needed) the database at `path`; with `readOnly`, only opens it, and
+    /// nothing is ever written to it (a backup being verified).
+    init(path: String, readOnly: Bool = false) throws(StoreError) {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)
         guard status == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
@@ -194,6 +195,15 @@ package final class Database {
             try? execute("RELEASE write")
             throw error
         }
+    }
+
+    /// Writes a consistent copy of the whole database into the file at `path`, which must not
+    /// exist or be empty (SQLite's `VACUUM INTO`: one read snapshot, free pages left out, the
+    /// copy in rollback-journal mode). Not inside a transaction: end the group's first.
+    func vacuum(into path: String) throws(StoreError) {
+        let statement = try prepare("VACUUM INTO ?", [.text(path)], opensGroup: false)
+        defer { statement.reset() }
+        while try statement.step() {}
     }
 
     /// The rowid of the last inserted row.

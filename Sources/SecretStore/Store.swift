@@ -53,6 +53,13 @@ public final class Store {
         try Migrations.migrate(database)
     }
 
+    /// A store over `database`, a copy at `url` being verified (``verifyBackup(at:keys:)``):
+    /// not checked, migrated or switched to WAL, so nothing is written to it.
+    init(copyAt url: URL, database: Database) {
+        databaseURL = url
+        self.database = database
+    }
+
     /// Closes the database file. SQLite then folds its write-ahead log into the file, so
     /// after a clean stop `secretd.sqlite3` alone holds every item. Every later call throws.
     public func close() {

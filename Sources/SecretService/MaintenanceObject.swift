@@ -1,0 +1,130 @@
+// io.github.secretd.Maintenance1
+//
+// Looking after the store itself (secretd's Maintenance1 interface): `secretctl check` has
+// secretd run SQLite's integrity check on its own connection and open every item of the
+// unlocked keyrings with the keys it holds, and reports what failed; `secretctl backup` has it
+// write a verified copy of the whole store to a path the caller names.
+
+import KeychainCore
+import SecretStore
+import DBusValues
+
+extension Introspection {
+    /// secretd's own: the store's integrity check, for unconfined clients outside a sandbox
+    /// (its rule): a confined program must not learn how many items each keyring holds.
+    static let maintenanceInterface = BusInterface(name: maintenance, objects: .service, methods: [
+        Method(name: "Check", rule: .unconfined, results: [
+            Argument(name: "integrity_problems", type: "as"), Argument(name: "keyrings", type: "a(ssbuua(xs))"),
+        ], handler: .now { provider, _ throws(SecretServiceError) in try MaintenanceObject(provider).check() }),
+        Method(name: "Backup", rule: .unconfined, arguments: [Argument(name: "path", type: "s"), Argument(name: "replace", type: "b")],
+               results: [
+                   Argument(name: "keyrings", type: "u"), Argument(name: "items_verified", type: "u"),
+                   Argument(name: "items_not_checked", type: "u"), Argument(name: "bytes", type: "t"),
+               ],
+               handler: .now { provider, call throws(SecretServiceError) in
+                   try MaintenanceObject(provider).backup(to: call.argument(0), replacing: call.argument(1))
+               }),
+        Method(name: "VerifyBackup", rule: .unconfined, arguments: [Argument(name: "path", type: "s")],
+               results: [
+                   Argument(name: "keyrings", type: "u"), Argument(name: "items_verified", type: "u"),
+                   Argument(name: "items_not_checked", type: "u"), Argument(name: "bytes", type: "t"),
+               ],
+               handler: .now { provider, call throws(SecretServiceError) in try MaintenanceObject(provider).verifyBackup(at: call.argument(0)) }),
+    ])
+}
+
+/// secretd's Maintenance1 interface: the database's integrity and every item's seal checked
+/// with the keys secretd holds, and verified backups.
+struct MaintenanceObject {
+    /// What every object shares.
+    let provider: Provider
+
+    /// The object over `provider`.
+    init(_ provider: Provider) { self.provider = provider }
+
+    /// `Check`: SQLite's findings (empty when the file is sound), then per keyring its name,
+    /// label, whether it is unlocked, how many items opened, how many could not be tried (their
+    /// key is not held: the keyring is locked), and the items that did not open, by id, with
+    /// what failed. Nothing is written.
+    fileprivate func check() throws(SecretServiceError) -> DBusValue {
+        do {
+            let integrity = try provider.store.integrityProblems()
+            var keyrings: [DBusValue] = []
+            for collection in try provider.store.collections() {
+                let unlocked = !provider.keyring.isLocked(collection)
+                var seals = Store.SealCheck()
+                if let keys = provider.keyring.held(collection.id) {
+                    seals = try provider.store.checkSeals(of: collection, keys: keys)
+                    for failure in seals.failures {
+                        Log.warning("item \(failure.itemID) of keyring \(collection.name) does not open: \(failure.reason)")
+                    }
+                } else {
+                    seals.notChecked = try provider.store.search([:], in: collection).count
+                }
+                keyrings.append(.tuple([
+                    .string(collection.name), .string(collection.label), .boolean(unlocked),
+                    .uint32(UInt32(clamping: seals.opened)), .uint32(UInt32(clamping: seals.notChecked)),
+                    .array(element: "(xs)", seals.failures.map { DBusValue.tuple([.int64($0.itemID), .string($0.reason)]) }),
+                ]))
+            }
+            if !integrity.isEmpty { Log.warning("the integrity check of the database fails: \(integrity.joined(separator: "; "))") }
+            return .tuple([.array(element: "s", integrity.map(DBusValue.string)), .array(element: "(ssbuua(xs))", keyrings)])
+        } catch {
+            Log.error("cannot check the store: \(error)")
+            throw .failed("cannot check the store: \(error)")
+        }
+    }
+
+    /// `Backup`: a verified copy of the whole store at `path` (absolute; over an existing file
+    /// only when `replacing`), taken on the main loop between calls, after the writes before it
+    /// are committed and acknowledged; the copy's items are opened with the keys held for the
+    /// same keyring (same id and identity) of the live store.
+    ///
+    /// A path, not a descriptor: the copy is written beside the target and renamed over it,
+    /// which needs the directory; only unconfined callers outside a sandbox (the user's own
+    /// programs, which may write there themselves) may call it.
+    fileprivate func backup(to path: String, replacing: Bool) throws(SecretServiceError) -> DBusValue {
+        provider.commitBarrier.flush()  // earlier writes durable and answered before the copy
+        do {
+            let report = try provider.store.backup(to: path, replacing: replacing, keys: try heldKeys())
+            Log.info("wrote a backup of the store to \(path): \(report.keyrings) keyrings, \(report.opened) items verified")
+            return Self.reply(report)
+        } catch .invalidInput(let why) {
+            throw .invalidArgs(why)
+        } catch {
+            Log.warning("cannot back up the store to \(path): \(error)")
+            throw .failed("cannot back up the store: \(error)")
+        }
+    }
+
+    /// `VerifyBackup`: the backup at `path` (absolute) checked as ``backup(to:replacing:)``
+    /// checks its copy, opened read-only: SQLite's integrity check, a schema this secretd
+    /// reads, and every item of the keyrings whose keys are held opened in it.
+    fileprivate func verifyBackup(at path: String) throws(SecretServiceError) -> DBusValue {
+        guard path.hasPrefix("/") else { throw .invalidArgs("the backup's path must be absolute") }
+        do {
+            return Self.reply(try Store.verifyBackup(at: path, keys: try heldKeys()))
+        } catch {
+            throw .failed("the backup does not verify: \(error)")
+        }
+    }
+
+    /// The keys secretd holds for a keyring of a copy: those of the live keyring with the same
+    /// id and identity (uuid), while it is unlocked or keeps its after-first-unlock key.
+    private func heldKeys() throws(StoreError) -> (Store.CollectionRecord) -> Store.ItemKeys? {
+        let live = Dictionary(try provider.store.collections().map { ($0.id, $0) }) { first, _ in first }
+        let keyring = provider.keyring
+        return { copy in
+            guard let current = live[copy.id], current.uuid == copy.uuid else { return nil }
+            return keyring.held(copy.id)
+        }
+    }
+
+    /// The reply of `Backup` and `VerifyBackup`.
+    private static func reply(_ report: Store.BackupReport) -> DBusValue {
+        .tuple([
+            .uint32(UInt32(clamping: report.keyrings)), .uint32(UInt32(clamping: report.opened)),
+            .uint32(UInt32(clamping: report.notChecked)), .uint64(UInt64(clamping: report.bytes)),
+        ])
+    }
+}
