@@ -94,6 +94,24 @@ final class Keyring {
         try store.search(attributes, in: collection)
     }
 
+    // MARK: - Checks and backups
+
+    /// What SQLite's integrity check finds wrong with the database (empty: nothing).
+    func integrityProblems() throws(StoreError) -> [String] { try store.integrityProblems() }
+
+    /// Opens every item of `collection` that `itemKeys` can open; writes nothing.
+    func checkSeals(of collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) throws(StoreError) -> Store.SealCheck {
+        try store.checkSeals(of: collection, keys: itemKeys)
+    }
+
+    /// A verified copy of the whole database at `path` (``Store/backup(to:replacing:keys:)``),
+    /// each collection's items opened with the keys `keys` gives for it.
+    func backup(
+        to path: String, replacing: Bool, keys: (Store.CollectionRecord) -> Store.ItemKeys?
+    ) throws(StoreError) -> Store.BackupReport {
+        try store.backup(to: path, replacing: replacing, keys: keys)
+    }
+
     /// `item`'s contents, opened with `itemKeys`.
     func readItem(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) throws(StoreError)
         -> ItemContents

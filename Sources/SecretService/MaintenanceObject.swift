@@ -48,18 +48,18 @@ struct MaintenanceObject {
     /// what failed. Nothing is written.
     fileprivate func check() throws(SecretServiceError) -> DBusValue {
         do {
-            let integrity = try provider.store.integrityProblems()
+            let integrity = try provider.keyring.integrityProblems()
             var keyrings: [DBusValue] = []
-            for collection in try provider.store.collections() {
+            for collection in try provider.keyring.collections() {
                 let unlocked = !provider.keyring.isLocked(collection)
                 var seals = Store.SealCheck()
                 if let keys = provider.keyring.held(collection.id) {
-                    seals = try provider.store.checkSeals(of: collection, keys: keys)
+                    seals = try provider.keyring.checkSeals(of: collection, keys: keys)
                     for failure in seals.failures {
                         Log.warning("item \(failure.itemID) of keyring \(collection.name) does not open: \(failure.reason)")
                     }
                 } else {
-                    seals.notChecked = try provider.store.search([:], in: collection).count
+                    seals.notChecked = try provider.keyring.search([:], in: collection).count
                 }
                 keyrings.append(.tuple([
                     .string(collection.name), .string(collection.label), .boolean(unlocked),
@@ -86,7 +86,7 @@ struct MaintenanceObject {
     fileprivate func backup(to path: String, replacing: Bool) throws(SecretServiceError) -> DBusValue {
         provider.commitBarrier.flush()  // earlier writes durable and answered before the copy
         do {
-            let report = try provider.store.backup(to: path, replacing: replacing, keys: try heldKeys())
+            let report = try provider.keyring.backup(to: path, replacing: replacing, keys: try heldKeys())
             Log.info("wrote a backup of the store to \(path): \(report.keyrings) keyrings, \(report.opened) items verified")
             return Self.reply(report)
         } catch .invalidInput(let why) {
@@ -112,7 +112,7 @@ struct MaintenanceObject {
     /// The keys secretd holds for a keyring of a copy: those of the live keyring with the same
     /// id and identity (uuid), while it is unlocked or keeps its after-first-unlock key.
     private func heldKeys() throws(StoreError) -> (Store.CollectionRecord) -> Store.ItemKeys? {
-        let live = Dictionary(try provider.store.collections().map { ($0.id, $0) }) { first, _ in first }
+        let live = Dictionary(try provider.keyring.collections().map { ($0.id, $0) }) { first, _ in first }
         let keyring = provider.keyring
         return { copy in
             guard let current = live[copy.id], current.uuid == copy.uuid else { return nil }

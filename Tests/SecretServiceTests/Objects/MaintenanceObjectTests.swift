@@ -51,7 +51,7 @@ import Testing
         let damaged = try keyring.createItem(attributes: ["service": "chat"], secret: "two", session: session)
         let id = try #require(Int64(damaged.split(separator: "/").last.map(String.init) ?? ""))
         // One byte of the sealed contents flipped, as a bad sector or an edit would.
-        try keyring.daemon.store.database.run(Self.flipByte, [.integer(id)])
+        try keyring.daemon.keyring.store.database.run(Self.flipByte, [.integer(id)])
         _ = keyring.daemon.commitPending()
         let reply = try keyring.call(TestKeyring.service, Names.Interface.maintenance, "Check").get()
         #expect(reply.tuple?[0] == .array(element: "s", []))  // the file itself is sound
@@ -89,7 +89,7 @@ import Testing
         _ = try keyring.call(TestKeyring.service, Names.Interface.maintenance, "Backup", [.string(path), .boolean(true)]).get()
 
         // The copy verifies with the keys held; damaged, it does not.
-        let live = try keyring.daemon.store.collections()
+        let live = try keyring.daemon.keyring.collections()
         let keys = { (copy: Store.CollectionRecord) in
             live.first { $0.id == copy.id && $0.uuid == copy.uuid }.flatMap { keyring.daemon.keyring.held($0.id) }
         }
