@@ -58,25 +58,11 @@ final class LoginControlSocket {
         } else {
             guard let runtimeDirectory, runtimeDirectory.hasPrefix("/") else { return nil }  // no runtime directory: no login hand-off
             let directory = runtimeDirectory + "/" + SECRETD_CONTROL_DIRECTORY
-            guard Self.makePrivateDirectory(directory) else { return nil }
             let path = directory + "/" + SECRETD_CONTROL_SOCKET
-            var status = stat()
-            if lstat(path, &status) == 0 {
-                guard (status.st_mode & S_IFMT) == S_IFSOCK, status.st_uid == getuid() else {
-                    Log.warning("\(path) is not a socket of this user; the login password cannot be handed over")
-                    return nil
-                }
-                if keychain_unix_socket_answers(path) != 0 {
-                    Log.info("another process listens on \(path); it receives the login password, not this secretd")
-                    return nil
-                }
-                unlink(path)  // left behind by a secretd that did not stop cleanly
-            }
-            let fd = keychain_listen_unix(path)
-            guard fd >= 0 else {
-                Log.warning("cannot listen on \(path): \(String(cString: strerror(errno)))")
-                return nil
-            }
+            guard let fd = PrivateSocket.listen(
+                at: path, in: directory, consequence: "the login password cannot be handed over",
+                otherListener: "it receives the login password, not this secretd")
+            else { return nil }
             listener = fd
             boundPath = path
         }
@@ -96,20 +82,6 @@ final class LoginControlSocket {
         for connection in connections.values { finish(connection, reply: nil) }
         Glibc.close(listener)
         if let boundPath { unlink(boundPath) }
-    }
-
-    /// Creates `path` as a 0700 directory of this user, or checks that it is one (not a link).
-    private static func makePrivateDirectory(_ path: String) -> Bool {
-        if mkdir(path, 0o700) == 0 { return true }
-        var status = stat()
-        guard errno == EEXIST, lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR,
-            status.st_uid == getuid()
-        else {
-            Log.warning("\(path) is not a directory of this user; the login password cannot be handed over")
-            return false
-        }
-        if status.st_mode & 0o077 != 0 { chmod(path, 0o700) }
-        return true
     }
 
     // MARK: - Connections

@@ -85,7 +85,10 @@ final class SSHAgentSocket {
             listener = passed
             boundItself = false
         } else {
-            guard let bound = Self.listen(at: path, in: runtimeDirectory + "/" + SSHAgentNames.directoryName) else { return nil }
+            guard let bound = PrivateSocket.listen(
+                at: path, in: runtimeDirectory + "/" + SSHAgentNames.directoryName, consequence: "no SSH agent",
+                otherListener: "no SSH agent in this secretd")
+            else { return nil }
             listener = bound
             boundItself = true
         }
@@ -112,29 +115,6 @@ final class SSHAgentSocket {
         }
     }
 
-    /// Listens at `path` in the private `directory` (made if missing); nil (after logging why)
-    /// when it cannot, or when another process answers there already.
-    private static func listen(at path: String, in directory: String) -> Int32? {
-        guard makePrivateDirectory(directory) else { return nil }
-        var status = stat()
-        if lstat(path, &status) == 0 {
-            guard (status.st_mode & S_IFMT) == S_IFSOCK, status.st_uid == getuid() else {
-                Log.warning("\(path) is not a socket of this user; no SSH agent")
-                return nil
-            }
-            if keychain_unix_socket_answers(path) != 0 {
-                Log.info("another process listens on \(path); no SSH agent in this secretd")
-                return nil
-            }
-            unlink(path)  // left behind by a secretd that did not stop cleanly
-        }
-        let fd = keychain_listen_unix(path)
-        guard fd >= 0 else {
-            Log.warning("cannot listen on \(path): \(String(cString: strerror(errno))); no SSH agent")
-            return nil
-        }
-        return fd
-    }
 
     /// Stops listening, closes every connection and removes the socket.
     func close() {
@@ -146,17 +126,6 @@ final class SSHAgentSocket {
         if boundItself { unlink(path) }
     }
 
-    /// Creates `path` as a 0700 directory of this user, or checks that it is one (not a link).
-    private static func makePrivateDirectory(_ path: String) -> Bool {
-        if mkdir(path, 0o700) == 0 { return true }
-        var status = stat()
-        guard errno == EEXIST, lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR, status.st_uid == getuid() else {
-            Log.warning("\(path) is not a directory of this user; no SSH agent")
-            return false
-        }
-        if status.st_mode & 0o077 != 0 { chmod(path, 0o700) }
-        return true
-    }
 
     // MARK: - Connections
 
