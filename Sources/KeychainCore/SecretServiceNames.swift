@@ -95,6 +95,8 @@ package enum SecretServiceNames {
         /// secretd's own interface for looking after the store: its integrity and every item's
         /// seal checked (`secretctl check`), and verified backups (`secretctl backup`; see secretd(1)).
         package static let maintenance = "io.github.secretd.Maintenance1"
+        /// secretd's own interface for reading the audit trail (`secretctl audit`; see secretd(1)).
+        package static let audit = "io.github.secretd.Audit1"
         /// The standard properties interface.
         package static let properties = "org.freedesktop.DBus.Properties"
         /// The standard peer interface (`Ping`).

@@ -91,6 +91,8 @@ final class Announcer {
             broadcastProperties(["Locked": .boolean(false)], of: collection)
         case .locked(let collection):
             broadcastProperties(["Locked": .boolean(true)], of: collection)
+        case .secretRead, .refused:
+            break
         }
     }
 

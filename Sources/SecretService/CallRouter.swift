@@ -22,26 +22,71 @@ final class CallRouter: BusHandler {
 
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
         provider.lastActivity = provider.clock()
-        return admitted(call).flatMap { admitted, handler in
-            guard case .now(let answer) = handler else { return .failure(.failed("\(call.method) answers later")) }
-            return Result { () throws(SecretServiceError) in try answer(provider, admitted) }
-        }
+        return acting(for: call) {
+            admitted(call).flatMap { admitted, handler in
+                guard case .now(let answer) = handler else { return .failure(.failed("\(call.method) answers later")) }
+                return Result { () throws(SecretServiceError) in try answer(provider, admitted) }
+            }
+        } ?? .failure(.failed("\(call.method) gave no answer"))
     }
 
     func handle(_ call: MethodCall, replyLater reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
         provider.lastActivity = provider.clock()
-        switch admitted(call) {
-        case .failure(let refusal):
-            reply(.failure(refusal))
-        case .success((let admitted, .now(let answer))):
-            reply(Result { () throws(SecretServiceError) in try answer(provider, admitted) })
-        case .success((let admitted, .later(let answer))):
-            do throws(SecretServiceError) {
-                try answer(provider, admitted, reply)
-            } catch {
-                reply(.failure(error))
+        let answered = acting(for: call) { () -> Result<DBusValue, SecretServiceError>? in
+            switch admitted(call) {
+            case .failure(let refusal):
+                return .failure(refusal)
+            case .success((let admitted, .now(let answer))):
+                return Result { () throws(SecretServiceError) in try answer(provider, admitted) }
+            case .success((let admitted, .later(let answer))):
+                do throws(SecretServiceError) {
+                    try answer(provider, admitted, reply)
+                    return nil
+                } catch {
+                    return .failure(error)
+                }
             }
         }
+        answered.map(reply)
+    }
+
+    /// Runs `body` (a call's answer, nil when it answers later) with the caller of `call` as
+    /// the keyring's accessor, the audit trail's "who", and tells the keyring when the answer
+    /// refused the caller (``reportRefusal(_:of:)``).
+    private func acting(
+        for call: MethodCall, _ body: () -> Result<DBusValue, SecretServiceError>?
+    ) -> Result<DBusValue, SecretServiceError>? {
+        func run() -> Result<DBusValue, SecretServiceError>? {
+            let answered = body()
+            if case .failure(let error)? = answered { reportRefusal(error, of: call) }
+            return answered
+        }
+        guard let caller = provider.callers[call.sender] else { return run() }
+        return provider.keyring.acting(as: caller.accessor, run)
+    }
+
+    /// Publishes a refusal of `call` (``Keyring/refused(_:)``): access denied, a locked keyring
+    /// or item, and an item that exists but that the caller may not see. Other errors (a bad
+    /// argument, an object that is not there) are not refusals.
+    private func reportRefusal(_ error: SecretServiceError, of call: MethodCall) {
+        var item: Store.ItemRecord?
+        var collection: Store.CollectionRecord?
+        switch ObjectPaths.parse(call.path) {
+        case .item(_, let id):
+            item = try? provider.keyring.item(id: id)
+            collection = item.flatMap { found in (try? provider.keyring.collections())?.first { $0.id == found.collectionID } }
+        case .collection, .alias:
+            collection = provider.collection(at: call.path)
+        default:
+            break
+        }
+        switch error {
+        case .forbidden, .accessDenied, .isLocked: break
+        case .noSuchObject where item != nil: break  // there, but not for this caller
+        default: return
+        }
+        let name = call.interface.split(separator: ".").last.map(String.init) ?? call.interface
+        provider.keyring.refused(AccessRefusal(route: "\(name).\(call.method)", reason: error.message, item: item, collection: collection))
     }
 
     /// `call` checked against its method's caller rule, with the object it reaches, and the
@@ -109,11 +154,13 @@ final class CallRouter: BusHandler {
         case .failure(let refusal):
             return refusal
         case .success(let target):
-            do throws(SecretServiceError) {
-                try setter.write(provider, PropertyWrite(target: target, value: value, sender: sender))
-                return nil
-            } catch {
-                return error
+            return provider.keyring.acting(as: provider.callers[sender]?.accessor ?? .secretd) {
+                do throws(SecretServiceError) {
+                    try setter.write(provider, PropertyWrite(target: target, value: value, sender: sender))
+                    return nil
+                } catch {
+                    return error
+                }
             }
         }
     }

@@ -10,6 +10,8 @@ final class Caller {
     let identity: CallerIdentity
     /// Its process id when it was identified (for prompts that name it).
     let pid: Int32
+    /// Its command line when it was identified, for the audit trail.
+    let command: String?
     /// Ask-mode groups the person allowed it once.
     var allowedOnce: Set<String> = []
     /// Ask-mode groups the person denied it; it is not asked again.
@@ -26,8 +28,12 @@ final class Caller {
     /// client that keeps calling what it may not cannot flood the journal.
     static let loggedRefusals = 10
 
-    init(identity: CallerIdentity, pid: Int32) {
+    init(identity: CallerIdentity, pid: Int32, command: String? = nil) {
         self.identity = identity
         self.pid = pid
+        self.command = command
     }
+
+    /// It, as the audit trail names who asked.
+    var accessor: Accessor { Accessor(identity: identity.description, pid: pid, command: command) }
 }

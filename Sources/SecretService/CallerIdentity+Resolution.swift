@@ -112,6 +112,15 @@ extension CallerIdentity {
         return String(path.dropLast(suffix.count))
     }
 
+    /// The command line of process `pid` (`/proc/PID/cmdline`), its arguments joined by
+    /// spaces and cut at `limit` bytes, for the audit trail; nil when it cannot be read.
+    static func commandLine(pid: Int32, limit: Int = 512, procRoot: String = "/proc") -> String? {
+        guard let text = read("\(procRoot)/\(pid)/cmdline"), !text.isEmpty else { return nil }
+        let joined = text.split(separator: "\u{0}", omittingEmptySubsequences: true).joined(separator: " ")
+        guard joined.utf8.count > limit else { return joined }
+        return String(decoding: joined.utf8.prefix(limit), as: UTF8.self) + "…"
+    }
+
     /// A small text file of /proc (at most 64 KiB), or nil.
     private static func read(_ path: String) -> String? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)

@@ -76,7 +76,9 @@ final class CallerRegistry {
         }
         switch CallerIdentity.resolve(pid: Int32(bitPattern: pid), receivedAt: receivedAt) {
         case .success(let identity):
-            let caller = Caller(identity: identity, pid: Int32(bitPattern: pid))
+            let caller = Caller(
+                identity: identity, pid: Int32(bitPattern: pid),
+                command: CallerIdentity.commandLine(pid: Int32(bitPattern: pid)))
             add(caller, as: sender)
             return .success(caller)
         case .failure(let problem):

@@ -43,6 +43,11 @@ public struct Configuration: Equatable, Sendable {
     /// file may grow (`quota-database`, 4 GiB).
     public var quota = Store.Quota(items: 200_000, bytes: 1 << 30, databaseBytes: 4 << 30)
 
+    /// How many days the audit trail keeps its entries (`audit-keep`); 0 keeps no trail. 90
+    /// by default: long enough to look back after a holiday or a late-noticed compromise, short
+    /// enough that the trail stays small (about 300 bytes an entry).
+    public var auditKeepDays: Int = 90
+
     /// The defaults.
     public init() {}
 
@@ -97,6 +102,12 @@ public struct Configuration: Equatable, Sendable {
                     throw ConfigurationError(file: file, line: index + 1, message: "sync-interval takes a number of seconds, at least 1")
                 }
                 configuration.syncInterval = seconds
+            case "audit-keep":
+                let value = parts[1].hasSuffix("d") ? String(parts[1].dropLast()) : parts[1]
+                guard let days = Int(value), days >= 0, days <= 36_500 else {
+                    throw ConfigurationError(file: file, line: index + 1, message: "audit-keep takes a number of days (0: no audit trail)")
+                }
+                configuration.auditKeepDays = days
             case "quota-items":
                 guard let count = Int(parts[1]), count >= 1 else {
                     throw ConfigurationError(file: file, line: index + 1, message: "quota-items takes a number of items, at least 1")

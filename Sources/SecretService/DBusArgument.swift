@@ -2,7 +2,7 @@ import DBusValues
 
 /// A type a method handler takes an argument as, decoded from the call's arguments (already
 /// checked against the method's declared signature, so a mismatch is `InvalidArgs` rather than
-/// a crash): `String`, `Bool`, `UInt32`, `UInt64`, ``ObjectPath``, ``DBusValue`` (any value; a
+/// a crash): `String`, `Bool`, `UInt32`, `UInt64`, `Int64`, ``ObjectPath``, ``DBusValue`` (any value; a
 /// variant's content), arrays of these, and string-keyed dictionaries of them.
 protocol DBusArgument {
     /// The argument in `value`; nil when `value` is of another type.
@@ -55,6 +55,13 @@ extension UInt32: DBusArgument {
 extension UInt64: DBusArgument {
     init?(dbusValue value: DBusValue) {
         guard let number = value.uint64 else { return nil }
+        self = number
+    }
+}
+
+extension Int64: DBusArgument {
+    init?(dbusValue value: DBusValue) {
+        guard case .int64(let number) = value else { return nil }
         self = number
     }
 }

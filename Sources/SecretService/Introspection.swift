@@ -25,6 +25,8 @@ enum Introspection {
     static let tpm = SecretServiceNames.Interface.tpm
     /// secretd's own: the store's check (and backups).
     static let maintenance = SecretServiceNames.Interface.maintenance
+    /// secretd's own: the audit trail.
+    static let audit = SecretServiceNames.Interface.audit
     /// secretd's own: sync between a person's machines.
     static let sync = SecretServiceNames.Interface.sync
     /// The desktop portal's Secret backend, and its request handles.
@@ -48,7 +50,7 @@ enum Introspection {
     /// lists them.
     static let all: [BusInterface] = [
         serviceInterface, gnomeExtensionInterface, accessGroupsInterface, importingInterface, appKeysInterface,
-        quickUnlockInterface, lockingInterface, tpmInterface, syncInterface, maintenanceInterface,
+        quickUnlockInterface, lockingInterface, tpmInterface, syncInterface, maintenanceInterface, auditInterface,
         collectionInterface, itemInterface, sessionInterface, promptInterface, portalSecretInterface, portalRequestInterface,
     ]
 

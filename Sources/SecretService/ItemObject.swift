@@ -72,7 +72,7 @@ struct ItemObject {
         let session = try provider.session(at: sessionPath, for: sender).get()
         let contents: ItemContents
         do throws(StoreError) {
-            contents = try provider.keyring.readItem(item, in: collection, keys: itemKeys)
+            contents = try provider.keyring.readSecret(item, in: collection, keys: itemKeys, route: "Item.GetSecret")
         } catch {
             throw provider.storeFailure(error)
         }

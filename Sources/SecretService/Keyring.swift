@@ -18,6 +18,8 @@ final class Keyring {
     private var subscribers: [(KeyringEvent) -> Void] = []
     /// Events of a ``transaction(_:)`` under way, published when it lands (nil: none open).
     private var heldEvents: [KeyringEvent]?
+    /// Who asked for what the keyring does now (``acting(as:_:)``); secretd itself between requests.
+    private(set) var accessor = Accessor.secretd
 
     /// A keyring over `store`, every collection locked.
     init(store: Store) {
@@ -27,6 +29,19 @@ final class Keyring {
     /// Tells `subscriber` every event from now on.
     func subscribe(_ subscriber: @escaping (KeyringEvent) -> Void) {
         subscribers.append(subscriber)
+    }
+
+    /// Runs `body` for `accessor`: the events it publishes are theirs.
+    func acting<T, E: Error>(as accessor: Accessor, _ body: () throws(E) -> T) throws(E) -> T {
+        let outer = self.accessor
+        self.accessor = accessor
+        defer { self.accessor = outer }
+        return try body()
+    }
+
+    /// Publishes that the accessor was refused `refusal` (the audit trail records it).
+    func refused(_ refusal: AccessRefusal) {
+        publish(.refused(refusal))
     }
 
     private func publish(_ event: KeyringEvent) {
@@ -117,6 +132,17 @@ final class Keyring {
         -> ItemContents
     {
         try store.readItem(item, in: collection, keys: itemKeys)
+    }
+
+    /// `item`'s contents, opened with `itemKeys`, to hand its secret to the accessor through
+    /// `route`: published as read (the audit trail records it). Reads that keep the secret in
+    /// secretd (a label, a change) use ``readItem(_:in:keys:)``.
+    func readSecret(
+        _ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys, route: String
+    ) throws(StoreError) -> ItemContents {
+        let contents = try store.readItem(item, in: collection, keys: itemKeys)
+        publish(.secretRead(item, in: collection, label: contents.label, attributes: contents.attributes, route: route))
+        return contents
     }
 
     // MARK: - Locking

@@ -2,7 +2,8 @@ import SecretStore
 
 /// One change to the keyrings, published by ``Keyring`` once it is made (in the pending
 /// transaction; the transport sends nothing about it before its commit). Signals, sync and the
-/// items schedule subscribe to these instead of each handler telling them.
+/// items schedule subscribe to these instead of each handler telling them. Each is done for the
+/// keyring's current ``Keyring/accessor``; the audit trail records them all.
 enum KeyringEvent {
     /// `item` was created in `collection`.
     case itemCreated(Store.ItemRecord, in: Store.CollectionRecord)
@@ -21,4 +22,9 @@ enum KeyringEvent {
     case unlocked(Store.CollectionRecord)
     /// A collection was locked (it was unlocked).
     case locked(Store.CollectionRecord)
+    /// `item`'s secret was handed to the ``Keyring/accessor`` through `route` (`Item.GetSecret`,
+    /// `ssh-agent sign`); `label` and `attributes` are its own. Nothing in the store changed.
+    case secretRead(Store.ItemRecord, in: Store.CollectionRecord, label: String, attributes: [String: String], route: String)
+    /// Something the ``Keyring/accessor`` asked for was refused. Nothing changed.
+    case refused(AccessRefusal)
 }

@@ -39,10 +39,13 @@ final class LoginKeyring {
             let barrier = self.provider.commitBarrier
             if barrier.deliver(CommitBarrier.Held(send: { reply(result) }, fail: { _ in reply(.failed) })) { barrier.flush() }
         }
-        switch request {
-        case .ping: reply(.ok)
-        case .unlock(let password): open(with: password, origin: origin, completion: committed)
-        case .change(let old, let new): change(from: old, to: new, origin: origin, completion: committed)
+        let accessor = Accessor(identity: origin == .rootLogin ? "pam_secretd" : "login socket (a process of the user)")
+        provider.keyring.acting(as: accessor) {
+            switch request {
+            case .ping: reply(.ok)
+            case .unlock(let password): open(with: password, origin: origin, completion: committed)
+            case .change(let old, let new): change(from: old, to: new, origin: origin, completion: committed)
+            }
         }
     }
 

@@ -32,7 +32,7 @@ final class PasswordChecks {
     /// Attempts that may wait for their turn; more are refused at once (`LimitsExceeded`).
     static let maximumWaiting = 32
 
-    private let store: Store
+    private let keyring: Keyring
     private let offLoop: OffLoop
     private var throttle: PasswordThrottle
     private var waiting: [Job] = []
@@ -45,11 +45,14 @@ final class PasswordChecks {
         let start: (_ finished: @escaping () -> Void) -> Void
         /// When it cannot wait for its turn.
         let refuse: () -> Void
+        /// Who asked: the keyring's accessor while it starts and finishes.
+        let accessor: Accessor
     }
 
-    /// Checks over `store`, on `clock`'s time; derivations run through `offLoop`.
-    init(store: Store, clock: @escaping () -> Date, offLoop: OffLoop) {
-        self.store = store
+    /// Checks over `keyring`'s store, on `clock`'s time; derivations run through `offLoop`.
+    /// Wrong passwords and PINs are published as refusals (``Keyring/refused(_:)``).
+    init(keyring: Keyring, clock: @escaping () -> Date, offLoop: OffLoop) {
+        self.keyring = keyring
         self.offLoop = offLoop
         throttle = PasswordThrottle(now: clock)
     }
@@ -75,17 +78,17 @@ final class PasswordChecks {
             }
             let lock: PasswordLock
             do throws(StoreError) {
-                lock = try store.passwordLock(of: collection)
+                lock = try keyring.store.passwordLock(of: collection)
             } catch {
                 completion(.failure(SecretServiceError(storeFailure: error)))
                 return finished()
             }
-            offLoop.run(named: "secretd-kdf", { Result { () throws(StoreError) in try lock.open(with: password) } }) { [self] opened in
+            runOffLoop({ Result { () throws(StoreError) in try lock.open(with: password) } }) { [self] opened in
                 defer { finished() }
                 switch opened {
                 case .success(let master):
                     do throws(StoreError) {
-                        let keys = try store.unlock(collection, master: master)
+                        let keys = try keyring.store.unlock(collection, master: master)
                         throttle.succeeded(collection.id)
                         completion(.success(keys))
                     } catch {
@@ -96,6 +99,7 @@ final class PasswordChecks {
                         let count = throttle.failed(collection.id)
                         Log.warning("wrong password for the \(collection.name) keyring (attempt \(count))\(purpose)")
                     }
+                    keyring.refused(AccessRefusal(route: "password", reason: "the password is wrong\(purpose)", collection: collection))
                     completion(.failure(.accessDenied("the password is wrong")))
                 case .failure(let error):
                     completion(.failure(SecretServiceError(storeFailure: error)))
@@ -122,7 +126,7 @@ final class PasswordChecks {
                 completion(.failure(.notSupported("no PIN is set; unlock with the password")))
                 return finished()
             }
-            offLoop.run(named: "secretd-kdf", { attempt.open(with: pin) }) { [self] opened in
+            runOffLoop({ attempt.open(with: pin) }) { [self] opened in
                 defer { finished() }
                 switch slot.record(attempt, opened: opened) {
                 case .success(let master):
@@ -131,10 +135,12 @@ final class PasswordChecks {
                 case .failure(.wrongPIN(let left)):
                     let count = throttle.failed(collection.id)
                     Log.warning("wrong PIN for the \(collection.name) keyring (attempt \(count), \(left) left)")
+                    keyring.refused(AccessRefusal(route: "PIN", reason: "the PIN is wrong", collection: collection))
                     completion(.failure(.accessDenied("the PIN is wrong; \(left) \(left == 1 ? "try" : "tries") left")))
                 case .failure(.exhausted):
                     _ = throttle.failed(collection.id)
                     Log.warning("\(QuickUnlock.allowedFailures) wrong PINs: the PIN no longer unlocks the \(collection.name) keyring, only its password")
+                    keyring.refused(AccessRefusal(route: "PIN", reason: "the PIN is wrong; the PIN is gone", collection: collection))
                     completion(.failure(.accessDenied("too many wrong PINs; the PIN is gone, unlock with the password")))
                 case .failure(.noPIN):
                     completion(.failure(.notSupported("no PIN is set; unlock with the password")))
@@ -149,12 +155,19 @@ final class PasswordChecks {
     /// wrapping, a PIN slot), in its turn off the main loop; `completion` gets its value on the
     /// loop, or `LimitsExceeded` when too many wait.
     func derive<T>(_ work: @escaping @Sendable () -> T, completion: @escaping (Result<T, SecretServiceError>) -> Void) {
-        enqueue(refuse: { completion(.failure(Self.tooManyWaiting)) }) { [offLoop] finished in
-            offLoop.run(named: "secretd-kdf", work) { value in
+        enqueue(refuse: { completion(.failure(Self.tooManyWaiting)) }) { [self] finished in
+            runOffLoop(work) { value in
                 completion(.success(value))
                 finished()
             }
         }
+    }
+
+    /// Runs `work` off the main loop, then `done` on it for the accessor who asked (the
+    /// keyring's now), so that what `done` changes is theirs.
+    private func runOffLoop<T>(_ work: @escaping @Sendable () -> T, done: @escaping (T) -> Void) {
+        let accessor = keyring.accessor
+        offLoop.run(named: "secretd-kdf", work) { [keyring] value in keyring.acting(as: accessor) { done(value) } }
     }
 
     // MARK: - The queue
@@ -170,7 +183,7 @@ final class PasswordChecks {
 
     private func enqueue(refuse: @escaping () -> Void, start: @escaping (_ finished: @escaping () -> Void) -> Void) {
         guard waiting.count < Self.maximumWaiting else { return refuse() }
-        waiting.append(Job(start: start, refuse: refuse))
+        waiting.append(Job(start: start, refuse: refuse, accessor: keyring.accessor))
         startNext()
     }
 
@@ -184,12 +197,15 @@ final class PasswordChecks {
             // Strong on purpose: the closure lives only until the job finishes, and a weak
             // reference would give this long-lived object a side table that LeakSanitizer
             // cannot trace (`make leaks` reports it).
-            waiting.removeFirst().start { [self] in
-                if inStart {
-                    finishedAtOnce = true
-                } else {
-                    running = false
-                    startNext()
+            let job = waiting.removeFirst()
+            keyring.acting(as: job.accessor) {
+                job.start { [self] in
+                    if inStart {
+                        finishedAtOnce = true
+                    } else {
+                        running = false
+                        startNext()
+                    }
                 }
             }
             inStart = false

@@ -149,7 +149,7 @@ struct PortalObject {
         do {
             let secret: SecureBytes
             if let existing = try appKeyItems(appID, in: collection).first {
-                secret = try provider.keyring.readItem(existing, in: collection, keys: key).secret
+                secret = try provider.keyring.readSecret(existing, in: collection, keys: key, route: "portal RetrieveSecret").secret
             } else {
                 secret = Gcrypt.randomKey(count: PortalNames.keyLength)
                 let contents = ItemContents(

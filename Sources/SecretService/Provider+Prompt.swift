@@ -46,6 +46,15 @@ extension Provider {
 
     /// Runs on the prompt's own thread: asks through pinentry, and hops to the main loop for
     /// everything that touches the daemon's state.
+    /// ``MainLoop/awaiting(_:)`` for prompt `id`'s client: what `start` changes (an unlock, a
+    /// new keyring, a new password) is done for it, the keyring's accessor.
+    private func awaiting<T>(forPrompt id: Int, _ start: @escaping (_ completion: @escaping (T) -> Void) -> Void) -> T {
+        MainLoop.awaiting { done in
+            let accessor = self.prompts[id].flatMap { self.callers[$0.owner]?.accessor } ?? .secretd
+            self.keyring.acting(as: accessor) { start(done) }
+        }
+    }
+
     fileprivate func converse(promptID id: Int, program: String) {
         guard let (action, cancellation) = MainLoop.onMainLoop({ self.prompts[id].map { ($0.action, $0.cancellation) } })
         else { return }
@@ -77,7 +86,7 @@ extension Provider {
                 MainLoop.onMainLoop { self.complete(id: id, result: nil) }
                 return
             }
-            let created = MainLoop.awaiting { done in self.createCollection(label: label, password: password, completion: done) }
+            let created = self.awaiting(forPrompt: id) { done in self.createCollection(label: label, password: password, completion: done) }
             MainLoop.onMainLoop {
                 guard case .success(let path) = created else {
                     self.complete(id: id, result: nil)
@@ -148,7 +157,7 @@ extension Provider {
                 return self.unlockDelay(login)
             }
             if wait > 0 { DetachedThread.sleep(seconds: wait) }
-            let verified = MainLoop.awaiting { done in
+            let verified = self.awaiting(forPrompt: id) { done in
                 self.verifyLoginPassword(password) { verified in done(verified.flatMap { self.apply(change) }) }
             }
             switch verified {
@@ -180,7 +189,7 @@ extension Provider {
             MainLoop.onMainLoop { self.complete(id: id, result: nil) }
             return
         }
-        let changed = MainLoop.awaiting { done in self.changePassword(of: collection, from: old, to: new, completion: done) }
+        let changed = self.awaiting(forPrompt: id) { done in self.changePassword(of: collection, from: old, to: new, completion: done) }
         MainLoop.onMainLoop {
             switch changed {
             case .success:
@@ -210,7 +219,7 @@ extension Provider {
             }
             let wait = MainLoop.onMainLoop { self.unlockDelay(collection) }
             if wait > 0 { DetachedThread.sleep(seconds: wait) }
-            switch MainLoop.awaiting({ done in self.unlockWithPIN(pin, completion: done) }) {
+            switch self.awaiting(forPrompt: id, { done in self.unlockWithPIN(pin, completion: done) }) {
             case .success: return true
             case .failure(let failure): error = failure.message
             }
@@ -233,7 +242,7 @@ extension Provider {
                 // Honour the wait after wrong passwords here, on the prompt's thread.
                 let wait = MainLoop.onMainLoop { self.unlockDelay(collection) }
                 if wait > 0 { DetachedThread.sleep(seconds: wait) }
-                let result = MainLoop.awaiting { done in self.unlock(collection, password: password, completion: done) }
+                let result = self.awaiting(forPrompt: id) { done in self.unlock(collection, password: password, completion: done) }
                 switch result {
                 case .success: return true
                 case .failure(let failure): error = failure.message

@@ -54,6 +54,8 @@ final class Provider {
     var portalRequests: [String: PortalRequest] = [:]
     /// The login keyring: what pam_secretd.so's login password does to it.
     private(set) lazy var loginKeyring = LoginKeyring(provider: self)
+    /// The audit trail (`secretctl audit`), once the provider serves.
+    private(set) var audit: AuditTrail?
 
     /// What ``recentItem`` keeps: no secret, only what an unlocked item's properties show.
     struct ItemDescription {
@@ -79,7 +81,7 @@ final class Provider {
         commitBarrier = CommitBarrier(store: store)
         sync = SyncCoordinator(
             keyring: keyring, dataDirectory: options.dataDirectory, interval: options.configuration.syncInterval)
-        passwordChecks = PasswordChecks(store: store, clock: clock, offLoop: offLoop)
+        passwordChecks = PasswordChecks(keyring: keyring, clock: clock, offLoop: offLoop)
         try resetSessionCollection()
         // A bad policy at start leaves the empty one: named groups are closed to everyone.
         reloadPolicy(reason: "at start")
@@ -128,6 +130,8 @@ final class Provider {
         }
         let announcer = Announcer(provider: self)
         keyring.subscribe { event in announcer.follow(event) }
+        audit = AuditTrail(
+            keyring: keyring, commitBarrier: commitBarrier, clock: clock, keepDays: options.configuration.auditKeepDays)
     }
 
     /// The object paths of every collection: the service's `Collections`.

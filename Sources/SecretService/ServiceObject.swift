@@ -188,7 +188,7 @@ struct ServiceObject {
                     let key = provider.keyring.opening(item)
                 else { continue }
                 do {
-                    let contents = try provider.keyring.readItem(item, in: collection, keys: key)
+                    let contents = try provider.keyring.readSecret(item, in: collection, keys: key, route: "Service.GetSecrets")
                     let encoded = session.encode(contents, sessionPath: sessionPath)
                     guard case .success(let secret) = encoded else { return encoded }
                     entries.append(.init(key: .objectPath(path), value: secret))

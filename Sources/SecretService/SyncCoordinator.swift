@@ -89,7 +89,7 @@ final class SyncCoordinator {
             if runs[collection.id] != nil { scheduleRound(collection.id, after: 0) }
         case .locked(let collection):
             runs[collection.id]?.vault = nil
-        case .collectionCreated, .collectionRelabelled:
+        case .collectionCreated, .collectionRelabelled, .secretRead, .refused:
             break
         }
     }

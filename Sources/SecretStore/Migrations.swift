@@ -129,6 +129,29 @@ enum Migrations {
             UPDATE creator_usage SET items = items - 1, bytes = bytes - length(OLD.sealed) WHERE creator = OLD.creator;
         END;
         """),
+        // 8: the audit trail (secretctl audit). Entries are sealed for a key pair whose public
+        // half is in the clear, so secretd can write them while every keyring is locked; the
+        // private half is sealed under the master key of the keyring that holds it, so reading
+        // them needs that keyring unlocked. Each entry keeps the time (milliseconds) in the
+        // clear, for pruning and --since, and the public key of the writer that sealed it.
+        .sql("""
+        CREATE TABLE audit_keys (
+            id INTEGER PRIMARY KEY,
+            collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
+            public_key BLOB NOT NULL,
+            sealed_private_key BLOB NOT NULL,
+            created INTEGER NOT NULL
+        );
+        CREATE TABLE audit_entries (
+            id INTEGER PRIMARY KEY,
+            key_id INTEGER NOT NULL REFERENCES audit_keys(id) ON DELETE CASCADE,
+            time INTEGER NOT NULL,
+            writer BLOB NOT NULL,
+            sealed BLOB NOT NULL
+        );
+        CREATE INDEX audit_entries_by_time ON audit_entries(time);
+        CREATE INDEX audit_entries_by_key ON audit_entries(key_id);
+        """),
     ]
 
     private static func shrinkAttributeIndex(_ database: Database) throws(StoreError) {
@@ -160,6 +183,7 @@ enum Migrations {
         var tables: Set = ["collections", "aliases", "items", version < 3 ? "attribute_hashes" : "attribute_index"]
         if version >= 6 { tables.formUnion(["sync_vaults", "sync_items", "sync_changes", "sync_history"]) }
         if version >= 7 { tables.insert("creator_usage") }
+        if version >= 8 { tables.formUnion(["audit_keys", "audit_entries"]) }
         return tables
     }
 

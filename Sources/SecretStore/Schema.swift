@@ -291,3 +291,55 @@ package enum SyncHistoryColumn: Int, TableColumn {
         }
     }
 }
+
+/// The columns of `audit_keys` (schema version 8): the key pairs the audit trail is sealed for.
+package enum AuditKeyColumn: Int, TableColumn {
+    /// The key pair's id.
+    case id
+    /// The collection whose master key seals the private half.
+    case collectionID
+    /// The X25519 public half, in the clear: entries are sealed for it while keyrings are locked.
+    case publicKey
+    /// The private half, sealed under the collection's master key.
+    case sealedPrivateKey
+    /// When it was made (seconds since 1970).
+    case created
+
+    package static let table = "audit_keys"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .id: ("id", "INTEGER")
+        case .collectionID: ("collection_id", "INTEGER")
+        case .publicKey: ("public_key", "BLOB")
+        case .sealedPrivateKey: ("sealed_private_key", "BLOB")
+        case .created: ("created", "INTEGER")
+        }
+    }
+}
+
+/// The columns of `audit_entries` (schema version 8): the audit trail, one sealed entry per event.
+package enum AuditEntryColumn: Int, TableColumn {
+    /// The entry's id, in the order they were written.
+    case id
+    /// The key pair it is sealed for.
+    case keyID
+    /// When it happened (milliseconds since 1970), in the clear for pruning and `--since`.
+    case time
+    /// The public key of the writer that sealed it (one per secretd run).
+    case writer
+    /// The entry (``Store/AuditEntry``), sealed with the key the writer shares with the key pair.
+    case sealed
+
+    package static let table = "audit_entries"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .id: ("id", "INTEGER")
+        case .keyID: ("key_id", "INTEGER")
+        case .time: ("time", "INTEGER")
+        case .writer: ("writer", "BLOB")
+        case .sealed: ("sealed", "BLOB")
+        }
+    }
+}

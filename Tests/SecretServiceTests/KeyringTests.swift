@@ -38,6 +38,8 @@ import Testing
             case .collectionDeleted(let collection): "deleted \(collection.name)"
             case .unlocked(let collection): "unlocked \(collection.name)"
             case .locked(let collection): "locked \(collection.name)"
+            case .secretRead(let item, let collection, _, _, let route): "read \(collection.name)/\(item.id) \(route)"
+            case .refused(let refusal): "refused \(refusal.route)"
             }
         }
 

@@ -124,7 +124,7 @@ final class SSHAgent {
             {
                 reload()
             }
-        case .collectionCreated, .collectionRelabelled:
+        case .collectionCreated, .collectionRelabelled, .secretRead, .refused:
             break
         }
     }
@@ -225,6 +225,12 @@ final class SSHAgent {
             Log.warning("refused a malformed SSH agent message: \(error)")
             return reply(failure)
         }
+        keyring.acting(as: peer.accessor) { answer(request, from: peer, reply: reply) }
+    }
+
+    /// Answers `request` for `peer` (the keyring's accessor).
+    private func answer(_ request: SSHAgentRequest, from peer: SSHAgentSocket.Peer, reply: @escaping ([UInt8]) -> Void) {
+        let failure = SSHWriter.message(.failure)
         switch request {
         case .listKeys:
             reply(identitiesAnswer())
@@ -282,15 +288,20 @@ final class SSHAgent {
                 notOK: remember ? "Allow for \(Self.consentMinutes) minutes" : "Allow once", cancel: "Deny")
         }, done: { [weak self] choice in
             guard let self else { return reply(SSHWriter.message(.failure)) }
-            switch choice {
-            case .ok:
-                self.signAllowed(blob, data: data, flags: flags, reply: reply)
-            case .notOK:
-                if let consent { self.consents[consent] = self.clock().addingTimeInterval(Double(Self.consentMinutes * 60)) }
-                self.signAllowed(blob, data: data, flags: flags, reply: reply)
-            case .cancelled, .failed:
-                Log.info("no signature with SSH key \(identity.itemID) for \(peer.description): the person did not allow it (\(choice))")
-                reply(SSHWriter.message(.failure))
+            self.keyring.acting(as: peer.accessor) {
+                switch choice {
+                case .ok:
+                    self.signAllowed(blob, data: data, flags: flags, reply: reply)
+                case .notOK:
+                    if let consent { self.consents[consent] = self.clock().addingTimeInterval(Double(Self.consentMinutes * 60)) }
+                    self.signAllowed(blob, data: data, flags: flags, reply: reply)
+                case .cancelled, .failed:
+                    Log.info("no signature with SSH key \(identity.itemID) for \(peer.description): the person did not allow it (\(choice))")
+                    self.keyring.refused(AccessRefusal(
+                        route: "ssh-agent sign", reason: "the person did not allow it",
+                        item: try? self.keyring.item(id: identity.itemID), collection: self.unlockedCollection()?.0))
+                    reply(SSHWriter.message(.failure))
+                }
             }
         })
     }
@@ -309,7 +320,7 @@ final class SSHAgent {
         else { return reply(SSHWriter.message(.failure)) }
         let key: SSHPrivateKey
         do {
-            let contents = try keyring.readItem(record, in: collection, keys: keys)
+            let contents = try keyring.readSecret(record, in: collection, keys: keys, route: "ssh-agent sign")
             key = try contents.secret.withBytes { (bytes) throws(SSHPrivateKey.Failure) -> SSHPrivateKey in
                 var reader = SSHReader(bytes)
                 return try SSHPrivateKey.read(&reader)

@@ -25,6 +25,11 @@ final class SSHAgentSocket {
         var identity: String?
         /// Its process id; nil when the kernel did not say.
         var pid: Int32?
+        /// Its command line when it connected, for the audit trail.
+        var command: String?
+
+        /// It, as the audit trail names who asked.
+        var accessor: Accessor { Accessor(identity: identity ?? "unknown", pid: pid, command: command) }
 
         /// The identity and the process id, for the person and the log.
         var description: String {
@@ -294,7 +299,8 @@ final class SSHAgentSocket {
         var length = socklen_t(MemoryLayout.size(ofValue: credentials))
         guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.pid > 0 else { return Peer() }
         let identity = try? CallerIdentity.resolve(pid: credentials.pid, receivedAt: CallerIdentity.ticksSinceBoot()).get()
-        return Peer(identity: identity?.description, pid: credentials.pid)
+        return Peer(
+            identity: identity?.description, pid: credentials.pid, command: CallerIdentity.commandLine(pid: credentials.pid))
     }
 
     private static func monotonicSeconds() -> Double {

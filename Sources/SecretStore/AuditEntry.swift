@@ -1,0 +1,114 @@
+import SecretCrypto
+
+extension Store {
+    /// One event of the audit trail (`secretctl audit`): what happened to which item or
+    /// keyring, who asked (as `secretctl whoami` names it, with its pid and command line) and
+    /// how it ended. Sealed whole in `audit_entries`; only its time is in the clear.
+    public struct AuditEntry: Codable, Sendable, Equatable {
+        /// What happened.
+        public enum Event: String, Codable, Sendable, CaseIterable {
+            /// A secret was handed to a client (GetSecret, GetSecrets, the portal, the SSH agent signing).
+            case read
+            /// An item was created.
+            case create
+            /// An item's secret, label or attributes were changed.
+            case change
+            /// An item was deleted.
+            case delete
+            /// A keyring was unlocked.
+            case unlock
+            /// A keyring was locked.
+            case lock
+            /// A keyring was created.
+            case createKeyring = "create-keyring"
+            /// A keyring was deleted with its items.
+            case deleteKeyring = "delete-keyring"
+            /// A call was refused: not allowed, locked, a wrong password or PIN.
+            case refused
+        }
+
+        /// When (milliseconds since 1970).
+        public var time: Int64
+        /// What happened.
+        public var event: Event
+        /// Who asked: a caller identity (`exe:/usr/bin/secret-tool`, `flatpak:org.example.App`,
+        /// `unit:backup.service`), `secretd` for what secretd did by itself, `pam_secretd` for a login.
+        public var identity: String
+        /// The asking process, when there was one.
+        public var pid: Int32?
+        /// Its command line (arguments separated by spaces, cut at 512 bytes).
+        public var command: String?
+        /// The keyring (collection name).
+        public var keyring: String?
+        /// The item's database id.
+        public var itemID: Int64?
+        /// The item's access group.
+        public var accessGroup: String?
+        /// The item's label.
+        public var label: String?
+        /// The item's `service` attribute.
+        public var service: String?
+        /// The item's `account` (or `username`, `user`) attribute.
+        public var account: String?
+        /// The method or route (`Item.GetSecret`, `ssh-agent sign`), or why it was refused.
+        public var detail: String?
+
+        /// An entry of `event` at `time` asked by `identity`.
+        public init(
+            time: Int64, event: Event, identity: String, pid: Int32? = nil, command: String? = nil, keyring: String? = nil,
+            itemID: Int64? = nil, accessGroup: String? = nil, label: String? = nil, service: String? = nil,
+            account: String? = nil, detail: String? = nil
+        ) {
+            self.time = time
+            self.event = event
+            self.identity = identity
+            self.pid = pid
+            self.command = command
+            self.keyring = keyring
+            self.itemID = itemID
+            self.accessGroup = accessGroup
+            self.label = label
+            self.service = service
+            self.account = account
+            self.detail = detail
+        }
+    }
+
+    /// A key pair the audit trail is sealed for: its public half, in the clear.
+    public struct AuditKey: Sendable, Equatable {
+        /// Its id.
+        public let id: Int64
+        /// The collection whose master key seals its private half.
+        public let collectionID: Int64
+        /// The X25519 public half.
+        public let publicKey: [UInt8]
+    }
+
+    /// What a run of secretd seals audit entries with: a key agreed once, from a fresh X25519
+    /// key pair of its own and the trail's public key, so each entry costs one AES-GCM seal.
+    public final class AuditWriter: Sendable {
+        /// The key pair it seals for.
+        public let key: AuditKey
+        /// Its own public key, stored with each entry so a reader can agree the same key.
+        let writerPublicKey: [UInt8]
+        /// The key entries are sealed with.
+        let sealingKey: SecureBytes
+
+        init(key: AuditKey, writerPublicKey: [UInt8], sealingKey: SecureBytes) {
+            self.key = key
+            self.writerPublicKey = writerPublicKey
+            self.sealingKey = sealingKey
+        }
+    }
+
+    /// The audit trail as read back: the entries that opened, and how many did not (sealed
+    /// for a keyring that is locked, or damaged).
+    public struct AuditReading: Sendable {
+        /// The entries, oldest first.
+        public var entries: [AuditEntry]
+        /// Entries that could not be opened.
+        public var unreadable: Int
+        /// Keyrings that must be unlocked to read the rest.
+        public var lockedKeyrings: [String]
+    }
+}
