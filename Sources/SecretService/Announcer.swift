@@ -72,11 +72,11 @@ final class Announcer {
     /// Tells the clients about one change to the keyring.
     func follow(_ event: KeyringEvent) {
         switch event {
-        case .itemCreated(let item, let collection):
+        case .itemCreated(let item, let collection, _, _):
             announceCreated(item, in: collection)
         case .itemChanged(let before, let after, let label, let attributes, let collection):
             announceChanged(before, to: after, label: label, attributes: attributes, in: collection)
-        case .itemDeleted(let item, let collection):
+        case .itemDeleted(let item, let collection, _, _):
             announceDeleted(item, in: collection)
         case .collectionCreated(let collection):
             announceCollection(collection, signal: "CollectionCreated")

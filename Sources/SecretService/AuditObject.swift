@@ -37,7 +37,8 @@ struct AuditObject {
     /// entries could not be opened and the locked keyrings that hold their key. An item's
     /// label, service and account are left out for a reader that may not see its group.
     fileprivate func read(since: Int64, for sender: String) throws(SecretServiceError) -> DBusValue {
-        guard let audit = provider.audit else { throw .notSupported("the audit trail is off (audit-keep = 0 in secretd.conf)") }
+        let audit = provider.audit
+        guard audit.isOn else { throw .notSupported("the audit trail is off (audit-keep = 0 in secretd.conf)") }
         let caller = try provider.caller(sender).get()
         let reading: Store.AuditReading
         do {

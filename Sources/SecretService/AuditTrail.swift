@@ -62,12 +62,12 @@ final class AuditTrail {
     private func follow(_ event: KeyringEvent) {
         let session = SecretServiceNames.sessionCollection
         switch event {
-        case .itemCreated(let item, let collection):
-            record(.create, item: item, in: collection, contents: nil, durable: true)
+        case .itemCreated(let item, let collection, let label, let attributes):
+            record(.create, item: item, in: collection, contents: (label, attributes), durable: true)
         case .itemChanged(_, let after, let label, let attributes, let collection):
             record(.change, item: after, in: collection, contents: (label, attributes), durable: true)
-        case .itemDeleted(let item, let collection):
-            record(.delete, item: item, in: collection, contents: nil, durable: true)
+        case .itemDeleted(let item, let collection, let label, let attributes):
+            record(.delete, item: item, in: collection, contents: label.map { ($0, attributes ?? [:]) }, durable: true)
         case .secretRead(let item, let collection, let label, let attributes, let route):
             record(.read, item: item, in: collection, contents: (label, attributes), detail: route, durable: false)
         case .refused(let refusal):

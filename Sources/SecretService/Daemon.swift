@@ -170,7 +170,7 @@ public final class Daemon {
         loginControl?.close()
         loginControl = nil
         sshAgent?.close()
-        provider.audit?.stop()
+        provider.audit.stop()
         provider.keyring.forgetAllKeys()
         store.close()
     }

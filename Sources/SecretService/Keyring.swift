@@ -226,7 +226,7 @@ final class Keyring {
     ) throws(StoreError) -> Store.ItemRecord {
         let item = try store.createItem(
             in: collection, keys: itemKeys, contents: contents, times: times, creator: creator, within: quota)
-        publish(.itemCreated(item, in: collection))
+        publish(.itemCreated(item, in: collection, label: contents.label, attributes: contents.attributes))
         return item
     }
 
@@ -242,7 +242,8 @@ final class Keyring {
 
     /// Deletes `item` and publishes it.
     func deleteItem(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) throws(StoreError) {
+        let described = try? store.readItem(item, in: collection, keys: itemKeys)
         try store.deleteItem(item, in: collection, keys: itemKeys)
-        publish(.itemDeleted(item, in: collection))
+        publish(.itemDeleted(item, in: collection, label: described?.label, attributes: described?.attributes))
     }
 }

@@ -5,13 +5,14 @@ import SecretStore
 /// items schedule subscribe to these instead of each handler telling them. Each is done for the
 /// keyring's current ``Keyring/accessor``; the audit trail records them all.
 enum KeyringEvent {
-    /// `item` was created in `collection`.
-    case itemCreated(Store.ItemRecord, in: Store.CollectionRecord)
+    /// `item` was created in `collection`, with `label` and `attributes`.
+    case itemCreated(Store.ItemRecord, in: Store.CollectionRecord, label: String, attributes: [String: String])
     /// The item `before` became `after`, with `label` and `attributes` (its new ones).
     case itemChanged(before: Store.ItemRecord, after: Store.ItemRecord, label: String, attributes: [String: String],
                      in: Store.CollectionRecord)
-    /// `item` was deleted from `collection`.
-    case itemDeleted(Store.ItemRecord, in: Store.CollectionRecord)
+    /// `item` was deleted from `collection`; `label` and `attributes` were its own (nil when
+    /// its sealed contents did not open).
+    case itemDeleted(Store.ItemRecord, in: Store.CollectionRecord, label: String?, attributes: [String: String]?)
     /// A collection was created, unlocked (nobody saw it locked: no ``unlocked(_:)`` follows).
     case collectionCreated(Store.CollectionRecord)
     /// A collection was relabelled to `label`.

@@ -54,8 +54,9 @@ final class Provider {
     var portalRequests: [String: PortalRequest] = [:]
     /// The login keyring: what pam_secretd.so's login password does to it.
     private(set) lazy var loginKeyring = LoginKeyring(provider: self)
-    /// The audit trail (`secretctl audit`), once the provider serves.
-    private(set) var audit: AuditTrail?
+    /// The audit trail (`secretctl audit`); it follows the keyring from the start, so an unlock
+    /// at start (`--unlock`) is in it.
+    let audit: AuditTrail
 
     /// What ``recentItem`` keeps: no secret, only what an unlocked item's properties show.
     struct ItemDescription {
@@ -82,6 +83,8 @@ final class Provider {
         sync = SyncCoordinator(
             keyring: keyring, dataDirectory: options.dataDirectory, interval: options.configuration.syncInterval)
         passwordChecks = PasswordChecks(keyring: keyring, clock: clock, offLoop: offLoop)
+        audit = AuditTrail(
+            keyring: keyring, commitBarrier: commitBarrier, clock: clock, keepDays: options.configuration.auditKeepDays)
         try resetSessionCollection()
         // A bad policy at start leaves the empty one: named groups are closed to everyone.
         reloadPolicy(reason: "at start")
@@ -130,8 +133,6 @@ final class Provider {
         }
         let announcer = Announcer(provider: self)
         keyring.subscribe { event in announcer.follow(event) }
-        audit = AuditTrail(
-            keyring: keyring, commitBarrier: commitBarrier, clock: clock, keepDays: options.configuration.auditKeepDays)
     }
 
     /// The object paths of every collection: the service's `Collections`.

@@ -79,9 +79,9 @@ final class SyncCoordinator {
     /// What a change to the keyring means for sync.
     private func follow(_ event: KeyringEvent) {
         switch event {
-        case .itemCreated(let item, let collection), .itemChanged(_, let item, _, _, let collection):
+        case .itemCreated(let item, let collection, _, _), .itemChanged(_, let item, _, _, let collection):
             noteLocalChange(item, in: collection, deleted: false)
-        case .itemDeleted(let item, let collection):
+        case .itemDeleted(let item, let collection, _, _):
             noteLocalChange(item, in: collection, deleted: true)
         case .collectionDeleted(let collection):
             runs[collection.id] = nil

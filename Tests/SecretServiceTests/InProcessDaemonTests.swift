@@ -62,16 +62,28 @@ import Testing
     struct Fixture {
         let daemon: Provider
         let endpoint = RecordingEndpoint()
-        let clock = ManualClock()
+        let clock: ManualClock
         let directory: URL
         static let client = ":1.42"
         static let service = SecretServiceNames.Path.service
         static let login = SecretServiceNames.Path.collection("login")
 
         init(password: String = "right", configuration: Configuration = Configuration()) throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("inprocess-\(UUID().uuidString)")
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("inprocess-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let clock = self.clock
+            try self.init(directory: directory, clock: ManualClock(), password: password, configuration: configuration)
+        }
+
+        /// A new daemon over `earlier`'s data directory (whose store the test closed), `seconds`
+        /// later on its clock: a restart.
+        init(reopening earlier: Fixture, after seconds: TimeInterval, password: String = "right", configuration: Configuration = Configuration()) throws {
+            earlier.clock.now = earlier.clock.now.addingTimeInterval(seconds)
+            try self.init(directory: earlier.directory, clock: earlier.clock, password: password, configuration: configuration)
+        }
+
+        private init(directory: URL, clock: ManualClock, password: String, configuration: Configuration) throws {
+            self.directory = directory
+            self.clock = clock
             daemon = try Provider(
                 options: Daemon.Options(dataDirectory: directory, kdf: .testing, configuration: configuration),
                 store: Store(directory: directory), clock: { clock.now }, offLoop: .inline)

@@ -29,10 +29,10 @@ import Testing
 
         static func describe(_ event: KeyringEvent) -> String {
             switch event {
-            case .itemCreated(let item, let collection): "created \(collection.name)/\(item.id)"
+            case .itemCreated(let item, let collection, _, _): "created \(collection.name)/\(item.id)"
             case .itemChanged(let before, let after, let label, _, let collection):
                 "changed \(collection.name)/\(before.id)\(before.id == after.id ? "" : "→\(after.id)") \(label)"
-            case .itemDeleted(let item, let collection): "deleted \(collection.name)/\(item.id)"
+            case .itemDeleted(let item, let collection, _, _): "deleted \(collection.name)/\(item.id)"
             case .collectionCreated(let collection): "collection \(collection.name)"
             case .collectionRelabelled(let collection, let label): "relabelled \(collection.name) \(label)"
             case .collectionDeleted(let collection): "deleted \(collection.name)"

@@ -116,7 +116,7 @@ final class SSHAgent {
             if isDefault(collection) { reload() }
         case .collectionDeleted:
             reload()
-        case .itemCreated(let item, let collection), .itemDeleted(let item, let collection):
+        case .itemCreated(let item, let collection, _, _), .itemDeleted(let item, let collection, _, _):
             if item.accessGroup == SSHAgentNames.accessGroup, isDefault(collection) { reload() }
         case .itemChanged(let before, let after, _, _, let collection):
             if before.accessGroup == SSHAgentNames.accessGroup || after.accessGroup == SSHAgentNames.accessGroup,
