@@ -5,6 +5,8 @@
 # each phase as a multiple of its floor (bench/README.md explains every figure).
 #   bench/run.sh [SIZES...]       default: 100 1000 3000 10000 100000
 #   PROVIDERS="secretd gnome-keyring" bench/run.sh 100 1000     only some providers
+#   PROVIDERS="secretd secretd-no-audit" bench/run.sh 1000       what the audit trail costs: secretd
+#                          beside itself with audit-keep = 0
 #   ROUNDS=3               how many rounds (default 3); the order of the providers turns each round
 #   gnome-keyring and KeePassXC are slow (gnome-keyring rewrites its whole file on every change,
 #   KeePassXC searches every entry on every lookup): they run only the sizes up to SLOW_MAX_SIZE
@@ -54,13 +56,13 @@ cpu_calls=${CPU_CALLS:-10000}
 slow_cpu_calls=${SLOW_CPU_CALLS:-500}
 slow_concurrency_stores=${SLOW_CONCURRENCY_STORES:-50}
 provider_timeout=${PROVIDER_TIMEOUT:-900}
-is_slow() { [ "$1" != secretd ]; }
+is_slow() { case $1 in secretd | secretd-no-audit) return 1 ;; *) return 0 ;; esac; }
 for provider in $providers; do
     case $provider in
-    secretd | gnome-keyring) ;;
+    secretd | secretd-no-audit | gnome-keyring) ;;
     keepassxc) command -v keepassxc >/dev/null && command -v keepassxc-cli >/dev/null || {
         echo "bench: keepassxc and keepassxc-cli not found (Debian package keepassxc; make bench installs it)" >&2; exit 1; } ;;
-    *) echo "bench: unknown provider $provider (secretd, gnome-keyring, keepassxc)" >&2; exit 1 ;;
+    *) echo "bench: unknown provider $provider (secretd, secretd-no-audit, gnome-keyring, keepassxc)" >&2; exit 1 ;;
     esac
 done
 
@@ -86,7 +88,12 @@ start_provider() {
     start_floor_service
     unlock_password=$password
     case $1 in
-    secretd)
+    secretd | secretd-no-audit)
+        # secretd-no-audit: the same with its audit trail off, to show what the trail costs.
+        if [ "$1" = secretd-no-audit ]; then
+            mkdir -p "$XDG_CONFIG_HOME/secretd"
+            printf 'audit-keep = 0\n' >"$XDG_CONFIG_HOME/secretd/secretd.conf"
+        fi
         started=$(date +%s%N)
         printf %s "$password" | "$bin/secretd" --unlock >"$dir/provider.log" 2>&1 &
         data="$XDG_DATA_HOME/secretd" ;;
