@@ -162,6 +162,7 @@ import Testing
         case "b": return .boolean(false)
         case "u": return .uint32(0)
         case "t": return .uint64(0)
+        case "x": return .int64(0)
         case "h": return .fileDescriptorIndex(0)
         case "v": return .variant(.string(""))
         case "y": return .byte(0)
@@ -242,6 +243,7 @@ import Testing
         "io.github.secretd.Maintenance1.Check": .unconfined,
         "io.github.secretd.Maintenance1.Backup": .unconfined,
         "io.github.secretd.Maintenance1.VerifyBackup": .unconfined,
+        "io.github.secretd.Audit1.Read": .unconfined,
         "io.github.secretd.Sync1.Init": .unconfined,
         "io.github.secretd.Sync1.Join": .unconfined,
         "io.github.secretd.Sync1.Approve": .unconfined,

@@ -163,11 +163,14 @@ import Testing
         #expect(try database.rows("PRAGMA freelist_count").first?.first?.integer == 0)  // vacuumed
         try database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         let sizeAfter = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int ?? 0
-        // Smaller, beyond the page each empty table and index of version 6 (sync) takes.
+        // Smaller, beyond the page each empty table and index of versions 6 (sync) and 8 (the
+        // audit trail) takes.
         let pageSize = Int(try database.rows("PRAGMA page_size").first?.first?.integer ?? 4096)
         let syncTrees = Int(try database.rows("SELECT count(*) FROM sqlite_master WHERE tbl_name LIKE 'sync%'").first?.first?.integer ?? 0)
         #expect(syncTrees == 6)
-        #expect(sizeAfter - syncTrees * pageSize < sizeBefore)
+        let auditTrees = Int(try database.rows("SELECT count(*) FROM sqlite_master WHERE tbl_name LIKE 'audit%'").first?.first?.integer ?? 0)
+        #expect(auditTrees == 4)
+        #expect(sizeAfter - (syncTrees + auditTrees) * pageSize < sizeBefore)
         #expect(try database.rows("SELECT count(*) FROM attribute_index").first?.first?.integer == 19)
 
         try expectFixtureContents(store, version: version)
