@@ -130,4 +130,107 @@ extension PAMModuleTests {
         #expect(try loginKeyring(fixture) == .unlocked)
         #expect(try sessionAgent(stack) == runtime.path + "/secretd/ssh-agent")
     }
+
+    @Test("a real sshd (under pam_wrapper) copies a PAM SSH_AUTH_SOCK over the one of an agent forwarded with ssh -A, so the profile's line skips sshd and a forwarded agent is kept; the login shells' script sets secretd's only in a session without one",
+          .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/sshd"),
+                   "needs root and openssh-server, which is not in DEB_TEST: installing it starts an SSH server on the machine"))
+    func sshdKeepsForwardedAgent() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let runtime = try agentRuntime(in: root)
+        let secretdAgent = runtime.path + "/secretd/ssh-agent"
+        let tools = ["PATH": "/usr/bin:/bin:/usr/sbin", "LANG": "C"]
+        // sshd's privilege separation directory, as the openssh-server unit makes it.
+        try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        for key in ["host", "client"] {
+            let made = try CommandResult.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", root.path + "/" + key],
+                                             environment: tools, scratch: root)
+            #expect(made.status == 0, "\(made.errorOutput)")
+        }
+        try FileManager.default.copyItem(atPath: root.path + "/client.pub", toPath: root.path + "/authorized_keys")
+        let environmentFile = root.appendingPathComponent("env.conf")
+        try "XDG_RUNTIME_DIR OVERRIDE=\(runtime.path)\n".write(to: environmentFile, atomically: true, encoding: .utf8)
+        let services = root.appendingPathComponent("services")
+        try FileManager.default.createDirectory(at: services, withIntermediateDirectories: true)
+        /// sshd's PAM service: the session's runtime directory (pam_systemd's part), then the
+        /// agent line with `options`.
+        func service(_ options: String) throws {
+            try """
+                auth     required  pam_permit.so
+                account  required  pam_permit.so
+                session  optional  pam_env.so conffile=\(environmentFile.path) readenv=0
+                session  optional  \(PAMStack.module) \(options)
+
+                """.write(to: services.appendingPathComponent("sshd"), atomically: true, encoding: .utf8)
+        }
+        try service(try Self.agentProfileOptions())
+
+        // The agent ssh -A forwards.
+        let clientAgent = root.path + "/client-agent.sock"
+        let forwarded = try SupervisedProcess(["ssh-agent", "-D", "-a", clientAgent], environment: tools,
+                                              logURL: root.appendingPathComponent("ssh-agent.log"))
+        defer { forwarded.stop() }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: clientAgent) { usleep(50_000) }
+
+        // A port of its own: sshd exits at once when it cannot bind, and another is tried.
+        var sshd: SupervisedProcess?
+        var port = 0
+        for attempt in 0..<10 where sshd == nil {
+            port = 20000 + Int.random(in: 0..<30000)
+            let config = root.path + "/sshd_config-\(attempt)"
+            try """
+                Port \(port)
+                ListenAddress 127.0.0.1
+                HostKey \(root.path)/host
+                PidFile none
+                AuthorizedKeysFile \(root.path)/authorized_keys
+                StrictModes no
+                UsePAM yes
+                AllowAgentForwarding yes
+                PasswordAuthentication no
+                KbdInteractiveAuthentication no
+                PermitRootLogin prohibit-password
+
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let started = try SupervisedProcess(
+                ["/usr/sbin/sshd", "-D", "-e", "-f", config],
+                environment: tools.merging(["LD_PRELOAD": "libpam_wrapper.so", "PAM_WRAPPER": "1",
+                                            "PAM_WRAPPER_SERVICE_DIR": services.path]) { $1 },
+                logURL: root.appendingPathComponent("sshd-\(attempt).log"))
+            var listening = false
+            for _ in 0..<100 where started.isRunning && !listening {
+                usleep(50_000)
+                listening = started.log.contains("Server listening")
+            }
+            if listening { sshd = started } else { started.stop() }
+        }
+        let daemon = try #require(sshd, "sshd did not start")
+        defer { daemon.stop() }
+        let script = PAMStack.packageRoot.appendingPathComponent("setup/profile.d/secretd-ssh-agent.sh").path
+        /// The SSH_AUTH_SOCK of an ssh login's command (after the login shells' script when
+        /// `profile`), with the client's agent forwarded when `forward`.
+        func login(forward: Bool, profile: Bool = false) throws -> String {
+            let command = (profile ? ". \(script); " : "") + "printf %s \"${SSH_AUTH_SOCK-}\""
+            let result = try CommandResult.run(
+                ["ssh", "-F", "/dev/null", forward ? "-A" : "-a", "-p", String(port), "-i", root.path + "/client", "-o", "BatchMode=yes",
+                 "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+                 "\(user())@127.0.0.1", command],
+                environment: tools.merging(["SSH_AUTH_SOCK": clientAgent]) { $1 }, scratch: root, timeout: 30)
+            #expect(result.status == 0, "\(result.errorOutput) \(daemon.log)")
+            return result.text
+        }
+        func user() -> String { String(cString: getpwuid(getuid()).pointee.pw_name) }
+        func isForwarded(_ socket: String) -> Bool { socket.hasPrefix("/tmp/ssh-") && socket.contains("/agent.") }
+
+        // The shipped line (ignore=sshd): the forwarded agent is kept, and PAM sets none without one.
+        #expect(isForwarded(try login(forward: true)))
+        #expect(try login(forward: false) == "")
+        // The login shells' script: the forwarded agent is kept, secretd's set without one.
+        #expect(isForwarded(try login(forward: true, profile: true)))
+        #expect(try login(forward: false, profile: true) == secretdAgent)
+        // The same line without ignore=sshd: sshd puts PAM's over the forwarded agent's.
+        try service("ssh_agent")
+        #expect(try login(forward: true) == secretdAgent)
+        #expect(try login(forward: false) == secretdAgent)
+    }
 }
