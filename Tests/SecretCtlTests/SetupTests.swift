@@ -194,6 +194,39 @@ import Testing
 }
 
 extension SetupTests {
+    /// Whether the real pam-auth-update can run in a mount namespace of its own here.
+    static var realPAMAvailable: Bool {
+        getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/pam-auth-update")
+            && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
+    }
+
+    @Test("with the real pam-auth-update (in a mount namespace of its own, over copies of /etc/pam.d, the profiles and /var/lib/pam): the agent line comes after pam_systemd and before the unlocking line; --no-ssh-agent takes out only the agent line; --undo leaves /etc/pam.d as it was",
+          .enabled(if: realPAMAvailable, "needs root, unshare and pam-auth-update"))
+    func realPamAuthUpdate() throws {
+        let system = try TemporarySystem(realPAM: true)
+        defer { system.remove() }
+        let before = try system.tree()
+        let setup = try system.secretctl(["setup", "--system"])
+        #expect(setup.status == 0, "\(setup.output) \(setup.errorOutput)")
+        func session() throws -> [String] {
+            try String(contentsOfFile: system.root + "/etc/pam.d/common-session", encoding: .utf8).split(separator: "\n")
+                .filter { !$0.hasPrefix("#") }.map { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ") }
+        }
+        let lines = try session()
+        let systemd = try #require(lines.firstIndex(of: "session optional pam_systemd.so"), "\(lines)")
+        #expect(Array(lines[(systemd + 1)...].prefix(2)) == [
+            "session optional pam_secretd.so ssh_agent ignore=sshd", "session optional pam_secretd.so",
+        ], "\(lines)")
+        let off = try system.secretctl(["setup", "--system", "--no-ssh-agent"])
+        #expect(off.status == 0, "\(off.output) \(off.errorOutput)")
+        #expect(try session().filter { $0.contains("pam_secretd.so") } == ["session optional pam_secretd.so"])
+        let undo = try system.secretctl(["setup", "--system", "--undo"])
+        #expect(undo.status == 0, "\(undo.output) \(undo.errorOutput)")
+        let after = try system.tree()
+        #expect(after.filter { $0.key.contains("/etc/pam.d/") } == before.filter { $0.key.contains("/etc/pam.d/") })
+        #expect(after == before)
+    }
+
     /// A temporary system root, HOME, runtime directory (with a socket at secretd/ssh-agent)
     /// and PATH of stand-in tools for `secretctl setup`.
     struct TemporarySystem {
@@ -213,22 +246,40 @@ extension SetupTests {
         var managerEnvironment: String { directory.path + "/manager-environment" }
 
         /// `managerAgent`: the user manager's SSH_AUTH_SOCK before setup (gcr's on Debian 13).
-        init(managerAgent: String = "/run/user/1000/gcr/ssh") throws {
+        /// Whether the real pam-auth-update runs (`secretctl` in a mount namespace where this
+        /// root's copies of /etc/pam.d and the profiles, and a copy of /var/lib/pam, are
+        /// mounted over the system's) instead of the stand-in.
+        let realPAM: Bool
+
+        /// `managerAgent`: the user manager's SSH_AUTH_SOCK before setup (gcr's on Debian 13).
+        init(managerAgent: String = "/run/user/1000/gcr/ssh", realPAM: Bool = false) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("setup-tests-\(UUID().uuidString.prefix(12))")
-            let files: [(String, String)] = [
+            self.realPAM = realPAM
+            if realPAM {
+                try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(atPath: root + "/usr/share", withIntermediateDirectories: true)
+                try FileManager.default.copyItem(atPath: "/etc/pam.d", toPath: root + "/etc/pam.d")
+                try FileManager.default.copyItem(atPath: "/usr/share/pam-configs", toPath: root + "/usr/share/pam-configs")
+                try FileManager.default.copyItem(atPath: "/var/lib/pam", toPath: directory.path + "/var-lib-pam")
+                for name in ["secretd", "secretd-ssh-agent"] {
+                    try? FileManager.default.removeItem(atPath: root + "/usr/share/pam-configs/" + name)
+                }
+            }
+            var files: [(String, String)] = [
                 (root + "/usr/lib/systemd/user/gcr-ssh-agent.socket", "[Socket]\nListenStream=%t/gcr/ssh\n"),
                 (root + "/usr/lib/systemd/user/gcr-ssh-agent.service", "[Service]\nExecStart=/usr/libexec/gcr-ssh-agent\n"),
                 (root + "/etc/xdg/autostart/gnome-keyring-ssh.desktop", Self.sshAutostartEntry),
-                (root + "/etc/pam.d/common-session", Self.commonSession),
                 (root + "/usr/share/pam-configs/secretd", try Self.repositoryFile("pam/secretd.pam-config")),
                 (root + "/usr/share/pam-configs/secretd-ssh-agent", try Self.repositoryFile("pam/secretd-ssh-agent.pam-config")),
                 (root + "/usr/share/secretd/dbus-1/services/org.freedesktop.secrets.service",
                  try Self.repositoryFile("systemd/org.freedesktop.secrets.service")),
                 (managerEnvironment, "SSH_AUTH_SOCK=\(managerAgent)\n"),
                 (bin + "/systemctl", Self.systemctl),
-                (bin + "/pam-auth-update", Self.pamAuthUpdate),
                 (bin + "/dpkg-divert", "#!/bin/sh\nprintf 'dpkg-divert %s\\n' \"$*\" >>\"$STUB_LOG\"\n"),
             ]
+            if !realPAM {
+                files += [(root + "/etc/pam.d/common-session", Self.commonSession), (bin + "/pam-auth-update", Self.pamAuthUpdate)]
+            }
             // What make install puts in PREFIX/share/secretd from setup/.
             let setup = SetupTests.packageRoot.appendingPathComponent("setup")
             let shipped = try FileManager.default.subpathsOfDirectory(atPath: setup.path).filter {
@@ -254,8 +305,14 @@ extension SetupTests {
 
         /// Runs the built secretctl with the temporary system's environment.
         func secretctl(_ arguments: [String]) throws -> (status: Int32, output: String, errorOutput: String) {
-            try run([VerbTests.secretctl] + arguments, environment: [
-                "HOME": home, "XDG_RUNTIME_DIR": runtime, "PATH": bin + ":/usr/bin:/bin", TestHooks.setupRoot: root,
+            let namespace = realPAM
+                ? ["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                   "mount --bind \"$1\" /etc/pam.d && mount --bind \"$2\" /usr/share/pam-configs && mount --bind \"$3\" /var/lib/pam "
+                       + "&& shift 3 && exec \"$@\"",
+                   "sh", root + "/etc/pam.d", root + "/usr/share/pam-configs", directory.path + "/var-lib-pam"]
+                : []
+            return try run(namespace + [VerbTests.secretctl] + arguments, environment: [
+                "HOME": home, "XDG_RUNTIME_DIR": runtime, "PATH": bin + ":/usr/sbin:/usr/bin:/sbin:/bin", TestHooks.setupRoot: root,
                 "STUB_LOG": log, "STUB_MANAGER_ENVIRONMENT": managerEnvironment,
                 "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus", "LANG": "C",
             ])
