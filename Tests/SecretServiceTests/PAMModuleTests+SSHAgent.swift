@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 import KeychainTestSupport
 import Testing
 
@@ -56,6 +57,14 @@ extension PAMModuleTests {
         #expect(chmod(runtime.path, 0o700) == 0 && chmod(directory.path, 0o700) == 0)
         if socket { try bindAndClose(directory.appendingPathComponent("ssh-agent").path) }
         return runtime
+    }
+
+    @Test("the module, secretd and secretctl name the agent socket alike (login-control.h, SSHAgentNames)")
+    func agentSocketName() throws {
+        let header = try String(
+            contentsOf: PAMStack.packageRoot.appendingPathComponent("Sources/CLoginControl/login-control.h"), encoding: .utf8)
+        #expect(header.contains("#define SECRETD_SSH_AGENT_SOCKET \"\(SSHAgentNames.socketName)\"\n"))
+        #expect(header.contains("#define SECRETD_CONTROL_DIRECTORY \"\(SSHAgentNames.directoryName)\"\n"))
     }
 
     @Test("the profile secretd-ssh-agent's session line is pam_secretd.so ssh_agent ignore=sshd, for sessions only")
