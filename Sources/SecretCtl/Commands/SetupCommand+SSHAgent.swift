@@ -60,15 +60,16 @@ extension SetupCommand {
 
     // MARK: - One user
 
-    /// Makes secretd the SSH agent of the user running setup: gcr's units masked and stopped,
-    /// gnome-keyring's autostart entry hidden, secretd's environment.d file linked, and the
-    /// running user manager's SSH_AUTH_SOCK pointed at secretd's socket unless it names another
-    /// agent than theirs; says what it did.
+    /// Makes secretd the SSH agent of the user running setup: gcr's units masked (not stopped:
+    /// the shells of this login that use gcr's agent keep it until they end), gnome-keyring's
+    /// autostart entry hidden, secretd's environment.d file linked, and the running user
+    /// manager's SSH_AUTH_SOCK pointed at secretd's socket unless it names another agent than
+    /// theirs; says what it did.
     static func takeOverSSHAgentForMe() throws(CommandLineError) {
         let share = try replacementDirectory(needing: AgentReplacement.all)
         try maskUnits(
-            gcrAgentUnits, record: agentMaskRecord, subject: "gcr-ssh-agent", arguments: ["--user", "mask", "--now"],
-            in: userUnitDirectory, for: "you", detail: " (secretd is your SSH agent)")
+            gcrAgentUnits, record: agentMaskRecord, subject: "gcr-ssh-agent", arguments: ["--user", "mask"],
+            in: userUnitDirectory, for: "you", detail: " (from your next login; shells that use it now keep it until they end)")
         if FileManager.default.fileExists(atPath: gnomeKeyringSSHAutostartEntry) {
             try link(userConfigDirectory + "/autostart/gnome-keyring-ssh.desktop", to: share + "/" + AgentReplacement.autostartEntry,
                      subject: "gnome-keyring's SSH agent")
