@@ -92,13 +92,15 @@ extension SetupCommand {
 
     /// Gives the SSH agent back to the user running setup --undo (or setup --no-ssh-agent):
     /// removes what ``takeOverSSHAgentForMe()`` linked, unsets the user manager's SSH_AUTH_SOCK
-    /// when it is secretd's, unmasks the gcr units it masked and starts gcr's socket again when
-    /// it is enabled; says what it did.
+    /// when it is secretd's and setup had linked the user's environment.d file (not when it
+    /// came from setup --system's), unmasks the gcr units it masked and starts gcr's socket
+    /// again when it is enabled; says what it did.
     static func giveBackSSHAgentToMe() throws(CommandLineError) {
-        var changed = removeLink(userEnvironmentFile, to: AgentReplacement.environmentFile, subject: "ssh")
+        let linked = removeLink(userEnvironmentFile, to: AgentReplacement.environmentFile, subject: "ssh")
+        var changed = linked
         changed = removeLink(userConfigDirectory + "/autostart/gnome-keyring-ssh.desktop", to: AgentReplacement.autostartEntry,
                              subject: "gnome-keyring's SSH agent") || changed
-        if let socket = agentSocket, managerEnvironment()["SSH_AUTH_SOCK"] == socket {
+        if linked, let socket = agentSocket, managerEnvironment()["SSH_AUTH_SOCK"] == socket {
             try runTool(["systemctl", "--user", "unset-environment", "SSH_AUTH_SOCK"])
             Terminal.writeOutput("ssh: unset SSH_AUTH_SOCK (secretd's) in your user manager\n")
             changed = true
