@@ -287,6 +287,7 @@ install: release
 	for file in $$(cd setup && find . -type f | sed 's|^\./||'); do put 644 setup/$$file $(SETUPDIR)/$$file; done; \
 	put 644 $(PAM_BUILD)/pam_secretd.so $(PAMDIR)/pam_secretd.so; \
 	put 644 pam/secretd.pam-config $(PAMCONFIGDIR)/secretd; \
+	put 644 pam/secretd-ssh-agent.pam-config $(PAMCONFIGDIR)/secretd-ssh-agent; \
 	put 644 portal/secretd.portal $(PORTALDIR)/secretd.portal; \
 	put 644 portal/portals.conf $(SETUPDIR)/portals.conf; \
 	rm -rf "$$tmp"; echo "make install: done (DESTDIR='$(DESTDIR)', PREFIX=$(PREFIX))"

@@ -4,7 +4,10 @@
  *   auth      reads PAM_AUTHTOK (never prompts). If the user's secretd answers right now (a screen
  *             locker runs only auth), sends UNLOCK at once; otherwise keeps a copy for the session.
  *   session   sends that copy as UNLOCK. pam_systemd, before us, has started the user manager,
- *             whose secretd.socket starts secretd when we connect.
+ *             whose secretd.socket starts secretd when we connect. With the option `ssh_agent`
+ *             (a line of its own, pam-auth-update's profile secretd-ssh-agent), the session step
+ *             does only this instead: it points SSH_AUTH_SOCK at secretd's SSH agent socket when
+ *             the PAM environment has none and that socket is there (secretd.socket listens).
  *   password  sends CHANGE(old, new) once the new password is set.
  *
  * Every decision (create, unlock, refuse, re-wrap) is secretd's: this module only carries the
@@ -141,9 +144,9 @@ static bool lookup_user(pam_handle_t *pamh, struct request *request) {
     }
 }
 
-/* The socket's directory and path: $XDG_RUNTIME_DIR of the PAM environment (pam_systemd sets it)
- * when it is an absolute path, else /run/user/UID. */
-static bool locate_socket(pam_handle_t *pamh, struct request *request) {
+/* The directory and path of the socket `name`: $XDG_RUNTIME_DIR of the PAM environment
+ * (pam_systemd sets it) when it is an absolute path, else /run/user/UID. */
+static bool locate_socket(pam_handle_t *pamh, struct request *request, const char *name) {
     const char *runtime = pam_getenv(pamh, "XDG_RUNTIME_DIR");
     int length = runtime != NULL && runtime[0] == '/'
         ? snprintf(request->directory, sizeof request->directory, "%s/%s", runtime, SECRETD_CONTROL_DIRECTORY)
@@ -151,8 +154,7 @@ static bool locate_socket(pam_handle_t *pamh, struct request *request) {
                    SECRETD_CONTROL_DIRECTORY);
     if (length < 0 || (size_t)length >= sizeof request->directory) return false;
     request->address.sun_family = AF_UNIX;
-    length = snprintf(request->address.sun_path, sizeof request->address.sun_path, "%s/%s", request->directory,
-                      SECRETD_CONTROL_SOCKET);
+    length = snprintf(request->address.sun_path, sizeof request->address.sun_path, "%s/%s", request->directory, name);
     return length > 0 && (size_t)length < sizeof request->address.sun_path;
 }
 
@@ -315,7 +317,7 @@ static int run_as_user(const struct request *request) {
 static int send_request(pam_handle_t *pamh, uint32_t operation, const char *const *strings, size_t count) {
     struct request request;
     memset(&request, 0, sizeof request);
-    if (!lookup_user(pamh, &request) || !locate_socket(pamh, &request)
+    if (!lookup_user(pamh, &request) || !locate_socket(pamh, &request, SECRETD_CONTROL_SOCKET)
         || !build_frame(&request, operation, strings, count))
         return NOT_REACHED;
     int result = run_as_user(&request);
@@ -344,10 +346,39 @@ EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **
     return PAM_IGNORE;
 }
 
-/* session open: send the password auth kept, then drop it (the cleanup wipes it). Without one
- * (a key, autologin) do nothing: the keyring stays locked until asked for. */
+/* Whether `option` is one of the module's arguments. */
+static bool has_option(int argc, const char **argv, const char *option) {
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], option) == 0) return true;
+    return false;
+}
+
+/* The session step of an `ssh_agent` line: SSH_AUTH_SOCK=<runtime>/secretd/ssh-agent in the PAM
+ * environment, unless it holds an SSH_AUTH_SOCK already (the user's own, from pam_env or an
+ * earlier module), and only when that socket passes the control socket's checks (the user's
+ * socket in the user's 0700 directory): it is there when secretd.socket listens or secretd
+ * runs. Nothing is connected to and nothing is sent. */
+static void point_at_agent(pam_handle_t *pamh) {
+    struct request request;
+    memset(&request, 0, sizeof request);
+    if (pam_getenv(pamh, "SSH_AUTH_SOCK") != NULL || !lookup_user(pamh, &request)
+        || !locate_socket(pamh, &request, SECRETD_SSH_AGENT_SOCKET) || !safe_location(&request))
+        return;
+    char variable[sizeof "SSH_AUTH_SOCK=" + sizeof request.address.sun_path];
+    int length = snprintf(variable, sizeof variable, "SSH_AUTH_SOCK=%s", request.address.sun_path);
+    if (length > 0 && (size_t)length < sizeof variable) pam_putenv(pamh, variable);
+}
+
+/* session open: with `ssh_agent`, point SSH_AUTH_SOCK at secretd's agent (and leave the password
+ * to the module's other session line). Otherwise send the password auth kept, then drop it (the
+ * cleanup wipes it); without one (a key, autologin) do nothing: the keyring stays locked until
+ * asked for. */
 EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     (void)flags;
+    if (has_option(argc, argv, "ssh_agent")) {
+        if (selected(pamh, argc, argv)) point_at_agent(pamh);
+        return PAM_SUCCESS;
+    }
     const void *stash = NULL;
     if (pam_get_data(pamh, stash_name, &stash) != PAM_SUCCESS || stash == NULL) return PAM_SUCCESS;
     if (selected(pamh, argc, argv)) {

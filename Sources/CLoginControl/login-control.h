@@ -24,6 +24,9 @@
 #define SECRETD_CONTROL_DIRECTORY "secretd"
 /** The socket's name in that directory. */
 #define SECRETD_CONTROL_SOCKET "control"
+/** secretd's SSH agent socket in that directory, which pam_secretd.so's `ssh_agent` option
+ * points SSH_AUTH_SOCK at (SSHAgentNames.socketName on the Swift side). */
+#define SECRETD_SSH_AGENT_SOCKET "ssh-agent"
 /** The longest password either side accepts, in bytes. */
 #define SECRETD_CONTROL_MAX_PASSWORD 65536
 /** The longest request: header, two strings of the longest password and their lengths

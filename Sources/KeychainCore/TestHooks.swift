@@ -10,4 +10,7 @@ package enum TestHooks {
     /// Seconds one git command of sync may take before it is killed (instead of 120), so a
     /// test of a remote that never answers does not wait that long.
     package static let gitTimeout = "SECRETD_TEST_GIT_TIMEOUT"
+    /// A directory `secretctl setup` takes for the root of the system's files (/etc, /usr/lib,
+    /// /usr/share), so that a test runs setup and --undo against a temporary tree.
+    package static let setupRoot = "SECRETCTL_TEST_ROOT"
 }

@@ -22,16 +22,16 @@ extension SetupCommand {
     /// gnome-keyring's user units that start its Secret Service.
     static let gnomeKeyringUnits = ["gnome-keyring-daemon.socket", "gnome-keyring-daemon.service"]
     /// Where Debian installs user units.
-    static let packagedUnitDirectory = "/usr/lib/systemd/user"
+    static var packagedUnitDirectory: String { systemRoot + "/usr/lib/systemd/user" }
     /// gnome-keyring's D-Bus activation files, each replaced by secretd's file of the same
     /// name: secretd's own for org.freedesktop.secrets, one that fails at once for the others.
     static let gnomeKeyringActivationFiles = [
         "org.freedesktop.secrets.service", "org.gnome.keyring.service", "org.freedesktop.impl.portal.Secret.service",
     ]
     /// Where Debian packages put session-bus activation files.
-    static let packagedActivationDirectory = "/usr/share/dbus-1/services"
+    static var packagedActivationDirectory: String { systemRoot + "/usr/share/dbus-1/services" }
     /// gnome-keyring's autostart entry for its Secret Service.
-    static let gnomeKeyringAutostartEntry = "/etc/xdg/autostart/gnome-keyring-secrets.desktop"
+    static var gnomeKeyringAutostartEntry: String { systemRoot + "/etc/xdg/autostart/gnome-keyring-secrets.desktop" }
     /// What dpkg-divert renames gnome-keyring's activation file to: no `.service` at the end,
     /// so the bus no longer reads it.
     static let divertedSuffix = ".gnome-keyring"
@@ -53,8 +53,9 @@ extension SetupCommand {
     /// Turns gnome-keyring's Secret Service off for the user running setup, and stops the one
     /// running now; says what it did.
     static func switchOffGnomeKeyringForMe() throws(CommandLineError) {
-        try maskGnomeKeyringUnits(
-            ["--user", "mask", "--now"], in: userUnitDirectory, for: "you", detail: " (they start its Secret Service at login)")
+        try maskUnits(
+            gnomeKeyringUnits, record: maskRecord, subject: "gnome-keyring", arguments: ["--user", "mask", "--now"],
+            in: userUnitDirectory, for: "you", detail: " (they start its Secret Service at login)")
         var links = gnomeKeyringActivationFiles.filter { isGnomeKeyrings(packagedActivationDirectory + "/" + $0) }
             .map { (userDataDirectory + "/dbus-1/services/" + $0, Replacement.activationFile($0)) }
         if FileManager.default.fileExists(atPath: gnomeKeyringAutostartEntry) {
@@ -82,7 +83,9 @@ extension SetupCommand {
         }
         removed = removeLink(userConfigDirectory + "/autostart/gnome-keyring-secrets.desktop", to: Replacement.autostartEntry) || removed
         if removed { try? KeychainProvider.reloadBusConfiguration() }
-        let unmasked = try unmaskGnomeKeyringUnits(["--user", "unmask"], in: userUnitDirectory)
+        let unmasked = try !unmaskUnits(
+            gnomeKeyringUnits, record: maskRecord, subject: "gnome-keyring", arguments: ["--user", "unmask"], in: userUnitDirectory
+        ).isEmpty
         if removed || unmasked {
             Terminal.writeOutput(
                 "gnome-keyring: its units, D-Bus activation and autostart are back for you: it provides the Secret Service "
@@ -95,7 +98,9 @@ extension SetupCommand {
     /// Turns gnome-keyring's Secret Service off for every user, from their next login; says
     /// what it did.
     static func switchOffGnomeKeyringForEveryone() throws(CommandLineError) {
-        try maskGnomeKeyringUnits(["--global", "mask"], in: globalUnitDirectory, for: "every user", detail: " (/etc/systemd/user)")
+        try maskUnits(
+            gnomeKeyringUnits, record: maskRecord, subject: "gnome-keyring", arguments: ["--global", "mask"],
+            in: globalUnitDirectory, for: "every user", detail: " (/etc/systemd/user)")
         let files = gnomeKeyringActivationFiles.filter { isGnomeKeyrings(packagedActivationDirectory + "/" + $0) }
         if !files.isEmpty {
             let share = try replacementDirectory()
@@ -139,7 +144,11 @@ extension SetupCommand {
                 changed = true
             }
         }
-        if try unmaskGnomeKeyringUnits(["--global", "unmask"], in: globalUnitDirectory) { changed = true }
+        if try !unmaskUnits(
+            gnomeKeyringUnits, record: maskRecord, subject: "gnome-keyring", arguments: ["--global", "unmask"], in: globalUnitDirectory
+        ).isEmpty {
+            changed = true
+        }
         if changed {
             Terminal.writeOutput(
                 "gnome-keyring: its units, D-Bus activation files and autostart entry are as its package installed them: "
@@ -188,7 +197,7 @@ extension SetupCommand {
     private static let secretsActivationFile = "org.freedesktop.secrets.service"
 
     /// Whether there is anything at `path`: a file, or a link (even one that leads nowhere).
-    private static func exists(_ path: String) -> Bool {
+    static func exists(_ path: String) -> Bool {
         var status = stat()
         return lstat(path, &status) == 0
     }
@@ -244,81 +253,82 @@ extension SetupCommand {
 
     // MARK: - Files
 
-    private static var home: String { ProcessInfo.processInfo.environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path }
-    private static var userDataDirectory: String {
+    static var home: String { ProcessInfo.processInfo.environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path }
+    static var userDataDirectory: String {
         ProcessInfo.processInfo.environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.local/share"
     }
-    private static var userConfigDirectory: String {
+    static var userConfigDirectory: String {
         ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config"
     }
-    private static var userUnitDirectory: String { userConfigDirectory + "/systemd/user" }
-    private static let globalUnitDirectory = "/etc/systemd/user"
+    static var userUnitDirectory: String { userConfigDirectory + "/systemd/user" }
+    static var globalUnitDirectory: String { systemRoot + "/etc/systemd/user" }
 
-    /// Masks gnome-keyring's installed units with `systemctl` and `arguments` (the scope and
-    /// verb), unless every one is masked in `directory` already; says which, for `whom`
-    /// (`detail` follows when it masked them). The units it masks that were not masked
-    /// before go into ``maskRecord`` in `directory`, so that `--undo` unmasks those only.
-    private static func maskGnomeKeyringUnits(
-        _ arguments: [String], in directory: String, for whom: String, detail: String
+    /// Masks those of `candidates` that are installed, with `systemctl` and `arguments` (the
+    /// scope and verb), unless every one is masked in `directory` already; says which, for
+    /// `whom`, as `subject` (`detail` follows when it masked them). The units it masks that
+    /// were not masked before go into the file `record` in `directory`, so that `--undo`
+    /// unmasks those only.
+    static func maskUnits(
+        _ candidates: [String], record: String, subject: String, arguments: [String], in directory: String, for whom: String,
+        detail: String
     ) throws(CommandLineError) {
-        let units = installedGnomeKeyringUnits()
+        let units = candidates.filter { FileManager.default.fileExists(atPath: packagedUnitDirectory + "/" + $0) }
         guard !units.isEmpty else { return }
         let newlyMasked = units.filter { !isMasked(directory + "/" + $0) }
         if newlyMasked.isEmpty {
-            Terminal.writeOutput("gnome-keyring: its units were already masked for \(whom)\n")
+            Terminal.writeOutput("\(subject): its units were already masked for \(whom)\n")
         } else {
             // Recorded first: a mask setup made and forgot would outlive --undo.
-            let recorded = readMaskRecord(in: directory) ?? []
-            try writeMaskRecord(recorded + newlyMasked.filter { !recorded.contains($0) }, in: directory)
+            let recorded = readMaskRecord(record, in: directory, units: candidates) ?? []
+            try writeMaskRecord(recorded + newlyMasked.filter { !recorded.contains($0) }, record: record, subject: subject, in: directory)
             try runTool(["systemctl"] + arguments + units)
-            Terminal.writeOutput("gnome-keyring: masked \(newlyMasked.joined(separator: " and ")) for \(whom)\(detail)\n")
+            Terminal.writeOutput("\(subject): masked \(newlyMasked.joined(separator: " and ")) for \(whom)\(detail)\n")
         }
     }
 
-    /// Unmasks (`systemctl` and `arguments`) those of gnome-keyring's units that setup masked
-    /// in `directory` (its ``maskRecord``; without one, from a setup before the record existed,
-    /// every masked one), then removes the record; whether it unmasked any. A unit that was
-    /// masked before setup stays masked, and says so.
-    private static func unmaskGnomeKeyringUnits(_ arguments: [String], in directory: String) throws(CommandLineError) -> Bool {
-        let masked = gnomeKeyringUnits.filter { isMasked(directory + "/" + $0) }
-        let recorded = readMaskRecord(in: directory)
-        let ours = masked.filter { recorded?.contains($0) ?? true }
+    /// Unmasks (`systemctl` and `arguments`) those of `candidates` that setup masked in
+    /// `directory` (listed in its file `record`; without one, from a setup before the record
+    /// existed, every masked one of gnome-keyring's, and none of the others), then removes the
+    /// record; returns the units it unmasked. A unit that was masked before setup stays
+    /// masked, and says so.
+    @discardableResult
+    static func unmaskUnits(
+        _ candidates: [String], record: String, subject: String, arguments: [String], in directory: String
+    ) throws(CommandLineError) -> [String] {
+        let masked = candidates.filter { isMasked(directory + "/" + $0) }
+        let recorded = readMaskRecord(record, in: directory, units: candidates)
+        let ours = masked.filter { recorded?.contains($0) ?? (record == maskRecord) }
         if !ours.isEmpty { try runTool(["systemctl"] + arguments + ours) }
-        if recorded != nil, unlink(directory + "/" + maskRecord) != 0, errno != ENOENT {
-            throw .failure("cannot remove \(directory)/\(maskRecord): \(String(cString: strerror(errno)))", status: .failed)
+        if recorded != nil, unlink(directory + "/" + record) != 0, errno != ENOENT {
+            throw .failure("cannot remove \(directory)/\(record): \(String(cString: strerror(errno)))", status: .failed)
         }
         for unit in masked where !ours.contains(unit) {
-            Terminal.writeOutput("gnome-keyring: left \(unit) masked, as it was before secretctl setup\n")
+            Terminal.writeOutput("\(subject): left \(unit) masked, as it was before secretctl setup\n")
         }
-        return !ours.isEmpty
+        return ours
     }
 
-    /// The file beside the masks that lists the units setup masked, one per line after a
-    /// comment (systemd reads no file without a unit's suffix).
+    /// The file beside the masks that lists gnome-keyring's units setup masked, one per line
+    /// after a comment (systemd reads no file without a unit's suffix).
     static let maskRecord = "secretctl-setup.masked"
 
-    /// The units listed in `directory`'s ``maskRecord``; nil when there is none.
-    private static func readMaskRecord(in directory: String) -> [String]? {
-        guard let text = try? String(contentsOfFile: directory + "/" + maskRecord, encoding: .utf8) else { return nil }
+    /// The units of `units` listed in `directory`'s file `record`; nil when there is none.
+    private static func readMaskRecord(_ record: String, in directory: String, units: [String]) -> [String]? {
+        guard let text = try? String(contentsOfFile: directory + "/" + record, encoding: .utf8) else { return nil }
         return text.split(separator: "\n").map { $0.trimmingWhitespace }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") && gnomeKeyringUnits.contains($0) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") && units.contains($0) }
     }
 
-    /// Writes `units` as `directory`'s ``maskRecord``.
-    private static func writeMaskRecord(_ units: [String], in directory: String) throws(CommandLineError) {
+    /// Writes `units` as `directory`'s file `record`.
+    private static func writeMaskRecord(_ units: [String], record: String, subject: String, in directory: String) throws(CommandLineError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
             throw .failure("cannot create \(directory): \(error)", status: .failed)
         }
-        let text = "# gnome-keyring units secretctl setup masked; secretctl setup --undo unmasks them and removes this file\n"
+        let text = "# \(subject) units secretctl setup masked; secretctl setup --undo unmasks them and removes this file\n"
             + units.map { $0 + "\n" }.joined()
-        try rewrite(directory + "/" + maskRecord, text)
-    }
-
-    /// gnome-keyring's units that are installed.
-    private static func installedGnomeKeyringUnits() -> [String] {
-        gnomeKeyringUnits.filter { FileManager.default.fileExists(atPath: packagedUnitDirectory + "/" + $0) }
+        try rewrite(directory + "/" + record, text)
     }
 
     /// Whether the activation file at `path` starts gnome-keyring.
@@ -329,24 +339,25 @@ extension SetupCommand {
     }
 
     /// Whether `path` masks a unit (a link to /dev/null).
-    private static func isMasked(_ path: String) -> Bool {
+    static func isMasked(_ path: String) -> Bool {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) == "/dev/null"
     }
 
     /// PREFIX/share/secretd, where `make install` put the files that replace gnome-keyring's.
-    private static func replacementDirectory() throws(CommandLineError) -> String {
-        let share = (OwnExecutable.prefix ?? "/usr") + "/share/secretd"
-        let needed = [Replacement.autostartEntry] + gnomeKeyringActivationFiles.map(Replacement.activationFile)
+    static func replacementDirectory(
+        needing needed: [String] = [Replacement.autostartEntry] + gnomeKeyringActivationFiles.map(Replacement.activationFile)
+    ) throws(CommandLineError) -> String {
+        let share = systemRoot.isEmpty ? (OwnExecutable.prefix ?? "/usr") + "/share/secretd" : systemRoot + "/usr/share/secretd"
         guard let missing = needed.first(where: { !FileManager.default.fileExists(atPath: share + "/" + $0) }) else { return share }
         throw .failure("\(share)/\(missing) is missing: install the secretd package (or make install)", status: .failed)
     }
 
     /// Makes `path` a link to `target`, unless it is one already; a file of someone else's there
     /// is left alone, with a warning.
-    private static func link(_ path: String, to target: String, subject: String = "gnome-keyring") throws(CommandLineError) {
+    static func link(_ path: String, to target: String, subject: String = "gnome-keyring") throws(CommandLineError) {
         if let existing = try? FileManager.default.destinationOfSymbolicLink(atPath: path), existing == target { return }
         if FileManager.default.fileExists(atPath: path) || (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil {
-            Terminal.writeError("secretctl: \(path) exists and is not secretctl's: left as it is (gnome-keyring may still start through it)\n")
+            Terminal.writeError("secretctl: \(path) exists and is not secretctl's: left as it is (\(subject) may still start through it)\n")
             return
         }
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
@@ -361,7 +372,7 @@ extension SetupCommand {
 
     /// Removes `path` if it is a link to secretd's `replacement` (wherever secretd is
     /// installed); says so, and whether it did.
-    private static func removeLink(_ path: String, to replacement: String, subject: String = "gnome-keyring") -> Bool {
+    static func removeLink(_ path: String, to replacement: String, subject: String = "gnome-keyring") -> Bool {
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path),
               target.hasSuffix("/share/secretd/" + replacement), unlink(path) == 0 else { return false }
         Terminal.writeOutput("\(subject): removed \(path)\n")
@@ -369,7 +380,7 @@ extension SetupCommand {
     }
 
     /// Replaces the text of `path` through a new file renamed over it, with the old file's mode.
-    private static func rewrite(_ path: String, _ text: String) throws(CommandLineError) {
+    static func rewrite(_ path: String, _ text: String) throws(CommandLineError) {
         var status = stat()
         let mode = stat(path, &status) == 0 ? status.st_mode & 0o7777 : 0o644
         let temporary = path + ".secretctl-new"

@@ -1,0 +1,212 @@
+# Pending for scripts/e2e/scenario.sh (issue 48, branch ssh-login; scripts/e2e/ is being
+# restructured, so this waits here to be merged): secretd as every user's SSH agent after
+# `secretctl setup --system`, on the booted Debian 13 and 12. Bash, sourced after lib.sh (root,
+# inside the booted container); uses its check, pass, fail, note, expect_status, ssh_key,
+# logged_out, logout_check, as_user and SSH_OPTIONS, and scenario.sh's wait_session.
+#
+# Where to call the functions in scenario.sh:
+#   first_boot:  ssh_agent_first_boot    after `logout_check "second login"` (alice exists, her
+#                                        password is PASSWORD_1, her login keyring was created)
+#   second_boot: ssh_agent_second_boot   after `logout_check "after reboot"` (still PASSWORD_1)
+#   second_boot: ssh_agent_undone        after system_undo (her password is PASSWORD_5 then)
+# And one change elsewhere: setup --system now also appends Hidden=true to gnome-keyring's
+# /etc/xdg/autostart/gnome-keyring-ssh.desktop (a conffile), so packages.sh's packages_intact
+# must accept `c /etc/xdg/autostart/gnome-keyring-ssh.desktop` while setup is in force, as it
+# does gnome-keyring-secrets.desktop; scenario.sh's system_state may list the new files
+# (/etc/environment.d, /etc/profile.d, gnome-keyring-ssh.desktop) for setup_again.
+
+# agent_socket USER: secretd's agent socket in USER's runtime directory.
+agent_socket() { printf '/run/user/%s/secretd/ssh-agent' "$(id -u "$1")"; }
+
+# login_shell USER PASSWORD SCRIPT [SSH-OPTION...]: SCRIPT in a login shell (bash -l reads
+# /etc/profile and /etc/profile.d, as the shell of an interactive ssh login does) of a password
+# ssh login as USER, with the extra ssh options (-A); prints what it printed.
+login_shell() {
+    local user=$1 password=$2 script=$3
+    shift 3
+    SSHPASS=$password timeout 60 sshpass -e ssh -n "${SSH_OPTIONS[@]}" "$@" -o PubkeyAuthentication=no \
+        -o PreferredAuthentications=password,keyboard-interactive "$user@127.0.0.1" "$(printf '%q ' bash -l -c "$script")"
+}
+
+# The key alice adds: made, added and its private file deleted in one login.
+AGENT_KEY_SCRIPT='set -e
+mkdir -p ~/.ssh
+rm -f ~/.ssh/e2e_agent ~/.ssh/e2e_agent.pub
+ssh-keygen -q -t ed25519 -N "" -C e2e-agent -f ~/.ssh/e2e_agent
+ssh-add ~/.ssh/e2e_agent
+rm ~/.ssh/e2e_agent
+ssh-add -l | grep -F "$(ssh-keygen -lf ~/.ssh/e2e_agent.pub | cut -d" " -f2)"'
+# Lists alice's key (from its public file, which stays) among the agent's.
+AGENT_LISTS_SCRIPT='ssh-add -l | grep -F "$(ssh-keygen -lf ~/.ssh/e2e_agent.pub | cut -d" " -f2)"'
+
+# ---- what setup --system changed for the agent
+
+agent_setup_files() {
+    local bad="" unit systemd line
+    [ "$(readlink /etc/environment.d/60-secretd-ssh-agent.conf)" = /usr/share/secretd/environment.d/60-secretd-ssh-agent.conf ] ||
+        bad="$bad /etc/environment.d/60-secretd-ssh-agent.conf"
+    [ "$(readlink /etc/profile.d/secretd-ssh-agent.sh)" = /usr/share/secretd/profile.d/secretd-ssh-agent.sh ] ||
+        bad="$bad /etc/profile.d/secretd-ssh-agent.sh"
+    for unit in gcr-ssh-agent.socket gcr-ssh-agent.service; do
+        [ -e "/usr/lib/systemd/user/$unit" ] || continue
+        [ "$(readlink "/etc/systemd/user/$unit")" = /dev/null ] || bad="$bad $unit (not masked)"
+    done
+    if [ -e /etc/xdg/autostart/gnome-keyring-ssh.desktop ]; then
+        grep -qx 'Hidden=true' /etc/xdg/autostart/gnome-keyring-ssh.desktop || bad="$bad gnome-keyring-ssh.desktop (not hidden)"
+    fi
+    systemd=$(grep -n '^[^#]*pam_systemd\.so' /etc/pam.d/common-session | head -n 1 | cut -d: -f1)
+    line=$(grep -nE '^session[[:space:]]+optional[[:space:]]+pam_secretd\.so ssh_agent ignore=sshd[[:space:]]*$' \
+        /etc/pam.d/common-session | head -n 1 | cut -d: -f1)
+    [ -n "$systemd" ] && [ -n "$line" ] && [ "$line" -gt "$systemd" ] || bad="$bad common-session (no ssh_agent line after pam_systemd)"
+    [ -z "$bad" ] && return 0
+    ls -l /etc/environment.d /etc/profile.d /etc/systemd/user 2>&1; cat /etc/pam.d/common-session
+    echo "setup --system's agent files:$bad"
+    return 1
+}
+
+# ---- alice's logins
+
+agent_in_login_shell() {
+    local out want
+    want=$(agent_socket alice)
+    out=$(login_shell alice "$1" 'printf "%s\n" "${SSH_AUTH_SOCK-}"') || { printf '%s\n' "$out"; echo "the ssh login failed"; return 1; }
+    [ "$out" = "$want" ] && return 0
+    printf '%s\n' "$out"
+    echo "SSH_AUTH_SOCK in an ssh login's shell is '$out', expected $want"
+    return 1
+}
+agent_add_key() {
+    login_shell alice "$1" "$AGENT_KEY_SCRIPT" && return 0
+    echo "ssh-add in an ssh login did not add the key, or ssh-add -l does not list it"
+    return 1
+}
+agent_lists_key() {
+    login_shell alice "$1" "$AGENT_LISTS_SCRIPT" && return 0
+    echo "ssh-add -l in an ssh login does not list alice's key"
+    return 1
+}
+# The user manager (and what it starts: desktops, services) has it from environment.d.
+agent_in_user_manager() {
+    local out want
+    want=$(agent_socket alice)
+    out=$(login_shell alice "$1" 'systemctl --user show-environment')
+    printf '%s\n' "$out" | grep -qx "SSH_AUTH_SOCK=$want" && return 0
+    printf '%s\n' "$out"
+    echo "alice's user manager has no SSH_AUTH_SOCK=$want"
+    return 1
+}
+# ssh -A: root's own agent, forwarded, is the one alice's login uses, not secretd's.
+agent_forwarded_kept() {
+    local out fingerprint first rc
+    eval "$(ssh-agent -s)" >/dev/null
+    ssh-add -q /root/.ssh/e2e_key 2>/dev/null
+    fingerprint=$(ssh-keygen -lf /root/.ssh/e2e_key | cut -d' ' -f2)
+    out=$(login_shell alice "$1" 'printf "%s\n" "${SSH_AUTH_SOCK-}"; ssh-add -l' -A 2>&1)
+    rc=$?
+    ssh-agent -k >/dev/null
+    printf '%s\n' "$out"
+    first=$(printf '%s\n' "$out" | head -n 1)
+    [ $rc -eq 0 ] || { echo "the ssh -A login failed (exit $rc)"; return 1; }
+    [[ $first =~ ^/tmp/ssh-[^/]+/agent\.[0-9]+$ ]] || { echo "SSH_AUTH_SOCK is '$first', not sshd's forwarded agent"; return 1; }
+    printf '%s\n' "$out" | grep -qF "$fingerprint" || { echo "ssh-add -l does not list root's forwarded key"; return 1; }
+    ! printf '%s\n' "$out" | grep -q e2e-agent || { echo "ssh-add -l lists alice's secretd key: not the forwarded agent"; return 1; }
+}
+# A console login (login(1) on a terminal): the PAM module set it (the login shell's initial
+# environment, before any profile script).
+agent_console_login() {
+    local out want
+    want=$(agent_socket alice)
+    out=$(E2E_ANSWERS=$1 E2E_TYPE=$'tr "\\0" "\\n" </proc/$$/environ | grep "^SSH_AUTH_SOCK=" | sed "s/^/initial-/"\nexit' \
+        timeout 60 python3 "$E2E_DIR/pty-drive.py" 50 login alice 2>&1)
+    printf '%s\n' "$out" | grep -q "^initial-SSH_AUTH_SOCK=$want" && return 0
+    printf '%s\n' "$out"
+    echo "login's shell did not start with SSH_AUTH_SOCK=$want"
+    return 1
+}
+# su - alice while she is logged in elsewhere (her manager runs): PAM sets it.
+agent_su_while_logged_in() {
+    local holder out want
+    want=$(agent_socket alice)
+    ssh_key alice sleep 60 >/dev/null 2>&1 &
+    holder=$!
+    wait_session >/dev/null || { kill "$holder" 2>/dev/null; echo "alice's key login did not start"; return 1; }
+    out=$(timeout 60 su - alice -c 'tr "\0" "\n" </proc/$$/environ | grep "^SSH_AUTH_SOCK="' 2>&1)
+    kill "$holder" 2>/dev/null
+    wait "$holder" 2>/dev/null
+    logged_out alice >/dev/null
+    [ "$out" = "SSH_AUTH_SOCK=$want" ] && return 0
+    printf '%s\n' "$out"
+    echo "su - alice did not start with SSH_AUTH_SOCK=$want"
+    return 1
+}
+# A key login leaves the keyring locked: the agent lists nothing until secretctl unlock.
+agent_key_login_locked() {
+    local out
+    out=$(ssh_key alice "$(printf '%q ' bash -l -c '. /usr/local/lib/e2e/lib.sh
+ssh-add -l; echo "locked: $?"
+printf %s "$PASSWORD_1" | secretctl unlock --password-stdin
+'"$AGENT_LISTS_SCRIPT")" 2>&1)
+    local rc=$?
+    printf '%s\n' "$out"
+    printf '%s\n' "$out" | grep -q '^The agent has no identities\.$' && printf '%s\n' "$out" | grep -q '^locked: 1$' ||
+        { echo "while locked, ssh-add -l did not say the agent has no identities"; return 1; }
+    [ $rc -eq 0 ] || { echo "after secretctl unlock, ssh-add -l does not list alice's key"; return 1; }
+}
+
+# ---- after setup --system --undo
+
+agent_undone_files() {
+    local left
+    left=$(ls -d /etc/environment.d/60-secretd-ssh-agent.conf /etc/profile.d/secretd-ssh-agent.sh \
+        /etc/systemd/user/gcr-ssh-agent.* /etc/systemd/user/secretctl-setup-ssh-agent.masked 2>/dev/null
+        grep -n 'ssh_agent' /etc/pam.d/common-* 2>/dev/null
+        grep -n 'secretctl setup' /etc/xdg/autostart/gnome-keyring-ssh.desktop 2>/dev/null)
+    [ -z "$left" ] && return 0
+    printf '%s\n' "$left"
+    echo "setup --system --undo left the agent's files above"
+    return 1
+}
+agent_not_in_login_shell() {
+    local out
+    out=$(login_shell alice "$1" 'printf "%s\n" "${SSH_AUTH_SOCK-}"') || { printf '%s\n' "$out"; return 1; }
+    [ "$out" != "$(agent_socket alice)" ] && return 0
+    echo "SSH_AUTH_SOCK still names secretd's agent after --undo"
+    return 1
+}
+
+# ---- the calls
+
+ssh_agent_first_boot() {
+    check "ssh agent: setup --system linked environment.d and profile.d, masked gcr-ssh-agent, hid gnome-keyring's agent, PAM ssh_agent line after pam_systemd" \
+        agent_setup_files
+    check "ssh agent: an ssh login's shell has SSH_AUTH_SOCK=\$XDG_RUNTIME_DIR/secretd/ssh-agent" agent_in_login_shell "$PASSWORD_1"
+    logout_check "ssh agent: SSH_AUTH_SOCK"
+    check "ssh agent: ssh-add adds a key there (its file then deleted) and ssh-add -l lists it" agent_add_key "$PASSWORD_1"
+    logout_check "ssh agent: ssh-add"
+    check "ssh agent: alice's user manager has SSH_AUTH_SOCK of secretd's agent (environment.d)" agent_in_user_manager "$PASSWORD_1"
+    logout_check "ssh agent: user manager"
+    check "ssh agent: ssh -A keeps the forwarded agent (SSH_AUTH_SOCK is sshd's, ssh-add -l lists root's key)" \
+        agent_forwarded_kept "$PASSWORD_1"
+    logout_check "ssh agent: ssh -A"
+    check "ssh agent: a console login (login(1)) starts with SSH_AUTH_SOCK of secretd's agent (pam_secretd.so ssh_agent)" \
+        agent_console_login "$PASSWORD_1"
+    logout_check "ssh agent: console login"
+    check "ssh agent: su - alice while she is logged in starts with SSH_AUTH_SOCK of secretd's agent" agent_su_while_logged_in
+    logout_check "ssh agent: su"
+}
+
+ssh_agent_second_boot() {
+    check "ssh agent after reboot: the login's SSH_AUTH_SOCK is secretd's" agent_in_login_shell "$PASSWORD_1"
+    logout_check "ssh agent after reboot: SSH_AUTH_SOCK"
+    check "ssh agent after reboot: ssh-add -l still lists alice's key (kept in the login keyring)" agent_lists_key "$PASSWORD_1"
+    logout_check "ssh agent after reboot: ssh-add -l"
+    check "ssh agent: a key login (keyring locked) lists no key until secretctl unlock, then lists it" agent_key_login_locked
+    logout_check "ssh agent: key login"
+}
+
+ssh_agent_undone() {
+    check "ssh agent: setup --system --undo removed the environment.d and profile.d links, gcr's masks, the PAM line, the hidden entry" \
+        agent_undone_files
+    check "ssh agent: after --undo an ssh login's SSH_AUTH_SOCK is not secretd's" agent_not_in_login_shell "$PASSWORD_5"
+    logout_check "ssh agent: after --undo"
+}
