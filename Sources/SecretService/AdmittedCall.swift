@@ -1,7 +1,7 @@
 import DBusValues
 import SecretStore
 
-/// A method call that passed its caller rule (``Daemon/admit(_:)``), with the object it reaches
+/// A method call that passed its caller rule (``CallRouter/admit(_:)``), with the object it reaches
 /// and its arguments decoded by type: what a method's handler (``MethodHandler``) gets.
 struct AdmittedCall {
     /// The call as it arrived.

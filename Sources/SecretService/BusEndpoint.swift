@@ -2,7 +2,7 @@ import DBusValues
 
 /// What the daemon needs from its bus connection while it serves: sending signals and asking
 /// the bus who a client is. ``BusServer`` is the real one; in-process tests hand the daemon
-/// their own (``Daemon/serve(on:)``), call its handlers directly and read what it sent.
+/// their own (``Provider/serve(on:)``), call its handlers directly and read what it sent.
 protocol BusEndpoint: AnyObject {
     /// Sends a signal, to `destination` only when one is given; true when it waits for the
     /// commit of the writes before it.

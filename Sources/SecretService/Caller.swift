@@ -18,7 +18,7 @@ final class Caller {
     var denied: Set<String> = []
     /// Whether it has read a property of a collection or an item, as libsecret's collection
     /// and item objects, Seahorse and every client that lists items do when they start: only
-    /// such clients are told about items (Provider+Signals.swift). libsecret's one-call API
+    /// such clients are told about items (Announcer). libsecret's one-call API
     /// (store, lookup, clear: what `secret-tool` and most scripts use) reads none, and would
     /// only drop the signals of every other client's writes.
     var watchesItems = false

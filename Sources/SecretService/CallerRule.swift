@@ -3,7 +3,7 @@ import KeychainCore
 /// Who may call a method, or write a property, of an interface secretd serves.
 ///
 /// Every method in ``Introspection/interfaces`` declares one (a method without a rule does not
-/// compile), and the daemon checks it before any handler runs (``Daemon/admit(_:)``), so a
+/// compile), and the daemon checks it before any handler runs (``CallRouter/admit(_:)``), so a
 /// handler never sees a call its rule refuses. secretd(1) lists every method with its rule
 /// under ACCESS CONTROL; `CallerRuleTests` calls every declared method as each kind of client.
 enum CallerRule: String, CaseIterable, Sendable {

@@ -1,6 +1,6 @@
 import Glibc
 
-/// When a collection's `Items` goes out to the clients that watch it (Provider+Signals): at once
+/// When a collection's `Items` goes out to the clients that watch it (Announcer): at once
 /// for a write after a quiet spell, else at most once per ``interval``, one list for all the
 /// writes in between. Each list is a walk of the collection and a message as long as the
 /// collection, per watching client: sent for every write, 1,500 stores with one Seahorse open

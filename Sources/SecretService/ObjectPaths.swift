@@ -45,8 +45,8 @@ enum ObjectPaths {
         }
     }
 
-    /// Parses a path this daemon serves. Runs for nearly every call (several times per call
-    /// through GDBus's subtree dispatch), so it works on the UTF-8 bytes without splitting.
+    /// Parses a path this daemon serves. Runs for nearly every call (admission, the handler's
+    /// object, property reads), so it works on the UTF-8 bytes without splitting.
     static func parse(_ path: String) -> Target {
         if path.utf8.first == UInt8(ascii: "/"), path.utf8.dropFirst().first == UInt8(ascii: "o"),
             path.hasPrefix(PortalNames.path)

@@ -100,7 +100,7 @@ import Testing
             return result
         }
 
-        /// Calls `call` as the bus server would: through ``Daemon/handle(_:replyLater:)`` when its
+        /// Calls `call` as the bus server would: through ``CallRouter/handle(_:replyLater:)`` when its
         /// method is declared to reply later (derivations run in place here, so it answers at once).
         static func call(_ daemon: Provider, _ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
             guard Introspection.interfaces[call.interface]?.method(call.method)?.repliesLater == true else { return daemon.router.handle(call) }
