@@ -122,7 +122,7 @@ let package = Package(
             name: "secretctl", dependencies: ["SecretCtl"],
             swiftSettings: strictSettings),
         .executableTarget(
-            name: "keychain-bench", dependencies: ["CGio", "DBusValues", "Keychain", "KeychainCore", "ProcessSpawning"], path: "Sources/keychain-bench",
+            name: "keychain-bench", dependencies: ["CGio", "CSystemd", "DBusValues", "Keychain", "KeychainCore", "ProcessSpawning"], path: "Sources/keychain-bench",
             swiftSettings: strictSettings),
         .executableTarget(
             name: "keychain-demo", dependencies: ["Keychain"],

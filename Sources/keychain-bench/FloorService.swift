@@ -1,11 +1,18 @@
 internal import CGio
 internal import CLibSecret  // GError and the other GLib structs come through it too (both modules include glib.h)
+internal import CSystemd
 import Foundation
+import Glibc
 
 /// The round-trip floor of `make bench`: a trivial D-Bus service on the same private bus as
 /// the provider under test, answering a method that does nothing. Measuring the floor against
 /// it, and not against the provider's own `Peer.Ping`, keeps a slow provider from raising its
 /// own floor (issue 20). bench/run.sh starts it next to every provider, in every round.
+///
+/// It answers through sd-bus (libsystemd), the bus library secretd serves with, on one thread
+/// as secretd does: the floor is what the cheapest server costs, so no provider is measured
+/// against a floor raised by its own library (until issue 46 it was a GDBus service, whose
+/// worker thread hands each call to the main thread and back; bench/README.md has both floors).
 enum FloorService {
     static let busName = "org.keychain.BenchFloor"
     static let path = "/org/keychain/BenchFloor"
@@ -13,41 +20,34 @@ enum FloorService {
     /// Takes nothing, returns nothing, does nothing.
     static let method = "Noop"
 
-    /// Owns ``busName`` on the session bus and answers ``method`` from a registered object,
-    /// on the GLib main loop, as every GDBus service answers (GDBus's thread hands each call to
-    /// the main thread); serves until killed. GDBus answers `Peer.Ping` itself, in its thread.
+    /// Owns ``busName`` on the session bus and answers ``method`` at ``path`` from sd-bus's
+    /// dispatch on this thread; serves until killed. sd-bus answers `Peer.Ping` itself, in the
+    /// same dispatch.
     static func serve() -> Never {
-        var error: UnsafeMutablePointer<GError>?
-        guard let connection = g_bus_get_sync(G_BUS_TYPE_SESSION, nil, &error) else { fail("no session bus") }
-        guard let info = g_dbus_node_info_new_for_xml(introspection, &error),
-            g_dbus_connection_register_object(
-                connection, path, g_dbus_node_info_lookup_interface(info, interface), vtable, nil, nil, &error) != 0
-        else { fail("cannot export \(path)") }
-        g_bus_own_name_on_connection(connection, busName, G_BUS_NAME_OWNER_FLAGS_NONE, nil, nil, nil, nil)
-        g_main_loop_run(g_main_loop_new(nil, 0))
-        fail("main loop ended")
+        var connection: OpaquePointer?
+        guard sd_bus_open_user(&connection) >= 0, let bus = connection else { fail("no session bus") }
+        let exported = sd_bus_add_object(bus, nil, path, { message, _, _ in
+            guard let message, sd_bus_message_is_method_call(message, FloorService.interface, FloorService.method) > 0 else { return 0 }
+            var reply: OpaquePointer?
+            guard sd_bus_message_new_method_return(message, &reply) >= 0, let reply else { return -ENOMEM }
+            sd_bus_send(nil, reply, nil)
+            sd_bus_message_unref(reply)
+            return 1
+        }, nil)
+        guard exported >= 0 else { fail("cannot export \(path): \(String(cString: strerror(-exported)))") }
+        let owned = sd_bus_request_name(bus, busName, 0)
+        guard owned >= 0 else { fail("cannot own \(busName): \(String(cString: strerror(-owned)))") }
+        while true {
+            let processed = sd_bus_process(bus, nil)
+            guard processed >= 0 else { fail("the bus failed: \(String(cString: strerror(-processed)))") }
+            if processed == 0, sd_bus_wait(bus, UInt64.max) < 0 { fail("cannot wait for the bus") }
+        }
     }
 
     private static func fail(_ message: String) -> Never {
         FileHandle.standardError.write(Data("keychain-bench --serve-floor: \(message)\n".utf8))
         exit(1)
     }
-
-    private static let introspection = """
-        <node><interface name="\(interface)"><method name="\(method)"/></interface></node>
-        """
-
-    nonisolated(unsafe) private static let vtable: UnsafeMutablePointer<GDBusInterfaceVTable> = {
-        let table = UnsafeMutablePointer<GDBusInterfaceVTable>.allocate(capacity: 1)
-        table.initialize(to: GDBusInterfaceVTable(
-            method_call: { _, _, _, _, _, _, invocation, _ in
-                g_dbus_method_invocation_return_value(invocation, nil)  // takes the invocation
-            },
-            get_property: nil,
-            set_property: nil,
-            padding: (nil, nil, nil, nil, nil, nil, nil, nil)))
-        return table
-    }()
 }
 
 /// Calls to ``FloorService``, and the provider's own cheapest calls, over the session
@@ -70,8 +70,8 @@ struct FloorClient {
         }
     }
 
-    /// One call of the no-op method (`ping: false`) or of GDBus's own `Peer.Ping` on the
-    /// floor service (`ping: true`, answered in GDBus's thread, without the main loop).
+    /// One call of the no-op method (`ping: false`) or of sd-bus's own `Peer.Ping` on the
+    /// floor service (`ping: true`, answered by the bus library without the service's code).
     func call(ping: Bool = false) throws {
         try call(
             FloorService.busName, FloorService.path, ping ? "org.freedesktop.DBus.Peer" : FloorService.interface,
