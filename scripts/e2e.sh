@@ -1,7 +1,7 @@
 #!/bin/bash
 # make e2e: the packages of make deb installed with apt on a booted Debian 13 and a booted Debian
 # 12, driven through real logins, upgraded, removed, purged and installed again.
-#     scripts/e2e.sh trixie bookworm
+#     scripts/e2e.sh trixie bookworm          (or by number: scripts/e2e.sh 13 12)
 # For each release, in turn:
 #  1. image    a root of the release built by mmdebstrap from Debian packages only, cached
 #              outside the clone (scripts/release-root.sh; its key: the image section below)
@@ -406,6 +406,7 @@ fi
 remove_stale
 all_passed=0 all_failed=0
 for release in "$@"; do
+    case $release in 12) release=bookworm ;; 13) release=trixie ;; esac
     release_number "$release" >/dev/null || exit 2
     logs=$work/logs/$release
     root=$work/root.$$

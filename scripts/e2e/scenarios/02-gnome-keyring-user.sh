@@ -6,8 +6,6 @@
 # boot: first
 # needs: no-setup-system
 
-# carol used gnome-keyring on her desktop before secretd came, and switches herself over
-# (secretctl import secret-service, secretctl setup), before the administrator does it for all.
 gnome_keyring_user() {
     check "user carol created with a password" create_user carol "$PASSWORD_CAROL"
     session "gnome-keyring desktop" password carol "$PASSWORD_CAROL" gk_first
