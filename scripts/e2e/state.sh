@@ -98,7 +98,7 @@ need() {
         password=PASSWORD_$n
         check "needs $state: alice logged out, her login keyring removed, her password PASSWORD_$n" alice_fresh "$n"
         session "needs $state: her first login creates the login keyring and stores the first login's items" \
-            password alice "${!password}" store_items
+            password alice "${!password}" store_items "needs $state"
         logout_check "needs $state"
         state_set alice "$n"
         ;;
