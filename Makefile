@@ -26,7 +26,10 @@
 #               lintian (scripts/deb.sh; the roots are cached in /var/cache/secretd-build)
 # make e2e      make deb, then the packages installed with apt on a booted Debian 13 and a booted
 #               Debian 12 (mmdebstrap + systemd-nspawn -b), driven through real logins, upgraded,
-#               removed, purged and installed again (scripts/e2e.sh; DEB_RELEASES to choose)
+#               removed, purged and installed again (scripts/e2e.sh; DEB_RELEASES to choose).
+#               E2E_ONLY=NAME[,NAME...] runs only those scenarios (scripts/e2e/scenarios/NN-NAME.sh)
+#               and the state they declare, on the installed machine of each release; an unknown
+#               name fails before anything is built, listing the names
 # make deps     only install the Debian packages the build and the tests need
 
 # Build: libsecret, GLib, libgcrypt, SQLite and zlib headers (zlib: gzip in KeePass databases,
@@ -109,7 +112,7 @@ PORTALDIR ?= /usr/share/xdg-desktop-portal/portals
 PAM_BUILD := .build/pam
 
 .PHONY: check-release all deps toolchain build test check-files fuzz run demo bench leaks install clean static-cxx pam e2e \
-	release deb
+	e2e-only release deb
 
 all: build
 
@@ -261,10 +264,14 @@ deb: toolchain
 	@scripts/install-deps.sh $(DEB_PACKAGING)
 	SWIFT=$(SWIFT) scripts/deb.sh $(DEB_RELEASES)
 
-# See scripts/e2e.sh: what it boots, installs and checks.
-e2e: deb
+# See scripts/e2e.sh: what it boots, installs and checks. E2E_ONLY's names are checked first,
+# before make deb builds anything.
+e2e: e2e-only deb
 	@scripts/install-deps.sh $(DEB_E2E)
 	scripts/e2e.sh $(DEB_RELEASES)
+
+e2e-only:
+	@[ -z "$$E2E_ONLY" ] || bash scripts/e2e/scenario.sh select "$$E2E_ONLY" >/dev/null
 
 # What make install and the packages ship: secretd and secretctl (release build), pam_secretd.so.
 release: static-cxx pam

@@ -1,7 +1,7 @@
 #!/bin/bash
 # make e2e: the packages of make deb installed with apt on a booted Debian 13 and a booted Debian
 # 12, driven through real logins, upgraded, removed, purged and installed again.
-#     scripts/e2e.sh trixie bookworm
+#     scripts/e2e.sh trixie bookworm          (or by number: scripts/e2e.sh 13 12)
 # For each release, in turn:
 #  1. image    a root of the release built by mmdebstrap from Debian packages only, cached
 #              outside the clone (scripts/release-root.sh; its key: the image section below)
@@ -12,11 +12,26 @@
 #              release's build root (make deb's), so that it links that release's libraries
 #  3. boot     systemd-nspawn -b: systemd as PID 1, journald, logind, sshd, dbus, user managers
 #  4. inside, as root: scripts/e2e/packages.sh install (apt install of the previous version);
-#              scenario.sh first-boot (the administrator runs `secretctl setup --system`, users
-#              log in over ssh with passwords and keys, use su and passwd); packages.sh upgrade
-#              (apt install of this version while a user is logged in); a reboot; scenario.sh
-#              second-boot (root resets a password, setup is undone); packages.sh remove (apt
-#              remove, apt purge, apt install again, the old keyring opens)
+#              scenario.sh first-boot (the scenarios of the first boot: the administrator runs
+#              `secretctl setup --system`, users log in over ssh with passwords and keys);
+#              packages.sh upgrade (apt install of this version while a user is logged in); a
+#              reboot; scenario.sh second-boot (the scenarios of the second boot: su, passwd, root
+#              resets a password, setup is undone); packages.sh remove (apt remove, apt purge,
+#              apt install again, the old keyring opens)
+#
+# The scenarios are the files scripts/e2e/scenarios/NN-NAME.sh, run in the order of NN; each
+# says what it proves, the boot it runs in and the state it needs (scripts/e2e/scenario.sh,
+# state.sh). `bash scripts/e2e/scenario.sh list` lists them.
+#
+# E2E_ONLY=NAME[,NAME...] runs only those scenarios, in their order, on each release given:
+# the image is booted and the packages installed (packages.sh install) as in the full run, then
+# for each scenario the state it needs is established where missing (alice created, setup
+# --system, her keyring at the password the scenario expects, ...) and the scenario runs;
+# before the first second-boot scenario the machine is rebooted. No upgrade, no removal. An
+# unknown name fails at once, listing the names. For example, on Debian 13 only, with the
+# packages make deb built:
+#     E2E_ONLY=passwd,login-socket scripts/e2e.sh trixie
+#     E2E_ONLY=after-reboot make e2e DEB_RELEASES=trixie
 #
 # E2E_HOLD=1 only boots the first release's installed machine and waits (see main) so that it
 # can be explored.
@@ -161,7 +176,9 @@ prepare_phase() {
 
     e2e=$root/usr/local/lib/e2e
     install -d "$e2e"
-    install -m644 "$repo"/scripts/e2e/{lib.sh,scenario.sh,session.sh,packages.sh,pty-drive.py,probe.py} "$e2e/"
+    install -m644 "$repo"/scripts/e2e/{lib.sh,state.sh,scenario.sh,session.sh,packages.sh,pty-drive.py,probe.py} "$e2e/"
+    install -d "$e2e/scenarios"
+    install -m644 "$repo"/scripts/e2e/scenarios/*.sh "$e2e/scenarios/"
     # Random passwords and secrets (other alphabets for each of alice's passwords: passwd
     # refuses a new password too similar to the old one), so the journal can be searched.
     {
@@ -218,7 +235,7 @@ inside() {
 }
 
 boot() {
-    local n=$1 start i state
+    local n=$1 start _ state
     start=$(date +%s.%N)
     # There is no systemd or machined on the host (systemd is not PID 1 here), so the machine
     # is neither registered nor given a scope of its own: --register=no --keep-unit (without
@@ -233,7 +250,7 @@ boot() {
         --capability=CAP_IPC_LOCK </dev/null >"$logs/console-$n.log" 2>&1 &
     nspawn=$!
     leader=""
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         leader=$(pgrep -P "$nspawn" -x systemd | head -n 1)
         [ -n "$leader" ] && break
         alive "$nspawn" || break
@@ -244,7 +261,7 @@ boot() {
         return 1
     fi
     # Until the machine's systemd listens on its private socket, systemctl cannot reach it.
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         state=$(inside timeout 120 systemctl is-system-running --wait 2>&1)
         case $state in "Failed to connect"*) sleep 0.1 ;; *) break ;; esac
     done
@@ -268,8 +285,8 @@ alive() {
 # "running" when it did not end in time.
 exited=""
 wait_exit() {
-    local i
-    for i in $(seq $(($1 * 10))); do
+    local _
+    for _ in $(seq $(($1 * 10))); do
         alive "$nspawn" || break
         sleep 0.1
     done
@@ -295,14 +312,15 @@ reboot_machine() {
     boot 2
 }
 
-# run SCRIPT PHASE: scripts/e2e/SCRIPT PHASE as root inside the machine.
+# run SCRIPT PHASE [ARGUMENT...]: scripts/e2e/SCRIPT PHASE ... as root inside the machine.
 run() {
-    local start rc
+    local start rc script=$1
+    shift
     start=$(date +%s.%N)
-    inside timeout 900 bash "/usr/local/lib/e2e/$1" "$2"
+    inside timeout 900 bash "/usr/local/lib/e2e/$script" "$@"
     rc=$?
-    [ $rc -eq 0 ] || fail "$1 $2 runs to its end" "exit status $rc (124: killed after 900 s)"
-    timed "$1 $2" "$(seconds_since "$start")"
+    [ $rc -eq 0 ] || fail "$script $* runs to its end" "exit status $rc (124: killed after 900 s)"
+    timed "$script $*" "$(seconds_since "$start")"
 }
 
 save_journal() {
@@ -336,6 +354,17 @@ remove_stale() {
     done
 }
 
+# only_scenarios: E2E_ONLY's scenarios (only_first, only_second) on the installed machine, the
+# state each needs first; before the second boot's, a reboot (their needs established before it).
+only_scenarios() {
+    note "E2E_ONLY: first boot: ${only_first:-none}; second boot: ${only_second:-none}"
+    [ -n "$only_first" ] && run scenario.sh first-boot "$only_first"
+    [ -n "$only_second" ] || return 0
+    run scenario.sh needs "${only_second%%,*}"
+    reboot_machine || return
+    run scenario.sh second-boot "$only_second"
+}
+
 # main_release RELEASE: the whole run on one release.
 main_release() {
     trap cleanup EXIT
@@ -352,6 +381,11 @@ main_release() {
         return
     fi
     run packages.sh install
+    if [ -n "${E2E_ONLY:-}" ]; then
+        only_scenarios
+        note "times ($release): $times"
+        return
+    fi
     run scenario.sh first-boot
     run packages.sh upgrade
     reboot_machine || return
@@ -360,9 +394,19 @@ main_release() {
     note "times ($release): $times"
 }
 
+# E2E_ONLY's names, checked before anything is built or booted: only_first and only_second, the
+# scenarios of each boot, comma-separated.
+only_first="" only_second=""
+if [ -n "${E2E_ONLY:-}" ]; then
+    selected=$(bash "$repo/scripts/e2e/scenario.sh" select "$E2E_ONLY") || exit 2
+    only_first=$(awk '$1 == "first" { print $2 }' <<<"$selected" | paste -sd, -)
+    only_second=$(awk '$1 == "second" { print $2 }' <<<"$selected" | paste -sd, -)
+fi
+
 remove_stale
 all_passed=0 all_failed=0
 for release in "$@"; do
+    case $release in 12) release=bookworm ;; 13) release=trixie ;; esac
     release_number "$release" >/dev/null || exit 2
     logs=$work/logs/$release
     root=$work/root.$$
@@ -380,5 +424,5 @@ for release in "$@"; do
     all_failed=$((all_failed + failed))
     [ -n "${E2E_HOLD:-}" ] && break
 done
-echo "$all_passed passed, $all_failed failed ($*)"
+echo "$all_passed passed, $all_failed failed ($*${E2E_ONLY:+; E2E_ONLY=$E2E_ONLY})"
 [ "$all_failed" -eq 0 ] && [ "$all_passed" -gt 0 ]

@@ -1,4 +1,5 @@
-# Helpers of make e2e, sourced by scenario.sh (root, inside the booted container) and by
+# shellcheck shell=bash
+# Helpers of make e2e, sourced by scenario.sh and packages.sh (root, inside the booted container) and by
 # session.sh (a user logged in over ssh). Bash.
 #
 # Every check prints one line, "ok - NAME" or "not ok - NAME (REASON)", followed on failure by
@@ -165,10 +166,10 @@ session() {
 # gone, so that the next login starts from a locked keyring (logind keeps the manager for
 # UserStopDelaySec=10 s after the last session; terminate-user skips that wait).
 logged_out() {
-    local user=$1 uid i
+    local user=$1 uid _
     uid=$(id -u "$user")
     loginctl terminate-user "$user" >/dev/null 2>&1
-    for i in $(seq 150); do
+    for _ in $(seq 150); do
         if ! systemctl is-active -q "user@$uid.service" && [ ! -e "/run/user/$uid" ] \
             && ! pgrep -u "$uid" >/dev/null; then
             return 0
@@ -184,8 +185,8 @@ logout_check() { check "$1: ${2:-alice}'s user manager and secretd stop at logou
 
 # wait_unlocked [USER]: USER's (by default alice's) open session has the login keyring unlocked.
 wait_unlocked() {
-    local user=${1:-alice} i state
-    for i in $(seq 100); do
+    local user=${1:-alice} _ state
+    for _ in $(seq 100); do
         state=$(as_user "$user" secretctl status --json 2>/dev/null | state_from_json 2>/dev/null)
         [ "$state" = unlocked ] && return 0
         sleep 0.3
@@ -211,6 +212,25 @@ database_digest() {
     (cd "$home/.local/share/secretd" 2>/dev/null && find . -type f -print0 | sort -z | xargs -0r sha256sum)
 }
 
+# A wrong password: the login fails and the keyring's files do not change.
+wrong_password() {
+    local before after rc
+    before=$(database_digest alice)
+    [ -n "$before" ] || { echo "no files under ~alice/.local/share/secretd"; return 1; }
+    ssh_password alice "$WRONG_PASSWORD" true
+    rc=$?
+    after=$(database_digest alice)
+    [ $rc -ne 0 ] || { echo "the login with a wrong password succeeded"; return 1; }
+    echo "note: ssh with a wrong password exited $rc"
+    [ "$before" = "$after" ] && return 0
+    diff <(printf '%s\n' "$before") <(printf '%s\n' "$after")
+    echo "the keyring's files changed"
+    return 1
+}
+
+# root_sets_password PASSWORD: root sets alice's password (chpasswd), as an administrator does.
+root_sets_password() { printf 'alice:%s\n' "$1" | chpasswd; }
+
 # ---- the system's files, as root
 
 # dpkg_verify [PACKAGE]: dpkg --verify, without the documentation the image leaves out
@@ -227,6 +247,8 @@ gk_restored() {
     echo "gnome-keyring's files differ from its package (dpkg --verify, dpkg-divert, /etc/systemd/user)"
     return 1
 }
+# setup_in_force: secretctl setup --system's PAM lines are in place.
+setup_in_force() { grep -q '^[^#]*pam_secretd\.so' /etc/pam.d/common-session; }
 no_pam_lines() {
     ! grep -n 'pam_secretd' /etc/pam.d/common-* && return 0
     echo "pam_secretd is still in /etc/pam.d (above)"

@@ -107,7 +107,6 @@ install_previous() {
 # ---- the upgrade, while alice is logged in and her secretd serves her items
 
 alice_secretd() { pgrep -u "$(id -u alice)" -x secretd | head -n 1; }
-setup_in_force() { grep -q '^[^#]*pam_secretd\.so' /etc/pam.d/common-session; }
 setup_kept() {
     grep -q '^[^#]*pam_secretd\.so' /etc/pam.d/common-session || { echo "pam_secretd left common-session"; return 1; }
     [ -n "$(find /etc/systemd/user -path '*.wants/secretd.service')" ] || { echo "secretd.service no longer enabled globally"; return 1; }

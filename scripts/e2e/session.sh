@@ -1,5 +1,5 @@
 #!/bin/bash
-# What a user does in a login session of make e2e: run over ssh by scenario.sh as
+# What a user does in a login session of make e2e: run over ssh by the scenarios as
 #     bash /usr/local/lib/e2e/session.sh FUNCTION [ARGUMENT...]
 # in the session that the login opened (its environment is what sshd and PAM gave it).
 # Prints one "ok"/"not ok" line per check and always exits 0 (a failed check is not a failed
@@ -33,6 +33,7 @@ lookup_secretctl() { expect_output "$SECRET_TOOL" secretctl get svc acc; }
 no_user_units() {
     [ ! -e "$HOME/.config/systemd" ] && return 0
     find "$HOME/.config/systemd"
+    # shellcheck disable=SC2088 # the message names the directory as its user knows it
     echo "~/.config/systemd exists: the units were enabled per user"
 }
 
@@ -45,6 +46,16 @@ items_there() {
 }
 
 # ---- the sessions of the scenario
+
+# The state alice=N (state.sh): the first login's items, stored in a login whose password just
+# created the login keyring. WHAT names the state.
+store_items() {
+    check "$1: the login keyring exists and is unlocked" keyring_is unlocked
+    check "$1: secret-tool store" store_secret_tool
+    check "$1: Python keyring set_password" store_python
+    check "$1: git credential-libsecret store" store_git
+    items_there "$1"
+}
 
 # The first password login of a new user: the login keyring is created from the password.
 first_login() {
@@ -145,8 +156,8 @@ hardening() {
 # (a drop-in scenario.sh adds for this login) and tried what each forbids; the same probe run
 # by the same user manager in a unit without the directives (systemd-run) is the control.
 sandbox() {
-    local file=$XDG_RUNTIME_DIR/e2e-probe.txt i unit control line directive value outside want
-    for i in $(seq 50); do
+    local file=$XDG_RUNTIME_DIR/e2e-probe.txt _ unit control line directive value outside want
+    for _ in $(seq 50); do
         [ -s "$file" ] && break
         sleep 0.2
     done
