@@ -176,7 +176,7 @@ prepare_phase() {
 
     e2e=$root/usr/local/lib/e2e
     install -d "$e2e"
-    install -m644 "$repo"/scripts/e2e/{lib.sh,state.sh,scenario.sh,session.sh,packages.sh,pty-drive.py,probe.py} "$e2e/"
+    install -m644 "$repo"/scripts/e2e/{lib.sh,state.sh,scenario.sh,session.sh,packages.sh,ssh-agent.sh,pty-drive.py,probe.py} "$e2e/"
     install -d "$e2e/scenarios"
     install -m644 "$repo"/scripts/e2e/scenarios/*.sh "$e2e/scenarios/"
     # Random passwords and secrets (other alphabets for each of alice's passwords: passwd

@@ -213,6 +213,17 @@ database_digest() {
 }
 
 # A wrong password: the login fails and the keyring's files do not change.
+# wait_session: alice's session bus appears (a login of hers runs), within 30 s.
+wait_session() {
+    local _
+    for _ in $(seq 100); do
+        [ -S "/run/user/$(id -u alice)/bus" ] && return 0
+        sleep 0.3
+    done
+    echo "alice's session bus did not appear"
+    return 1
+}
+
 wrong_password() {
     local before after rc
     before=$(database_digest alice)

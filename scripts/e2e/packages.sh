@@ -71,9 +71,9 @@ files_own() {
 packages_intact() {
     local out
     # /etc/pam.d/sshd is e2e.sh's own change (gnome-keyring's lines for carol); gnome-keyring's
-    # autostart entry is setup --system's (its Hidden=true), while setup is in force.
+    # autostart entries (secrets, ssh) are setup --system's (their Hidden=true), while setup is in force.
     out=$(dpkg_verify | grep -Ev '^\S+ +c /etc/pam\.d/sshd$' |
-        { if setup_in_force; then grep -Ev '^\S+ +c /etc/xdg/autostart/gnome-keyring-secrets\.desktop$'; else cat; fi })
+        { if setup_in_force; then grep -Ev '^\S+ +c /etc/xdg/autostart/gnome-keyring-(secrets|ssh)\.desktop$'; else cat; fi })
     [ -z "$out" ] && return 0
     printf '%s\n' "$out"
     echo "dpkg --verify reports changed package files"

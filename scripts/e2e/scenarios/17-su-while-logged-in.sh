@@ -5,15 +5,6 @@
 # needs: users setup-system alice=1
 
 # alice is logged in with a key (her keyring locked); bob runs su - alice and types her password.
-wait_session() {
-    local _
-    for _ in $(seq 100); do
-        [ -S "/run/user/$(id -u alice)/bus" ] && return 0
-        sleep 0.3
-    done
-    echo "alice's session bus did not appear"
-    return 1
-}
 su_while_logged_in() {
     local holder
     ssh_key alice bash "$E2E_DIR/session.sh" hold_locked 90 >/tmp/hold.log 2>&1 &

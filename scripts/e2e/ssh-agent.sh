@@ -1,19 +1,8 @@
-# Pending for scripts/e2e/scenario.sh (issue 48, branch ssh-login; scripts/e2e/ is being
-# restructured, so this waits here to be merged): secretd as every user's SSH agent after
-# `secretctl setup --system`, on the booted Debian 13 and 12. Bash, sourced after lib.sh (root,
-# inside the booted container); uses its check, pass, fail, note, expect_status, ssh_key,
-# logged_out, logout_check, as_user and SSH_OPTIONS, and scenario.sh's wait_session.
-#
-# Where to call the functions in scenario.sh:
-#   first_boot:  ssh_agent_first_boot    after `logout_check "second login"` (alice exists, her
-#                                        password is PASSWORD_1, her login keyring was created)
-#   second_boot: ssh_agent_second_boot   after `logout_check "after reboot"` (still PASSWORD_1)
-#   second_boot: ssh_agent_undone        after system_undo (her password is PASSWORD_5 then)
-# And one change elsewhere: setup --system now also appends Hidden=true to gnome-keyring's
-# /etc/xdg/autostart/gnome-keyring-ssh.desktop (a conffile), so packages.sh's packages_intact
-# must accept `c /etc/xdg/autostart/gnome-keyring-ssh.desktop` while setup is in force, as it
-# does gnome-keyring-secrets.desktop; scenario.sh's system_state may list the new files
-# (/etc/environment.d, /etc/profile.d, gnome-keyring-ssh.desktop) for setup_again.
+# shellcheck shell=bash
+# secretd as every user's SSH agent after `secretctl setup --system` (issue 48): what the ssh-agent
+# scenarios share. Sourced by scenarios/NN-ssh-agent*.sh after lib.sh (root, inside the booted
+# container); uses lib.sh's check, expect_status, ssh_key, logged_out, logout_check, as_user,
+# wait_session and SSH_OPTIONS.
 
 # agent_socket USER: secretd's agent socket in USER's runtime directory.
 agent_socket() { printf '/run/user/%s/secretd/ssh-agent' "$(id -u "$1")"; }
@@ -172,41 +161,4 @@ agent_not_in_login_shell() {
     [ "$out" != "$(agent_socket alice)" ] && return 0
     echo "SSH_AUTH_SOCK still names secretd's agent after --undo"
     return 1
-}
-
-# ---- the calls
-
-ssh_agent_first_boot() {
-    check "ssh agent: setup --system linked environment.d and profile.d, masked gcr-ssh-agent, hid gnome-keyring's agent, PAM ssh_agent line after pam_systemd" \
-        agent_setup_files
-    check "ssh agent: an ssh login's shell has SSH_AUTH_SOCK=\$XDG_RUNTIME_DIR/secretd/ssh-agent" agent_in_login_shell "$PASSWORD_1"
-    logout_check "ssh agent: SSH_AUTH_SOCK"
-    check "ssh agent: ssh-add adds a key there (its file then deleted) and ssh-add -l lists it" agent_add_key "$PASSWORD_1"
-    logout_check "ssh agent: ssh-add"
-    check "ssh agent: alice's user manager has SSH_AUTH_SOCK of secretd's agent (environment.d)" agent_in_user_manager "$PASSWORD_1"
-    logout_check "ssh agent: user manager"
-    check "ssh agent: ssh -A keeps the forwarded agent (SSH_AUTH_SOCK is sshd's, ssh-add -l lists root's key)" \
-        agent_forwarded_kept "$PASSWORD_1"
-    logout_check "ssh agent: ssh -A"
-    check "ssh agent: a console login (login(1)) starts with SSH_AUTH_SOCK of secretd's agent (pam_secretd.so ssh_agent)" \
-        agent_console_login "$PASSWORD_1"
-    logout_check "ssh agent: console login"
-    check "ssh agent: su - alice while she is logged in starts with SSH_AUTH_SOCK of secretd's agent" agent_su_while_logged_in
-    logout_check "ssh agent: su"
-}
-
-ssh_agent_second_boot() {
-    check "ssh agent after reboot: the login's SSH_AUTH_SOCK is secretd's" agent_in_login_shell "$PASSWORD_1"
-    logout_check "ssh agent after reboot: SSH_AUTH_SOCK"
-    check "ssh agent after reboot: ssh-add -l still lists alice's key (kept in the login keyring)" agent_lists_key "$PASSWORD_1"
-    logout_check "ssh agent after reboot: ssh-add -l"
-    check "ssh agent: a key login (keyring locked) lists no key until secretctl unlock, then lists it" agent_key_login_locked
-    logout_check "ssh agent: key login"
-}
-
-ssh_agent_undone() {
-    check "ssh agent: setup --system --undo removed the environment.d and profile.d links, gcr's masks, the PAM line, the hidden entry" \
-        agent_undone_files
-    check "ssh agent: after --undo an ssh login's SSH_AUTH_SOCK is not secretd's" agent_not_in_login_shell "$PASSWORD_5"
-    logout_check "ssh agent: after --undo"
 }
