@@ -21,4 +21,9 @@ enum KeyringEvent {
     case unlocked(Store.CollectionRecord)
     /// A collection was locked (it was unlocked).
     case locked(Store.CollectionRecord)
+    /// The whole store was replaced by a backup (``Keyring/restore(from:keepingCurrentAt:keys:)``):
+    /// every key is forgotten, the collections that were unlocked were published `.locked` and
+    /// those gone `.collectionDeleted` before this. `appeared` are the collections new to the
+    /// clients, locked; the items of every collection may have changed, and so may sync's state.
+    case restored(appeared: [Store.CollectionRecord])
 }

@@ -54,6 +54,8 @@ final class Provider {
     var portalRequests: [String: PortalRequest] = [:]
     /// The login keyring: what pam_secretd.so's login password does to it.
     private(set) lazy var loginKeyring = LoginKeyring(provider: self)
+    /// The automatic backups secretd.conf asks for (taken on ``Daemon``'s timer).
+    private(set) lazy var automaticBackups = AutomaticBackups(provider: self)
 
     /// What ``recentItem`` keeps: no secret, only what an unlocked item's properties show.
     struct ItemDescription {
@@ -87,7 +89,7 @@ final class Provider {
 
     /// The session collection lives only as long as this process: its key is random and never
     /// stored, so whatever it held before a restart is unreadable and is deleted here.
-    private func resetSessionCollection() throws(StoreError) {
+    func resetSessionCollection() throws(StoreError) {
         if let old = try keyring.collection(named: Self.sessionName) { try keyring.deleteCollection(old) }
         _ = try keyring.createCollection(
             name: Self.sessionName, label: "Session",
