@@ -33,6 +33,7 @@ public enum SecretCtl {
         TpmCommand.self,
         CheckCommand.self,
         BackupCommand.self,
+        RestoreCommand.self,
         SyncCommand.self,
         HistoryCommand.self,
         SshCommand.self,
