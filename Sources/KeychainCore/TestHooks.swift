@@ -10,4 +10,7 @@ package enum TestHooks {
     /// Seconds one git command of sync may take before it is killed (instead of 120), so a
     /// test of a remote that never answers does not wait that long.
     package static let gitTimeout = "SECRETD_TEST_GIT_TIMEOUT"
+    /// Seconds between secretd's checks whether an automatic backup is due, the first one too
+    /// (instead of 60 after start, then 300), so a test sees the timer take them at once.
+    package static let backupCheckInterval = "SECRETD_TEST_BACKUP_CHECK_INTERVAL"
 }

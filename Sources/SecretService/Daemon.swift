@@ -191,8 +191,18 @@ public final class Daemon {
 
     /// How long after start the first automatic backup is considered (one older than the
     /// interval, or none, is due then), and how often after that.
-    static let firstBackupDelay = 60.0
-    static let backupCheckInterval = 300.0
+    static var firstBackupDelay: Double { testBackupCheckInterval ?? 60 }
+    static var backupCheckInterval: Double { testBackupCheckInterval ?? 300 }
+
+    /// The interval a test asked for (``TestHooks/backupCheckInterval``; debug builds only).
+    private static var testBackupCheckInterval: Double? {
+        #if DEBUG
+        if let text = getenv(TestHooks.backupCheckInterval).map({ String(cString: $0) }), let seconds = Double(text), seconds > 0 {
+            return seconds
+        }
+        #endif
+        return nil
+    }
 
     /// Takes an automatic backup whenever one is due (``AutomaticBackups``), checked every
     /// ``backupCheckInterval`` seconds; nothing when `backup-interval` is off.
