@@ -87,6 +87,9 @@ start_provider() {
     unlock_password=$password
     case $1 in
     secretd)
+        # No automatic backup in the middle of a measurement (gnome-keyring takes none either).
+        mkdir -p "$XDG_CONFIG_HOME/secretd"
+        printf 'backup-interval = off\n' >"$XDG_CONFIG_HOME/secretd/secretd.conf"
         started=$(date +%s%N)
         printf %s "$password" | "$bin/secretd" --unlock >"$dir/provider.log" 2>&1 &
         data="$XDG_DATA_HOME/secretd" ;;

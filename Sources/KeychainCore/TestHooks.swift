@@ -11,6 +11,8 @@ package enum TestHooks {
     /// test of a remote that never answers does not wait that long.
     package static let gitTimeout = "SECRETD_TEST_GIT_TIMEOUT"
     /// Seconds between secretd's checks whether an automatic backup is due, the first one too
-    /// (instead of 60 after start, then 300), so a test sees the timer take them at once.
+    /// (instead of 60 after start, then 300), so a test sees the timer take them at once; `0`
+    /// takes none, whatever secretd.conf says (the test fixtures set it: a daemon of a test that
+    /// runs long writes nothing into its data directory that the test did not ask for).
     package static let backupCheckInterval = "SECRETD_TEST_BACKUP_CHECK_INTERVAL"
 }

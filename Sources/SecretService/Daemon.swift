@@ -197,7 +197,7 @@ public final class Daemon {
     /// The interval a test asked for (``TestHooks/backupCheckInterval``; debug builds only).
     private static var testBackupCheckInterval: Double? {
         #if DEBUG
-        if let text = getenv(TestHooks.backupCheckInterval).map({ String(cString: $0) }), let seconds = Double(text), seconds > 0 {
+        if let text = getenv(TestHooks.backupCheckInterval).map({ String(cString: $0) }), let seconds = Double(text), seconds >= 0 {
             return seconds
         }
         #endif
@@ -207,7 +207,7 @@ public final class Daemon {
     /// Takes an automatic backup whenever one is due (``AutomaticBackups``), checked every
     /// ``backupCheckInterval`` seconds; nothing when `backup-interval` is off.
     private func scheduleAutomaticBackups(after seconds: Double) {
-        guard provider.automaticBackups.interval > 0 else { return }
+        guard provider.automaticBackups.interval > 0, seconds > 0 else { return }
         MainLoop.after(seconds: seconds) { [weak self] in
             guard let self else { return }
             self.provider.automaticBackups.takeIfDue()

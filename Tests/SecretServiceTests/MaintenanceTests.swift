@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 import KeychainTestSupport
 import Testing
 
@@ -250,7 +251,7 @@ extension MaintenanceTests {
     func automaticBackups() throws {
         let fixture = try SecretdFixture()
         try fixture.writeConfiguration("backup-interval = 1h\nbackup-keep = 2\n")
-        fixture.environment["SECRETD_TEST_BACKUP_CHECK_INTERVAL"] = "0.2"
+        fixture.environment[TestHooks.backupCheckInterval] = "0.2"
         let daemon = try fixture.start()
         defer { daemon.stop() }
         try Self.store(fixture, 2)
