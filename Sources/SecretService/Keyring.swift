@@ -125,12 +125,32 @@ final class Keyring {
         precondition(heldEvents == nil, "a restore is not part of a transaction")
         let before = try store.collections()
         let unlockedBefore = before.filter { keys[$0.id] != nil }
-        let report = try store.restore(from: path, keepingCurrentAt: previous, keys: check)
-        keys.removeAll()
-        let after = (try? store.collections()) ?? []
         func same(_ one: Store.CollectionRecord, _ other: Store.CollectionRecord) -> Bool {
             one.id == other.id && one.uuid == other.uuid && one.name == other.name
         }
+        let report: Store.BackupReport
+        do {
+            report = try store.restore(from: path, keepingCurrentAt: previous, keys: check)
+        } catch {
+            // Refused before the copy, nothing changed. Failed after it (bringing the schema up to
+            // date), the data is the backup's: the keys held are not for it.
+            let now = (try? store.collections()) ?? []
+            if now.count != before.count || !now.allSatisfy({ collection in before.contains { same($0, collection) } }) {
+                replaced(before: before, unlockedBefore: unlockedBefore, same: same)
+            }
+            throw error
+        }
+        replaced(before: before, unlockedBefore: unlockedBefore, same: same)
+        return report
+    }
+
+    /// After the data was replaced: forgets every key and publishes what changed (``restore(from:keepingCurrentAt:keys:)``).
+    private func replaced(
+        before: [Store.CollectionRecord], unlockedBefore: [Store.CollectionRecord],
+        same: (Store.CollectionRecord, Store.CollectionRecord) -> Bool
+    ) {
+        keys.removeAll()
+        let after = (try? store.collections()) ?? []
         for collection in unlockedBefore where after.contains(where: { same($0, collection) }) { publish(.locked(collection)) }
         for collection in before where !after.contains(where: { same($0, collection) }) { publish(.collectionDeleted(collection)) }
         for collection in after {
@@ -139,7 +159,6 @@ final class Keyring {
             }
         }
         publish(.restored(appeared: after.filter { collection in !before.contains { same($0, collection) } }))
-        return report
     }
 
     /// `item`'s contents, opened with `itemKeys`.
