@@ -39,8 +39,25 @@ extension Store {
             throw .invalidInput("cannot read the backup \(path): \(String(cString: strerror(errno)))")
         }
 
-        let source = try Database(path: path, readOnly: true)
-        defer { source.close() }
+        var source = try Database(path: path, readOnly: true)
+        var migrated: String?
+        defer {
+            source.close()
+            if let migrated { for suffix in ["", "-wal", "-shm", "-journal"] { unlink(migrated + suffix) } }
+        }
+        if let version = try? source.userVersion, version > 0, version < Migrations.currentVersion {
+            // A backup of an older secretd: checked as it is, then brought up to date in a private
+            // copy beside the database, which is what is checked item by item and copied.
+            let problems = try Store(copyAt: URL(fileURLWithPath: path), database: source).integrityProblems()
+            guard problems.isEmpty else {
+                throw .corrupted("the backup fails SQLite's integrity check: \(problems.prefix(3).joined(separator: "; "))")
+            }
+            try Migrations.check(source)
+            let copy = try Self.migratedCopy(of: source, beside: databaseURL.path)
+            migrated = copy
+            source.close()
+            source = try Database(path: copy, readOnly: true)
+        }
         try source.execute("BEGIN")  // one snapshot: what is checked is what is copied
         defer { try? source.execute("COMMIT") }
         let report = try Store(copyAt: URL(fileURLWithPath: path), database: source).verifiedAsCopy(keys: keys)
@@ -58,7 +75,29 @@ extension Store {
         forgetRolledBack()
         try Migrations.migrate(database)
         try commitPending()
+        try database.execute("PRAGMA journal_mode = WAL")  // as ``init(directory:)`` leaves it, whatever the backup's header said
         return report
+    }
+
+    /// A copy of the older backup `original` brought up to this secretd's schema, in a new 0600
+    /// file beside `database`; its path.
+    private static func migratedCopy(of original: Database, beside database: String) throws(StoreError) -> String {
+        var template = Array("\(database).restore-XXXXXX".utf8CString)
+        let file = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }  // 0600, O_EXCL
+        guard file >= 0 else { throw .io("cannot create a file beside \(database): \(String(cString: strerror(errno)))") }
+        Glibc.close(file)
+        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        do {
+            let copy = try Database(path: path)
+            defer { copy.close() }
+            try copy.replaceContents(with: original)
+            try Migrations.migrate(copy)
+            try copy.execute("PRAGMA journal_mode = DELETE")  // one file, read-only from now on
+        } catch {
+            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+            throw error
+        }
+        return path
     }
 
     /// The name, beside the database, of the copy of the current data a restore at `date`
