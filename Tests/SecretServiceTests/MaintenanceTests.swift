@@ -179,9 +179,9 @@ extension MaintenanceTests {
 
         // Refused: nothing changes, no copy is kept.
         let missing = try Self.secretctl(fixture, ["restore", fixture.root.appendingPathComponent("missing.sqlite3").path])
-        #expect(missing.status != 0 && missing.errorOutput.contains("No such file"), "\(missing.errorOutput)")
+        #expect(missing.status == 6 && missing.errorOutput.contains("No such file"), "\(missing.errorOutput)")
         let live = try Self.secretctl(fixture, ["restore", fixture.dataDirectory.appendingPathComponent("secretd.sqlite3").path])
-        #expect(live.status != 0 && live.errorOutput.contains("live database itself"), "\(live.errorOutput)")
+        #expect(live.status == 6 && live.errorOutput.contains("live database itself"), "\(live.errorOutput)")
         let truncated = fixture.root.appendingPathComponent("truncated.sqlite3")
         let whole = try Data(contentsOf: URL(fileURLWithPath: file))
         try whole.prefix(whole.count / 3).write(to: truncated)
