@@ -89,11 +89,11 @@ start_provider() {
     unlock_password=$password
     case $1 in
     secretd | secretd-no-audit)
+        # No automatic backup in the middle of a measurement (gnome-keyring takes none either);
         # secretd-no-audit: the same with its audit trail off, to show what the trail costs.
-        if [ "$1" = secretd-no-audit ]; then
-            mkdir -p "$XDG_CONFIG_HOME/secretd"
-            printf 'audit-keep = 0\n' >"$XDG_CONFIG_HOME/secretd/secretd.conf"
-        fi
+        mkdir -p "$XDG_CONFIG_HOME/secretd"
+        printf 'backup-interval = off\n' >"$XDG_CONFIG_HOME/secretd/secretd.conf"
+        [ "$1" = secretd-no-audit ] && printf 'audit-keep = 0\n' >>"$XDG_CONFIG_HOME/secretd/secretd.conf"
         started=$(date +%s%N)
         printf %s "$password" | "$bin/secretd" --unlock >"$dir/provider.log" 2>&1 &
         data="$XDG_DATA_HOME/secretd" ;;

@@ -59,6 +59,39 @@ extension KeychainProvider {
         try LibSecret.verifyBackup(at: path)
     }
 
+    /// What a restore did (`secretctl restore`).
+    package struct RestoreReport: Equatable, Sendable {
+        /// secretd's check of the backup before it restored it.
+        package var backup: BackupReport
+        /// Where secretd kept the data the backup replaced.
+        package var previous: String
+    }
+
+    /// secretd's automatic backups (`backup-interval`, `backup-keep` in secretd.conf).
+    package struct AutomaticBackups: Equatable, Sendable {
+        /// Where they go.
+        package var directory: String
+        /// Seconds between two; 0: off.
+        package var interval: Int
+        /// How many are kept.
+        package var keep: Int
+        /// The newest, if any.
+        package var lastFile: String?
+        /// When the newest was taken (Unix time), if any.
+        package var lastTime: Int64?
+        /// Why the last attempt failed; nil when it did not.
+        package var lastFailure: String?
+    }
+
+    /// Has secretd replace its whole store with the backup at `path` (absolute), checked
+    /// first; every keyring is locked afterwards.
+    package static func restoreStore(from path: String) throws(KeychainError) -> RestoreReport {
+        try LibSecret.restoreStore(from: path)
+    }
+
+    /// secretd's automatic backups: settings and the last one.
+    package static func automaticBackups() throws(KeychainError) -> AutomaticBackups { try LibSecret.automaticBackups() }
+
     /// Has secretd check its database and every item of its unlocked keyrings.
     package static func checkStore() throws(KeychainError) -> StoreCheck { try LibSecret.checkStore() }
 }

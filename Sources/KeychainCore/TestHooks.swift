@@ -13,4 +13,9 @@ package enum TestHooks {
     /// A directory `secretctl setup` takes for the root of the system's files (/etc, /usr/lib,
     /// /usr/share), so that a test runs setup and --undo against a temporary tree.
     package static let setupRoot = "SECRETCTL_TEST_ROOT"
+    /// Seconds between secretd's checks whether an automatic backup is due, the first one too
+    /// (instead of 60 after start, then 300), so a test sees the timer take them at once; `0`
+    /// takes none, whatever secretd.conf says (the test fixtures set it: a daemon of a test that
+    /// runs long writes nothing into its data directory that the test did not ask for).
+    package static let backupCheckInterval = "SECRETD_TEST_BACKUP_CHECK_INTERVAL"
 }

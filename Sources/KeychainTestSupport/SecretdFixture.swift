@@ -1,4 +1,5 @@
 public import Foundation
+import KeychainCore
 
 /// A private bus of its own with `secretd` processes on it, for tests of the daemon itself
 /// (start-up, replacement, restarts, crashes). Independent of ``TestEnvironment``.
@@ -46,6 +47,8 @@ public final class SecretdFixture: @unchecked Sendable {
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
             "HOME": root.path, "XDG_RUNTIME_DIR": runtime.path, "DBUS_SESSION_BUS_ADDRESS": bus.address,
             "LANG": "C.UTF-8",
+            // No automatic backup in a test's data directory unless the test asks for them.
+            TestHooks.backupCheckInterval: "0",
         ].merging(passwordClock.environment) { $1 }
     }
 

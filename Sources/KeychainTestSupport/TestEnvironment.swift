@@ -66,6 +66,7 @@ public final class TestEnvironment: @unchecked Sendable {
             "XDG_RUNTIME_DIR": runtime.path,
             "DBUS_SESSION_BUS_ADDRESS": bus.address,
             "LANG": "C.UTF-8",
+            TestHooks.backupCheckInterval: "0",  // no automatic backup in the shared provider's data
         ]) { $1 }
         // This process's libsecret must talk to the private bus only, and never autolaunch.
         setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)

@@ -93,6 +93,25 @@ final class Announcer {
             broadcastProperties(["Locked": .boolean(true)], of: collection)
         case .secretRead, .refused:
             break
+        case .restored(let appeared):
+            announceRestored(appeared: appeared)
+        }
+    }
+
+    /// Tells the clients about a store replaced by a backup: `CollectionCreated` for each
+    /// collection that appeared, the service's `Collections`, and every collection's `Items` to
+    /// the clients that watch them (its items may all have changed).
+    private func announceRestored(appeared: [Store.CollectionRecord]) {
+        for collection in appeared {
+            provider.server.emitSignal(
+                path: ObjectPaths.service, interface: Introspection.service, name: "CollectionCreated",
+                arguments: [.objectPath(ObjectPaths.collection(collection.name))])
+        }
+        broadcastCollections()
+        let watchers = Set(provider.callers.byName.filter { $0.value.watchesItems }.map(\.key))
+        for collection in (try? provider.keyring.collections()) ?? [] {
+            itemsSchedule.forget(collection.id)
+            sendItems(of: collection, to: watchers)
         }
     }
 

@@ -82,6 +82,10 @@ final class AuditTrail {
             record(.unlock, keyring: collection, durable: true)
         case .locked(let collection) where collection.name != session:
             record(.lock, keyring: collection, durable: false)
+        case .restored:
+            // The trail is the backup's now, and so may be its key: a new writer for it.
+            writer = nil
+            add(entry(.restore, keyring: nil, detail: nil), durable: true)
         case .collectionCreated, .collectionDeleted, .unlocked, .locked, .collectionRelabelled:
             break
         }

@@ -37,6 +37,16 @@ public struct Configuration: Equatable, Sendable {
     /// How often a synced keyring syncs when nothing changes locally (`secretctl sync`), in
     /// seconds; 300 by default. Local changes sync a few seconds after they are made.
     public var syncInterval: Int = 300
+    /// Seconds between two automatic backups of the whole store (`backup-interval`: `1d`,
+    /// `12h`, `30m`, `3600`; `0` or `off` turns them off); a day by default, so that a keychain
+    /// people trust with everything always has a recent verified copy.
+    public var backupInterval: Int = 86_400
+    /// How many automatic backups are kept (`backup-keep`, at least 1); 7 by default: a week
+    /// of daily copies, the oldest removed as each new one is taken.
+    public var backupKeep: Int = 7
+    /// Where the automatic backups go (`backup-directory`, an absolute path); nil (the
+    /// default): `backups/` in the data directory (`$XDG_DATA_HOME/secretd/backups`).
+    public var backupDirectory: String?
 
     /// How much one program (a caller's identity) may store: its items (`quota-items`, 200,000
     /// by default) and their sealed bytes (`quota-bytes`, 1 GiB); and how large the database
@@ -108,6 +118,23 @@ public struct Configuration: Equatable, Sendable {
                     throw ConfigurationError(file: file, line: index + 1, message: "audit-keep takes a number of days (0: no audit trail)")
                 }
                 configuration.auditKeepDays = days
+            case "backup-interval":
+                guard let seconds = Self.interval(parts[1]), seconds == 0 || seconds >= 60 else {
+                    throw ConfigurationError(
+                        file: file, line: index + 1,
+                        message: "backup-interval takes a time of at least a minute (seconds, or with m, h or d: 1d), or 0 or off")
+                }
+                configuration.backupInterval = seconds
+            case "backup-keep":
+                guard let count = Int(parts[1]), count >= 1 else {
+                    throw ConfigurationError(file: file, line: index + 1, message: "backup-keep takes a number of backups, at least 1")
+                }
+                configuration.backupKeep = count
+            case "backup-directory":
+                guard parts[1].hasPrefix("/") else {
+                    throw ConfigurationError(file: file, line: index + 1, message: "backup-directory takes an absolute path")
+                }
+                configuration.backupDirectory = parts[1]
             case "quota-items":
                 guard let count = Int(parts[1]), count >= 1 else {
                     throw ConfigurationError(file: file, line: index + 1, message: "quota-items takes a number of items, at least 1")
@@ -139,6 +166,17 @@ public struct Configuration: Equatable, Sendable {
 }
 
 extension Configuration {
+    /// A time written as seconds, optionally followed by s, m, h or d; `off` is 0.
+    static func interval(_ text: String) -> Int? {
+        if text == "off" { return 0 }
+        let units: [Character: Int] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+        guard let last = text.last else { return nil }
+        let (digits, unit) = units[last].map { (text.dropLast(), $0) } ?? (Substring(text), 1)
+        guard let number = Int(digits), number >= 0 else { return nil }
+        let (seconds, overflow) = number.multipliedReportingOverflow(by: unit)
+        return overflow ? nil : seconds
+    }
+
     /// A size written as a number of bytes, optionally followed by K, M or G (powers of 1024).
     static func size(_ text: String) -> Int? {
         let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]

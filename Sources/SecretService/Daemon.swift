@@ -137,6 +137,7 @@ public final class Daemon {
         }
         MainLoop.onSignal(SIGHUP) { [weak provider = self.provider] in provider?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()
+        scheduleAutomaticBackups(after: Self.firstBackupDelay)
         listenToLogind()
         provider.sync.start()
         var acquired = false
@@ -184,6 +185,34 @@ public final class Daemon {
             guard let self else { return }
             self.provider.lockIfIdle()
             self.scheduleIdleLock()
+        }
+    }
+
+    // MARK: - Automatic backups
+
+    /// How long after start the first automatic backup is considered (one older than the
+    /// interval, or none, is due then), and how often after that.
+    static var firstBackupDelay: Double { testBackupCheckInterval ?? 60 }
+    static var backupCheckInterval: Double { testBackupCheckInterval ?? 300 }
+
+    /// The interval a test asked for (``TestHooks/backupCheckInterval``; debug builds only).
+    private static var testBackupCheckInterval: Double? {
+        #if DEBUG
+        if let text = getenv(TestHooks.backupCheckInterval).map({ String(cString: $0) }), let seconds = Double(text), seconds >= 0 {
+            return seconds
+        }
+        #endif
+        return nil
+    }
+
+    /// Takes an automatic backup whenever one is due (``AutomaticBackups``), checked every
+    /// ``backupCheckInterval`` seconds; nothing when `backup-interval` is off.
+    private func scheduleAutomaticBackups(after seconds: Double) {
+        guard provider.automaticBackups.interval > 0, seconds > 0 else { return }
+        MainLoop.after(seconds: seconds) { [weak self] in
+            guard let self else { return }
+            self.provider.automaticBackups.takeIfDue()
+            self.scheduleAutomaticBackups(after: Self.backupCheckInterval)
         }
     }
 

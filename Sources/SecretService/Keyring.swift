@@ -127,6 +127,55 @@ final class Keyring {
         try store.backup(to: path, replacing: replacing, keys: keys)
     }
 
+    /// Replaces the whole store with the backup at `path`, the current data kept at `previous`
+    /// (``Store/restore(from:keepingCurrentAt:keys:)``, which checks the backup's items with
+    /// `keys`). Once it has landed every key is forgotten (they were for the data replaced) and
+    /// the change is published: each collection still there that was unlocked as `.locked`,
+    /// each one gone (or another under its name) as `.collectionDeleted`, one relabelled as
+    /// `.collectionRelabelled`, then `.restored` with those that appeared. Refused, nothing
+    /// changes and nothing is published.
+    func restore(
+        from path: String, keepingCurrentAt previous: String, keys check: (Store.CollectionRecord) -> Store.ItemKeys?
+    ) throws(StoreError) -> Store.BackupReport {
+        precondition(heldEvents == nil, "a restore is not part of a transaction")
+        let before = try store.collections()
+        let unlockedBefore = before.filter { keys[$0.id] != nil }
+        func same(_ one: Store.CollectionRecord, _ other: Store.CollectionRecord) -> Bool {
+            one.id == other.id && one.uuid == other.uuid && one.name == other.name
+        }
+        let report: Store.BackupReport
+        do {
+            report = try store.restore(from: path, keepingCurrentAt: previous, keys: check)
+        } catch {
+            // Refused before the copy, nothing changed. Failed after it (bringing the schema up to
+            // date), the data is the backup's: the keys held are not for it.
+            let now = (try? store.collections()) ?? []
+            if now.count != before.count || !now.allSatisfy({ collection in before.contains { same($0, collection) } }) {
+                replaced(before: before, unlockedBefore: unlockedBefore, same: same)
+            }
+            throw error
+        }
+        replaced(before: before, unlockedBefore: unlockedBefore, same: same)
+        return report
+    }
+
+    /// After the data was replaced: forgets every key and publishes what changed (``restore(from:keepingCurrentAt:keys:)``).
+    private func replaced(
+        before: [Store.CollectionRecord], unlockedBefore: [Store.CollectionRecord],
+        same: (Store.CollectionRecord, Store.CollectionRecord) -> Bool
+    ) {
+        keys.removeAll()
+        let after = (try? store.collections()) ?? []
+        for collection in unlockedBefore where after.contains(where: { same($0, collection) }) { publish(.locked(collection)) }
+        for collection in before where !after.contains(where: { same($0, collection) }) { publish(.collectionDeleted(collection)) }
+        for collection in after {
+            if let old = before.first(where: { same($0, collection) }), old.label != collection.label {
+                publish(.collectionRelabelled(collection, label: collection.label))
+            }
+        }
+        publish(.restored(appeared: after.filter { collection in !before.contains { same($0, collection) } }))
+    }
+
     /// `item`'s contents, opened with `itemKeys`.
     func readItem(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) throws(StoreError)
         -> ItemContents
@@ -149,7 +198,14 @@ final class Keyring {
 
     /// Keeps the keys that opened `collection` (a password, a PIN, the TPM, a master key given
     /// at start): it is unlocked from now on, published if it was locked.
+    /// Keys for a collection no longer in the store under the same id and uuid (a restore
+    /// replaced it while its password was checked) are not kept.
     func unlocked(_ collection: Store.CollectionRecord, with itemKeys: Store.ItemKeys) {
+        guard let current = try? store.collections(), current.contains(where: { $0.id == collection.id && $0.uuid == collection.uuid })
+        else {
+            Log.info("the \(collection.name) keyring was replaced while it was being unlocked; it stays locked")
+            return
+        }
         if keys.unlocked(collection, with: itemKeys) { publish(.unlocked(collection)) }
     }
 

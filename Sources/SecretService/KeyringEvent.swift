@@ -28,4 +28,9 @@ enum KeyringEvent {
     case secretRead(Store.ItemRecord, in: Store.CollectionRecord, label: String, attributes: [String: String], route: String)
     /// Something the ``Keyring/accessor`` asked for was refused. Nothing changed.
     case refused(AccessRefusal)
+    /// The whole store was replaced by a backup (``Keyring/restore(from:keepingCurrentAt:keys:)``):
+    /// every key is forgotten, the collections that were unlocked were published `.locked` and
+    /// those gone `.collectionDeleted` before this. `appeared` are the collections new to the
+    /// clients, locked; the items of every collection may have changed, and so may sync's state.
+    case restored(appeared: [Store.CollectionRecord])
 }

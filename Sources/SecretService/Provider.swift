@@ -57,6 +57,8 @@ final class Provider {
     /// The audit trail (`secretctl audit`); it follows the keyring from the start, so an unlock
     /// at start (`--unlock`) is in it.
     let audit: AuditTrail
+    /// The automatic backups secretd.conf asks for (taken on ``Daemon``'s timer).
+    private(set) lazy var automaticBackups = AutomaticBackups(provider: self)
 
     /// What ``recentItem`` keeps: no secret, only what an unlocked item's properties show.
     struct ItemDescription {
@@ -92,7 +94,7 @@ final class Provider {
 
     /// The session collection lives only as long as this process: its key is random and never
     /// stored, so whatever it held before a restart is unreadable and is deleted here.
-    private func resetSessionCollection() throws(StoreError) {
+    func resetSessionCollection() throws(StoreError) {
         if let old = try keyring.collection(named: Self.sessionName) { try keyring.deleteCollection(old) }
         _ = try keyring.createCollection(
             name: Self.sessionName, label: "Session",

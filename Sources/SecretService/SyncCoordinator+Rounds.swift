@@ -102,6 +102,13 @@ extension SyncCoordinator {
     /// Loads the synced collections (their clocks after every stamp already made) and starts
     /// the timer of the rounds every `sync-interval` seconds; at start.
     func startSyncing() {
+        loadRuns()
+        everyInterval()
+    }
+
+    /// Loads the synced collections and their clocks (at start, and after a restore), and
+    /// starts a round of each unlocked one.
+    func loadRuns() {
         do throws(StoreError) {
             let collections = try store.collections()
             for settings in try store.syncedCollections() {
@@ -116,7 +123,6 @@ extension SyncCoordinator {
         } catch {
             Log.error("cannot read which keyrings sync: \(error); none syncs until secretd restarts")
         }
-        everyInterval()
     }
 
     private func everyInterval() {

@@ -89,6 +89,9 @@ final class SyncCoordinator {
             if runs[collection.id] != nil { scheduleRound(collection.id, after: 0) }
         case .locked(let collection):
             runs[collection.id]?.vault = nil
+        case .restored:
+            runs = [:]  // the synced collections and their state are the backup's now
+            loadRuns()
         case .collectionCreated, .collectionRelabelled, .secretRead, .refused:
             break
         }

@@ -25,6 +25,8 @@ extension Store {
             case deleteKeyring = "delete-keyring"
             /// A call was refused: not allowed, locked, a wrong password or PIN.
             case refused
+            /// The whole store was replaced by a backup (`secretctl restore`).
+            case restore
         }
 
         /// When (milliseconds since 1970).

@@ -206,6 +206,22 @@ package final class Database {
         while try statement.step() {}
     }
 
+    /// Replaces every page of this database with those of `source` (SQLite's online backup
+    /// API, in one write transaction of this connection: a power cut leaves the old or the new
+    /// data, never a mix). Not inside a transaction: end the group's first. The two files must
+    /// have the same page size (a WAL database cannot change its own).
+    func replaceContents(with source: Database) throws(StoreError) {
+        guard !isClosed, !source.isClosed else { throw Self.closedError }
+        statements.removeAll()  // finalized: prepared against the schema being replaced
+        guard let backup = sqlite3_backup_init(handle, "main", source.handle, "main") else {
+            throw error(sqlite3_errcode(handle))
+        }
+        let status = sqlite3_backup_step(backup, -1)
+        let finish = sqlite3_backup_finish(backup)
+        guard status == SQLITE_DONE else { throw error(status == SQLITE_OK ? finish : status) }
+        guard finish == SQLITE_OK else { throw error(finish) }
+    }
+
     /// The rowid of the last inserted row.
     var lastInsertID: Int64 { sqlite3_last_insert_rowid(handle) }
 

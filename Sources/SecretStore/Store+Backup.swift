@@ -52,7 +52,12 @@ extension Store {
         guard access(path, R_OK) == 0 else { throw .io("cannot read \(path): \(String(cString: strerror(errno)))") }
         let database = try Database(path: path, readOnly: true)
         defer { database.close() }
-        let copy = Store(copyAt: URL(fileURLWithPath: path), database: database)
+        return try Store(copyAt: URL(fileURLWithPath: path), database: database).verifiedAsCopy(keys: keys)
+    }
+
+    /// The checks of ``verifyBackup(at:keys:)`` on this store, a copy opened read-only.
+    func verifiedAsCopy(keys: (CollectionRecord) -> ItemKeys?) throws(StoreError) -> BackupReport {
+        let copy = self
         let problems = try copy.integrityProblems()
         guard problems.isEmpty else {
             throw .corrupted("the backup fails SQLite's integrity check: \(problems.prefix(3).joined(separator: "; "))")

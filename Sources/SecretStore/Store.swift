@@ -150,7 +150,7 @@ public final class Store {
 
     /// Forgets what a rollback may have made untrue: collections and aliases it took back, and
     /// the row ``item(id:)`` read inside it (a rollback does not move ``changeCount``).
-    private func forgetRolledBack() {
+    func forgetRolledBack() {
         forgetCollections()
         lastRead = nil
     }

@@ -40,6 +40,7 @@ import Testing
             case .locked(let collection): "locked \(collection.name)"
             case .secretRead(let item, let collection, _, _, let route): "read \(collection.name)/\(item.id) \(route)"
             case .refused(let refusal): "refused \(refusal.route)"
+            case .restored(let appeared): "restored, appeared \(appeared.map(\.name).sorted().joined(separator: ","))"
             }
         }
 
@@ -78,6 +79,40 @@ import Testing
             try keyring.updateItem(kept, in: work, keys: workKeys.withoutMaster, contents: Fixture.contents("lost"))
         }
         #expect(fixture.published.count == 8)
+    }
+
+    @Test("a restore forgets every key and publishes: kept keyrings that were unlocked locked, vanished ones deleted, relabelled ones, then restored with those that appeared; keys of a replaced keyring are not taken")
+    func restorePublishes() throws {
+        let fixture = try Fixture()
+        let keyring = fixture.keyring
+        let (login, loginKeys) = try fixture.createCollection("login")
+        _ = try keyring.createItem(in: login, keys: loginKeys, contents: Fixture.contents("mail"))
+        let (work, workKeys) = try fixture.createCollection("work")
+        try keyring.store.commitPending()
+        let backup = fixture.directory.appendingPathComponent("backup.sqlite3").path
+        _ = try keyring.backup(to: backup, replacing: false) { _ in nil }
+        // After the backup: login relabelled, work deleted, a new keyring.
+        try keyring.setLabel("Mine", of: login)
+        try keyring.deleteCollection(work)
+        let (fresh, _) = try fixture.createCollection("fresh")
+        try keyring.store.commitPending()
+        fixture.published.removeAll()
+
+        let previous = fixture.directory.appendingPathComponent("before").path
+        let report = try keyring.restore(from: backup, keepingCurrentAt: previous) { copy in
+            copy.id == login.id ? loginKeys : nil
+        }
+        #expect(report.keyrings == 2 && report.opened == 1)
+        #expect(fixture.published == ["locked login", "deleted fresh", "relabelled login Login", "restored, appeared work"])
+        #expect(keyring.held(login.id) == nil && keyring.held(fresh.id) == nil)
+        #expect(FileManager.default.fileExists(atPath: previous))
+        // An unlock of the keyring the restore took away (its password was being checked) keeps nothing.
+        keyring.unlocked(fresh, with: loginKeys)
+        #expect(keyring.held(fresh.id) == nil)
+        // The restored work keyring opens with its keys.
+        let restoredWork = try #require(try keyring.collection(named: "work"))
+        keyring.unlocked(restoredWork, with: workKeys)
+        #expect(!keyring.isLocked(restoredWork))
     }
 
     @Test("lock and unlock publish only a change of state; the session keyring never locks")

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 import KeychainTestSupport
 import Testing
 
@@ -79,6 +80,16 @@ extension MaintenanceTests {
         func add() { lock.withLock { stored += 1 } }
     }
 
+    /// What the calls of clients that failed said, shared between them and the test.
+    final class Failures: @unchecked Sendable {
+        private let lock = NSLock()
+        private var messages: [String] = []
+        /// Every failure so far.
+        var all: [String] { lock.withLock { messages } }
+        /// One more.
+        func add(_ message: String) { lock.withLock { messages.append(message) } }
+    }
+
     @Test("secretctl backup while a writer stores items: every item acknowledged before it is in the copy with its secret, the copy opens in another secretd item by item; FILE is 0600 and is not replaced without --force")
     func backupWhileWriting() throws {
         let fixture = try SecretdFixture()
@@ -149,5 +160,127 @@ extension MaintenanceTests {
         try whole.prefix(whole.count / 2).write(to: truncated)
         let short = try Self.secretctl(fixture, ["backup", "--verify", truncated.path])
         #expect(short.status == 6 && short.errorOutput.contains("does not verify"), "\(short.errorOutput)")
+    }
+}
+
+extension MaintenanceTests {
+    @Test("secretctl restore while other clients call: none of their calls fails; the old secrets are back after unlock, the replaced data kept 0600; refused backups change nothing")
+    func restoreWhileCalling() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        try Self.store(fixture, 4)
+        let file = fixture.root.appendingPathComponent("backup.sqlite3").path
+        #expect(try Self.secretctl(fixture, ["backup", file]).status == 0)
+        // After the backup: one secret changed, one item deleted, one added.
+        #expect(try Self.secretctl(fixture, ["set", "service-0", "alice"], input: "changed").status == 0)
+        #expect(try Self.secretctl(fixture, ["delete", "service-1", "alice"]).status == 0)
+        try Self.store(fixture, 1, prefix: "new")
+
+        // Refused: nothing changes, no copy is kept.
+        let missing = try Self.secretctl(fixture, ["restore", fixture.root.appendingPathComponent("missing.sqlite3").path])
+        #expect(missing.status == 6 && missing.errorOutput.contains("No such file"), "\(missing.errorOutput)")
+        let live = try Self.secretctl(fixture, ["restore", fixture.dataDirectory.appendingPathComponent("secretd.sqlite3").path])
+        #expect(live.status == 6 && live.errorOutput.contains("live database itself"), "\(live.errorOutput)")
+        let truncated = fixture.root.appendingPathComponent("truncated.sqlite3")
+        let whole = try Data(contentsOf: URL(fileURLWithPath: file))
+        try whole.prefix(whole.count / 3).write(to: truncated)
+        let short = try Self.secretctl(fixture, ["restore", truncated.path])
+        #expect(short.status == 6, "\(short.errorOutput)")
+        #expect(try Self.secretctl(fixture, ["get", "service-0", "alice"]).text == "changed")
+        let copies = { try FileManager.default.contentsOfDirectory(atPath: fixture.dataDirectory.path).filter { $0.contains("before-restore") } }
+        #expect(try copies().isEmpty)
+
+        // Other clients search without pause while the restore runs, one call each (a client that
+        // makes several could see an item the restore removes between two of them, as it could
+        // see one another client deletes): each call is answered, none fails.
+        let stop = Progress()
+        let calls = Progress()
+        let failures = Failures()
+        let finished = DispatchSemaphore(value: 0)
+        for _ in 0..<2 {
+            DispatchQueue.global().async {
+                while stop.count == 0 {
+                    do {
+                        let search = try fixture.run([
+                            "/usr/bin/busctl", "--address=\(fixture.bus.address)", "call", "org.freedesktop.secrets",
+                            "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems", "a{ss}", "1", "service",
+                            "service-2",
+                        ])
+                        if search.status == 0 && search.text.contains("/org/freedesktop/secrets/collection/login/") {
+                            calls.add()
+                        } else {
+                            failures.add("exit \(search.status): \(search.text) \(search.errorOutput)")
+                        }
+                    } catch {
+                        failures.add("\(error)")
+                    }
+                }
+                finished.signal()
+            }
+        }
+        for _ in 0..<1_000 where calls.count < 2 { usleep(10_000) }
+        let before = calls.count
+        let restored = try Self.secretctl(fixture, ["restore", "--json", file])
+        for _ in 0..<1_000 where calls.count < before + 4 { usleep(10_000) }
+        stop.add()
+        finished.wait()
+        finished.wait()
+        #expect(calls.count >= before + 4, "\(calls.count - before) calls answered during and after the restore")
+        #expect(failures.all.isEmpty, "calls failed while secretd restored: \(failures.all.prefix(3))")
+        #expect(restored.status == 0, "\(restored.errorOutput)")
+        let report = try #require(try JSONSerialization.jsonObject(with: restored.output) as? [String: Any])
+        #expect(report["items_verified"] as? Int == 4, "\(restored.text)")
+        let previous = try #require(report["previous"] as? String)
+        #expect(try FileManager.default.attributesOfItem(atPath: previous)[.posixPermissions] as? Int == 0o600)
+        #expect(try copies().count == 1)
+
+        // Locked now; unlocked, the backup's items with their secrets.
+        let locked = try Self.secretctl(fixture, ["get", "service-0", "alice"])
+        #expect(locked.status == 3, "\(locked.text)\(locked.errorOutput)")
+        let unlocked = try Self.secretctl(fixture, ["unlock", "--password-stdin"], input: "login-password\n")
+        #expect(unlocked.status == 0, "\(unlocked.errorOutput)")
+        for index in 0..<4 {
+            #expect(try Self.secretctl(fixture, ["get", "service-\(index)", "alice"]).text == "secret-\(index)", "service-\(index)")
+        }
+        #expect(try Self.secretctl(fixture, ["get", "new-0", "alice"]).status == 1)
+        #expect(try Self.secretctl(fixture, ["check"]).status == 0)
+    }
+
+    @Test("automatic backups: secretd's timer takes one at start when none exists and another each interval on its clock, keeping backup-keep; secretctl check names the last")
+    func automaticBackups() throws {
+        let fixture = try SecretdFixture()
+        try fixture.writeConfiguration("backup-interval = 1h\nbackup-keep = 2\n")
+        fixture.environment[TestHooks.backupCheckInterval] = "0.2"
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        try Self.store(fixture, 2)
+        let directory = fixture.dataDirectory.appendingPathComponent("backups")
+        func backups() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasPrefix("secretd-") }.sorted()
+        }
+        func waitFor(_ count: Int) {
+            for _ in 0..<500 where backups().count < count { usleep(20_000) }
+        }
+        waitFor(1)
+        #expect(backups().count == 1)
+        #expect(try FileManager.default.attributesOfItem(atPath: directory.path)[.posixPermissions] as? Int == 0o700)
+        usleep(600_000)  // three checks: not due yet
+        #expect(backups().count == 1)
+        var seen = Set(backups())
+        for round in 0..<2 {
+            try fixture.passwordClock.advance(by: 3_600)
+            for _ in 0..<500 where Set(backups()) == seen { usleep(20_000) }
+            #expect(Set(backups()) != seen, "round \(round)")
+            seen = Set(backups())
+        }
+        #expect(backups().count == 2, "\(backups())")
+        let check = try Self.secretctl(fixture, ["check"])
+        #expect(check.text.contains("automatic backups: every 3600 s, 2 kept in \(directory.path); last \(directory.path)/\(backups().last ?? "?")"),
+                "\(check.text)")
+        let json = try Self.secretctl(fixture, ["check", "--json"])
+        let report = try #require(try JSONSerialization.jsonObject(with: json.output) as? [String: Any])
+        let automatic = try #require(report["automatic_backups"] as? [String: Any])
+        #expect(automatic["keep"] as? Int == 2 && automatic["interval"] as? Int == 3_600)
     }
 }

@@ -59,4 +59,31 @@ extension LibSecret {
             return .init(keyrings: Int(keyrings), verified: Int(verified), notChecked: Int(notChecked), bytes: bytes)
         }
     }
+
+    /// Has secretd replace its store with the backup at `path`; its check of the backup and
+    /// where it kept the data it replaced.
+    static func restoreStore(from path: String) throws(KeychainError) -> KeychainProvider.RestoreReport {
+        try withService { service throws(KeychainError) in
+            let reply = try callMaintenance(service, "Restore", [.string(path)])
+            guard reply.count == 5, let keyrings = reply[0].uint32, let verified = reply[1].uint32, let notChecked = reply[2].uint32,
+                let bytes = reply[3].uint64, let previous = reply[4].string
+            else { throw .protocolError(reason: "the reply to Restore does not have the declared type") }
+            return .init(
+                backup: .init(keyrings: Int(keyrings), verified: Int(verified), notChecked: Int(notChecked), bytes: bytes),
+                previous: previous)
+        }
+    }
+
+    /// secretd's automatic backups: its settings and the last one.
+    static func automaticBackups() throws(KeychainError) -> KeychainProvider.AutomaticBackups {
+        try withService { service throws(KeychainError) in
+            let reply = try callMaintenance(service, "AutomaticBackups")
+            guard reply.count == 6, let directory = reply[0].string, let interval = reply[1].uint64, let keep = reply[2].uint32,
+                let last = reply[3].string, case .int64(let time) = reply[4], let failure = reply[5].string
+            else { throw .protocolError(reason: "the reply to AutomaticBackups does not have the declared type") }
+            return .init(
+                directory: directory, interval: Int(clamping: interval), keep: Int(keep), lastFile: last.isEmpty ? nil : last,
+                lastTime: last.isEmpty ? nil : time, lastFailure: failure.isEmpty ? nil : failure)
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Keychain
 import KeychainCore
 
@@ -13,10 +14,14 @@ enum CheckCommand: Verb {
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
         let check = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.checkStore() }
+        // A secretd older than automatic backups does not have them: the check goes on without.
+        let backups = try? KeychainProvider.automaticBackups()
         if parsed[Common.json] {
-            try Output.json(json(check))
+            var object = json(check)
+            if let backups { object["automatic_backups"] = json(backups) }
+            try Output.json(object)
         } else {
-            Terminal.writeOutput(report(check))
+            Terminal.writeOutput(report(check) + (backups.map(report) ?? ""))
         }
         if !check.isSound { throw .silent(status: .failed) }
     }
@@ -41,6 +46,28 @@ enum CheckCommand: Verb {
         ]
     }
 
+    /// The automatic backups as `--json` prints them.
+    static func json(_ backups: KeychainProvider.AutomaticBackups) -> [String: Any] {
+        var object: [String: Any] = ["directory": backups.directory, "interval": backups.interval, "keep": backups.keep]
+        if let file = backups.lastFile { object["last"] = file }
+        if let time = backups.lastTime { object["last_time"] = Int(time) }
+        if let failure = backups.lastFailure { object["last_failure"] = failure }
+        return object
+    }
+
+    /// The automatic backups as a person reads them: one line, and why the last one failed.
+    static func report(_ backups: KeychainProvider.AutomaticBackups) -> String {
+        guard backups.interval > 0 else { return "automatic backups: off (backup-interval in secretd.conf)\n" }
+        var line = "automatic backups: every \(backups.interval) s, \(backups.keep) kept in \(backups.directory)"
+        if let file = backups.lastFile, let time = backups.lastTime {
+            line += "; last \(file) (\(Date(timeIntervalSince1970: Double(time)).formatted(.iso8601)))"
+        } else {
+            line += "; none yet"
+        }
+        if let failure = backups.lastFailure { line += "\nthe last automatic backup failed: \(failure)" }
+        return line + "\n"
+    }
+
     /// The check as a person reads it: the database, then each keyring, then what to do.
     static func report(_ check: KeychainProvider.StoreCheck) -> String {
         var lines: [String] = []
@@ -52,7 +79,8 @@ enum CheckCommand: Verb {
             lines += check.integrityProblems.map { "  \($0)" }
             advice.append(
                 "The database file is damaged. Stop secretd, move its database (secretd.sqlite3 in its data directory, "
-                    + "see secretd(1)) aside as it is, and put your last good backup (secretctl backup) in its place.")
+                    + "see secretd(1)) aside as it is, and put your last good backup (secretctl backup, or an automatic one) in "
+                    + "its place; while secretd still runs, secretctl restore FILE does it and keeps the damaged data beside.")
         }
         for keyring in check.keyrings {
             let name = "keyring \(keyring.name) (\"\(keyring.label)\")"

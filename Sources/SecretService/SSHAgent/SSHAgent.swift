@@ -114,7 +114,7 @@ final class SSHAgent {
         switch event {
         case .locked(let collection), .unlocked(let collection):
             if isDefault(collection) { reload() }
-        case .collectionDeleted:
+        case .collectionDeleted, .restored:
             reload()
         case .itemCreated(let item, let collection, _, _), .itemDeleted(let item, let collection, _, _):
             if item.accessGroup == SSHAgentNames.accessGroup, isDefault(collection) { reload() }
