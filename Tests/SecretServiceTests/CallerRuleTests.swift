@@ -243,6 +243,8 @@ import Testing
         "io.github.secretd.Maintenance1.Check": .unconfined,
         "io.github.secretd.Maintenance1.Backup": .unconfined,
         "io.github.secretd.Maintenance1.VerifyBackup": .unconfined,
+        "io.github.secretd.Maintenance1.Restore": .unconfined,
+        "io.github.secretd.Maintenance1.AutomaticBackups": .unconfined,
         "io.github.secretd.Audit1.Read": .unconfined,
         "io.github.secretd.Sync1.Init": .unconfined,
         "io.github.secretd.Sync1.Join": .unconfined,
