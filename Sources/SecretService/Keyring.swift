@@ -298,8 +298,7 @@ final class Keyring {
 
     /// Deletes `item` and publishes it.
     func deleteItem(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) throws(StoreError) {
-        let described = try? store.readItem(item, in: collection, keys: itemKeys)
-        try store.deleteItem(item, in: collection, keys: itemKeys)
+        let described = try store.deleteItem(item, in: collection, keys: itemKeys)
         publish(.itemDeleted(item, in: collection, label: described?.label, attributes: described?.attributes))
     }
 }

@@ -4,7 +4,6 @@
 
 import KeychainCore
 import SecretCrypto
-import FoundationEssentials
 
 extension Store {
     /// The newest audit key pair, if there is one.
@@ -45,10 +44,8 @@ extension Store {
 
     /// Seals `entries` with `writer` and appends them to the trail.
     public func appendAudit(_ entries: [AuditEntry], by writer: AuditWriter) throws(StoreError) {
-        let encoder = JSONEncoder()
         for entry in entries {
-            let plaintext: [UInt8]
-            do { plaintext = Array(try encoder.encode(entry)) } catch { throw .invalidInput("an audit entry does not encode: \(error)") }
+            let plaintext = entry.encoded()
             let sealed = try StoreError.fromCrypto { () throws(CryptoError) in
                 try SecureBytes(plaintext).withBytes { (bytes) throws(CryptoError) in
                     try Gcrypt.seal(
@@ -83,7 +80,6 @@ extension Store {
             try database.rows(Self.everyAuditKey, [], Self.sealedAuditKey).map { ($0.0, $0.2) }, uniquingKeysWith: { first, _ in first })
         var agreed: [[UInt8]: SecureBytes] = [:]
         var reading = AuditReading(entries: [], unreadable: 0, lockedKeyrings: locked.sorted())
-        let decoder = JSONDecoder()
         let rows = try database.rows(Self.auditEntriesSince, [.integer(since)]) { row in
             (keyID: row.integer(.keyID) ?? 0, time: row.integer(.time) ?? 0, writer: row.blob(.writer) ?? [], sealed: row.blob(.sealed) ?? [])
         }
@@ -108,7 +104,7 @@ extension Store {
             }
             guard let opened = try? Gcrypt.open(
                       sealed, key: sealingKey, associatedData: Self.auditEntryAssociatedData(keyID, time, writer)),
-                  let entry = opened.withBytes({ try? decoder.decode(AuditEntry.self, from: Data($0)) }),
+                  let entry = opened.withBytes({ AuditEntry(decoding: $0) }),
                   entry.time == time
             else {
                 reading.unreadable += 1

@@ -535,12 +535,17 @@ public final class Store {
         ItemRecord.columns, "FROM items WHERE collection_id = ? AND " + StoredAccessGroup.unknownCondition("access_group"))
 
     /// Deletes an item of `collection` with its index entries, which its attributes, opened
-    /// with the one of `keys` that seals it, name.
-    public func deleteItem(_ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys) throws(StoreError) {
+    /// with the one of `keys` that seals it, name. Returns its label and attributes as they
+    /// were (nil when its sealed contents did not open: a damaged row is deleted all the same).
+    @discardableResult
+    public func deleteItem(_ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys) throws(StoreError)
+        -> (label: String, attributes: [String: String])?
+    {
         guard keys.opens(item) else { throw .locked }
-        try database.transaction { () throws(StoreError) in
-            try removeIndexEntries(of: item, in: collection, keys: keys)
+        return try database.transaction { () throws(StoreError) in
+            let described = try removeIndexEntries(of: item, in: collection, keys: keys)
             try database.run("DELETE FROM items WHERE id = ?", [.integer(item.id)])
+            return described
         }
     }
 
@@ -574,23 +579,26 @@ public final class Store {
 
     /// Removes an item's index entries: those of the attributes its sealed contents hold or,
     /// when they do not open (a damaged row), every entry naming it, found by a scan.
+    /// Returns the label and attributes it found (nil when the contents did not open).
+    @discardableResult
     private func removeIndexEntries(of item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys)
-        throws(StoreError)
+        throws(StoreError) -> (label: String, attributes: [String: String])?
     {
-        let attributes: [String: String]
+        let contents: ItemContents
         do {
-            attributes = try readItem(item, in: collection, keys: keys).attributes
+            contents = try readItem(item, in: collection, keys: keys)
         } catch .notFound {
-            return
+            return nil
         } catch {
             try database.run("DELETE FROM attribute_index WHERE item_id = ?", [.integer(item.id)])
-            return
+            return nil
         }
-        for (name, value) in attributes {
+        for (name, value) in contents.attributes {
             try database.run(
                 "DELETE FROM attribute_index WHERE hash = ? AND item_id = ?",
                 [.blob(Self.attributeKey(name: name, value: value)), .integer(item.id)])
         }
+        return (contents.label, contents.attributes)
     }
 
     // MARK: - Quotas

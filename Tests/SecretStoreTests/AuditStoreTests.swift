@@ -65,4 +65,20 @@ import Testing
         #expect(try store.auditCount() == 0)
         #expect(try store.auditKey() == nil)
     }
+
+    @Test("the sealed form: every field round-trips, absent ones stay absent, unknown tags are skipped, garbage is refused")
+    func encoding() throws {
+        let full = entry(1_796_000_000_123, .read, label: "Mäil ✓")
+        #expect(full.encoded().withUnsafeBytes { Store.AuditEntry(decoding: $0) } == full)
+        let bare = Store.AuditEntry(time: -5, event: .lock, identity: "secretd")
+        #expect(bare.encoded().withUnsafeBytes { Store.AuditEntry(decoding: $0) } == bare)
+        let long = Store.AuditEntry(time: 1, event: .refused, identity: "x", detail: String(repeating: "é", count: 300))
+        #expect(long.encoded().withUnsafeBytes { Store.AuditEntry(decoding: $0) } == long)
+        // A field of a later build (tag 99) is skipped.
+        let later = bare.encoded() + [99, 3, 1, 2, 3]
+        #expect(later.withUnsafeBytes { Store.AuditEntry(decoding: $0) } == bare)
+        for garbage: [UInt8] in [[], [2], [1], [1, 1, 8, 0], Array(bare.encoded().dropLast()), [1, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]] {
+            #expect(garbage.withUnsafeBytes { Store.AuditEntry(decoding: $0) } == nil, "\(garbage)")
+        }
+    }
 }
