@@ -214,8 +214,8 @@ if sized:
 
     say()
     say("== floors on each provider's bus, ms (median [min-max] over rounds)")
-    say("provider | no-op round trip (floor service, on its main loop), next to the phases | at the start | "
-        "floor service Peer.Ping (GDBus's thread) | provider's own Peer.Ping (reference only) | "
+    say("provider | no-op round trip (floor service, sd-bus on one thread), next to the phases | at the start | "
+        "floor service Peer.Ping (answered by sd-bus) | provider's own Peer.Ping (reference only) | "
         "durable commit (SQLite WAL, synchronous=FULL), next to the phases | before the round")
     say("(next to the phases: the spread is over every phase's floor in every round)")
     for name in sized:
@@ -276,8 +276,8 @@ if sized:
     say()
     say("== CPU per call: each provider's own user + system time (/proc/PID/stat, all its threads), ms, "
         "median [min-max] over rounds")
-    say("provider | stores | CPU per store | lookups | CPU per lookup | floor service CPU per no-op (main loop) | "
-        "per Peer.Ping (GDBus's thread) | provider's own Peer.Ping | provider's ReadAlias | "
+    say("provider | stores | CPU per store | lookups | CPU per lookup | floor service CPU per no-op | "
+        "per Peer.Ping (sd-bus's own) | provider's own Peer.Ping | provider's ReadAlias | "
         "kernel CPU per durable commit | a store's SQL with its commit | a lookup's SQL | wall: store, lookup")
     for name in sized:
         rs = [r["cpu"] for r in rounds_of(name).values() if "cpu" in r]
