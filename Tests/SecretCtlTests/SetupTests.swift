@@ -56,6 +56,26 @@ import Testing
         #expect(calls.contains("systemctl --user start gcr-ssh-agent.socket"), "\(calls)")
     }
 
+    @Test("where OpenSSH's own user agent is installed (Debian 13), setup masks its units too, recorded apart, takes the user manager's SSH_AUTH_SOCK from it, and --undo gives it back")
+    func openSSHAgentReplaced() throws {
+        let system = try TemporarySystem(managerAgent: "/run/user/1000/openssh_agent", openSSHAgent: true)
+        defer { system.remove() }
+        let before = try system.tree()
+        let setup = try system.secretctl(["setup"])
+        #expect(setup.status == 0, "\(setup.errorOutput)")
+        let units = system.home + "/.config/systemd/user"
+        let tree = try system.tree()
+        #expect(tree[units + "/ssh-agent.socket"] == "-> /dev/null" && tree[units + "/ssh-agent.service"] == "-> /dev/null")
+        #expect(tree[units + "/secretctl-setup-openssh-agent.masked"]?.hasSuffix("\nssh-agent.socket\nssh-agent.service\n") == true)
+        #expect(tree[units + "/gcr-ssh-agent.socket"] == "-> /dev/null")
+        #expect(tree[system.managerEnvironment] == "SSH_AUTH_SOCK=\(system.runtime)/secretd/ssh-agent\n")
+        #expect(try system.calls().contains("systemctl --user mask ssh-agent.socket ssh-agent.service"))
+        let undo = try system.secretctl(["setup", "--undo"])
+        #expect(undo.status == 0, "\(undo.errorOutput)\(undo.output)")
+        #expect(try system.tree() == before)
+        #expect(try system.calls().contains("systemctl --user unmask ssh-agent.socket ssh-agent.service"))
+    }
+
     @Test("a gcr unit the user masked before setup stays masked after --undo, and an SSH_AUTH_SOCK of another agent in the user manager is left alone")
     func userOwnChoicesKept() throws {
         let system = try TemporarySystem(managerAgent: "/home/me/.gnupg/S.gpg-agent.ssh")
@@ -252,7 +272,7 @@ extension SetupTests {
         let realPAM: Bool
 
         /// `managerAgent`: the user manager's SSH_AUTH_SOCK before setup (gcr's on Debian 13).
-        init(managerAgent: String = "/run/user/1000/gcr/ssh", realPAM: Bool = false) throws {
+        init(managerAgent: String = "/run/user/1000/gcr/ssh", realPAM: Bool = false, openSSHAgent: Bool = false) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("setup-tests-\(UUID().uuidString.prefix(12))")
             self.realPAM = realPAM
             if realPAM {
@@ -279,6 +299,12 @@ extension SetupTests {
             ]
             if !realPAM {
                 files += [(root + "/etc/pam.d/common-session", Self.commonSession), (bin + "/pam-auth-update", Self.pamAuthUpdate)]
+            }
+            if openSSHAgent {  // Debian 13's openssh-client
+                files += [
+                    (root + "/usr/lib/systemd/user/ssh-agent.socket", "[Socket]\nListenStream=%t/openssh_agent\n"),
+                    (root + "/usr/lib/systemd/user/ssh-agent.service", "[Service]\nExecStart=/usr/bin/ssh-agent -D\n"),
+                ]
             }
             // What make install puts in PREFIX/share/secretd from setup/.
             let setup = SetupTests.packageRoot.appendingPathComponent("setup")
@@ -427,8 +453,12 @@ extension SetupTests {
                     grep -v "^${pair%%=*}=" "$environment" >"$environment.new"; printf '%s\n' "$pair" >>"$environment.new"
                     mv "$environment.new" "$environment"; done ;;
             unset-environment) for name; do grep -v "^$name=" "$environment" >"$environment.new"; mv "$environment.new" "$environment"; done ;;
-            # gcr4's socket sets the manager's SSH_AUTH_SOCK once it listens (ExecStartPost).
-            start) [ "$1" = gcr-ssh-agent.socket ] && "$0" --user set-environment SSH_AUTH_SOCK=/run/user/1000/gcr/ssh ;;
+            # gcr4's socket, and OpenSSH's on Debian 13, set the manager's SSH_AUTH_SOCK once they
+            # listen (ExecStartPost).
+            start) case $1 in
+                gcr-ssh-agent.socket) "$0" --user set-environment SSH_AUTH_SOCK=/run/user/1000/gcr/ssh ;;
+                ssh-agent.socket) "$0" --user set-environment SSH_AUTH_SOCK=/run/user/1000/openssh_agent ;;
+                esac ;;
             is-enabled|stop) ;;
             *) exit 1 ;;
             esac

@@ -36,7 +36,7 @@ agent_setup_files() {
         bad="$bad /etc/environment.d/60-secretd-ssh-agent.conf"
     [ "$(readlink /etc/profile.d/secretd-ssh-agent.sh)" = /usr/share/secretd/profile.d/secretd-ssh-agent.sh ] ||
         bad="$bad /etc/profile.d/secretd-ssh-agent.sh"
-    for unit in gcr-ssh-agent.socket gcr-ssh-agent.service; do
+    for unit in gcr-ssh-agent.socket gcr-ssh-agent.service ssh-agent.socket ssh-agent.service; do
         [ -e "/usr/lib/systemd/user/$unit" ] || continue
         [ "$(readlink "/etc/systemd/user/$unit")" = /dev/null ] || bad="$bad $unit (not masked)"
     done
@@ -147,7 +147,8 @@ printf %s "$PASSWORD_1" | secretctl unlock --password-stdin
 agent_undone_files() {
     local left
     left=$(ls -d /etc/environment.d/60-secretd-ssh-agent.conf /etc/profile.d/secretd-ssh-agent.sh \
-        /etc/systemd/user/gcr-ssh-agent.* /etc/systemd/user/secretctl-setup-ssh-agent.masked 2>/dev/null
+        /etc/systemd/user/gcr-ssh-agent.* /etc/systemd/user/ssh-agent.socket /etc/systemd/user/ssh-agent.service \
+        /etc/systemd/user/secretctl-setup-ssh-agent.masked /etc/systemd/user/secretctl-setup-openssh-agent.masked 2>/dev/null
         grep -n 'ssh_agent' /etc/pam.d/common-* 2>/dev/null
         grep -n 'secretctl setup' /etc/xdg/autostart/gnome-keyring-ssh.desktop 2>/dev/null)
     [ -z "$left" ] && return 0

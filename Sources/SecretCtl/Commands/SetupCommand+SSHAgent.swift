@@ -10,10 +10,12 @@ import KeychainCore
 //     enabled for every user by the package; gcr4's socket also runs
 //     `systemctl --user set-environment SSH_AUTH_SOCK=%t/gcr/ssh` once it listens, which would
 //     replace what environment.d gives the user manager;
+//   - OpenSSH's own user agent (openssh-client on Debian 13): ssh-agent.socket, enabled for
+//     every user, ListenStream=%t/openssh_agent, and the same set-environment as gcr4's;
 //   - gnome-keyring's agent: the XDG autostart entry gnome-keyring-ssh.desktop runs
 //     `gnome-keyring-daemon --start --components=ssh` in GNOME, Unity and MATE sessions, and the
 //     session manager exports the SSH_AUTH_SOCK it prints.
-// So setup masks gcr's units (recorded, as gnome-keyring's are), hides gnome-keyring's
+// So setup masks gcr's and OpenSSH's units (recorded, as gnome-keyring's are), hides gnome-keyring's
 // autostart entry, and puts secretd's socket into each kind of session:
 //   - the user manager and desktops: an environment.d file,
 //     SSH_AUTH_SOCK=${SSH_AUTH_SOCK:-${XDG_RUNTIME_DIR}/secretd/ssh-agent};
@@ -27,10 +29,26 @@ import KeychainCore
 // system's (setup --system).
 
 extension SetupCommand {
-    /// gcr's SSH agent units.
-    static let gcrAgentUnits = ["gcr-ssh-agent.socket", "gcr-ssh-agent.service"]
-    /// The file beside the masks that lists the gcr units setup masked.
-    static let agentMaskRecord = "secretctl-setup-ssh-agent.masked"
+    /// An SSH agent of the system's whose user units setup masks, with the file beside the
+    /// masks that lists the ones it masked.
+    struct ReplacedAgent {
+        /// Its name in what setup says.
+        let subject: String
+        /// Its user units.
+        let units: [String]
+        /// The record of the units setup masked.
+        let record: String
+    }
+
+    /// The agents setup replaces by masking their units: gcr's, and OpenSSH's own user agent
+    /// (Debian 13's openssh-client enables ssh-agent.socket for every user; it runs
+    /// `systemctl --user set-environment SSH_AUTH_SOCK=%t/openssh_agent`, as gcr4's does).
+    static let replacedAgents = [
+        ReplacedAgent(subject: "gcr-ssh-agent", units: ["gcr-ssh-agent.socket", "gcr-ssh-agent.service"],
+                      record: "secretctl-setup-ssh-agent.masked"),
+        ReplacedAgent(subject: "OpenSSH's ssh-agent", units: ["ssh-agent.socket", "ssh-agent.service"],
+                      record: "secretctl-setup-openssh-agent.masked"),
+    ]
     /// The pam-auth-update profile whose session line points SSH_AUTH_SOCK at secretd's agent.
     static let pamAgentProfileName = "secretd-ssh-agent"
     /// That profile, where libpam-secretd installs it.
@@ -67,9 +85,11 @@ extension SetupCommand {
     /// theirs; says what it did.
     static func takeOverSSHAgentForMe() throws(CommandLineError) {
         let share = try replacementDirectory(needing: AgentReplacement.all)
-        try maskUnits(
-            gcrAgentUnits, record: agentMaskRecord, subject: "gcr-ssh-agent", arguments: ["--user", "mask"],
-            in: userUnitDirectory, for: "you", detail: " (from your next login; shells that use it now keep it until they end)")
+        for agent in replacedAgents {
+            try maskUnits(
+                agent.units, record: agent.record, subject: agent.subject, arguments: ["--user", "mask"],
+                in: userUnitDirectory, for: "you", detail: " (from your next login; shells that use it now keep it until they end)")
+        }
         if FileManager.default.fileExists(atPath: gnomeKeyringSSHAutostartEntry) {
             try link(userConfigDirectory + "/autostart/gnome-keyring-ssh.desktop", to: share + "/" + AgentReplacement.autostartEntry,
                      subject: "gnome-keyring's SSH agent")
@@ -105,8 +125,11 @@ extension SetupCommand {
             Terminal.writeOutput("ssh: unset SSH_AUTH_SOCK (secretd's) in your user manager\n")
             changed = true
         }
-        let unmasked = try unmaskUnits(
-            gcrAgentUnits, record: agentMaskRecord, subject: "gcr-ssh-agent", arguments: ["--user", "unmask"], in: userUnitDirectory)
+        var unmasked: [String] = []
+        for agent in replacedAgents {
+            unmasked += try unmaskUnits(
+                agent.units, record: agent.record, subject: agent.subject, arguments: ["--user", "unmask"], in: userUnitDirectory)
+        }
         for unit in unmasked where unit.hasSuffix(".socket") && succeeds(["systemctl", "--user", "--quiet", "is-enabled", unit]) {
             try runTool(["systemctl", "--user", "start", unit])
         }
@@ -139,9 +162,11 @@ extension SetupCommand {
             Terminal.writeError("secretctl: \(pamAgentProfile) is missing (an older libpam-secretd): console and su logins "
                                 + "do not get SSH_AUTH_SOCK from PAM\n")
         }
-        try maskUnits(
-            gcrAgentUnits, record: agentMaskRecord, subject: "gcr-ssh-agent", arguments: ["--global", "mask"],
-            in: globalUnitDirectory, for: "every user", detail: " (/etc/systemd/user; secretd is the SSH agent)")
+        for agent in replacedAgents {
+            try maskUnits(
+                agent.units, record: agent.record, subject: agent.subject, arguments: ["--global", "mask"],
+                in: globalUnitDirectory, for: "every user", detail: " (/etc/systemd/user; secretd is the SSH agent)")
+        }
         if let text = try? String(contentsOfFile: gnomeKeyringSSHAutostartEntry, encoding: .utf8),
            !text.split(separator: "\n").contains(Substring(sshAutostartMarker)) {
             try rewrite(gnomeKeyringSSHAutostartEntry,
@@ -180,9 +205,12 @@ extension SetupCommand {
                 changed = true
             }
         }
-        let unmasked = try unmaskUnits(
-            gcrAgentUnits, record: agentMaskRecord, subject: "gcr-ssh-agent", arguments: ["--global", "unmask"],
-            in: globalUnitDirectory)
+        var unmasked: [String] = []
+        for agent in replacedAgents {
+            unmasked += try unmaskUnits(
+                agent.units, record: agent.record, subject: agent.subject, arguments: ["--global", "unmask"],
+                in: globalUnitDirectory)
+        }
         if changed || !unmasked.isEmpty {
             Terminal.writeOutput("ssh: every user's SSH agent is as it was before secretctl setup --system, from their next login\n")
         }
@@ -201,10 +229,10 @@ extension SetupCommand {
         return runtime + "/" + SSHAgentNames.directoryName + "/" + SSHAgentNames.socketName
     }
 
-    /// Whether `socket` is the agent socket of gcr-ssh-agent or gnome-keyring, which setup
-    /// replaces (the user manager keeps gcr's after its socket is stopped).
+    /// Whether `socket` is the agent socket of gcr-ssh-agent, OpenSSH's user agent or
+    /// gnome-keyring, which setup replaces (the user manager keeps gcr's after its socket is stopped).
     private static func isReplacedAgent(_ socket: String) -> Bool {
-        socket.hasSuffix("/gcr/ssh") || socket.hasSuffix("/keyring/ssh")
+        socket.hasSuffix("/gcr/ssh") || socket.hasSuffix("/openssh_agent") || socket.hasSuffix("/keyring/ssh")
     }
 
     /// The user manager's environment (`systemctl --user show-environment`); empty when it
