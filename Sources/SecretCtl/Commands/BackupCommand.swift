@@ -38,13 +38,9 @@ enum BackupCommand: Verb {
             try KeychainProvider.backupStore(to: path, replacing: replacing)
         }
         if parsed[Common.json] {
-            try Output.json([
-                "file": path, "keyrings": report.keyrings, "items_verified": report.verified,
-                "items_not_checked": report.notChecked, "bytes": Int(clamping: report.bytes),
-            ])
+            try Output.json(json(report, file: path))
         } else {
-            var text = "wrote \(path): \(report.keyrings) keyring\(report.keyrings == 1 ? "" : "s"), "
-                + "\(report.verified) item\(report.verified == 1 ? "" : "s") verified"
+            var text = "wrote \(path): " + summary(report, items: "verified")
             if report.notChecked > 0 {
                 text += ", \(report.notChecked) in locked keyrings copied but not opened (unlock them and back up again to verify them)"
             }
@@ -56,13 +52,9 @@ enum BackupCommand: Verb {
     private static func verify(_ path: String, json: Bool) throws(CommandLineError) {
         let report = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.verifyBackup(at: path) }
         if json {
-            try Output.json([
-                "file": path, "keyrings": report.keyrings, "items_verified": report.verified,
-                "items_not_checked": report.notChecked, "bytes": Int(clamping: report.bytes),
-            ])
+            try Output.json(Self.json(report, file: path))
         } else {
-            var text = "\(path) verifies: \(report.keyrings) keyring\(report.keyrings == 1 ? "" : "s"), "
-                + "\(report.verified) item\(report.verified == 1 ? "" : "s") opened"
+            var text = "\(path) verifies: " + summary(report, items: "opened")
             if report.notChecked > 0 { text += ", \(report.notChecked) of keyrings whose keys secretd does not hold not opened" }
             Terminal.writeOutput(text + "\n")
         }
@@ -75,5 +67,20 @@ enum BackupCommand: Verb {
         guard getcwd(&buffer, buffer.count) != nil else { return path }
         let directory = String(cString: buffer)
         return (directory == "/" ? "" : directory) + "/" + path
+    }
+
+    /// A report of secretd's on a backup as `--json` prints it for `backup`, `backup --verify`
+    /// and `restore` (keys documented in secretctl(1)).
+    static func json(_ report: KeychainProvider.BackupReport, file: String) -> [String: Any] {
+        [
+            "file": file, "keyrings": report.keyrings, "items_verified": report.verified,
+            "items_not_checked": report.notChecked, "bytes": Int(clamping: report.bytes),
+        ]
+    }
+
+    /// "N keyrings, M items `items`": how many keyrings the copy holds and how many of its
+    /// items were opened.
+    static func summary(_ report: KeychainProvider.BackupReport, items: String) -> String {
+        "\(report.keyrings) keyring\(report.keyrings == 1 ? "" : "s"), \(report.verified) item\(report.verified == 1 ? "" : "s") \(items)"
     }
 }

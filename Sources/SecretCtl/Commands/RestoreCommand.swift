@@ -31,13 +31,9 @@ enum RestoreCommand: Verb {
         let report = try CommandLineError.keychain { () throws(KeychainError) in try KeychainProvider.restoreStore(from: path) }
         let backup = report.backup
         if parsed[Common.json] {
-            try Output.json([
-                "file": path, "keyrings": backup.keyrings, "items_verified": backup.verified,
-                "items_not_checked": backup.notChecked, "bytes": Int(clamping: backup.bytes), "previous": report.previous,
-            ])
+            try Output.json(BackupCommand.json(backup, file: path).merging(["previous": report.previous]) { _, new in new })
         } else {
-            var text = "restored \(path): \(backup.keyrings) keyring\(backup.keyrings == 1 ? "" : "s"), "
-                + "\(backup.verified) item\(backup.verified == 1 ? "" : "s") verified"
+            var text = "restored \(path): " + BackupCommand.summary(backup, items: "verified")
             if backup.notChecked > 0 {
                 text += ", \(backup.notChecked) of keyrings whose keys secretd did not hold restored without being opened"
             }
