@@ -66,8 +66,10 @@ extension Store {
     public func readAudit(since: Int64, keys: (CollectionRecord) -> ItemKeys?) throws(StoreError) -> AuditReading {
         let collections = try self.collections()
         var privateKeys: [Int64: SecureBytes] = [:]
+        var publicKeys: [Int64: [UInt8]] = [:]
         var locked: Set<String> = []
         for (id, collectionID, publicKey, sealed) in try database.rows(Self.everyAuditKey, [], Self.sealedAuditKey) {
+            publicKeys[id] = publicKey
             guard let collection = collections.first(where: { $0.id == collectionID }) else { continue }
             guard let master = keys(collection)?.master else {
                 locked.insert(collection.name)
@@ -76,8 +78,6 @@ extension Store {
             privateKeys[id] = try? Gcrypt.open(
                 sealed, key: master, associatedData: Self.auditKeyAssociatedData(collection.uuid, publicKey))
         }
-        let publicKeys = Dictionary(
-            try database.rows(Self.everyAuditKey, [], Self.sealedAuditKey).map { ($0.0, $0.2) }, uniquingKeysWith: { first, _ in first })
         var agreed: [[UInt8]: SecureBytes] = [:]
         var reading = AuditReading(entries: [], unreadable: 0, lockedKeyrings: locked.sorted())
         let rows = try database.rows(Self.auditEntriesSince, [.integer(since)]) { row in
