@@ -97,6 +97,8 @@ package enum SecretServiceNames {
         package static let maintenance = "io.github.secretd.Maintenance1"
         /// secretd's own interface for reading the audit trail (`secretctl audit`; see secretd(1)).
         package static let audit = "io.github.secretd.Audit1"
+        /// secretd's own interface for remembered consents of readers (`secretctl consent`; see secretd(1)).
+        package static let consent = "io.github.secretd.Consent1"
         /// The standard properties interface.
         package static let properties = "org.freedesktop.DBus.Properties"
         /// The standard peer interface (`Ping`).

@@ -5,6 +5,7 @@
 
 internal import CGcrypt
 import FoundationEssentials
+import Glibc
 
 /// libgcrypt: initialisation, randomness, Argon2id, AES-256-GCM and SHA-256, and what reading a
 /// KeePass database needs (Argon2d, AES-KDF, AES-256/Twofish-CBC, ChaCha20, Salsa20).
@@ -222,6 +223,26 @@ public enum Gcrypt {
             }
         }
         return digest
+    }
+
+    /// SHA-256 of what is left to read of the open file `descriptor` (an executable, which is
+    /// no secret: hashed outside secure memory, a megabyte at a time); nil when a read fails.
+    public static func sha256(readingFile descriptor: Int32) -> [UInt8]? {
+        initialize()
+        var handle: gcry_md_hd_t?
+        guard gcry_md_open(&handle, Int32(GCRY_MD_SHA256.rawValue), 0) == 0, let handle else { return nil }
+        defer { gcry_md_close(handle) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            buffer.withUnsafeBytes { gcry_md_write(handle, $0.baseAddress, count) }
+        }
+        return Array(UnsafeRawBufferPointer(start: gcry_md_read(handle, Int32(GCRY_MD_SHA256.rawValue)), count: 32))
     }
 
     /// SHA-512 of the concatenated `parts` (KDBX's HMAC keys).

@@ -34,6 +34,7 @@ public enum SecretCtl {
         CheckCommand.self,
         BackupCommand.self,
         AuditCommand.self,
+        ConsentCommand.self,
         RestoreCommand.self,
         SyncCommand.self,
         HistoryCommand.self,

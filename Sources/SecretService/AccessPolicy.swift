@@ -11,6 +11,7 @@ import SecretStore
 /// member = unit:backup.service
 /// ask = yes
 /// accessible = after-first-unlock
+/// consent = new-readers
 /// [app "exe:/opt/tool/bin/tool"]
 /// groups = com.example.tool, com.example.deploy
 /// ```
@@ -29,6 +30,8 @@ package struct AccessPolicy: Equatable, Sendable {
         package var ask: Bool
         /// The accessibility class of its items that name none (`accessible =`).
         package var accessibility: ItemAccessibility
+        /// Whether its members' first reads ask the person (`consent =`); nil: secretd.conf's.
+        package var consent: ReaderConsentMode?
 
         /// A group with these settings.
         package init(name: String, members: [String], ask: Bool, accessibility: ItemAccessibility = .whenUnlocked) {
@@ -134,6 +137,9 @@ package struct AccessPolicy: Equatable, Sendable {
                         throw fail("accessible takes one of \(ItemAccessibility.names)")
                     }
                     policy.groups[policy.groups.firstIndex { $0.name == name }!].accessibility = accessibility
+                case (.group(let name)?, "consent"):
+                    guard let mode = ReaderConsentMode(rawValue: value) else { throw fail("consent takes \(ReaderConsentMode.names)") }
+                    policy.groups[policy.groups.firstIndex { $0.name == name }!].consent = mode
                 case (.app(let identity)?, "groups"):
                     let names = value.split(separator: ",").map { $0.trimmingWhitespace }
                     guard !names.isEmpty, names.allSatisfy({ AccessGroupNames.isGroupName($0) || $0 == AccessGroupNames.defaultGroup })

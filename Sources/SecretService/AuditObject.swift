@@ -56,7 +56,7 @@ struct AuditObject {
             if let item = entry.itemID { fields["item"] = .int64(item) }
             if let group = entry.accessGroup { fields["group"] = .string(group) }
             if let detail = entry.detail { fields["detail"] = .string(detail) }
-            if provider.access(caller, to: entry.accessGroup) == .full || entry.accessGroup == nil {
+            if provider.isAllowedInto(caller, entry.accessGroup) || entry.accessGroup == nil {
                 if let label = entry.label { fields["label"] = .string(label) }
                 if let service = entry.service { fields["service"] = .string(service) }
                 if let account = entry.account { fields["account"] = .string(account) }

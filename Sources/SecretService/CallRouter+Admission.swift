@@ -56,7 +56,10 @@ extension CallRouter {
                 return .failure(.noSuchObject("no item \(path)"))
             }
             if rule == .itemGroup, access != .full {
-                return .failure(.isLocked("the item is in an access group you must be allowed into"))
+                let group = item.accessGroup ?? AccessGroupNames.defaultGroup
+                return .failure(.isLocked(
+                    provider.isAllowedInto(caller, group)
+                        ? provider.consentMissing(caller, group) : "the item is in an access group you must be allowed into"))
             }
             target = .item(item, collection)
         case .session(let id):

@@ -3,8 +3,8 @@
 import KeychainCore
 
 /// A client connection as access groups see it: its identity (looked up once, on its first
-/// call), the answers the person gave it in ask prompts, which last as long as it, and what it
-/// was last told about a collection's items.
+/// call), the answers the person gave it in ask and consent prompts, which last as long as it,
+/// and what it was last told about a collection's items.
 final class Caller {
     /// Who it is.
     let identity: CallerIdentity
@@ -16,6 +16,8 @@ final class Caller {
     var allowedOnce: Set<String> = []
     /// Ask-mode groups the person denied it; it is not asked again.
     var denied: Set<String> = []
+    /// SHA-256 of the executable it runs, once a group's consent needed it (``ReaderConsents``).
+    var executableDigest: [UInt8]?
     /// Whether it has read a property of a collection or an item, as libsecret's collection
     /// and item objects, Seahorse and every client that lists items do when they start: only
     /// such clients are told about items (Announcer). libsecret's one-call API

@@ -58,6 +58,12 @@ public struct Configuration: Equatable, Sendable {
     /// enough that the trail stays small (about 300 bytes an entry).
     public var auditKeepDays: Int = 90
 
+    /// Whether a member's first read of an access group's secrets asks the person (`consent`),
+    /// for every group that does not say otherwise in access-groups.conf. `no` by default:
+    /// asking is for a desktop with a pinentry; on by default it would refuse every script,
+    /// CI job and headless server until someone allowed each program.
+    public var readerConsent: ReaderConsentMode = .no
+
     /// The defaults.
     public init() {}
 
@@ -118,6 +124,11 @@ public struct Configuration: Equatable, Sendable {
                     throw ConfigurationError(file: file, line: index + 1, message: "audit-keep takes a number of days (0: no audit trail)")
                 }
                 configuration.auditKeepDays = days
+            case "consent":
+                guard let mode = ReaderConsentMode(rawValue: parts[1]) else {
+                    throw ConfigurationError(file: file, line: index + 1, message: "consent takes \(ReaderConsentMode.names)")
+                }
+                configuration.readerConsent = mode
             case "backup-interval":
                 guard let seconds = Self.interval(parts[1]), seconds == 0 || seconds >= 60 else {
                     throw ConfigurationError(

@@ -27,6 +27,8 @@ enum Introspection {
     static let maintenance = SecretServiceNames.Interface.maintenance
     /// secretd's own: the audit trail.
     static let audit = SecretServiceNames.Interface.audit
+    /// secretd's own: remembered consents of readers.
+    static let consent = SecretServiceNames.Interface.consent
     /// secretd's own: sync between a person's machines.
     static let sync = SecretServiceNames.Interface.sync
     /// The desktop portal's Secret backend, and its request handles.
@@ -50,7 +52,7 @@ enum Introspection {
     /// lists them.
     static let all: [BusInterface] = [
         serviceInterface, gnomeExtensionInterface, accessGroupsInterface, importingInterface, appKeysInterface,
-        quickUnlockInterface, lockingInterface, tpmInterface, syncInterface, maintenanceInterface, auditInterface,
+        quickUnlockInterface, lockingInterface, tpmInterface, syncInterface, maintenanceInterface, auditInterface, consentInterface,
         collectionInterface, itemInterface, sessionInterface, promptInterface, portalSecretInterface, portalRequestInterface,
     ]
 

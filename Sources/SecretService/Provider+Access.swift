@@ -92,8 +92,13 @@ extension Provider {
         }
     }
 
-    /// Applies a consented change to the policy file, then reloads it.
+    /// Applies a consented change: to the policy file, then reloads it; or to the remembered
+    /// consents of readers.
     func apply(_ change: PolicyChange) -> Result<Void, SecretServiceError> {
+        if change.kind == .reader {
+            guard let identity = CallerIdentity(parsing: change.identity) else { return .failure(.invalidArgs("“\(change.identity)” is not an identity")) }
+            return change.add ? consents.allow(identity, reading: change.group) : consents.revoke(change.identity, reading: change.group).map { _ in }
+        }
         guard let directory = options.configDirectory else { return .failure(.failed("secretd has no configuration directory")) }
         let url = directory.appendingPathComponent(AccessPolicy.fileName)
         let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
@@ -122,10 +127,27 @@ extension Provider {
         checkPassword(password, of: login, purpose: " for an access group change") { completion($0.map { _ in }) }
     }
 
+    /// Whether `caller` is in `group` (nil: `default`), as a member or allowed once, whether
+    /// or not it must still be allowed to read it (``ReaderConsents``): what it may know of the
+    /// group's items, such as their labels in the audit trail.
+    func isAllowedInto(_ caller: Caller, _ group: String?) -> Bool {
+        let group = group ?? AccessGroupNames.defaultGroup
+        return membership(caller).groups.contains(group) || caller.allowedOnce.contains(group)
+    }
+
+    /// Why `caller` may not read `group`'s secrets while the person has not allowed it
+    /// (consent for new readers), and how to allow it.
+    func consentMissing(_ caller: Caller, _ group: String) -> String {
+        "\(caller.identity) may not read the secrets of the access group “\(group)” until you allow it: "
+            + "unlock them where secretd can ask you, or run secretctl consent allow \(caller.identity) \(group)"
+    }
+
     /// ``access(_:to:)`` with the caller's membership worked out once, for long item lists.
     private func access(_ caller: Caller, _ membership: AccessPolicy.Membership, to group: String?) -> ItemAccess {
         let group = group ?? AccessGroupNames.defaultGroup
-        if membership.groups.contains(group) || caller.allowedOnce.contains(group) { return .full }
+        if membership.groups.contains(group) || caller.allowedOnce.contains(group) {
+            return consents.mustAsk(caller, about: group, in: policy) ? .askable : .full
+        }
         if policy.group(group)?.ask == true { return .askable }
         return .hidden
     }

@@ -99,29 +99,43 @@ extension Provider {
     }
 
 
-    /// Asks whether the prompt's client may use the items of `group` (an `ask` group it is not
-    /// in): deny, allow once (for as long as the client stays connected), or always allow
-    /// (its identity becomes a member in `access-groups.conf`). True when allowed.
+    /// Asks whether the prompt's client may use the items of `group`: an `ask` group it is not
+    /// in, or a group it is in whose `consent` asks before a new reader's first read. Deny,
+    /// allow once (for as long as the client stays connected), or always allow (its identity
+    /// becomes a member in `access-groups.conf`; a reader's consent is remembered, bound to its
+    /// executable). True when allowed.
     private func askForGroup(_ group: String, asker: Asker, promptID id: Int) -> Bool {
-        guard let (caller, alreadyAllowed) = MainLoop.onMainLoop({ () -> (Caller, Bool)? in
+        guard let (caller, alreadyAllowed, isMember) = MainLoop.onMainLoop({ () -> (Caller, Bool, Bool)? in
             guard let owner = self.prompts[id]?.owner, let caller = self.callers[owner] else { return nil }
-            return (caller, self.access(caller, to: group) == .full)
+            return (caller, self.access(caller, to: group) == .full, self.isAllowedInto(caller, group))
         }) else { return false }
         if alreadyAllowed { return true }
         let command = (try? String(contentsOfFile: "/proc/\(caller.pid)/comm", encoding: .utf8))?
             .trimmingWhitespace ?? "?"
         let choice = asker.choice(
-            title: "Access to secrets",
-            description: "“\(command)” (process \(caller.pid), \(caller.identity)) wants to use the secrets of the "
-                + "access group “\(group)”, which it does not belong to.",
+            title: isMember ? "New reader of secrets" : "Access to secrets",
+            description: "“\(command)” (process \(caller.pid), \(caller.identity)) wants to "
+                + (isMember
+                    ? "read the secrets of the access group “\(group)”, which you have not allowed it to read yet."
+                    : "use the secrets of the access group “\(group)”, which it does not belong to."),
             ok: "Always allow", notOK: "Allow once", cancel: "Deny")
         return MainLoop.onMainLoop {
             // Dismissed, or its client gone: the person's answer (if any) no longer counts.
             guard self.prompts[id] != nil else { return false }
             switch choice {
             case .ok:
-                let change = PolicyChange(add: true, group: group, identity: caller.identity.description)
-                guard case .success = self.apply(change) else { return false }
+                if !isMember {
+                    let change = PolicyChange(add: true, group: group, identity: caller.identity.description)
+                    guard case .success = self.apply(change) else { return false }
+                }
+                if self.consents.mode(of: group, in: self.policy) == .newReaders {
+                    do throws(StoreError) {
+                        try self.consents.rememberAlways(caller, reading: group)
+                    } catch {
+                        Log.error("cannot remember the consent for \(caller.identity): \(error); it is allowed once")
+                        caller.allowedOnce.insert(group)
+                    }
+                }
                 return true
             case .notOK:
                 caller.allowedOnce.insert(group)
@@ -146,10 +160,12 @@ extension Provider {
         }
         var error: String?
         attempts: for _ in 0..<Self.promptAttempts {
+            let what = change.kind == .reader
+                ? "let \(change.identity) read the secrets of the access group “\(change.group)” without asking"
+                : "\(change.add ? "add" : "remove") \(change.identity) \(change.add ? "to" : "from") the access group “\(change.group)”"
             let request = PinentryRequest(
-                title: "Change access groups",
-                description: "\(requester) wants to \(change.add ? "add" : "remove") \(change.identity) "
-                    + "\(change.add ? "to" : "from") the access group “\(change.group)”. Enter the login password to allow it.",
+                title: change.kind == .reader ? "Allow a reader" : "Change access groups",
+                description: "\(requester) wants to \(what). Enter the login password to allow it.",
                 prompt: "Password:", error: error)
             guard case .password(let password) = asker.password(request) else { break }
             let wait = MainLoop.onMainLoop { () -> TimeInterval in

@@ -57,6 +57,8 @@ final class Provider {
     /// The audit trail (`secretctl audit`); it follows the keyring from the start, so an unlock
     /// at start (`--unlock`) is in it.
     let audit: AuditTrail
+    /// Consent for new readers: who the person allowed to read which group (`secretctl consent`).
+    let consents: ReaderConsents
     /// The automatic backups secretd.conf asks for (taken on ``Daemon``'s timer).
     private(set) lazy var automaticBackups = AutomaticBackups(provider: self)
 
@@ -87,6 +89,7 @@ final class Provider {
         passwordChecks = PasswordChecks(keyring: keyring, clock: clock, offLoop: offLoop)
         audit = AuditTrail(
             keyring: keyring, commitBarrier: commitBarrier, clock: clock, keepDays: options.configuration.auditKeepDays)
+        consents = ReaderConsents(keyring: keyring, defaultMode: options.configuration.readerConsent)
         try resetSessionCollection()
         // A bad policy at start leaves the empty one: named groups are closed to everyone.
         reloadPolicy(reason: "at start")

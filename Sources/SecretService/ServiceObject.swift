@@ -230,6 +230,14 @@ struct ServiceObject {
         guard !locked.isEmpty || !groups.isEmpty else {
             return .success(.tuple([.objectPaths(unlocked), .objectPath(ObjectPaths.none)]))
         }
+        // Consent for new readers with nobody to ask: refused at once, saying how to allow it.
+        if provider.options.configuration.pinentry == nil, let caller,
+            let group = groups.first(where: { provider.isAllowedInto(caller, $0) })
+        {
+            let message = provider.consentMissing(caller, group)
+            Log.info("refused: \(message)")
+            return .failure(.accessDenied(message))
+        }
         return provider.addPrompt(Prompt(owner: sender, action: .unlock(collections: locked, groups: groups, objects: waiting)))
             .map { .tuple([.objectPaths(unlocked), .objectPath($0)]) }
     }

@@ -152,6 +152,19 @@ enum Migrations {
         CREATE INDEX audit_entries_by_time ON audit_entries(time);
         CREATE INDEX audit_entries_by_key ON audit_entries(key_id);
         """),
+        // 9: remembered consent for new readers (secretctl consent): which identity the person
+        // always allowed to read which access group, and the SHA-256 of the executable it was
+        // allowed for (NULL: any executable of that identity, as `secretctl consent allow` gives
+        // identities that name no file).
+        .sql("""
+        CREATE TABLE reader_consents (
+            identity TEXT NOT NULL,
+            access_group TEXT NOT NULL,
+            executable_digest BLOB,
+            granted INTEGER NOT NULL,
+            PRIMARY KEY (identity, access_group)
+        ) WITHOUT ROWID;
+        """),
     ]
 
     private static func shrinkAttributeIndex(_ database: Database) throws(StoreError) {
@@ -184,6 +197,7 @@ enum Migrations {
         if version >= 6 { tables.formUnion(["sync_vaults", "sync_items", "sync_changes", "sync_history"]) }
         if version >= 7 { tables.insert("creator_usage") }
         if version >= 8 { tables.formUnion(["audit_keys", "audit_entries"]) }
+        if version >= 9 { tables.insert("reader_consents") }
         return tables
     }
 

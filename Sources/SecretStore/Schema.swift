@@ -343,3 +343,26 @@ package enum AuditEntryColumn: Int, TableColumn {
         }
     }
 }
+
+/// The columns of `reader_consents` (schema version 9): the readers the person always allowed.
+package enum ReaderConsentColumn: Int, TableColumn {
+    /// The identity, as `secretctl whoami` names it.
+    case identity
+    /// The access group it may read.
+    case accessGroup
+    /// SHA-256 of the executable it was allowed for; NULL: any executable of that identity.
+    case executableDigest
+    /// When (seconds since 1970).
+    case granted
+
+    package static let table = "reader_consents"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .identity: ("identity", "TEXT")
+        case .accessGroup: ("access_group", "TEXT")
+        case .executableDigest: ("executable_digest", "BLOB")
+        case .granted: ("granted", "INTEGER")
+        }
+    }
+}

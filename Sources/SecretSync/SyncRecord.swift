@@ -1,5 +1,6 @@
 public import SecretCrypto
 public import SecretStore
+import KeychainCore
 
 /// What a sync item file says in the clear: which vault and item, when and on which device its
 /// version was made, whether it is a delete marker, and which vault key seals it. Nothing else
@@ -187,8 +188,5 @@ public enum SyncIDs {
     public static func random() -> [UInt8] { Gcrypt.randomBytes(count: 16) }
 
     /// `bytes` in lower-case hex.
-    public static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
-    }
+    public static func hex(_ bytes: [UInt8]) -> String { bytes.hexString }
 }

@@ -58,6 +58,13 @@ extension LibSecret {
         }
     }
 
+    /// No password: a secret in no session ("/"), which asks secretd for its prompt instead.
+    static var noSecret: DBusValue {
+        .tuple([
+            .objectPath(SecretServiceNames.Path.none), .bytes(DBusBytes([])), .bytes(DBusBytes([])), .string("text/plain"),
+        ])
+    }
+
     /// Adds or removes a member of a group; the person consents with the login `password`
     /// (sent in the encrypted session), or through the provider's prompt when it is nil.
     static func changeAccessGroup(add: Bool, group: String, identity: String, password: SecretBuffer?) throws(KeychainError) {
@@ -68,10 +75,6 @@ extension LibSecret {
                 reply = try callAccessGroups(
                     service, method, [.string(group), .string(identity)], encoded: [try encodedPassword(service, password)])
             } else {
-                // No password: a secret in no session ("/"), which asks secretd for its prompt.
-                let noSecret = DBusValue.tuple([
-                    .objectPath(SecretServiceNames.Path.none), .bytes(DBusBytes([])), .bytes(DBusBytes([])), .string("text/plain"),
-                ])
                 reply = try callAccessGroups(service, method, [.string(group), .string(identity), noSecret])
             }
             guard let prompt = reply.first?.objectPath else { throw malformed(method) }
