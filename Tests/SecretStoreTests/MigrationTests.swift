@@ -54,7 +54,7 @@ import Testing
 
     /// When each fixture was written (seconds since 1970): everything was created then, and
     /// item 6 and the `work` collection's label were changed two seconds later.
-    static let writtenAt = [1: UInt64(1_796_169_102), 2: 1_796_169_104, 3: 1_796_169_107, 4: 1_796_193_232, 5: 1_796_299_486, 6: 1_796_309_962, 7: 1_796_484_938, 8: 1_796_533_077]
+    static let writtenAt = [1: UInt64(1_796_169_102), 2: 1_796_169_104, 3: 1_796_169_107, 4: 1_796_193_232, 5: 1_796_299_486, 6: 1_796_309_962, 7: 1_796_484_938, 8: 1_796_533_077, 9: 1_796_541_912]
 
     /// The committed fixture of schema `version`; never opened in place (SQLite would add its
     /// -wal and -shm files next to it).
