@@ -146,7 +146,7 @@ extension Provider {
                 Log.info("denied \(caller.identity) the access group \(group)")
                 return false
             case .failed(let reason):
-                Log.warning("cannot ask about the access group \(group): \(reason)")
+                Log.warning("cannot ask about the access group \(group): \(reason)" + (isMember ? "; \(self.consentMissing(caller, group))" : ""))
                 return false
             }
         }

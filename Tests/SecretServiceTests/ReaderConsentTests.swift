@@ -107,17 +107,25 @@ import Testing
         #expect(pinentry.count("CONFIRM") == 4)
         // Always allowing a reader leaves access-groups.conf alone: it is no membership.
         #expect(setup.policyText.isEmpty)
+        // Python keyring unlocks the item as any locked one, and is asked once as well.
+        try pinentry.setAnswers(["OK"])
+        let python = try setup.fixture.run([
+            "/usr/bin/python3", "-c", "import keyring; keyring.set_password('py.vault', 'ann', 'py-secret'); print(keyring.get_password('py.vault', 'ann'))",
+        ])
+        #expect(python.text == "py-secret\n", "\(python.errorOutput)")
+        #expect(try setup.fixture.run(["/usr/bin/python3", "-c", "import keyring; print(keyring.get_password('py.vault', 'ann'))"]).text == "py-secret\n")
+        #expect(pinentry.count("CONFIRM") == 5)
 
         // The same content under a new file (a reinstall) is still allowed; changed content asks.
         let path = setup.bin.appendingPathComponent("st-beta").path
         try ExecutableFile.copy(path, to: path + ".new")
         #expect(rename(path + ".new", path) == 0)
         #expect(try setup.run("st-beta", ["lookup", "service", "vault"]).text == "asked-secret")
-        #expect(pinentry.count("CONFIRM") == 4)
+        #expect(pinentry.count("CONFIRM") == 5)
         try Self.replace("st-beta", in: setup)
         try pinentry.setAnswers(["CANCEL"])
         #expect(try setup.run("st-beta", ["lookup", "service", "vault"]).status != 0)
-        #expect(pinentry.count("CONFIRM") == 5)
+        #expect(pinentry.count("CONFIRM") == 6)
     }
 
     @Test("consent per group: a group with consent = new-readers asks, the default group (consent = no) does not")
