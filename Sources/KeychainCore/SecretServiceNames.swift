@@ -99,6 +99,8 @@ package enum SecretServiceNames {
         package static let audit = "io.github.secretd.Audit1"
         /// secretd's own interface for remembered consents of readers (`secretctl consent`; see secretd(1)).
         package static let consent = "io.github.secretd.Consent1"
+        /// secretd's own interface for scoped runs (`secretctl run`; see secretd(1)).
+        package static let runs = "io.github.secretd.Runs1"
         /// The standard properties interface.
         package static let properties = "org.freedesktop.DBus.Properties"
         /// The standard peer interface (`Ping`).

@@ -35,6 +35,7 @@ public enum SecretCtl {
         BackupCommand.self,
         AuditCommand.self,
         ConsentCommand.self,
+        RunCommand.self,
         RestoreCommand.self,
         SyncCommand.self,
         HistoryCommand.self,

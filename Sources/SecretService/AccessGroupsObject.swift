@@ -46,7 +46,7 @@ struct AccessGroupsObject {
         let caller = try provider.caller(sender).get()
         let membership = provider.membership(caller)
         return .tuple([
-            .string(caller.identity.description), .array(element: "s", membership.groups.map { .string($0) }),
+            .string(caller.name), .array(element: "s", membership.groups.map { .string($0) }),
             .string(membership.defaultGroup), .boolean(membership.confined),
         ])
     }

@@ -16,6 +16,8 @@ final class Caller {
     var allowedOnce: Set<String> = []
     /// Ask-mode groups the person denied it; it is not asked again.
     var denied: Set<String> = []
+    /// The `secretctl run` it runs in, if any: it then sees only what the run allows.
+    var scope: RunScope?
     /// SHA-256 of the executable it runs, once a group's consent needed it (``ReaderConsents``).
     var executableDigest: [UInt8]?
     /// Whether it has read a property of a collection or an item, as libsecret's collection
@@ -37,5 +39,8 @@ final class Caller {
     }
 
     /// It, as the audit trail names who asked.
-    var accessor: Accessor { Accessor(identity: identity.description, pid: pid, command: command) }
+    var accessor: Accessor { Accessor(identity: name, pid: pid, command: command) }
+
+    /// Its name: its run's (`run:NAME`) when it is in one, else its identity's.
+    var name: String { scope?.identity ?? identity.description }
 }

@@ -6,6 +6,8 @@ import KeychainCore
 /// identified on its first call and forgotten when it disconnects.
 final class CallerRegistry {
     private var callers: [String: Caller] = [:]
+    /// The `secretctl run` scopes a new client may be in.
+    let runs = RunScopes()
     /// Clients whose credentials were asked of the bus, with what waits for the answer.
     private var identifying: [String: [(SecretServiceError?) -> Void]] = [:]
 
@@ -79,6 +81,7 @@ final class CallerRegistry {
             let caller = Caller(
                 identity: identity, pid: Int32(bitPattern: pid),
                 command: CallerIdentity.commandLine(pid: Int32(bitPattern: pid)))
+            caller.scope = runs.scope(containing: Int32(bitPattern: pid))
             add(caller, as: sender)
             return .success(caller)
         case .failure(let problem):

@@ -29,6 +29,8 @@ enum Introspection {
     static let audit = SecretServiceNames.Interface.audit
     /// secretd's own: remembered consents of readers.
     static let consent = SecretServiceNames.Interface.consent
+    /// secretd's own: scoped runs.
+    static let runs = SecretServiceNames.Interface.runs
     /// secretd's own: sync between a person's machines.
     static let sync = SecretServiceNames.Interface.sync
     /// The desktop portal's Secret backend, and its request handles.
@@ -52,7 +54,7 @@ enum Introspection {
     /// lists them.
     static let all: [BusInterface] = [
         serviceInterface, gnomeExtensionInterface, accessGroupsInterface, importingInterface, appKeysInterface,
-        quickUnlockInterface, lockingInterface, tpmInterface, syncInterface, maintenanceInterface, auditInterface, consentInterface,
+        quickUnlockInterface, lockingInterface, tpmInterface, syncInterface, maintenanceInterface, auditInterface, consentInterface, runsInterface,
         collectionInterface, itemInterface, sessionInterface, promptInterface, portalSecretInterface, portalRequestInterface,
     ]
 

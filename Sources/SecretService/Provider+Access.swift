@@ -21,8 +21,13 @@ extension Provider {
     }
 
     /// The groups `caller` belongs to under the current policy.
+    /// A caller in a `secretctl run` is confined to the run's group (if any).
     func membership(_ caller: Caller) -> AccessPolicy.Membership {
-        policy.membership(of: caller.identity)
+        if let scope = caller.scope {
+            return AccessPolicy.Membership(
+                groups: scope.group.map { [$0] } ?? [], defaultGroup: scope.group ?? AccessGroupNames.defaultGroup, confined: true)
+        }
+        return policy.membership(of: caller.identity)
     }
 
     /// What `caller` may do with items of `group` (nil: an item from before groups were
@@ -35,6 +40,7 @@ extension Provider {
     /// hidden from `sender` (so it is reported as not existing).
     func visibleItem(at path: String, for sender: String) -> (Store.ItemRecord, Store.CollectionRecord, ItemAccess)? {
         guard let (item, collection) = item(at: path), case .success(let caller) = caller(sender) else { return nil }
+        if let scope = caller.scope { return scope.allows(item, in: keyring) ? (item, collection, .full) : nil }
         let access = access(caller, to: item.accessGroup)
         return access == .hidden ? nil : (item, collection, access)
     }
@@ -42,6 +48,7 @@ extension Provider {
     /// `items` without those hidden from `sender`, each with its access.
     func visible(_ items: [Store.ItemRecord], for sender: String) -> [(Store.ItemRecord, ItemAccess)] {
         guard case .success(let caller) = caller(sender) else { return [] }
+        if let scope = caller.scope { return items.filter { scope.allows($0, in: keyring) }.map { ($0, .full) } }
         let membership = membership(caller)
         return items.compactMap { item in
             let access = access(caller, membership, to: item.accessGroup)
@@ -58,8 +65,13 @@ extension Provider {
         caller(sender).flatMap { caller in
             let membership = membership(caller)
             var placed = attributes
-            let group = attributes[AccessGroupNames.attribute] ?? unnamed ?? membership.defaultGroup
-            guard membership.groups.contains(group) || caller.allowedOnce.contains(group) else {
+            var group = attributes[AccessGroupNames.attribute] ?? unnamed ?? membership.defaultGroup
+            if let scope = caller.scope {
+                guard let placement = scope.placement(of: attributes) else {
+                    return .failure(.forbidden("\(scope.identity) may create only the items its --allow names\(scope.group.map { " or items of \($0)" } ?? "")"))
+                }
+                group = placement
+            } else if !(membership.groups.contains(group) || caller.allowedOnce.contains(group)) {
                 return .failure(.forbidden("\(caller.identity) is not a member of the access group “\(group)”"))
             }
             if group != AccessGroupNames.defaultGroup { placed[AccessGroupNames.attribute] = group }
@@ -145,6 +157,8 @@ extension Provider {
     /// ``access(_:to:)`` with the caller's membership worked out once, for long item lists.
     private func access(_ caller: Caller, _ membership: AccessPolicy.Membership, to group: String?) -> ItemAccess {
         let group = group ?? AccessGroupNames.defaultGroup
+        // A run sees its group whole; the items its allowances name, item by item (visibleItem).
+        if let scope = caller.scope { return !scope.ended && scope.group == group ? .full : .hidden }
         if membership.groups.contains(group) || caller.allowedOnce.contains(group) {
             return consents.mustAsk(caller, about: group, in: policy) ? .askable : .full
         }

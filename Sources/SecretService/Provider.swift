@@ -180,6 +180,7 @@ final class Provider {
         }
         portalRequests = portalRequests.filter { $0.value.owner != name }
         callers.forget(name)
+        callers.runs.endAll(of: name)
     }
 
     /// Adds a prompt, unless its client already has ``Limits/promptsPerClient`` of them.

@@ -249,6 +249,8 @@ import Testing
         "io.github.secretd.Consent1.List": .unconfined,
         "io.github.secretd.Consent1.Allow": .unconfined,
         "io.github.secretd.Consent1.Revoke": .unconfined,
+        "io.github.secretd.Runs1.Begin": .unconfined,
+        "io.github.secretd.Runs1.End": .unconfined,
         "io.github.secretd.Sync1.Init": .unconfined,
         "io.github.secretd.Sync1.Join": .unconfined,
         "io.github.secretd.Sync1.Approve": .unconfined,

@@ -1,0 +1,93 @@
+import KeychainCore
+import FoundationEssentials
+import Glibc
+import CProcess  // struct stat, as the modules that include <sys/stat.h> first declare it
+
+/// The `secretctl run` scopes in force, and which one a process is in: the scope whose PID
+/// namespace is the process's own or one it is nested in. A process cannot leave its PID
+/// namespace, whatever it does with its cgroup, session or bus connections.
+final class RunScopes {
+    private var scopes: [RunScope] = []
+
+    /// `ioctl(NS_GET_PARENT)`: the parent of a PID namespace (linux/nsfs.h).
+    private static let namespaceParent = UInt((0xb7 << 8) | 2)
+
+    /// Begins a scope for the PID namespace of `pid`, which must be a process `owner` (the
+    /// caller, process `ownerPid`) started, in a namespace of its own.
+    func begin(
+        name: String, allowances: [RunScope.Allowance], group: String?, pid: Int32, owner: String, ownerPid: Int32
+    ) -> Result<RunScope, SecretServiceError> {
+        guard pid > 1, Self.descends(pid, from: ownerPid) else {
+            return .failure(.forbidden("process \(pid) was not started by the caller"))
+        }
+        guard let namespace = Self.namespace(of: pid) else {
+            return .failure(.failed("cannot read the PID namespace of process \(pid)"))
+        }
+        guard namespace != Self.namespace(of: getpid()), namespace != Self.namespace(of: ownerPid) else {
+            return .failure(.invalidArgs("process \(pid) has no PID namespace of its own (start it with bwrap --unshare-pid)"))
+        }
+        guard !scopes.contains(where: { $0.name == name }) else { return .failure(.invalidArgs("a run named “\(name)” is in progress")) }
+        let scope = RunScope(name: name, allowances: allowances, group: group, namespace: namespace, owner: owner)
+        scopes.append(scope)
+        Log.info("began the run \(name) for \(owner): \(allowances.count) allowance\(allowances.count == 1 ? "" : "s")"
+                 + (group.map { ", the access group \($0)" } ?? ""))
+        return .success(scope)
+    }
+
+    /// Ends the scope `name` of `owner`; false when it has none of that name.
+    @discardableResult
+    func end(_ name: String, of owner: String) -> Bool {
+        guard let index = scopes.firstIndex(where: { $0.name == name && $0.owner == owner }) else { return false }
+        scopes[index].ended = true
+        scopes.remove(at: index)
+        Log.info("ended the run \(name)")
+        return true
+    }
+
+    /// Ends every scope of `owner` (it left the bus).
+    func endAll(of owner: String) {
+        for scope in scopes where scope.owner == owner { end(scope.name, of: owner) }
+    }
+
+    /// The scope process `pid` is in, if any.
+    func scope(containing pid: Int32) -> RunScope? {
+        guard !scopes.isEmpty else { return nil }
+        var descriptor = open("/proc/\(pid)/ns/pid", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        // Up the chain of parents; at most 32 levels, as the kernel allows.
+        defer { close(descriptor) }
+        for _ in 0..<33 {
+            var status = stat()
+            guard fstat(descriptor, &status) == 0 else { return nil }
+            let namespace = RunScope.NamespaceID(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+            if let scope = scopes.first(where: { $0.namespace == namespace }) { return scope }
+            let parent = ioctl(descriptor, Self.namespaceParent)
+            guard parent >= 0 else { return nil }  // the initial namespace: no scope's
+            close(descriptor)
+            descriptor = parent
+        }
+        return nil
+    }
+
+    /// The PID namespace of `pid`.
+    private static func namespace(of pid: Int32) -> RunScope.NamespaceID? {
+        var status = stat()
+        guard stat("/proc/\(pid)/ns/pid", &status) == 0 else { return nil }
+        return RunScope.NamespaceID(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+    }
+
+    /// Whether `ancestor` is `pid`'s parent, or its parent's, within a few generations.
+    private static func descends(_ pid: Int32, from ancestor: Int32) -> Bool {
+        var current = pid
+        for _ in 0..<8 {
+            guard let status = try? String(contentsOfFile: "/proc/\(current)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("PPid:") }),
+                let parent = Int32(line.dropFirst(5).trimmingWhitespace)
+            else { return false }
+            if parent == ancestor { return true }
+            if parent <= 1 { return false }
+            current = parent
+        }
+        return false
+    }
+}
