@@ -101,6 +101,35 @@ struct SSHAgentClient {
         return reply.first == SSHAgentNames.Message.success.rawValue
     }
 
+    /// Confines the key `name` names (fingerprint or comment) to access group `group`, or
+    /// unconfines it (nil), with the login `password` when one was given (secretd's
+    /// ``SSHAgentNames/Extension/confine``). Returns nil when done, else the agent's reason.
+    func confine(_ name: String, to group: String?, password: [UInt8]?) throws(CommandLineError) -> String? {
+        // Built in one buffer of its final size, so the password is in no other copy, and wiped.
+        let strings = [Array(SSHAgentNames.Extension.confine.utf8), Array(name.utf8), Array((group ?? "").utf8)]
+        let length = 1 + strings.reduce(0) { $0 + 4 + $1.count } + 4 + (password?.count ?? 0)
+        var message: [UInt8] = []
+        message.reserveCapacity(4 + length)
+        func append(_ value: Int) { message += (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
+        append(length)
+        message.append(SSHAgentNames.Message.extension.rawValue)
+        for string in strings {
+            append(string.count)
+            message += string
+        }
+        append(password?.count ?? 0)
+        message += password ?? []
+        defer { message.wipe() }
+        let reply = try exchange(message)
+        if reply.first == SSHAgentNames.Message.success.rawValue { return nil }
+        let reason: String? = reply.withUnsafeBytes { bytes in
+            var reader = SSHReader(bytes)
+            guard (try? reader.byte()) == SSHAgentNames.Message.extensionFailure.rawValue else { return nil }
+            return try? reader.text()
+        }
+        return reason ?? "the agent refused (is it secretd's?)"
+    }
+
     /// Sends `message` and reads the reply (its bytes after the length).
     private func exchange(_ message: [UInt8]) throws(CommandLineError) -> [UInt8] {
         let failure = CommandLineError.failure("the conversation with the SSH agent broke off", status: .failed)
