@@ -8,7 +8,8 @@ enum SshCommand: Verb {
     /// The actions, in the order help names them.
     static let actions = ["list", "remove", "export-public", "confine", "unconfine"]
     /// `ACTION`: one of ``actions``.
-    static let action = Positional<String>("ACTION", help: "list, remove, export-public, confine or unconfine.")
+    static let action = Positional<String>(
+        "ACTION", help: "list, remove, export-public, confine or unconfine (a confined key is listed only to its group's members).")
     /// `KEY`: a key's fingerprint (`SHA256:…`) or comment.
     static let key = Positional<String?>(
         "KEY",
@@ -25,7 +26,7 @@ enum SshCommand: Verb {
 
     static let spec = CommandSpec(
         name: "ssh",
-        abstract: "List, remove, print the public keys of, or confine to an access group the SSH keys secretd's agent keeps.",
+        abstract: "Manage the SSH keys secretd's agent keeps: list, remove, export-public, and confine to an access group's members.",
         arguments: [action, key, group], options: [Common.json, passwordStdin],
         examples: [
             "secretctl ssh list", "secretctl ssh export-public alice@laptop >> authorized_keys",

@@ -28,8 +28,8 @@ import SecretStore
 /// flags), keys added with extension constraints (`-h` destinations, security key providers),
 /// security keys and DSA keys, the agent's own lock (`ssh-add -x`), and every extension message
 /// but secretd's own ``SSHAgentNames/Extension/confine`` (`session-bind@openssh.com` included:
-/// OpenSSH carries on without it, and with no destination constraints it would bind nothing). `ssh-add -t` works:
-/// the key leaves the agent and the keychain when its lifetime ends. `ssh-add -c` works when
+/// OpenSSH carries on without it, and with no destination constraints it would bind nothing).
+/// `ssh-add -t` works: the key leaves the agent and the keychain when its lifetime ends. `ssh-add -c` works when
 /// secretd.conf names a pinentry: a signature asks the person first, naming the process that
 /// asked (allow once, allow that program for ``consentMinutes`` until a lock, or deny);
 /// without one such keys are refused.
