@@ -67,6 +67,10 @@ package enum SSHAgentNames {
         /// confine`). Its body: string key (fingerprint or comment), string group (empty:
         /// unconfine), string login password (empty: none; needed to unconfine or move a key).
         package static let confine = "confine@secretd.github.io"
+        /// secretd's own: every key with its access group, confined or not (`secretctl ssh
+        /// list`). The reply: success, a uint32 count, then each key's string blob, string
+        /// comment and string group (empty: unconfined).
+        package static let keys = "keys@secretd.github.io"
     }
 
     /// The sign request flags that ask an RSA key for `rsa-sha2-256` and `rsa-sha2-512`.

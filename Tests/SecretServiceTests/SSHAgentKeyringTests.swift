@@ -13,6 +13,14 @@ import Testing
     static let seed: [UInt8] = hex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
     static let publicKey: [UInt8] = hex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
 
+    /// The RFC 8032 key's public blob.
+    static var blob: [UInt8] {
+        var writer = SSHWriter()
+        writer.string("ssh-ed25519")
+        writer.string(publicKey)
+        return writer.bytes
+    }
+
     static func hex(_ text: String) -> [UInt8] {
         stride(from: 0, to: text.count, by: 2).map { offset in
             let start = text.index(text.startIndex, offsetBy: offset)
@@ -96,12 +104,9 @@ import Testing
 
         /// The agent's signature of `data` with the RFC 8032 key for `peer` (nil: a failure).
         func sign(_ data: [UInt8], by peer: SSHAgentSocket.Peer = SSHAgentSocket.Peer()) -> [UInt8]? {
-            var blob = SSHWriter()
-            blob.string("ssh-ed25519")
-            blob.string(SSHAgentKeyringTests.publicKey)
             var writer = SSHWriter()
             writer.byte(13)
-            writer.string(blob.bytes)
+            writer.string(SSHAgentKeyringTests.blob)
             writer.string(data)
             writer.uint32(0)
             let reply = send(writer.bytes, from: peer)
@@ -243,6 +248,18 @@ import Testing
         #expect(try fixture.storedAttributes().first?[SSHAgentNames.groupAttribute] == "com.example.work")
 
         #expect(fixture.listed(by: outsider).isEmpty && fixture.listed().isEmpty)
+        // secretd's keys extension lists it, with its group, to the person's own programs only.
+        var keys = SSHWriter()
+        keys.byte(SSHAgentNames.Message.extension.rawValue)
+        keys.string(SSHAgentNames.Extension.keys)
+        var all = SSHWriter()
+        all.byte(SSHAgentNames.Message.success.rawValue)
+        all.uint32(1)
+        all.string(Self.blob)
+        all.string("rfc8032")
+        all.string("com.example.work")
+        #expect(fixture.send(keys.bytes, from: outsider) == all.bytes)
+        #expect(refusal(fixture.send(keys.bytes, from: app))?.contains("only your own programs") == true)
         #expect(fixture.listed(by: member) == ["rfc8032"])
         #expect(fixture.sign([1], by: outsider) == nil)
         #expect(fixture.sign([1], by: member) != nil)

@@ -58,6 +58,15 @@ extension SSHAgentTests {
         #expect(undefined.status == 4 && undefined.errorOutput.contains("defines no group “com.example.nosuch”"), "\(undefined.errorOutput)")
         let confined = try agent.fixture.run([ctl, "ssh", "confine", "work@test", Self.workGroup])
         #expect(confined.status == 0, "\(confined.errorOutput) \(agent.daemon.log)")
+        // secretctl ssh lists every key, each confined one with its group.
+        let listed = try agent.fixture.run([ctl, "ssh", "list"]).text
+        #expect(listed.contains("\(workPrint) ssh-ed25519 work@test (confined to \(Self.workGroup))\n"), "\(listed)")
+        #expect(listed.contains("\(personalPrint) ecdsa-sha2-nistp256 personal@test\n"), "\(listed)")
+        let json = try JSONSerialization.jsonObject(with: try agent.fixture.run([ctl, "ssh", "list", "--json"]).output) as? [[String: String]]
+        #expect(json?.first { $0["fingerprint"] == workPrint }?["group"] == Self.workGroup, "\(json ?? [])")
+        #expect(json?.first { $0["fingerprint"] == personalPrint }?["group"] == nil)
+        let remove = try agent.fixture.run([ctl, "ssh", "remove", workPrint])
+        #expect(remove.status == 6 && remove.errorOutput.contains("only its members may remove it"), "\(remove.errorOutput)")
 
         // A non-member (the installed ssh-add, ssh-keygen) does not see it and cannot sign with it.
         let outsider = try agent.run(["ssh-add", "-l"]).text

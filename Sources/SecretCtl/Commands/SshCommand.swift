@@ -9,7 +9,7 @@ enum SshCommand: Verb {
     static let actions = ["list", "remove", "export-public", "confine", "unconfine"]
     /// `ACTION`: one of ``actions``.
     static let action = Positional<String>(
-        "ACTION", help: "list, remove, export-public, confine or unconfine (a confined key is listed only to its group's members).")
+        "ACTION", help: "list, remove, export-public, confine or unconfine (list shows each confined key's group).")
     /// `KEY`: a key's fingerprint (`SHA256:…`) or comment.
     static let key = Positional<String?>(
         "KEY",
@@ -59,9 +59,13 @@ enum SshCommand: Verb {
         switch parsed[Self.action] {
         case "list":
             if parsed[Common.json] {
-                try Output.json(keys.map { ["fingerprint": $0.fingerprint, "type": $0.type, "comment": $0.comment] })
+                try Output.json(keys.map { key in
+                    ["fingerprint": key.fingerprint, "type": key.type, "comment": key.comment].merging(key.group.map { ["group": $0] } ?? [:]) { $1 }
+                })
             } else {
-                Terminal.writeOutput(keys.map { "\($0.fingerprint) \($0.type) \($0.comment)\n" }.joined())
+                Terminal.writeOutput(keys.map { key in
+                    "\(key.fingerprint) \(key.type) \(key.comment)" + (key.group.map { " (confined to \($0))" } ?? "") + "\n"
+                }.joined())
             }
         case "export-public":
             let chosen = try parsed[Self.key].map { (name) throws(CommandLineError) in [try matching(name, in: keys)] } ?? keys
@@ -69,15 +73,18 @@ enum SshCommand: Verb {
         case "remove":
             guard let name = parsed[Self.key] else { throw .usage("remove needs a KEY (fingerprint or comment)", command: spec.name) }
             let chosen = try matching(name, in: keys)
-            guard try agent.remove(chosen) else { throw .failure("the agent did not remove \(chosen.fingerprint)", status: .failed) }
+            guard try agent.remove(chosen) else {
+                let why = chosen.group.map { ": it is confined to \($0), and only its members may remove it (or unconfine it first)" } ?? ""
+                throw .failure("the agent did not remove \(chosen.fingerprint)\(why)", status: .failed)
+            }
             Terminal.writeError("secretctl: removed \(chosen.fingerprint) \(chosen.comment)\n")
         case let other:
             throw .usage("unknown ssh action '\(other)' (\(actions.joined(separator: ", ")))", command: spec.name)
         }
     }
 
-    /// `confine KEY GROUP` and `unconfine KEY`: the agent finds the key itself (a confined key
-    /// is not listed to secretctl unless it is a member) and says why when it refuses.
+    /// `confine KEY GROUP` and `unconfine KEY`: the agent finds the key (by fingerprint or
+    /// comment) and says why when it refuses.
     private static func confine(_ parsed: ParsedCommand, through agent: SSHAgentClient) throws(CommandLineError) {
         guard let name = parsed[Self.key] else { throw .usage("a KEY is needed", command: spec.name) }
         let group = parsed[Self.action] == "confine" ? parsed[Self.group] : nil

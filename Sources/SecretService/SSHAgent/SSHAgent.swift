@@ -27,10 +27,11 @@ import SecretStore
 /// Refused with a failure: SHA-1 `ssh-rsa` signatures (a sign request without the rsa-sha2
 /// flags), keys added with extension constraints (`-h` destinations, security key providers),
 /// security keys and DSA keys, the agent's own lock (`ssh-add -x`), and every extension message
-/// but secretd's own ``SSHAgentNames/Extension/confine`` (`session-bind@openssh.com` included:
-/// OpenSSH carries on without it, and with no destination constraints it would bind nothing).
-/// `ssh-add -t` works: the key leaves the agent and the keychain when its lifetime ends. `ssh-add -c` works when
-/// secretd.conf names a pinentry: a signature asks the person first, naming the process that
+/// but secretd's own ``SSHAgentNames/Extension/confine`` and ``SSHAgentNames/Extension/keys``
+/// (`session-bind@openssh.com` included: OpenSSH carries on without it, and with no
+/// destination constraints it would bind nothing). `ssh-add -t` works: the key leaves the agent
+/// and the keychain when its lifetime ends. `ssh-add -c` works when secretd.conf names a
+/// pinentry: a signature asks the person first, naming the process that
 /// asked (allow once, allow that program for ``consentMinutes`` until a lock, or deny);
 /// without one such keys are refused.
 ///
@@ -282,6 +283,8 @@ final class SSHAgent {
             reply(remove(for: peer) { _ in true } || unlockedCollection() != nil ? SSHWriter.message(.success) : failure)
         case .confine(let key, let group, let password):
             confine(key, to: group, password: password, for: peer, reply: reply)
+        case .listAll:
+            reply(allKeysAnswer(for: peer))
         case .refused(let reason):
             Log.info("refused an SSH agent request: \(reason)")
             reply(failure)
@@ -290,18 +293,26 @@ final class SSHAgent {
 
     /// The keys `peer` may use, or none while the keyring is locked; as many as fit in one message.
     private func identitiesAnswer(for peer: SSHAgentSocket.Peer) -> [UInt8] {
+        let groups = groups(of: peer)
+        return keysMessage(.identitiesAnswer, withGroups: false) { $0.isUsable(by: groups) }
+    }
+
+    /// A message of type `type` with the unexpired keys `include` picks (none while the keyring
+    /// is locked), as many as fit: a count, then each key's blob and comment, and with
+    /// `withGroups` its group (empty: unconfined).
+    private func keysMessage(_ type: SSHAgentNames.Message, withGroups: Bool, including include: (Identity) -> Bool) -> [UInt8] {
         let now = UInt64(max(0, clock().timeIntervalSince1970))
         var size = 9
-        let groups = groups(of: peer)
-        let listed = identities.filter { ($0.expires ?? .max) > now && $0.isUsable(by: groups) }.prefix { identity in
-            size += 8 + identity.publicBlob.count + identity.comment.utf8.count
+        let listed = identities.filter { ($0.expires ?? .max) > now && include($0) }.prefix { identity in
+            size += 8 + identity.publicBlob.count + identity.comment.utf8.count + (withGroups ? 4 + (identity.group?.utf8.count ?? 0) : 0)
             return size <= SSHAgentNames.maximumMessageLength
         }
-        return SSHWriter.message(.identitiesAnswer) { writer in
+        return SSHWriter.message(type) { writer in
             writer.uint32(UInt32(listed.count))
             for identity in listed {
                 writer.string(identity.publicBlob)
                 writer.string(identity.comment)
+                if withGroups { writer.string(identity.group ?? "") }
             }
         }
     }
@@ -527,9 +538,7 @@ final class SSHAgent {
             reply(SSHWriter.message(.extensionFailure) { $0.string(Array(reason.utf8)) })
         }
         let policy = policy()
-        guard let caller = peer.identity, CallerRule.isUnconfinedHost(caller, confined: policy.membership(of: caller).confined) else {
-            return refuse("only your own programs may, unconfined and outside a sandbox")
-        }
+        guard isOwnProgram(peer, under: policy) else { return refuse(Self.ownProgramsOnly) }
         guard unlockedCollection() != nil else { return refuse("the login keyring is locked") }
         let printable = SSHAgentRequest.printable(name)
         let chosen = identities.filter { $0.fingerprint == name || $0.comment == name }
@@ -555,6 +564,26 @@ final class SSHAgent {
             guard let failure else { return apply() }
             refuse("the login password was not accepted: \(failure)")
         }
+    }
+
+    /// Why a program that may not manage confinement is refused.
+    private static let ownProgramsOnly = "only your own programs may, unconfined and outside a sandbox"
+
+    /// Whether `peer` is one of the person's own programs: identified, confined by no `[app]`
+    /// entry, outside a sandbox (as ``CallerRule/unconfined`` admits bus callers).
+    private func isOwnProgram(_ peer: SSHAgentSocket.Peer, under policy: AccessPolicy) -> Bool {
+        guard let caller = peer.identity else { return false }
+        return CallerRule.isUnconfinedHost(caller, confined: policy.membership(of: caller).confined)
+    }
+
+    /// Every key with its group, confined or not, for the person's own programs (none while
+    /// the keyring is locked; as many as fit in one message); the extension failure for others.
+    private func allKeysAnswer(for peer: SSHAgentSocket.Peer) -> [UInt8] {
+        guard isOwnProgram(peer, under: policy()) else {
+            Log.info("refused to list every SSH key for \(peer.description): \(Self.ownProgramsOnly)")
+            return SSHWriter.message(.extensionFailure) { $0.string(Array(Self.ownProgramsOnly.utf8)) }
+        }
+        return keysMessage(.success, withGroups: true) { _ in true }
     }
 
     /// Writes `group` (nil: none) into the items of `chosen`; false when the keyring is locked

@@ -33,6 +33,9 @@ package enum SSHAgentRequest {
     /// unconfine it (nil); `password` is the login password, which unconfining or moving a
     /// confined key needs (`secretctl ssh confine`, secretd's own extension).
     case confine(key: String, group: String?, password: SecureBytes?)
+    /// List every key with its group, confined or not (`secretctl ssh list`, secretd's own
+    /// extension).
+    case listAll
     /// A message the agent understands and refuses, or does not know (why, for the log).
     case refused(String)
 
@@ -69,6 +72,8 @@ package enum SSHAgentRequest {
                 let password = try reader.stringBytes()
                 request = .confine(
                     key: key, group: group.isEmpty ? nil : group, password: password.isEmpty ? nil : SecureBytes(copying: password))
+            case SSHAgentNames.Extension.keys:
+                request = .listAll
             case SSHAgentNames.Extension.sessionBind:
                 return .refused(
                     "\(name) is not supported: secretd's agent does not enforce destination constraints (ssh-add -h); "
