@@ -42,6 +42,8 @@ package enum SSHAgentNames {
         case addIdentityConstrained = 25
         /// A protocol extension, by name.
         case `extension` = 27
+        /// The agent knows the extension and refused the request (secretd's: then a string, why).
+        case extensionFailure = 28
     }
 
     /// The key constraints of `addIdentityConstrained`.
@@ -52,6 +54,23 @@ package enum SSHAgentNames {
         case confirm = 2
         /// A named extension constraint.
         case `extension` = 255
+    }
+
+    /// The extensions (RFC 9987 §4.7) secretd's agent knows by name.
+    package enum Extension {
+        /// OpenSSH's binding of an agent connection to a host's session (`ssh` sends it before
+        /// it signs; refused: secretd does not enforce destination constraints).
+        package static let sessionBind = "session-bind@openssh.com"
+        /// OpenSSH's key constraint that restricts a key to destinations (`ssh-add -h`; refused).
+        package static let restrictDestination = "restrict-destination-v00@openssh.com"
+        /// secretd's own: confine a key to an access group, or unconfine it (`secretctl ssh
+        /// confine`). Its body: string key (fingerprint or comment), string group (empty:
+        /// unconfine), string login password (empty: none; needed to unconfine or move a key).
+        package static let confine = "confine@secretd.github.io"
+        /// secretd's own: every key with its access group, confined or not (`secretctl ssh
+        /// list`). The reply: success, a uint32 count, then each key's string blob, string
+        /// comment and string group (empty: unconfined).
+        package static let keys = "keys@secretd.github.io"
     }
 
     /// The sign request flags that ask an RSA key for `rsa-sha2-256` and `rsa-sha2-512`.
@@ -76,6 +95,9 @@ package enum SSHAgentNames {
     package static let expiresAttribute = "ssh:expires"
     /// The attribute that is `yes` for a key that asks before each use (`ssh-add -c`).
     package static let confirmAttribute = "ssh:confirm"
+    /// The attribute with the access group a key is confined to (`secretctl ssh confine`): only
+    /// that group's members see it and sign with it. No attribute: every client of the agent.
+    package static let groupAttribute = "ssh:group"
     /// The content type of a stored key: the agent protocol's private key fields.
     package static let contentType = "application/x-ssh-agent-key"
 }

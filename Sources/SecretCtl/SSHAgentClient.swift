@@ -3,8 +3,9 @@ import Glibc
 import KeychainCore
 import SecretCrypto
 
-/// A client of secretd's SSH agent socket for `secretctl ssh`: lists and removes keys with the
-/// agent protocol (RFC 9987), as `ssh-add` does, without needing `ssh-add` or `SSH_AUTH_SOCK`.
+/// A client of secretd's SSH agent socket for `secretctl ssh`: removes keys with the agent
+/// protocol (RFC 9987), as `ssh-add` does, and lists and confines them with secretd's own
+/// extensions, without needing `ssh-add` or `SSH_AUTH_SOCK`.
 struct SSHAgentClient {
     /// A key the agent lists.
     struct Key {
@@ -12,6 +13,8 @@ struct SSHAgentClient {
         var blob: [UInt8]
         /// Its comment.
         var comment: String
+        /// The access group it is confined to; nil: none.
+        var group: String?
 
         /// Its type, the blob's first string (`ssh-ed25519`, …).
         var type: String {
@@ -71,26 +74,29 @@ struct SSHAgentClient {
     /// Closes the connection.
     func close() { Glibc.close(fd) }
 
-    /// The keys the agent lists (none while the login keyring is locked).
+    /// Every key the agent keeps, with the group of each confined one (none while the login
+    /// keyring is locked), through secretd's ``SSHAgentNames/Extension/keys``.
     func keys() throws(CommandLineError) -> [Key] {
-        let reply = try exchange(SSHWriter.message(.requestIdentities))
-        let malformed = CommandLineError.failure("the agent's answer is malformed", status: .failed)
+        let reply = try exchange(SSHWriter.message(.extension) { $0.string(SSHAgentNames.Extension.keys) })
         let parsed: [Key]? = reply.withUnsafeBytes { bytes in
             var reader = SSHReader(bytes)
             do throws(SSHReader.Failure) {
-                guard try reader.byte() == SSHAgentNames.Message.identitiesAnswer.rawValue else { return nil }
+                guard try reader.byte() == SSHAgentNames.Message.success.rawValue else { return nil }
                 let count = try reader.uint32()
                 guard count <= 100_000 else { return nil }
                 var keys: [Key] = []
-                for _ in 0..<count { keys.append(Key(blob: try reader.string(), comment: try reader.text())) }
+                for _ in 0..<count {
+                    let blob = try reader.string(), comment = try reader.text(), group = try reader.text()
+                    keys.append(Key(blob: blob, comment: comment, group: group.isEmpty ? nil : group))
+                }
                 return keys
             } catch {
                 return nil
             }
         }
         guard let parsed else {
-            throw reply.first == SSHAgentNames.Message.failure.rawValue
-                ? .failure("the agent refused to list its keys", status: .failed) : malformed
+            let reason = Self.refusal(in: reply).map { ": \($0)" } ?? " (is it secretd's?)"
+            throw .failure("the agent refused to list its keys\(reason)", status: .accessDenied)
         }
         return parsed
     }
@@ -99,6 +105,40 @@ struct SSHAgentClient {
     func remove(_ key: Key) throws(CommandLineError) -> Bool {
         let reply = try exchange(SSHWriter.message(.removeIdentity) { $0.string(key.blob) })
         return reply.first == SSHAgentNames.Message.success.rawValue
+    }
+
+    /// Confines the key `name` names (fingerprint or comment) to access group `group`, or
+    /// unconfines it (nil), with the login `password` when one was given (secretd's
+    /// ``SSHAgentNames/Extension/confine``). Returns nil when done, else the agent's reason.
+    func confine(_ name: String, to group: String?, password: [UInt8]?) throws(CommandLineError) -> String? {
+        // Built in one buffer of its final size, so the password is in no other copy, and wiped.
+        let strings = [Array(SSHAgentNames.Extension.confine.utf8), Array(name.utf8), Array((group ?? "").utf8)]
+        let length = 1 + strings.reduce(0) { $0 + 4 + $1.count } + 4 + (password?.count ?? 0)
+        var message: [UInt8] = []
+        message.reserveCapacity(4 + length)
+        func append(_ value: Int) { message += (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
+        append(length)
+        message.append(SSHAgentNames.Message.extension.rawValue)
+        for string in strings {
+            append(string.count)
+            message += string
+        }
+        append(password?.count ?? 0)
+        message += password ?? []
+        defer { message.wipe() }
+        let reply = try exchange(message)
+        if reply.first == SSHAgentNames.Message.success.rawValue { return nil }
+        return Self.refusal(in: reply) ?? "the agent refused (is it secretd's?)"
+    }
+
+    /// Why secretd's agent refused one of its own extensions (the string after the extension
+    /// failure); nil for any other reply.
+    private static func refusal(in reply: [UInt8]) -> String? {
+        reply.withUnsafeBytes { bytes in
+            var reader = SSHReader(bytes)
+            guard (try? reader.byte()) == SSHAgentNames.Message.extensionFailure.rawValue else { return nil }
+            return try? reader.text()
+        }
     }
 
     /// Sends `message` and reads the reply (its bytes after the length).

@@ -133,7 +133,13 @@ public final class Daemon {
         if busName == SecretServiceNames.busName {
             sshAgent = SSHAgent(
                 keyring: provider.keyring, commitBarrier: provider.commitBarrier, runtimeDirectory: options.runtimeDirectory,
-                pinentry: options.configuration.pinentry)
+                pinentry: options.configuration.pinentry, policy: { [weak provider = self.provider] in provider?.policy ?? AccessPolicy() },
+                verifyPassword: { [weak provider = self.provider] password, done in
+                    guard let provider else { return done("secretd is stopping") }
+                    provider.verifyLoginPassword(password) { result in
+                        if case .failure(let error) = result { done(error.message) } else { done(nil) }
+                    }
+                })
         }
         MainLoop.onSignal(SIGHUP) { [weak provider = self.provider] in provider?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()

@@ -4,8 +4,9 @@ import SecretCrypto
 import SecretService
 
 /// The SSH agent's messages (what any process of the user may send secretd's agent socket):
-/// a message parses or is refused, never traps; an added key's fields are read as a private key
-/// or refused; a key read from them has a public blob that starts with its type, and a
+/// a message parses or is refused, never traps; secretd's confine extension takes an empty
+/// group as "unconfine" and an empty password as none; an added key's fields are read as a
+/// private key or refused; a key read from them has a public blob that starts with its type, and a
 /// signature request it serves gives a blob naming an algorithm of that key.
 enum SSHAgentTarget {
     /// The target.
@@ -16,6 +17,9 @@ enum SSHAgentTarget {
         let bytes = [UInt8](data)
         let parsed = bytes.withUnsafeBytes { buffer in
             Result { () throws(SSHReader.Failure) in try SSHAgentRequest.parse(buffer) }
+        }
+        if case .success(.confine(_, let group, let password)) = parsed {
+            require(group?.isEmpty != true && password?.count != 0, "an empty group or password was taken for one")
         }
         guard case .success(.add(let key, let comment, _)) = parsed else { return }
         require(comment.utf8.count <= SSHAgentRequest.maximumCommentLength, "a comment over the limit was taken")

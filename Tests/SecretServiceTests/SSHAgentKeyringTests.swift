@@ -13,6 +13,14 @@ import Testing
     static let seed: [UInt8] = hex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
     static let publicKey: [UInt8] = hex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
 
+    /// The RFC 8032 key's public blob.
+    static var blob: [UInt8] {
+        var writer = SSHWriter()
+        writer.string("ssh-ed25519")
+        writer.string(publicKey)
+        return writer.bytes
+    }
+
     static func hex(_ text: String) -> [UInt8] {
         stride(from: 0, to: text.count, by: 2).map { offset in
             let start = text.index(text.startIndex, offsetBy: offset)
@@ -34,6 +42,11 @@ import Testing
         }
         let login: Store.CollectionRecord
         let keys: Store.ItemKeys
+        /// The access group policy the agent reads, changed by hand.
+        final class Policy { var current = AccessPolicy() }
+        let policy = Policy()
+        /// The login password the agent's password check accepts.
+        static let password = "pw"
 
         init() throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("ssh-agent-\(UUID().uuidString)")
@@ -44,7 +57,13 @@ import Testing
                 name: "login", label: "Login", key: try NewCollectionKey(password: SecureBytes(Array("pw".utf8)), parameters: .testing))
             try keyring.setAlias("default", to: login)
             let clock = self.clock
-            agent = SSHAgent(keyring: keyring, commitBarrier: CommitBarrier(store: store), offLoop: .inline, clock: { clock.now }, pinentry: nil)
+            let policy = self.policy
+            agent = SSHAgent(
+                keyring: keyring, commitBarrier: CommitBarrier(store: store), offLoop: .inline, clock: { clock.now }, pinentry: nil,
+                policy: { policy.current },
+                verifyPassword: { password, done in
+                    done(password.withBytes { Array($0) } == Array(Self.password.utf8) ? nil : "the password is wrong")
+                })
         }
 
         deinit {
@@ -52,10 +71,10 @@ import Testing
             try? FileManager.default.removeItem(at: directory)
         }
 
-        /// The agent's reply to `message` (its bytes after the length), without the length.
-        func send(_ message: [UInt8]) -> [UInt8] {
+        /// The agent's reply to `message` (its bytes after the length) from `peer`, without the length.
+        func send(_ message: [UInt8], from peer: SSHAgentSocket.Peer = SSHAgentSocket.Peer()) -> [UInt8] {
             var reply: [UInt8]?
-            agent.answer(SecureBytes(message), from: SSHAgentSocket.Peer()) { reply = $0 }
+            agent.answer(SecureBytes(message), from: peer) { reply = $0 }
             return Array((reply ?? []).dropFirst(4))
         }
 
@@ -70,9 +89,9 @@ import Testing
             return send(writer.bytes + (constraints ?? []))
         }
 
-        /// The comments of the keys listed.
-        func listed() -> [String] {
-            let reply = send([11])
+        /// The comments of the keys listed to `peer`.
+        func listed(by peer: SSHAgentSocket.Peer = SSHAgentSocket.Peer()) -> [String] {
+            let reply = send([11], from: peer)
             return reply.withUnsafeBytes { bytes in
                 var reader = SSHReader(bytes)
                 guard (try? reader.byte()) == 12, let count = try? reader.uint32() else { return ["not an answer"] }
@@ -83,17 +102,14 @@ import Testing
             }
         }
 
-        /// The agent's signature of `data` with the RFC 8032 key (nil: a failure).
-        func sign(_ data: [UInt8]) -> [UInt8]? {
-            var blob = SSHWriter()
-            blob.string("ssh-ed25519")
-            blob.string(SSHAgentKeyringTests.publicKey)
+        /// The agent's signature of `data` with the RFC 8032 key for `peer` (nil: a failure).
+        func sign(_ data: [UInt8], by peer: SSHAgentSocket.Peer = SSHAgentSocket.Peer()) -> [UInt8]? {
             var writer = SSHWriter()
             writer.byte(13)
-            writer.string(blob.bytes)
+            writer.string(SSHAgentKeyringTests.blob)
             writer.string(data)
             writer.uint32(0)
-            let reply = send(writer.bytes)
+            let reply = send(writer.bytes, from: peer)
             guard reply.first == 14 else { return nil }
             return reply.withUnsafeBytes { bytes in
                 var reader = SSHReader(bytes)
@@ -105,6 +121,18 @@ import Testing
                     return try? reader.string()
                 }
             }
+        }
+
+        /// secretd's confine extension from `peer`: the agent's reply (success, or the extension
+        /// failure and why).
+        func confine(_ key: String, to group: String?, password: String = "", from peer: SSHAgentSocket.Peer) -> [UInt8] {
+            var writer = SSHWriter()
+            writer.byte(SSHAgentNames.Message.extension.rawValue)
+            writer.string(SSHAgentNames.Extension.confine)
+            writer.string(key)
+            writer.string(group ?? "")
+            writer.string(password)
+            return send(writer.bytes, from: peer)
         }
 
         /// The stored SSH key items' attributes.
@@ -190,5 +218,61 @@ import Testing
         #expect(fixture.send(writer.bytes) == [5], "a seed that does not give the public key")
         #expect(try fixture.storedAttributes().isEmpty)
         #expect(fixture.listed().isEmpty)
+    }
+
+    /// A client of the agent named `exe:PATH`.
+    static func peer(_ path: String) -> SSHAgentSocket.Peer {
+        SSHAgentSocket.Peer(identity: CallerIdentity(kind: .exe, name: path), pid: 4242)
+    }
+
+    @Test("confine: only unconfined programs may; narrowing is free, widening needs the password; members alone list, sign and remove; a key added again stays confined")
+    func confinement() throws {
+        let fixture = try Fixture()
+        let member = Self.peer("/usr/bin/member"), outsider = Self.peer("/usr/bin/outsider"), app = Self.peer("/opt/app")
+        fixture.policy.current = try AccessPolicy.parse(
+            "[group \"com.example.work\"]\nmember = exe:/usr/bin/member\n[group \"com.example.other\"]\n[app \"exe:/opt/app\"]\ngroups = com.example.other\n",
+            file: "access-groups.conf")
+        #expect(fixture.add() == [6])
+        func refusal(_ reply: [UInt8]) -> String? {
+            reply.withUnsafeBytes { bytes in
+                var reader = SSHReader(bytes)
+                guard (try? reader.byte()) == SSHAgentNames.Message.extensionFailure.rawValue else { return nil }
+                return try? reader.text()
+            }
+        }
+        #expect(refusal(fixture.confine("rfc8032", to: "com.example.work", from: app))?.contains("only your own programs") == true)
+        #expect(refusal(fixture.confine("rfc8032", to: "com.example.work", from: SSHAgentSocket.Peer())) != nil, "an unidentified client")
+        #expect(refusal(fixture.confine("nosuch", to: "com.example.work", from: outsider)) == "the agent has no key nosuch")
+        #expect(refusal(fixture.confine("rfc8032", to: "com.example.nosuch", from: outsider))?.contains("defines no group") == true)
+        #expect(fixture.confine("rfc8032", to: "com.example.work", from: outsider) == [6], "narrowing needs no password")
+        #expect(try fixture.storedAttributes().first?[SSHAgentNames.groupAttribute] == "com.example.work")
+
+        #expect(fixture.listed(by: outsider).isEmpty && fixture.listed().isEmpty)
+        // secretd's keys extension lists it, with its group, to the person's own programs only.
+        var keys = SSHWriter()
+        keys.byte(SSHAgentNames.Message.extension.rawValue)
+        keys.string(SSHAgentNames.Extension.keys)
+        var all = SSHWriter()
+        all.byte(SSHAgentNames.Message.success.rawValue)
+        all.uint32(1)
+        all.string(Self.blob)
+        all.string("rfc8032")
+        all.string("com.example.work")
+        #expect(fixture.send(keys.bytes, from: outsider) == all.bytes)
+        #expect(refusal(fixture.send(keys.bytes, from: app))?.contains("only your own programs") == true)
+        #expect(fixture.listed(by: member) == ["rfc8032"])
+        #expect(fixture.sign([1], by: outsider) == nil)
+        #expect(fixture.sign([1], by: member) != nil)
+        #expect(fixture.send([19], from: outsider) == [6], "remove-all removes only what the client sees")
+        #expect(fixture.listed(by: member) == ["rfc8032"])
+        #expect(fixture.add(comment: "again") == [6])
+        #expect(try fixture.storedAttributes().first?[SSHAgentNames.groupAttribute] == "com.example.work", "added again, still confined")
+
+        // Moving or unconfining widens: the password is needed, and must be right.
+        #expect(refusal(fixture.confine("again", to: "com.example.other", from: outsider))?.contains("needs the login password") == true)
+        #expect(refusal(fixture.confine("again", to: nil, password: "wrong", from: outsider))?.contains("the password is wrong") == true)
+        #expect(fixture.confine("again", to: nil, password: Fixture.password, from: outsider) == [6])
+        #expect(fixture.listed(by: outsider) == ["again"])
+        #expect(try fixture.storedAttributes().first?[SSHAgentNames.groupAttribute] == nil)
     }
 }

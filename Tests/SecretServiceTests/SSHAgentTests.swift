@@ -131,7 +131,8 @@ import Testing
     /// A raw agent client. Each argument is one step: `open:NAME` opens a connection, `send:NAME:HEX`
     /// sends bytes as they are, `recv:NAME` prints the type of the reply (or `closed`),
     /// `sign:NAME:FLAGS` signs "data" with the first listed key and prints the reply's type and,
-    /// when signed, the signature's algorithm.
+    /// when signed, the signature's algorithm; `signblob:NAME:HEX` asks the key whose public blob
+    /// is HEX (listed or not) to sign "data" and prints the reply's type.
     static let rawClient = """
         import socket, struct, sys
         path = sys.argv[1]
@@ -154,6 +155,9 @@ import Testing
             return b[off + 4:off + 4 + n], off + 4 + n
         def frame(body):
             return struct.pack(">I", len(body)) + body
+        def sign(s, blob, flags):
+            s.sendall(frame(b"\\x0d" + struct.pack(">I", len(blob)) + blob + struct.pack(">I", 4) + b"data" + struct.pack(">I", flags)))
+            return recv(s)
         for step in sys.argv[2:]:
             parts = step.split(":")
             if parts[0] == "open":
@@ -166,14 +170,14 @@ import Testing
             elif parts[0] == "recv":
                 reply = recv(conns[parts[1]])
                 print("closed" if reply is None else reply[0])
+            elif parts[0] == "signblob":
+                print(sign(conns[parts[1]], bytes.fromhex(parts[2]), 0)[0])
             elif parts[0] == "sign":
                 s = conns[parts[1]]
                 s.sendall(frame(b"\\x0b"))
                 reply = recv(s)
                 blob, _ = string(reply, 5)
-                body = b"\\x0d" + struct.pack(">I", len(blob)) + blob + struct.pack(">I", 4) + b"data" + struct.pack(">I", int(parts[2]))
-                s.sendall(frame(body))
-                reply = recv(s)
+                reply = sign(s, blob, int(parts[2]))
                 if reply[0] == 14:
                     signature, _ = string(reply, 1)
                     algorithm, _ = string(signature, 0)
@@ -493,6 +497,9 @@ import Testing
             let result = try ssh(path)
             #expect(result.status == 0 && result.text == "logged-in\n", "\(path): \(result.errorOutput) \(daemon.log)")
         }
+        // ssh asked the agent to bind the connection to the host (session-bind@openssh.com),
+        // was refused, and logged in all the same.
+        #expect(agent.daemon.log.contains("session-bind@openssh.com is not supported"), "\(agent.daemon.log)")
         try agent.lock()
         let refused = try ssh(paths[0])
         #expect(refused.status == 255 && refused.errorOutput.contains("Permission denied"), "\(refused.errorOutput)")

@@ -16,12 +16,22 @@ import SecretStore
 /// public parts in memory; a private key is opened from the keyring for each signature, in
 /// secure memory, and wiped once it has signed.
 ///
+/// A key may be confined to an access group of access-groups.conf (`secretctl ssh confine`,
+/// kept as its ``SSHAgentNames/groupAttribute``): only clients whose identity (resolved from
+/// SO_PEERCRED as the bus side resolves callers) is a member of that group see it and sign with
+/// it; to every other client it does not exist, and a signature it asks for anyway is refused at
+/// once, logged and recorded in the audit trail. When the group leaves access-groups.conf the
+/// key stays confined to it: only `[app]` entries that still list the group may use it, until
+/// the person unconfines it with the login password.
+///
 /// Refused with a failure: SHA-1 `ssh-rsa` signatures (a sign request without the rsa-sha2
 /// flags), keys added with extension constraints (`-h` destinations, security key providers),
 /// security keys and DSA keys, the agent's own lock (`ssh-add -x`), and every extension message
-/// (`session-bind@openssh.com` included: OpenSSH carries on without it). `ssh-add -t` works:
-/// the key leaves the agent and the keychain when its lifetime ends. `ssh-add -c` works when
-/// secretd.conf names a pinentry: a signature asks the person first, naming the process that
+/// but secretd's own ``SSHAgentNames/Extension/confine`` and ``SSHAgentNames/Extension/keys``
+/// (`session-bind@openssh.com` included: OpenSSH carries on without it, and with no
+/// destination constraints it would bind nothing). `ssh-add -t` works: the key leaves the agent
+/// and the keychain when its lifetime ends. `ssh-add -c` works when secretd.conf names a
+/// pinentry: a signature asks the person first, naming the process that
 /// asked (allow once, allow that program for ``consentMinutes`` until a lock, or deny);
 /// without one such keys are refused.
 ///
@@ -40,6 +50,13 @@ final class SSHAgent {
         var expires: UInt64?
         /// Whether the person is asked before each signature (`ssh-add -c`).
         var confirm = false
+        /// The access group it is confined to; nil: every client of the agent may use it.
+        var group: String?
+
+        /// Its SHA-256 fingerprint, as `ssh-add -l` shows it (a certificate's is its key's).
+        var fingerprint: String { SSHPrivateKey.fingerprint(of: SSHPublicKey.plainBlob(publicBlob) ?? publicBlob) }
+        /// Whether a client in `groups` may see it and sign with it.
+        func isUsable(by groups: Set<String>) -> Bool { group.map(groups.contains) ?? true }
     }
 
     /// Most keys the agent keeps (a client adding more gets a failure).
@@ -52,6 +69,11 @@ final class SSHAgent {
     private let clock: () -> Date
     /// The pinentry program that asks before each use of a key added with `ssh-add -c`.
     private let pinentry: String?
+    /// The access group policy in force (access-groups.conf), read at each request.
+    private let policy: () -> AccessPolicy
+    /// Checks the login password (throttled, off the loop), for unconfining or moving a key;
+    /// nil: such changes are refused.
+    private let verifyPassword: PasswordCheck?
     private var socket: SSHAgentSocket?
     /// The default keyring's keys while it is unlocked; empty while it is locked.
     private var identities: [Identity] = []
@@ -74,10 +96,19 @@ final class SSHAgent {
     /// How long "Allow for N minutes" lasts.
     static let consentMinutes = 10
 
+    /// Checks a login password (throttled as unlocking is), then calls back on the loop with
+    /// nil when it is right, else why not (wrong, or too many wrong ones: wait).
+    typealias PasswordCheck = (_ password: SecureBytes, _ done: @escaping (String?) -> Void) -> Void
+
     /// The agent over `keyring`, listening under `runtimeDirectory` (`$XDG_RUNTIME_DIR`); nil when
     /// it cannot listen (logged).
-    convenience init?(keyring: Keyring, commitBarrier: CommitBarrier, runtimeDirectory: String?, pinentry: String?) {
-        self.init(keyring: keyring, commitBarrier: commitBarrier, offLoop: .thread, clock: { Date() }, pinentry: pinentry)
+    convenience init?(
+        keyring: Keyring, commitBarrier: CommitBarrier, runtimeDirectory: String?, pinentry: String?,
+        policy: @escaping () -> AccessPolicy, verifyPassword: @escaping PasswordCheck
+    ) {
+        self.init(
+            keyring: keyring, commitBarrier: commitBarrier, offLoop: .thread, clock: { Date() }, pinentry: pinentry, policy: policy,
+            verifyPassword: verifyPassword)
         guard let socket = SSHAgentSocket(runtimeDirectory: runtimeDirectory, handler: { [weak self] message, peer, reply in
             guard let self else { return reply(SSHWriter.message(.failure)) }
             self.answer(message, from: peer, reply: reply)
@@ -87,9 +118,16 @@ final class SSHAgent {
     }
 
     /// The agent without a socket (in-process use), signing through `offLoop`, asking about
-    /// keys added with `ssh-add -c` through `pinentry` (nil: such keys are refused).
-    init(keyring: Keyring, commitBarrier: CommitBarrier, offLoop: OffLoop, clock: @escaping () -> Date, pinentry: String?) {
+    /// keys added with `ssh-add -c` through `pinentry` (nil: such keys are refused), confining
+    /// keys by `policy`, checking the login password with `verifyPassword` (nil: unconfining
+    /// a key is refused).
+    init(
+        keyring: Keyring, commitBarrier: CommitBarrier, offLoop: OffLoop, clock: @escaping () -> Date, pinentry: String?,
+        policy: @escaping () -> AccessPolicy = { AccessPolicy() }, verifyPassword: PasswordCheck? = nil
+    ) {
         self.keyring = keyring
+        self.policy = policy
+        self.verifyPassword = verifyPassword
         self.commitBarrier = commitBarrier
         self.pinentry = pinentry
         self.offLoop = offLoop
@@ -177,7 +215,8 @@ final class SSHAgent {
             }
             return Identity(
                 itemID: record.id, publicBlob: Array(blob), comment: attributes[SSHAgentNames.commentAttribute] ?? "",
-                expires: expires, confirm: attributes[SSHAgentNames.confirmAttribute] == "yes")
+                expires: expires, confirm: attributes[SSHAgentNames.confirmAttribute] == "yes",
+                group: attributes[SSHAgentNames.groupAttribute])
         }
         if !expired.isEmpty {
             for record in expired { delete(record, reason: "its lifetime is over") }
@@ -233,34 +272,47 @@ final class SSHAgent {
         let failure = SSHWriter.message(.failure)
         switch request {
         case .listKeys:
-            reply(identitiesAnswer())
+            reply(identitiesAnswer(for: peer))
         case .sign(let blob, let data, let flags):
             sign(blob, data: data, flags: flags, for: peer, reply: reply)
         case .add(let key, let comment, let constraints):
             add(key, comment: comment, constraints: constraints) { reply($0 ? SSHWriter.message(.success) : failure) }
         case .remove(let blob):
-            reply(remove { $0.publicBlob == blob } ? SSHWriter.message(.success) : failure)
+            reply(remove(for: peer) { $0.publicBlob == blob } ? SSHWriter.message(.success) : failure)
         case .removeAll:
-            reply(remove { _ in true } || unlockedCollection() != nil ? SSHWriter.message(.success) : failure)
+            reply(remove(for: peer) { _ in true } || unlockedCollection() != nil ? SSHWriter.message(.success) : failure)
+        case .confine(let key, let group, let password):
+            confine(key, to: group, password: password, for: peer, reply: reply)
+        case .listAll:
+            reply(allKeysAnswer(for: peer))
         case .refused(let reason):
             Log.info("refused an SSH agent request: \(reason)")
             reply(failure)
         }
     }
 
-    /// The keys, or none while the keyring is locked; as many as fit in one message.
-    private func identitiesAnswer() -> [UInt8] {
+    /// The keys `peer` may use, or none while the keyring is locked; as many as fit in one message.
+    private func identitiesAnswer(for peer: SSHAgentSocket.Peer) -> [UInt8] {
+        let groups = groups(of: peer)
+        return keysMessage(.identitiesAnswer, withGroups: false) { $0.isUsable(by: groups) }
+    }
+
+    /// A message of type `type` with the unexpired keys `include` picks (none while the keyring
+    /// is locked), as many as fit: a count, then each key's blob and comment, and with
+    /// `withGroups` its group (empty: unconfined).
+    private func keysMessage(_ type: SSHAgentNames.Message, withGroups: Bool, including include: (Identity) -> Bool) -> [UInt8] {
         let now = UInt64(max(0, clock().timeIntervalSince1970))
         var size = 9
-        let listed = identities.filter { ($0.expires ?? .max) > now }.prefix { identity in
-            size += 8 + identity.publicBlob.count + identity.comment.utf8.count
+        let listed = identities.filter { ($0.expires ?? .max) > now && include($0) }.prefix { identity in
+            size += 8 + identity.publicBlob.count + identity.comment.utf8.count + (withGroups ? 4 + (identity.group?.utf8.count ?? 0) : 0)
             return size <= SSHAgentNames.maximumMessageLength
         }
-        return SSHWriter.message(.identitiesAnswer) { writer in
+        return SSHWriter.message(type) { writer in
             writer.uint32(UInt32(listed.count))
             for identity in listed {
                 writer.string(identity.publicBlob)
                 writer.string(identity.comment)
+                if withGroups { writer.string(identity.group ?? "") }
             }
         }
     }
@@ -273,10 +325,11 @@ final class SSHAgent {
     ) {
         let now = clock()
         guard let identity = listed(blob), unlockedCollection() != nil else { return reply(SSHWriter.message(.failure)) }
-        let fingerprint = SSHPrivateKey.fingerprint(of: SSHPublicKey.plainBlob(blob) ?? blob)
-        let consent = peer.identity.map { Consent(identity: $0, fingerprint: fingerprint) }
+        guard let identity = usable(identity, by: peer) else { return reply(SSHWriter.message(.failure)) }
+        let fingerprint = identity.fingerprint
+        let consent = peer.identity.map { Consent(identity: $0.description, fingerprint: fingerprint) }
         guard identity.confirm, consent.flatMap({ consents[$0] }).map({ $0 <= now }) ?? true else {
-            return signAllowed(blob, data: data, flags: flags, reply: reply)
+            return signAllowed(blob, data: data, flags: flags, for: peer, reply: reply)
         }
         guard let pinentry else { return reply(SSHWriter.message(.failure)) }
         let name = identity.comment.isEmpty ? fingerprint : "“\(identity.comment)” (\(fingerprint))"
@@ -291,10 +344,10 @@ final class SSHAgent {
             self.keyring.acting(as: peer.accessor) {
                 switch choice {
                 case .ok:
-                    self.signAllowed(blob, data: data, flags: flags, reply: reply)
+                    self.signAllowed(blob, data: data, flags: flags, for: peer, reply: reply)
                 case .notOK:
                     if let consent { self.consents[consent] = self.clock().addingTimeInterval(Double(Self.consentMinutes * 60)) }
-                    self.signAllowed(blob, data: data, flags: flags, reply: reply)
+                    self.signAllowed(blob, data: data, flags: flags, for: peer, reply: reply)
                 case .cancelled, .failed:
                     Log.info("no signature with SSH key \(identity.itemID) for \(peer.description): the person did not allow it (\(choice))")
                     self.keyring.refused(AccessRefusal(
@@ -312,10 +365,29 @@ final class SSHAgent {
         return identities.first { $0.publicBlob == blob && ($0.expires ?? .max) > now }
     }
 
-    /// Opens the key `blob` names from the keyring (still unlocked, the key still there) and
-    /// signs off the loop; the key is wiped once it has signed.
-    private func signAllowed(_ blob: [UInt8], data: [UInt8], flags: UInt32, reply: @escaping ([UInt8]) -> Void) {
-        guard let identity = listed(blob), let (collection, keys) = unlockedCollection(),
+    /// `identity` when `peer` may use it (it is unconfined, or `peer` is a member of its group);
+    /// else nil, after logging the refusal and recording it in the audit trail.
+    private func usable(_ identity: Identity, by peer: SSHAgentSocket.Peer) -> Identity? {
+        guard let group = identity.group, !identity.isUsable(by: groups(of: peer)) else { return identity }
+        let reason = "\(peer.identity?.description ?? "an unidentified process") is not a member of the access group “\(group)”"
+        Log.info("refused to sign with SSH key \(identity.itemID) (\(identity.fingerprint)) for \(peer.description): \(reason)")
+        keyring.refused(AccessRefusal(
+            route: "ssh-agent sign", reason: reason, item: try? keyring.item(id: identity.itemID), collection: unlockedCollection()?.0))
+        return nil
+    }
+
+    /// The access groups `peer` belongs to under the policy in force (none when it could not
+    /// be identified).
+    private func groups(of peer: SSHAgentSocket.Peer) -> Set<String> {
+        peer.identity.map { Set(policy().membership(of: $0).groups) } ?? []
+    }
+
+    /// Opens the key `blob` names from the keyring (still unlocked, the key still there, still
+    /// usable by `peer`) and signs off the loop; the key is wiped once it has signed.
+    private func signAllowed(
+        _ blob: [UInt8], data: [UInt8], flags: UInt32, for peer: SSHAgentSocket.Peer, reply: @escaping ([UInt8]) -> Void
+    ) {
+        guard let listed = listed(blob), let identity = usable(listed, by: peer), let (collection, keys) = unlockedCollection(),
             let record = try? keyring.item(id: identity.itemID), record.collectionID == collection.id
         else { return reply(SSHWriter.message(.failure)) }
         let key: SSHPrivateKey
@@ -394,10 +466,13 @@ final class SSHAgent {
         // fingerprint), found through the attribute index.
         let existing = ((try? keyring.search(
             [PortalNames.schemaAttribute: SSHAgentNames.schema, SSHAgentNames.fingerprintAttribute: fingerprint], in: collection)) ?? [])
-            .first { record in
-                record.accessGroup == SSHAgentNames.accessGroup
-                    && (try? keyring.readItem(record, in: collection, keys: keys))?.attributes[SSHAgentNames.publicKeyAttribute] == encoded
-            }
+            .lazy.compactMap { record -> (Store.ItemRecord, ItemContents)? in
+                guard record.accessGroup == SSHAgentNames.accessGroup,
+                    let contents = try? self.keyring.readItem(record, in: collection, keys: keys),
+                    contents.attributes[SSHAgentNames.publicKeyAttribute] == encoded
+                else { return nil }
+                return (record, contents)
+            }.first
         guard existing != nil || identities.count < Self.maximumKeys else {
             Log.warning("refused to add an SSH key: the agent keeps \(Self.maximumKeys) already")
             return false
@@ -415,11 +490,13 @@ final class SSHAgent {
             attributes[SSHAgentNames.expiresAttribute] = String(UInt64(max(0, clock().timeIntervalSince1970)) + UInt64(lifetime))
         }
         if constraints.confirm { attributes[SSHAgentNames.confirmAttribute] = "yes" }
+        // Added again, a confined key stays confined (whoever adds it).
+        attributes[SSHAgentNames.groupAttribute] = existing?.1.attributes[SSHAgentNames.groupAttribute]
         let contents = ItemContents(
             label: comment.isEmpty ? "SSH key" : "SSH key: \(comment)", attributes: attributes, secret: fields,
             contentType: SSHAgentNames.contentType)
         do {
-            if let record = existing {
+            if let (record, _) = existing {
                 _ = try keyring.updateItem(record, in: collection, keys: keys, contents: contents)
             } else {
                 _ = try keyring.createItem(in: collection, keys: keys, contents: contents, creator: "ssh-agent")
@@ -431,14 +508,98 @@ final class SSHAgent {
         return commit()
     }
 
-    /// Removes the keys `matching` picks from the agent and the keyring; false when none was
-    /// removed (or the keyring is locked).
-    private func remove(matching: (Identity) -> Bool) -> Bool {
+    /// Removes the keys `peer` may use that `matching` picks from the agent and the keyring;
+    /// false when none was removed (or the keyring is locked).
+    private func remove(for peer: SSHAgentSocket.Peer, matching: (Identity) -> Bool) -> Bool {
         guard unlockedCollection() != nil else { return false }
-        let chosen = identities.filter(matching)
+        let groups = groups(of: peer)
+        let chosen = identities.filter { $0.isUsable(by: groups) && matching($0) }
         guard !chosen.isEmpty else { return false }
         for identity in chosen {
             if let record = try? keyring.item(id: identity.itemID) { delete(record, reason: "asked by a client") }
+        }
+        return commit()
+    }
+
+    // MARK: - Confinement
+
+    /// Confines the key `name` names (its fingerprint, or its comment when that names one key;
+    /// a key and its certificate together) to `group`, or unconfines it (nil), for `peer`
+    /// (`secretctl ssh confine`). Only the person's own programs may (unconfined, outside a
+    /// sandbox), only to a group access-groups.conf defines, and unconfining or moving a
+    /// confined key needs the login password. Replies success, or the extension failure with
+    /// why.
+    private func confine(
+        _ name: String, to group: String?, password: SecureBytes?, for peer: SSHAgentSocket.Peer, reply: @escaping ([UInt8]) -> Void
+    ) {
+        let verb = group.map { "confine an SSH key to “\($0)”" } ?? "unconfine an SSH key"
+        func refuse(_ reason: String) {
+            Log.info("refused to \(verb) for \(peer.description): \(reason)")
+            reply(SSHWriter.message(.extensionFailure) { $0.string(Array(reason.utf8)) })
+        }
+        let policy = policy()
+        guard isOwnProgram(peer, under: policy) else { return refuse(Self.ownProgramsOnly) }
+        guard unlockedCollection() != nil else { return refuse("the login keyring is locked") }
+        let printable = SSHAgentRequest.printable(name)
+        let chosen = identities.filter { $0.fingerprint == name || $0.comment == name }
+        guard let first = chosen.first else { return refuse("the agent has no key \(printable)") }
+        guard chosen.allSatisfy({ $0.fingerprint == first.fingerprint }) else {
+            return refuse("several keys have the comment \(printable); name one by its fingerprint")
+        }
+        if let group, policy.group(group) == nil {
+            return refuse("\(AccessPolicy.fileName) defines no group “\(SSHAgentRequest.printable(group))”")
+        }
+        let apply = { [weak self] in
+            guard let self else { return reply(SSHWriter.message(.failure)) }
+            guard self.setGroup(group, of: chosen) else { return refuse("the key could not be changed (see the log)") }
+            Log.info("\(group.map { "confined SSH key \(first.fingerprint) to the access group \($0)" } ?? "unconfined SSH key \(first.fingerprint)") for \(peer.description)")
+            reply(SSHWriter.message(.success))
+        }
+        // Narrowing who may use a key needs nothing more; widening it needs the login password.
+        guard let current = chosen.compactMap(\.group).first, current != group else { return apply() }
+        guard let password, let verifyPassword else {
+            return refuse("the key is confined to “\(current)”: unconfining or moving it needs the login password")
+        }
+        verifyPassword(password) { failure in
+            guard let failure else { return apply() }
+            refuse("the login password was not accepted: \(failure)")
+        }
+    }
+
+    /// Why a program that may not manage confinement is refused.
+    private static let ownProgramsOnly = "only your own programs may, unconfined and outside a sandbox"
+
+    /// Whether `peer` is one of the person's own programs: identified, confined by no `[app]`
+    /// entry, outside a sandbox (as ``CallerRule/unconfined`` admits bus callers).
+    private func isOwnProgram(_ peer: SSHAgentSocket.Peer, under policy: AccessPolicy) -> Bool {
+        guard let caller = peer.identity else { return false }
+        return CallerRule.isUnconfinedHost(caller, confined: policy.membership(of: caller).confined)
+    }
+
+    /// Every key with its group, confined or not, for the person's own programs (none while
+    /// the keyring is locked; as many as fit in one message); the extension failure for others.
+    private func allKeysAnswer(for peer: SSHAgentSocket.Peer) -> [UInt8] {
+        guard isOwnProgram(peer, under: policy()) else {
+            Log.info("refused to list every SSH key for \(peer.description): \(Self.ownProgramsOnly)")
+            return SSHWriter.message(.extensionFailure) { $0.string(Array(Self.ownProgramsOnly.utf8)) }
+        }
+        return keysMessage(.success, withGroups: true) { _ in true }
+    }
+
+    /// Writes `group` (nil: none) into the items of `chosen`; false when the keyring is locked
+    /// or an item cannot be changed (logged).
+    private func setGroup(_ group: String?, of chosen: [Identity]) -> Bool {
+        guard let (collection, keys) = unlockedCollection() else { return false }
+        do {
+            for identity in chosen {
+                guard let record = try keyring.item(id: identity.itemID) else { continue }
+                var contents = try keyring.readItem(record, in: collection, keys: keys)
+                contents.attributes[SSHAgentNames.groupAttribute] = group
+                _ = try keyring.updateItem(record, in: collection, keys: keys, contents: contents)
+            }
+        } catch {
+            Log.error("cannot change the access group of an SSH key: \(error)")
+            return false
         }
         return commit()
     }

@@ -29,6 +29,13 @@ package enum SSHAgentRequest {
     case remove(blob: [UInt8])
     /// Remove every key (`ssh-add -D`).
     case removeAll
+    /// Confine the key named `key` (fingerprint or comment) to access group `group`, or
+    /// unconfine it (nil); `password` is the login password, which unconfining or moving a
+    /// confined key needs (`secretctl ssh confine`, secretd's own extension).
+    case confine(key: String, group: String?, password: SecureBytes?)
+    /// List every key with its group, confined or not (`secretctl ssh list`, secretd's own
+    /// extension).
+    case listAll
     /// A message the agent understands and refuses, or does not know (why, for the log).
     case refused(String)
 
@@ -50,13 +57,30 @@ package enum SSHAgentRequest {
             request = .sign(blob: blob, data: data, flags: flags)
         case .addIdentity, .addIdentityConstrained:
             request = try parseAdd(&reader, constrained: type == SSHAgentNames.Message.addIdentityConstrained.rawValue)
+            // Refused at a constraint it does not take: the rest is not read.
+            if case .refused = request { return request }
         case .removeIdentity:
             request = .remove(blob: try reader.string())
         case .removeAllIdentities:
             request = .removeAll
         case .extension:
             let name = try reader.text()
-            return .refused("the extension \(printable(name)) is not supported")
+            switch name {
+            case SSHAgentNames.Extension.confine:
+                let key = try reader.text()
+                let group = try reader.text()
+                let password = try reader.stringBytes()
+                request = .confine(
+                    key: key, group: group.isEmpty ? nil : group, password: password.isEmpty ? nil : SecureBytes(copying: password))
+            case SSHAgentNames.Extension.keys:
+                request = .listAll
+            case SSHAgentNames.Extension.sessionBind:
+                return .refused(
+                    "\(name) is not supported: secretd's agent does not enforce destination constraints (ssh-add -h); "
+                        + "ssh carries on without the binding")
+            default:
+                return .refused("the extension \(printable(name)) is not supported")
+            }
         default:
             return .refused("message type \(type) is not supported")
         }
@@ -101,6 +125,12 @@ package enum SSHAgentRequest {
                     constraints.confirm = true
                 case .extension:
                     let name = try reader.text()
+                    guard name != SSHAgentNames.Extension.restrictDestination else {
+                        return .refused(
+                            "a key restricted to destinations (ssh-add -h) was not added: secretd's agent does not enforce "
+                                + "destination constraints, and keeping the key without them would drop the restriction you asked for; "
+                                + "add it without -h (and forward the agent only to hosts you trust), or keep it in OpenSSH's own ssh-agent")
+                    }
                     return .refused("the key constraint \(printable(name)) is not supported")
                 case nil:
                     return .refused("key constraint \(constraint) is not supported")

@@ -20,23 +20,24 @@ final class SSHAgentSocket {
 
     /// Who connected, read when it connected (SO_PEERCRED, then `/proc`).
     struct Peer {
-        /// The process as secretd names callers (`exe:/usr/bin/ssh`, `unit:…`, `flatpak:…`);
-        /// nil when it could not be told.
-        var identity: String?
+        /// The process as secretd names callers (`exe:/usr/bin/ssh`, `unit:…`, `flatpak:…`),
+        /// resolved as the bus side resolves them, so access-groups.conf applies alike; nil when
+        /// it could not be told.
+        var identity: CallerIdentity?
         /// Its process id; nil when the kernel did not say.
         var pid: Int32?
         /// Its command line when it connected, for the audit trail.
         var command: String?
 
         /// It, as the audit trail names who asked.
-        var accessor: Accessor { Accessor(identity: identity ?? "unknown", pid: pid, command: command) }
+        var accessor: Accessor { Accessor(identity: identity?.description ?? "unknown", pid: pid, command: command) }
 
         /// The identity and the process id, for the person and the log.
         var description: String {
             switch (identity, pid) {
             case (let identity?, let pid?): "\(identity) (pid \(pid))"
             case (nil, let pid?): "pid \(pid)"
-            case (let identity?, nil): identity
+            case (let identity?, nil): identity.description
             case (nil, nil): "an unknown process"
             }
         }
@@ -300,7 +301,7 @@ final class SSHAgentSocket {
         guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.pid > 0 else { return Peer() }
         let identity = try? CallerIdentity.resolve(pid: credentials.pid, receivedAt: CallerIdentity.ticksSinceBoot()).get()
         return Peer(
-            identity: identity?.description, pid: credentials.pid, command: CallerIdentity.commandLine(pid: credentials.pid))
+            identity: identity, pid: credentials.pid, command: CallerIdentity.commandLine(pid: credentials.pid))
     }
 
     private static func monotonicSeconds() -> Double {
