@@ -139,7 +139,7 @@ public final class Daemon {
                     provider.verifyLoginPassword(password) { result in
                         if case .failure(let error) = result { done(error.message) } else { done(nil) }
                     }
-                })
+                }, runs: provider.callers.runs)
         }
         MainLoop.onSignal(SIGHUP) { [weak provider = self.provider] in provider?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()

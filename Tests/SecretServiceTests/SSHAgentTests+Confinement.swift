@@ -171,4 +171,30 @@ extension SSHAgentTests {
         #expect(agent.daemon.logs("session-bind@openssh.com is not supported"), "\(agent.daemon.log)")
         agent.daemon.stop()
     }
+
+    @Test("a secretctl run gets only the SSH keys confined to its group: none without --group, and a signature with another is refused")
+    func keysInRun() throws {
+        var agent = try Agent()
+        try apply(policy: "[group \"\(Self.workGroup)\"]\n", to: agent)
+        let ctl = SecretdFixture.secretctlPath
+        let work = try agent.makeKey("work", type: "ed25519")
+        let personal = try agent.makeKey("personal", type: "ed25519")
+        #expect(try agent.run(["ssh-add", work, personal]).status == 0)
+        // Only the agent can sign now (ssh-keygen -Y sign would fall back to a key file).
+        try FileManager.default.removeItem(atPath: work)
+        try FileManager.default.removeItem(atPath: personal)
+        #expect(try agent.fixture.run([ctl, "ssh", "confine", "work@test", Self.workGroup]).status == 0)
+        let message = agent.fixture.root.appendingPathComponent("message").path
+        try "signed in a run".write(toFile: message, atomically: true, encoding: .utf8)
+
+        let bare = try agent.run([ctl, "run", "--name", "bare", "--", "ssh-add", "-l"])
+        #expect(bare.status == 1 && !bare.text.contains("@test"), "\(bare.text) \(bare.errorOutput)")
+        let grouped = try agent.run([ctl, "run", "--group", Self.workGroup, "--", "ssh-add", "-l"])
+        #expect(grouped.text.contains("work@test") && !grouped.text.contains("personal@test"), "\(grouped.text) \(grouped.errorOutput)")
+        #expect(try agent.run([ctl, "run", "--group", Self.workGroup, "--", "ssh-keygen", "-Y", "sign", "-f", work + ".pub", "-n", "git", message]).status == 0)
+        #expect(try agent.run([ctl, "run", "--name", "bare", "--", "ssh-keygen", "-Y", "sign", "-f", personal + ".pub", "-n", "git", message]).status != 0)
+        // Outside a run, the unconfined key works as before.
+        #expect(try agent.run(["ssh-keygen", "-Y", "sign", "-f", personal + ".pub", "-n", "git", message]).status == 0)
+        agent.daemon.stop()
+    }
 }

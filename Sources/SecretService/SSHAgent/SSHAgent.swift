@@ -56,7 +56,9 @@ final class SSHAgent {
         /// Its SHA-256 fingerprint, as `ssh-add -l` shows it (a certificate's is its key's).
         var fingerprint: String { SSHPrivateKey.fingerprint(of: SSHPublicKey.plainBlob(publicBlob) ?? publicBlob) }
         /// Whether a client in `groups` may see it and sign with it.
-        func isUsable(by groups: Set<String>) -> Bool { group.map(groups.contains) ?? true }
+        /// Whether a peer in `groups` may use it: a confined key by its group's members, an
+        /// unconfined one by everyone but a `secretctl run` (`inRun`).
+        func isUsable(by groups: Set<String>, inRun: Bool) -> Bool { group.map(groups.contains) ?? !inRun }
     }
 
     /// Most keys the agent keeps (a client adding more gets a failure).
@@ -104,12 +106,12 @@ final class SSHAgent {
     /// it cannot listen (logged).
     convenience init?(
         keyring: Keyring, commitBarrier: CommitBarrier, runtimeDirectory: String?, pinentry: String?,
-        policy: @escaping () -> AccessPolicy, verifyPassword: @escaping PasswordCheck
+        policy: @escaping () -> AccessPolicy, verifyPassword: @escaping PasswordCheck, runs: RunScopes
     ) {
         self.init(
             keyring: keyring, commitBarrier: commitBarrier, offLoop: .thread, clock: { Date() }, pinentry: pinentry, policy: policy,
             verifyPassword: verifyPassword)
-        guard let socket = SSHAgentSocket(runtimeDirectory: runtimeDirectory, handler: { [weak self] message, peer, reply in
+        guard let socket = SSHAgentSocket(runtimeDirectory: runtimeDirectory, runs: runs, handler: { [weak self] message, peer, reply in
             guard let self else { return reply(SSHWriter.message(.failure)) }
             self.answer(message, from: peer, reply: reply)
         }) else { return nil }
@@ -294,7 +296,7 @@ final class SSHAgent {
     /// The keys `peer` may use, or none while the keyring is locked; as many as fit in one message.
     private func identitiesAnswer(for peer: SSHAgentSocket.Peer) -> [UInt8] {
         let groups = groups(of: peer)
-        return keysMessage(.identitiesAnswer, withGroups: false) { $0.isUsable(by: groups) }
+        return keysMessage(.identitiesAnswer, withGroups: false) { $0.isUsable(by: groups, inRun: peer.run != nil) }
     }
 
     /// A message of type `type` with the unexpired keys `include` picks (none while the keyring
@@ -368,8 +370,9 @@ final class SSHAgent {
     /// `identity` when `peer` may use it (it is unconfined, or `peer` is a member of its group);
     /// else nil, after logging the refusal and recording it in the audit trail.
     private func usable(_ identity: Identity, by peer: SSHAgentSocket.Peer) -> Identity? {
-        guard let group = identity.group, !identity.isUsable(by: groups(of: peer)) else { return identity }
-        let reason = "\(peer.identity?.description ?? "an unidentified process") is not a member of the access group “\(group)”"
+        guard !identity.isUsable(by: groups(of: peer), inRun: peer.run != nil) else { return identity }
+        let reason = identity.group.map { "\(peer.name) is not a member of the access group “\($0)”" }
+            ?? "\(peer.name) may use only the SSH keys confined to its run's group"
         Log.info("refused to sign with SSH key \(identity.itemID) (\(identity.fingerprint)) for \(peer.description): \(reason)")
         keyring.refused(AccessRefusal(
             route: "ssh-agent sign", reason: reason, item: try? keyring.item(id: identity.itemID), collection: unlockedCollection()?.0))
@@ -379,7 +382,8 @@ final class SSHAgent {
     /// The access groups `peer` belongs to under the policy in force (none when it could not
     /// be identified).
     private func groups(of peer: SSHAgentSocket.Peer) -> Set<String> {
-        peer.identity.map { Set(policy().membership(of: $0).groups) } ?? []
+        if let run = peer.run { return run.ended ? [] : Set(run.group.map { [$0] } ?? []) }
+        return peer.identity.map { Set(policy().membership(of: $0).groups) } ?? []
     }
 
     /// Opens the key `blob` names from the keyring (still unlocked, the key still there, still
@@ -513,7 +517,7 @@ final class SSHAgent {
     private func remove(for peer: SSHAgentSocket.Peer, matching: (Identity) -> Bool) -> Bool {
         guard unlockedCollection() != nil else { return false }
         let groups = groups(of: peer)
-        let chosen = identities.filter { $0.isUsable(by: groups) && matching($0) }
+        let chosen = identities.filter { $0.isUsable(by: groups, inRun: peer.run != nil) && matching($0) }
         guard !chosen.isEmpty else { return false }
         for identity in chosen {
             if let record = try? keyring.item(id: identity.itemID) { delete(record, reason: "asked by a client") }
@@ -572,7 +576,7 @@ final class SSHAgent {
     /// Whether `peer` is one of the person's own programs: identified, confined by no `[app]`
     /// entry, outside a sandbox (as ``CallerRule/unconfined`` admits bus callers).
     private func isOwnProgram(_ peer: SSHAgentSocket.Peer, under policy: AccessPolicy) -> Bool {
-        guard let caller = peer.identity else { return false }
+        guard let caller = peer.identity, peer.run == nil else { return false }
         return CallerRule.isUnconfinedHost(caller, confined: policy.membership(of: caller).confined)
     }
 

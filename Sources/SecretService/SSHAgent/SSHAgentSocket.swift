@@ -28,13 +28,19 @@ final class SSHAgentSocket {
         var pid: Int32?
         /// Its command line when it connected, for the audit trail.
         var command: String?
+        /// The `secretctl run` it is in, if any: it may use only the keys confined to the run's group.
+        var run: RunScope?
+
+        /// Its name: its run's (`run:NAME`), else its identity's.
+        var name: String { run?.identity ?? identity?.description ?? "an unidentified process" }
 
         /// It, as the audit trail names who asked.
-        var accessor: Accessor { Accessor(identity: identity?.description ?? "unknown", pid: pid, command: command) }
+        var accessor: Accessor { Accessor(identity: run?.identity ?? identity?.description ?? "unknown", pid: pid, command: command) }
 
         /// The identity and the process id, for the person and the log.
         var description: String {
             switch (identity, pid) {
+            case (_, let pid?) where run != nil: "\(name) (pid \(pid))"
             case (let identity?, let pid?): "\(identity) (pid \(pid))"
             case (nil, let pid?): "pid \(pid)"
             case (let identity?, nil): identity.description
@@ -61,6 +67,8 @@ final class SSHAgentSocket {
     /// Set by ``close()``.
     private var closed = false
     private var connections: [Int32: Connection] = [:]
+    /// The `secretctl run` scopes a peer may be in.
+    private let runs: RunScopes
 
     /// One client: the message arriving (length first, then the body in secure memory).
     private final class Connection {
@@ -83,9 +91,10 @@ final class SSHAgentSocket {
     /// Takes the socket systemd passed (`secretd.socket`'s `ssh-agent`), or else listens at
     /// `runtimeDirectory`'s `secretd/ssh-agent`; nil (after logging why) when neither can be
     /// had, or when another process answers there already.
-    init?(runtimeDirectory: String?, handler: @escaping Handler) {
+    init?(runtimeDirectory: String?, runs: RunScopes, handler: @escaping Handler) {
         guard let runtimeDirectory, runtimeDirectory.hasPrefix("/") else { return nil }
         self.handler = handler
+        self.runs = runs
         path = SSHAgentNames.socketPath(runtimeDirectory: runtimeDirectory)
         if let passed = SystemdSockets.take(named: SSHAgentNames.socketName) {
             listener = passed
@@ -154,6 +163,7 @@ final class SSHAgentSocket {
             }
             let connection = Connection(fd: fd)
             connection.peer = Self.peer(of: fd)
+            connection.peer.run = connection.peer.pid.flatMap(runs.scope(containing:))
             connections[fd] = connection
             listen(to: connection)
         }
