@@ -74,6 +74,20 @@ agent_lists_key() {
     echo "ssh-add -l in an ssh login does not list alice's key"
     return 1
 }
+# ssh onward from a password login, with the key from the keychain and nothing typed: alice's
+# key (its private file long deleted) is put in her own authorized_keys, and ssh in BatchMode
+# (which never asks for a passphrase) logs in to 127.0.0.1 again through the agent.
+agent_ssh_onward() {
+    local out
+    grep -qF "$(cut -d' ' -f2 /home/alice/.ssh/e2e_agent.pub)" /home/alice/.ssh/authorized_keys 2>/dev/null ||
+        cat /home/alice/.ssh/e2e_agent.pub >>/home/alice/.ssh/authorized_keys
+    out=$(login_shell alice "$1" 'ssh -n -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+        -o PreferredAuthentications=publickey -o IdentitiesOnly=no alice@127.0.0.1 echo onward-through-the-agent' 2>&1)
+    printf '%s\n' "$out" | grep -qx 'onward-through-the-agent' && return 0
+    printf '%s\n' "$out"
+    echo "ssh onward from the login did not log in with the key from secretd's agent"
+    return 1
+}
 # The user manager (and what it starts: desktops, services) has it from environment.d.
 agent_in_user_manager() {
     local out want

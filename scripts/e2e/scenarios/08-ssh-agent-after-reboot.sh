@@ -13,6 +13,9 @@ scenario() {
     logout_check "ssh agent after reboot: SSH_AUTH_SOCK"
     check "ssh agent after reboot: ssh-add -l still lists alice's key (kept in the login keyring)" agent_lists_key "$PASSWORD_1"
     logout_check "ssh agent after reboot: ssh-add -l"
+    check "ssh agent after reboot: from a password login, ssh onward logs in with the key from the keychain, nothing typed" \
+        agent_ssh_onward "$PASSWORD_1"
+    logout_check "ssh agent after reboot: ssh onward"
     check "ssh agent: a key login (keyring locked) lists no key until secretctl unlock, then lists it" agent_key_login_locked
     logout_check "ssh agent: key login"
 }
