@@ -32,6 +32,20 @@ enum Common {
         }
     }
 
+    /// Checks that `text` is a caller identity as secretd names them; a usage error of `verb`
+    /// otherwise.
+    static func checkIdentity(_ text: String, verb: String) throws(CommandLineError) {
+        guard CallerIdentity(parsing: text) == nil else { return }
+        throw .usage("'\(text)' is not an identity: flatpak:APP-ID, snap:NAME, unit:NAME.service or exe:/PATH "
+                     + "(secretctl whoami prints a program's own)", command: verb)
+    }
+
+    /// The login password from the terminal (no echo) or standard input when `wanted`
+    /// (`--password-stdin`), else nil: secretd then asks the person itself. Wipe it after use.
+    static func loginPassword(if wanted: Bool) throws(CommandLineError) -> [UInt8]? {
+        wanted ? try Terminal.readSecretLine(limit: KeychainLimits.passwordSize, prompt: "Login password: ") : nil
+    }
+
     /// The class `--accessible` names, if given; a usage error of `verb` for an unknown one.
     static func accessibility(_ parsed: ParsedCommand, verb: String) throws(CommandLineError) -> KeychainAccessibility? {
         guard let name = parsed[accessible] else { return nil }

@@ -60,10 +60,7 @@ enum ConsentCommand: Verb {
             }
         case "allow", "revoke":
             guard let identity, let group else { throw .usage("consent \(action) takes IDENTITY and GROUP", command: spec.name) }
-            guard CallerIdentity(parsing: identity) != nil else {
-                throw .usage("'\(identity)' is not an identity: flatpak:APP-ID, snap:NAME, unit:NAME.service or exe:/PATH "
-                             + "(secretctl whoami prints a program's own)", command: spec.name)
-            }
+            try Common.checkIdentity(identity, verb: spec.name)
             guard group == AccessGroupNames.defaultGroup || AccessGroupNames.isGroupName(group) else {
                 throw .usage("'\(group)' is not a group name (default, or letters, digits, '.', '-', '_')", command: spec.name)
             }
@@ -74,10 +71,7 @@ enum ConsentCommand: Verb {
                 guard removed else { throw .failure("\(identity) had no consent to read \(group)", status: .notFound) }
                 return
             }
-            var password: [UInt8]?
-            if parsed[Self.passwordStdin] {
-                password = try Terminal.readSecretLine(limit: KeychainLimits.passwordSize, prompt: "Login password: ")
-            }
+            var password = try Common.loginPassword(if: parsed[Self.passwordStdin])
             defer { password?.wipe() }
             let secret = password
             try CommandLineError.keychain { () throws(KeychainError) in

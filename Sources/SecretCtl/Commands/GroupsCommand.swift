@@ -78,14 +78,8 @@ enum GroupsCommand: Verb {
             guard AccessGroupNames.isGroupName(group) else {
                 throw .usage("'\(group)' is not a group name (letters, digits, '.', '-', '_'; not 'default')", command: spec.name)
             }
-            guard CallerIdentity(parsing: identity) != nil else {
-                throw .usage("'\(identity)' is not an identity: flatpak:APP-ID, snap:NAME, unit:NAME.service or exe:/PATH "
-                             + "(secretctl whoami prints a program's own)", command: spec.name)
-            }
-            var password: [UInt8]?
-            if parsed[Self.passwordStdin] {
-                password = try Terminal.readSecretLine(limit: KeychainLimits.passwordSize, prompt: "Secret: ")
-            }
+            try Common.checkIdentity(identity, verb: spec.name)
+            var password = try Common.loginPassword(if: parsed[Self.passwordStdin])
             defer { password?.wipe() }
             let secret = password
             try CommandLineError.keychain { () throws(KeychainError) in
