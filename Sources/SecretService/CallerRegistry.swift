@@ -8,6 +8,9 @@ final class CallerRegistry {
     private var callers: [String: Caller] = [:]
     /// The `secretctl run` scopes a new client may be in.
     let runs = RunScopes()
+    /// What is made ready for a new client, off the main loop where it is slow, before its first
+    /// call is answered (its executable's hash, for consent); nil: nothing.
+    var prepare: ((Caller, _ done: @escaping () -> Void) -> Void)?
     /// Clients whose credentials were asked of the bus, with what waits for the answer.
     private var identifying: [String: [(SecretServiceError?) -> Void]] = [:]
 
@@ -43,24 +46,30 @@ final class CallerRegistry {
     /// Identifies `sender` without waiting, then runs `body` on the main loop with the refusal,
     /// if any. Returns false, without running `body`, when `sender` is already identified.
     func identify(_ sender: String, on endpoint: any BusEndpoint, then body: @escaping (SecretServiceError?) -> Void) -> Bool {
-        if callers[sender] != nil { return false }
         if identifying[sender] != nil {
             identifying[sender]?.append(body)
             return true
         }
+        if callers[sender] != nil { return false }
         identifying[sender] = [body]
         let receivedAt = CallerIdentity.ticksSinceBoot()
         // Held strongly: the registry lives as long as the daemon, and a weak reference's side
         // table leaked (LeakSanitizer) when secretd stopped with an identification in flight.
         endpoint.credentials(of: sender) { [self] credentials in
-            let waiting = self.identifying.removeValue(forKey: sender) ?? []
             var refusal: SecretServiceError?
-            if self.callers[sender] == nil,
-                case .failure(let failure) = self.identified(sender, credentials: credentials, receivedAt: receivedAt)
-            {
-                refusal = failure
+            var identified: Caller?
+            if self.callers[sender] == nil {
+                switch self.identified(sender, credentials: credentials, receivedAt: receivedAt) {
+                case .failure(let failure): refusal = failure
+                case .success(let caller): identified = caller
+                }
             }
-            for body in waiting { body(refusal) }
+            // Calls that arrive meanwhile wait with the first.
+            let finish = {
+                let waiting = self.identifying.removeValue(forKey: sender) ?? []
+                for body in waiting { body(refusal) }
+            }
+            if let identified, let prepare = self.prepare { prepare(identified, finish) } else { finish() }
         }
         return true
     }

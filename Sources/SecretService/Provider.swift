@@ -90,6 +90,10 @@ final class Provider {
         audit = AuditTrail(
             keyring: keyring, commitBarrier: commitBarrier, clock: clock, keepDays: options.configuration.auditKeepDays)
         consents = ReaderConsents(keyring: keyring, defaultMode: options.configuration.readerConsent)
+        callers.prepare = { [weak self] caller, done in
+            guard let self, consents.isInForce(in: policy) else { return done() }
+            consents.prepareDigest(of: caller, offLoop: offLoop, then: done)
+        }
         try resetSessionCollection()
         // A bad policy at start leaves the empty one: named groups are closed to everyone.
         reloadPolicy(reason: "at start")

@@ -120,6 +120,34 @@ final class ReaderConsents {
         remembered.values.sorted { ($0.identity, $0.group) < ($1.identity, $1.group) }
     }
 
+    /// Hashes `caller`'s executable off the loop (`offLoop`) unless that version of the file
+    /// was hashed before, then runs `done` on the loop: a program of hundreds of megabytes
+    /// delays only its own first call.
+    func prepareDigest(of caller: Caller, offLoop: OffLoop, then done: @escaping () -> Void) {
+        let descriptor = open("/proc/\(caller.pid)/exe", O_RDONLY | O_CLOEXEC)
+        var status = stat()
+        guard descriptor >= 0, fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            if descriptor >= 0 { close(descriptor) }
+            return done()
+        }
+        let version = FileVersion(status)
+        if let known = digests[version] {
+            close(descriptor)
+            caller.executableDigest = known
+            return done()
+        }
+        offLoop.run(named: "secretd-digest", {
+            defer { close(descriptor) }
+            return Gcrypt.sha256(readingFile: descriptor)
+        }, done: { [weak self] digest in
+            if let digest {
+                self?.digests[version] = digest
+                caller.executableDigest = digest
+            }
+            done()
+        })
+    }
+
     // MARK: - Private
 
     private func save(_ consent: Store.ReaderConsent) throws(StoreError) {
