@@ -85,6 +85,16 @@ import Testing
         let ran = fixture.root.appendingPathComponent("ran").path
         #expect(try Self.run(fixture, ["--group", "not a group", "--", "touch", ran]).status == 2)
         #expect(try Self.run(fixture, ["--allow", ":ann", "--", "touch", ran]).status == 2)
+        // secretd refuses the run (a bad name), or is not there: COMMAND never runs.
+        let badName = try Self.run(fixture, ["--name", "two words", "--", "touch", ran])
+        #expect(badName.status != 0 && badName.errorOutput.contains("name"), "\(badName.errorOutput)")
+        var elsewhere = fixture.environment
+        elsewhere["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent"
+        for _ in 0..<5 {
+            let noProvider = try CommandResult.run(
+                [SecretdFixture.secretctlPath, "run", "--", "touch", ran], input: nil, environment: elsewhere, scratch: fixture.root, timeout: 60)
+            #expect(noProvider.status == 5, "\(noProvider.errorOutput)")
+        }
         #expect(!FileManager.default.fileExists(atPath: ran))
         // Begin for a process the caller did not start is refused.
         let begin = try? fixture.call(

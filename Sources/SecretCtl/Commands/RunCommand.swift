@@ -83,21 +83,26 @@ enum RunCommand: Verb {
             close(block[1])
             throw .failure("cannot start bwrap: \(spawned)", status: .failed)
         }
-        // From here on COMMAND must not run unless secretd knows its namespace.
+        // From here on COMMAND must not run unless secretd knows its namespace: it waits for
+        // the block descriptor to be written to or closed, so everything bwrap made is killed,
+        // and bwrap reaped (which delivers its children's death signal), before it is closed.
+        var childPid: Int32?
         func abandon(_ error: CommandLineError) -> CommandLineError {
+            if let childPid { kill(childPid, SIGKILL) }
             kill(sandbox, SIGKILL)
-            close(block[1])
             _ = ProcessSpawning.waitForExit(sandbox)
+            close(block[1])
             return error
         }
         for descriptor in [info[0], block[1]] { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
         let report = Self.readReport(info[0])
         close(info[0])
-        guard let childPid = Self.childPid(in: report) else {
+        childPid = Self.childPid(in: report)
+        guard let pid = childPid else {
             throw abandon(.failure("bwrap could not make the run's namespace (its message is above)", status: .failed))
         }
         do throws(KeychainError) {
-            try KeychainProvider.beginRun(name: runName, allow: allowances, group: group, pid: childPid)
+            try KeychainProvider.beginRun(name: runName, allow: allowances, group: group, pid: pid)
         } catch {
             throw abandon(CommandLineError(error))
         }
