@@ -140,6 +140,12 @@ public final class Daemon {
                         if case .failure(let error) = result { done(error.message) } else { done(nil) }
                     }
                 }, runs: provider.callers.runs)
+            // The runs in force outlive a restart of secretd (they end with their namespace).
+            if let runtime = options.runtimeDirectory, runtime.hasPrefix("/") {
+                let directory = URL(fileURLWithPath: runtime).appendingPathComponent("secretd")
+                mkdir(directory.path, 0o700)
+                provider.callers.runs.keep(in: directory.appendingPathComponent("runs.json"))
+            }
         }
         MainLoop.onSignal(SIGHUP) { [weak provider = self.provider] in provider?.reloadPolicy(reason: "on SIGHUP") }
         scheduleIdleLock()

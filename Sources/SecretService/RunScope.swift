@@ -6,7 +6,7 @@ import SecretStore
 /// items the run allows, and appear in the audit trail as `run:NAME` (secretd(1), SCOPED RUNS).
 final class RunScope {
     /// One `--allow SERVICE[:ACCOUNT]`.
-    struct Allowance: Equatable {
+    struct Allowance: Equatable, Codable {
         /// The item's service: its `service` attribute, or `server` (git's helper and
         /// libsecret's network passwords).
         var service: String
@@ -42,6 +42,9 @@ final class RunScope {
     let group: String?
     /// The namespace: device and inode of `/proc/PID/ns/pid`.
     let namespace: NamespaceID
+    /// The namespace's first process (bwrap's init) and when it started (clock ticks since
+    /// boot): the run is over once that process is.
+    let root: (pid: Int32, started: UInt64)
     /// The bus name of the `secretctl run` that began it; it ends when that leaves the bus.
     let owner: String
     /// Whether it ended (a connection made during it keeps its scope, which then allows nothing).
@@ -50,19 +53,47 @@ final class RunScope {
     private var allowedItems: (changeCount: Int64, ids: Set<Int64>)?
 
     /// A PID namespace's identity.
-    struct NamespaceID: Hashable {
+    struct NamespaceID: Hashable, Codable {
         var device: UInt64
         var inode: UInt64
     }
 
     /// A scope with these fields.
-    init(name: String, allowances: [Allowance], group: String?, namespace: NamespaceID, owner: String) {
+    init(name: String, allowances: [Allowance], group: String?, namespace: NamespaceID, root: (pid: Int32, started: UInt64), owner: String) {
         self.name = name
         self.allowances = allowances
         self.group = group
         self.namespace = namespace
+        self.root = root
         self.owner = owner
     }
+
+    /// What is kept of it in the runtime directory, so that a secretd started again while the
+    /// run goes on (a crash, an upgrade) knows it before its first client.
+    struct Record: Codable {
+        var name: String
+        var allowances: [Allowance]
+        var group: String?
+        var namespace: NamespaceID
+        var rootPid: Int32
+        var rootStarted: UInt64
+        var owner: String
+    }
+
+    /// It, as kept.
+    var record: Record {
+        Record(name: name, allowances: allowances, group: group, namespace: namespace, rootPid: root.pid, rootStarted: root.started, owner: owner)
+    }
+
+    /// The scope `record` kept.
+    convenience init(_ record: Record) {
+        self.init(
+            name: record.name, allowances: record.allowances, group: record.group, namespace: record.namespace,
+            root: (record.rootPid, record.rootStarted), owner: record.owner)
+    }
+
+    /// Whether its namespace's first process still runs (the same process: its start time).
+    var isAlive: Bool { CallerIdentity.startTime("/proc/\(root.pid)") == root.started }
 
     /// Who its callers are to the audit trail.
     var identity: String { "run:\(name)" }

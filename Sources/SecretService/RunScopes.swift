@@ -8,6 +8,23 @@ import CProcess  // struct stat, as the modules that include <sys/stat.h> first 
 /// namespace, whatever it does with its cgroup, session or bus connections.
 final class RunScopes {
     private var scopes: [RunScope] = []
+    /// Where the scopes in force are kept for a secretd started again (nil: nowhere).
+    private var stateFile: URL?
+
+    /// Keeps the scopes in force in `file` from now on, and takes back those it holds whose
+    /// namespace still runs (secretd was started again during them).
+    func keep(in file: URL) {
+        stateFile = file
+        guard let data = FileManager.default.contents(atPath: file.path) else { return }
+        let records = (try? JSONDecoder().decode([RunScope.Record].self, from: data)) ?? []
+        for record in records {
+            let scope = RunScope(record)
+            guard scope.isAlive, Self.namespace(of: record.rootPid) == record.namespace else { continue }
+            scopes.append(scope)
+            Log.info("the run \(scope.name) goes on from before secretd started")
+        }
+        save()
+    }
 
     /// `ioctl(NS_GET_PARENT)`: the parent of a PID namespace (linux/nsfs.h).
     private static let namespaceParent = UInt((0xb7 << 8) | 2)
@@ -26,9 +43,14 @@ final class RunScopes {
         guard namespace != Self.namespace(of: getpid()), namespace != Self.namespace(of: ownerPid) else {
             return .failure(.invalidArgs("process \(pid) has no PID namespace of its own (start it with bwrap --unshare-pid)"))
         }
+        pruneEnded()
         guard !scopes.contains(where: { $0.name == name }) else { return .failure(.invalidArgs("a run named “\(name)” is in progress")) }
-        let scope = RunScope(name: name, allowances: allowances, group: group, namespace: namespace, owner: owner)
+        guard let started = CallerIdentity.startTime("/proc/\(pid)") else {
+            return .failure(.failed("cannot read the start time of process \(pid)"))
+        }
+        let scope = RunScope(name: name, allowances: allowances, group: group, namespace: namespace, root: (pid, started), owner: owner)
         scopes.append(scope)
+        save()
         Log.info("began the run \(name) for \(owner): \(allowances.count) allowance\(allowances.count == 1 ? "" : "s")"
                  + (group.map { ", the access group \($0)" } ?? ""))
         return .success(scope)
@@ -40,6 +62,7 @@ final class RunScopes {
         guard let index = scopes.firstIndex(where: { $0.name == name && $0.owner == owner }) else { return false }
         scopes[index].ended = true
         scopes.remove(at: index)
+        save()
         Log.info("ended the run \(name)")
         return true
     }
@@ -67,6 +90,24 @@ final class RunScopes {
             descriptor = parent
         }
         return nil
+    }
+
+    /// Ends the scopes whose namespace's first process is gone (the owner left without
+    /// saying, or secretd was not running when it did).
+    private func pruneEnded() {
+        for scope in scopes where !scope.isAlive { end(scope.name, of: scope.owner) }
+    }
+
+    /// Writes the scopes in force to the state file (0600), or removes it when there is none.
+    private func save() {
+        guard let stateFile else { return }
+        if scopes.isEmpty {
+            unlink(stateFile.path)
+            return
+        }
+        guard let data = try? JSONEncoder().encode(scopes.map(\.record)),
+            PrivateFile.replace(stateFile, with: Array(data)) == nil
+        else { return Log.warning("cannot keep the runs in force in \(stateFile.path)") }
     }
 
     /// The PID namespace of `pid`.

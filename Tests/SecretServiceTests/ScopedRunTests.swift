@@ -101,4 +101,36 @@ import Testing
             "/org/freedesktop/secrets", "io.github.secretd.Runs1", "Begin", "('x', @a(ss) [], '', uint32 1)")
         #expect(begin == nil)
     }
+
+    @Test("a run goes on across a restart of secretd: a client of the run that connects after it still sees only what it is allowed")
+    func acrossRestart() throws {
+        let fixture = try SecretdFixture()
+        var daemon = try fixture.start()
+        defer { daemon.stop() }
+        #expect(try Self.secretctl(fixture, ["set", "svc-a", "ann"], input: "secret-a").status == 0)
+        #expect(try Self.secretctl(fixture, ["set", "svc-b", "ann"], input: "secret-b").status == 0)
+        let go = fixture.root.appendingPathComponent("go").path
+        let out = fixture.root.appendingPathComponent("run.out").path
+        let script = "while [ ! -e \(go) ]; do sleep 0.1; done; "
+            + "echo a=$(secret-tool lookup service svc-a account ann) b=$(secret-tool lookup service svc-b account ann)"
+        let started = try fixture.run(["sh", "-c", "\(SecretdFixture.secretctlPath) run --name long --allow svc-a -- sh -c '\(script)' >\(out) 2>&1 &"])
+        #expect(started.status == 0)
+        for _ in 0..<100 where !daemon.log.contains("began the run long") { usleep(50_000) }
+        #expect(daemon.log.contains("began the run long"), "\(daemon.log)")
+
+        daemon.stop()
+        try fixture.waitUntilNameIsFree()
+        daemon = try fixture.start()
+        #expect(daemon.log.contains("the run long goes on from before secretd started"), "\(daemon.log)")
+        FileManager.default.createFile(atPath: go, contents: nil)
+        var text = ""
+        for _ in 0..<200 {
+            text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+            if text.contains("b=") { break }
+            usleep(50_000)
+        }
+        #expect(text == "a=secret-a b=\n", "\(text)")
+        for _ in 0..<100 where !daemon.log.contains("ended the run long") { usleep(50_000) }
+        #expect(daemon.log.contains("ended the run long"), "\(daemon.log)")
+    }
 }
