@@ -52,13 +52,14 @@ import Testing
         try expectListMatchesTable(CreatorUsageColumn.self, in: database)
         try expectListMatchesTable(AuditKeyColumn.self, in: database)
         try expectListMatchesTable(AuditEntryColumn.self, in: database)
+        try expectListMatchesTable(ReaderConsentColumn.self, in: database)
         let tables = Set(
             try database.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                 .compactMap { $0.first?.text })
         let listed: Set = [
             CollectionColumn.table, AliasColumn.table, ItemColumn.table, IndexColumn.table, SyncVaultColumn.table,
             SyncItemColumn.table, SyncChangeColumn.table, SyncHistoryColumn.table, CreatorUsageColumn.table,
-            AuditKeyColumn.table, AuditEntryColumn.table,
+            AuditKeyColumn.table, AuditEntryColumn.table, ReaderConsentColumn.table,
         ]
         #expect(tables == listed, "the migrations make tables \(tables.sorted()), Schema.swift lists \(listed.sorted())")
         #expect(Migrations.tables(at: Migrations.currentVersion) == listed)
