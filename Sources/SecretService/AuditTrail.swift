@@ -179,8 +179,11 @@ final class AuditTrail {
         } catch {
             if !failureLogged { Log.error("cannot write the audit trail: \(error); its entries wait in memory") }
             failureLogged = true
-            if case .noSpace = error { return false }
-            // A full disk keeps them for later; anything else would fail again.
+            // A full disk (or one made read-only) keeps them for later; anything else would fail again.
+            switch error {
+            case .noSpace, .readOnly: return false
+            default: break
+            }
             waiting.removeAll()
             return false
         }

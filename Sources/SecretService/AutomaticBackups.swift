@@ -99,18 +99,10 @@ final class AutomaticBackups {
         return names.compactMap { name in Self.date(of: name).map { (name, $0) } }.sorted { $0.name < $1.name }
     }
 
-    /// Creates the directory (and its parents) 0700 if it is missing, and makes it 0700.
+    /// Creates the directory (and its parents) 0700 if it is missing, each synced into its
+    /// parent (``Store/makePrivateDirectory(_:what:)``), and makes it 0700.
     private func makeDirectory() throws(StoreError) {
-        var partial = ""
-        for component in directory.path.split(separator: "/") {
-            partial += "/" + component
-            if mkdir(partial, 0o700) != 0 && errno != EEXIST {
-                throw .io("cannot create \(partial): \(String(cString: strerror(errno)))")
-            }
-        }
-        guard chmod(directory.path, 0o700) == 0 else {
-            throw .io("cannot make \(directory.path) private: \(String(cString: strerror(errno)))")
-        }
+        try Store.makePrivateDirectory(directory.path, what: "the backup directory")
     }
 
     // MARK: - Names

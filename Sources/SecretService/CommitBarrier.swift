@@ -102,7 +102,7 @@ final class CommitBarrier {
         } catch {
             Log.error("cannot commit to the database: \(error); the last changes were rolled back")
             switch error {
-            case .noSpace: return SecretServiceError(storeFailure: error)
+            case .noSpace, .readOnly: return SecretServiceError(storeFailure: error)
             default: return .incomplete
             }
         }

@@ -139,6 +139,23 @@ extension BusServer {
         return call
     }
 
+    /// Waits, at stop, until the bus daemon holds every reply and signal sent so far, so that
+    /// the replies to the last calls committed before the stop reach their callers once the
+    /// process is gone: it answers a call of its own (GetId) only after it has read and routed
+    /// every message sent before it on this connection, and sd-bus writes the call after them.
+    /// Until then secretd reads (and queues, unanswered) the calls still coming. Gives up after
+    /// `timeout` seconds, for a bus that no longer reads, saying how many replies may be lost.
+    func flushConnection(timeout: Double = 10) {
+        let queued = sd_bus_get_events(bus) > 0 && Int16(sd_bus_get_events(bus)) & Int16(POLLOUT) != 0
+        guard callBus("GetId", [], timeout: timeout) == nil else {
+            if Self.unsent > 0 { Log.error("\(Self.unsent) replies or signals could not be sent (see above)") }
+            return
+        }
+        Log.error(
+            "the bus did not confirm the last replies within \(Int(timeout)) s; exiting without knowing they reached "
+                + "their callers (\(queued ? "some were still queued" : "all were written to the bus"))")
+    }
+
     /// Calls the bus daemon and waits at most `timeout` seconds; the reply's values, or nil.
     private func callBus(_ method: String, _ arguments: [DBusValue], timeout: Double = 5) -> [DBusValue]? {
         guard let call = busCall(method, arguments) else { return nil }

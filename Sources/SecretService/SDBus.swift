@@ -162,27 +162,6 @@ final class BusServer {
         active?.flushConnection()
     }
 
-    /// Waits until sd-bus has written every reply and signal, so that the replies to the last
-    /// calls committed before a stop reach their callers (the process ends right after). Gives
-    /// up after `timeout` seconds, for a bus that no longer reads.
-    func flushConnection(timeout: Double = 10) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while sd_bus_get_events(bus) > 0, Int16(sd_bus_get_events(bus)) & Int16(POLLOUT) != 0 {
-            let left = deadline.timeIntervalSinceNow
-            guard left > 0 else {
-                Log.error("the bus did not take the last replies within \(Int(timeout)) s; exiting without them")
-                return
-            }
-            var descriptor = pollfd(fd: sd_bus_get_fd(bus), events: Int16(POLLOUT), revents: 0)
-            guard poll(&descriptor, 1, Int32(left * 1000) + 1) > 0 else { continue }
-            let processed = sd_bus_process(bus, nil)
-            guard processed >= 0 else {
-                Log.error("cannot write the last replies: \(String(cString: strerror(-processed)))")
-                return
-            }
-        }
-    }
-
     // MARK: - Signals
 
     /// Broadcasts a signal, or sends it to `destination` (a unique name) only. Returns whether
@@ -487,8 +466,16 @@ final class BusServer {
     /// its contents), since the caller then gets no answer.
     private static func send(_ message: OpaquePointer, on bus: OpaquePointer, what: String) {
         let result = sd_bus_send(bus, message, nil)
-        if result < 0 { Log.error("cannot send \(what): \(String(cString: strerror(-result)))") }
+        if result < 0 {
+            unsent += 1
+            Log.error("cannot send \(what): \(String(cString: strerror(-result)))")
+        }
     }
+
+    /// How many replies, errors and signals sd-bus refused to queue since start (each logged):
+    /// the stop reports it, since a refused reply of a committed write leaves its caller with
+    /// NoReply.
+    nonisolated(unsafe) static var unsent = 0
 
     /// Whether a reply value is one of the large ones (thousands of paths or secrets).
     private static func isLarge(_ value: DBusValue) -> Bool {

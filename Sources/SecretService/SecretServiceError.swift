@@ -84,6 +84,9 @@ extension SecretServiceError {
         case .noSpace:
             Log.error("storage error: \(error)")
             self = .failed("the disk holding secretd's database is full: nothing was written; free some space and try again")
+        case .readOnly:
+            Log.error("storage error: \(error)")
+            self = .failed("the file system holding secretd's database is read-only: nothing was written; reads go on")
         case .corrupted:
             Log.error("storage error: \(error)")
             self = .failed("the item's stored data is damaged and cannot be opened; see secretd's log")

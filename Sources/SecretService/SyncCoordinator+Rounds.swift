@@ -39,7 +39,28 @@ extension SyncCoordinator {
         if run.again || !run.waiting.isEmpty { scheduleRound(id, after: 0) }
     }
 
-    /// Records as local changes the items of `collection` that may sync and never did (no sync
+    /// The store was restored: the synced collections and their state are the backup's now. A
+    /// round on its thread started from the state the restore replaced (its items, ids and
+    /// vault), so when it ends it writes nothing (the next round takes again from the remote
+    /// what it brought); until then its clone stays its own. The operations queued for a clone
+    /// and the calls waiting for a round carry over to the collection's new run.
+    func restored() {
+        let before = runs
+        restores += 1
+        runs = [:]
+        loadRuns()
+        for (id, run) in before {
+            guard runs[id] != nil else {
+                for done in run.waiting { done(.failure(.failed("the keyring does not sync in the restored store"))) }
+                for next in run.queued { next() }
+                continue
+            }
+            runs[id]?.running = run.running
+            runs[id]?.queued += run.queued
+            runs[id]?.waiting += run.waiting
+        }
+    }
+
     /// id, no change waiting): all of them when a keyring starts syncing, and after a joining
     /// machine's first round those the vault did not have; returns how many.
     func stampUnsynced(in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) -> Int {
@@ -205,18 +226,23 @@ extension SyncCoordinator {
         runs[id]?.running = true
         runs[id]?.again = false
         let git = syncClone(of: collection, remote: settings.remote)
-        let (start, outgoing, daemon) = (vault, versions, UncheckedBox(self))
+        let (start, outgoing, daemon, generation) = (vault, versions, UncheckedBox(self), restores)
         offMainLoop({ () -> Result<(SyncVault, SyncEngine.Report), SyncError> in
             var working = start
             return Result { () throws(SyncError) in
                 let report = try SyncEngine.round(on: git, vault: &working, changes: outgoing) { header in
                     // A version the remote lost: read again on the main loop, as it is now.
-                    MainLoop.onMainLoop { daemon.value.heldVersion(header, localByHex, collection) }
+                    // (Not after a restore: the item ids are the replaced store's.)
+                    MainLoop.onMainLoop { daemon.value.restores == generation ? daemon.value.heldVersion(header, localByHex, collection) : nil }
                 }
                 return (working, report)
             }
         }) { [weak self] outcome in
             guard let self else { return }
+            guard generation == self.restores else {
+                Log.info("a sync round of the keyring \(collection.name) ended after a restore: nothing it brought is written; the next round takes it again")
+                return self.released(id)
+            }
             switch outcome {
             case .success(let (updated, report)):
                 let result = self.apply(report, updated, sent: sent, localByHex: localByHex, collection: collection, remote: settings.remote)

@@ -51,6 +51,9 @@ final class SyncCoordinator {
     var runs: [Int64: Run] = [:]
     /// True while versions that arrived are written: those are not local changes.
     var applyingArrived = false
+    /// How many restores replaced the store since start: a round that began before the latest
+    /// one writes nothing of what it brought (``restored()``).
+    var restores = 0
 
     /// How long after a local change its round starts, so that a burst of writes is one round.
     static let debounce = 2.0
@@ -90,8 +93,7 @@ final class SyncCoordinator {
         case .locked(let collection):
             runs[collection.id]?.vault = nil
         case .restored:
-            runs = [:]  // the synced collections and their state are the backup's now
-            loadRuns()
+            restored()
         case .collectionCreated, .collectionRelabelled, .secretRead, .refused:
             break
         }

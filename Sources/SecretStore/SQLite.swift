@@ -241,11 +241,15 @@ package final class Database {
         if status & 0xff == SQLITE_CORRUPT || status & 0xff == SQLITE_NOTADB {
             return .corrupted("database file: \(message)")
         }
-        // SQLite says FULL itself for most writes; a write or sync the kernel refuses for want of
-        // space is an I/O error whose errno tells.
-        if status & 0xff == SQLITE_FULL || status & 0xff == SQLITE_IOERR && sqlite3_system_errno(handle) == ENOSPC {
-            return .noSpace(message)
-        }
+        // SQLite says FULL or READONLY itself for most writes; a write or sync the kernel refuses
+        // (for want of space, or because it made the file system read-only after an error) is an
+        // I/O error whose errno tells.
+        let ioError = status & 0xff == SQLITE_IOERR
+        let systemError = ioError ? (sqlite3_system_errno(handle) != 0 ? sqlite3_system_errno(handle) : keychain_sqlite_file_errno(handle)) : 0
+        if status & 0xff == SQLITE_FULL || ioError && systemError == ENOSPC { return .noSpace(message) }
+        if status & 0xff == SQLITE_READONLY || ioError && systemError == EROFS { return .readOnly(message) }
+        // The kernel's word for an I/O error goes to the journal with SQLite's.
+        if ioError && systemError != 0 { return .database(code: code, message: "\(message) (\(String(cString: strerror(systemError))))") }
         return .database(code: code, message: message)
     }
 

@@ -69,10 +69,11 @@ public final class Store {
 
     /// Creates `path` and any missing parents (0700), then makes `path` itself 0700. Each
     /// directory it creates is synced into its parent, so that a power cut after the first
-    /// acknowledged write cannot lose the directory that holds it (SQLite syncs the entries of
-    /// the files it creates inside).
-    static func makePrivateDirectory(_ path: String) throws(StoreError) {
-        func failure() -> StoreError { .io("cannot create data directory \(path): \(String(cString: strerror(errno)))") }
+    /// acknowledged write (or backup) cannot lose the directory that holds it (SQLite syncs the
+    /// entries of the files it creates inside; a backup syncs its own). `what` names the
+    /// directory in the error.
+    package static func makePrivateDirectory(_ path: String, what: String = "data directory") throws(StoreError) {
+        func failure() -> StoreError { .io("cannot create \(what) \(path): \(String(cString: strerror(errno)))") }
         var partial = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             let parent = partial.isEmpty ? "/" : partial

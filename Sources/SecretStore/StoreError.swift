@@ -22,6 +22,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case io(String)
     /// The file system holding the database is full: the write was rolled back, reads go on.
     case noSpace(String)
+    /// The file system holding the database has become read-only (the kernel remounts one so
+    /// after an error): the write was rolled back, reads go on.
+    case readOnly(String)
     /// Another process (another secretd: `pid`, when the kernel names it) uses the data
     /// directory (``DataDirectoryLock``).
     case inUse(pid: Int32?)
@@ -43,6 +46,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .crypto(let message): return "crypto error: \(message)"
         case .io(let message): return message
         case .noSpace(let message): return "disk full: \(message)"
+        case .readOnly(let message): return "read-only file system: \(message)"
         case .inUse(let pid): return "the keyring database is in use by another secretd" + (pid.map { " (pid \($0))" } ?? "")
         case .overQuota(let limit): return "over the quota: \(limit)"
         }

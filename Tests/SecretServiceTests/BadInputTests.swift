@@ -345,18 +345,17 @@ import Testing
           .enabled(if: getuid() == 0, "needs root to mount a small tmpfs in a private mount namespace"))
     func fullDisk() throws {
         let fixture = try SecretdFixture()
-        // The database on a 3 MiB tmpfs that exists only in secretd's own mount namespace.
-        let script = "mount -t tmpfs -o size=3m,mode=0700 tmpfs \"$1\" && shift && exec \"$0\" \"$@\""
-        try FileManager.default.createDirectory(at: fixture.dataDirectory, withIntermediateDirectories: true)
-        let daemon = try SupervisedProcess(
-            ["unshare", "-m", "sh", "-c", script, SecretdFixture.secretdPath, fixture.dataDirectory.path, "--foreground", "--unlock",
-             "--data-dir", fixture.dataDirectory.path, "--config-dir", fixture.configDirectory.path],
-            environment: fixture.environment, standardInput: Data("login-password".utf8),
-            logURL: fixture.root.appendingPathComponent("disk-full.log"))
+        // The database on a 3 MiB tmpfs.
+        let daemon = try startOnOwnMount(fixture, "mount -t tmpfs -o size=3m,mode=0700 tmpfs \"$1\"", log: "disk-full.log")
         defer { daemon.stop() }
-        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
         let pid = try #require(daemon.helperPID)
         #expect(try fixture.run(["secret-tool", "store", "--label=before", "service", "s", "account", "before"], input: "kept ✓").status == 0)
+        // A filler file takes 1 MiB of it, to be removed later.
+        let filler = fixture.dataDirectory.appendingPathComponent("filler").path
+        let filled = try CommandResult.run(
+            ["nsenter", "-t", String(pid), "-m", "dd", "if=/dev/zero", "of=\(filler)", "bs=1M", "count=1"], environment: fixture.environment,
+            scratch: fixture.root)
+        try #require(filled.status == 0, "\(filled.errorOutput)")
 
         // 400 KB secrets until the disk is full: each write is stored whole or refused whole.
         let fill = try fixture.runPython(#"""
@@ -383,18 +382,119 @@ import Testing
         #expect(try fixture.run(["secret-tool", "lookup", "service", "s", "account", "before"]).text == "kept ✓")
         #expect(daemon.log.contains("disk full"))
 
-        // Space returns (the tmpfs grows): writes work again, and everything is there.
-        let grown = try CommandResult.run(
-            ["nsenter", "-t", String(pid), "-m", "mount", "-o", "remount,size=16m", fixture.dataDirectory.path], environment: fixture.environment,
+        // What space the big ones left, a second filler takes.
+        _ = try CommandResult.run(
+            ["nsenter", "-t", String(pid), "-m", "dd", "if=/dev/zero", "of=\(filler)-rest", "bs=4k"], environment: fixture.environment,
             scratch: fixture.root)
-        try #require(grown.status == 0, "\(grown.errorOutput)")
+        // A 400 KB secret (one more of the fill's) does not fit: refused whole.
+        let storeBig = #"""
+            import hashlib, secretstorage
+            c = secretstorage.get_default_collection(secretstorage.dbus_init())
+            secret = hashlib.sha256(b"big").digest() * 12500
+            try:
+                c.create_item("big", {"service": "s", "account": "big"}, secret)
+            except Exception as e:
+                print("refused:", e)
+            print("found", [x.get_secret() == secret for x in c.search_items({"service": "s", "account": "big"})])
+            """#
+        let refused = try fixture.runPython(storeBig, named: "big.py")
+        #expect(refused.text.contains("refused: [org.freedesktop.DBus.Error.Failed] (\"the disk holding secretd's database is full: nothing was written") && refused.text.hasSuffix("found []\n"), "\(refused.text) \(refused.errorOutput)")
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "s", "account", "before"]).text == "kept ✓")
+        // Space returns (the fillers go): writes work again with no restart, and everything is there.
+        let freed = try CommandResult.run(["nsenter", "-t", String(pid), "-m", "rm", filler, filler + "-rest"], environment: fixture.environment, scratch: fixture.root)
+        try #require(freed.status == 0, "\(freed.errorOutput)")
+        let stored = try fixture.runPython(storeBig, named: "big.py")
+        #expect(stored.text == "found [True]\n", "\(stored.text) \(stored.errorOutput)")
         #expect(try fixture.run(["secret-tool", "store", "--label=after", "service", "s", "account", "after"], input: "new").status == 0)
         #expect(try fixture.run(["secret-tool", "lookup", "service", "s", "account", "after"]).text == "new")
         #expect(try fixture.run(["secret-tool", "lookup", "service", "s", "account", "before"]).text == "kept ✓")
         #expect(daemon.isRunning, "\(daemon.log)")
+        // The file was never damaged (checked beside secretd, read-only).
+        let integrity = try CommandResult.run(
+            ["nsenter", "-t", String(pid), "-m", "sqlite3", "-readonly", Self.database(fixture).path, "PRAGMA integrity_check"],
+            environment: fixture.environment, scratch: fixture.root)
+        #expect(integrity.text.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(integrity.text) \(integrity.errorOutput)")
+    }
+
+    // MARK: - A read-only file system
+
+    @Test("a file system made read-only under secretd: writes fail with a clear error, reads go on, nothing stored is damaged, and all of it is there after fsck and a restart",
+          .enabled(if: getuid() == 0, "needs root to mount a loop ext4 file system in a private mount namespace"))
+    func readOnlyFileSystem() throws {
+        let fixture = try SecretdFixture()
+        let image = fixture.root.appendingPathComponent("data.ext4")
+        try #require(try fixture.run(["truncate", "-s", "16M", image.path]).status == 0)
+        try #require(try fixture.run(["/usr/sbin/mkfs.ext4", "-q", image.path]).status == 0)
+        // The database on a loop ext4 file system that the kernel makes read-only when it finds an error.
+        let mount = "mount -o loop,errors=remount-ro '\(image.path)' \"$1\""
+        var daemon = try startOnOwnMount(fixture, mount, log: "read-only.log")
+        defer { daemon.stop() }
+        let pid = try #require(daemon.helperPID)
+        let secrets = (0..<5).map { "secret \($0) ✓ \(String(repeating: "x", count: $0 * 300))" }
+        for (index, secret) in secrets.enumerated() {
+            try #require(try fixture.run(["secret-tool", "store", "--label=kept \(index)", "service", "ro", "account", "\(index)"], input: secret).status == 0)
+        }
+        func inNamespace(_ arguments: [String]) throws -> CommandResult {
+            try CommandResult.run(["nsenter", "-t", String(pid), "-m"] + arguments, environment: fixture.environment, scratch: fixture.root)
+        }
+        // A plain `mount -o remount,ro` cannot happen under secretd: the kernel refuses it while
+        // files are open for writing. What does happen is the kernel's own: an ext4 error
+        // makes it read-only at once (errors=remount-ro), with secretd's files open.
+        #expect(try inNamespace(["mount", "-o", "remount,ro", fixture.dataDirectory.path]).status != 0)
+        let device = try inNamespace(["findmnt", "-no", "SOURCE", fixture.dataDirectory.path]).text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let loop = try #require(device.split(separator: "/").last.map(String.init), "\(device)")
+        try "1".write(toFile: "/sys/fs/ext4/\(loop)/trigger_fs_error", atomically: false, encoding: .utf8)
+
+        // Writes (store, replace, delete) fail with the reason, and nothing of them lands.
+        let refused = "the file system holding secretd's database is read-only: nothing was written"
+        let store = try fixture.run(["secret-tool", "store", "--label=new", "service", "ro", "account", "new"], input: "lost")
+        #expect(store.status != 0 && store.errorOutput.contains(refused), "\(store.errorOutput)")
+        let replace = try fixture.run(["secret-tool", "store", "--label=kept 0", "service", "ro", "account", "0"], input: "replaced")
+        #expect(replace.status != 0 && replace.errorOutput.contains(refused), "\(replace.errorOutput)")
+        let clear = try fixture.run(["secret-tool", "clear", "service", "ro", "account", "1"])
+        #expect(clear.status != 0 && clear.errorOutput.contains(refused), "\(clear.errorOutput)")
+        // Reads go on, with every item as it was.
+        for (index, secret) in secrets.enumerated() {
+            #expect(try fixture.run(["secret-tool", "lookup", "service", "ro", "account", "\(index)"]).text == secret)
+        }
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "ro", "account", "new"]).status != 0)
+        #expect(daemon.isRunning, "\(daemon.log)")
+        #expect(daemon.log.contains("read-only file system"), "\(daemon.log)")
+        #expect(!daemon.log.contains("lost") && !daemon.log.contains("replaced"))
+
+        // Such a file system comes back only through unmount and fsck (the kernel refuses to
+        // make it writable again while it is mounted), so secretd stops; then every item is there.
+        daemon.stop()
+        #expect(daemon.waitForExit(timeout: 10) != nil)
+        let fsck = try fixture.run(["/usr/sbin/e2fsck", "-fy", image.path])
+        #expect(fsck.status == 0 || fsck.status == 1, "\(fsck.text) \(fsck.errorOutput)")
+        let file = Self.database(fixture).path
+        let integrity = try fixture.run(["unshare", "-m", "sh", "-c", "mount -o loop '\(image.path)' \"$0\" && sqlite3 \"$1\" 'PRAGMA integrity_check'", fixture.dataDirectory.path, file])
+        #expect(integrity.text.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(integrity.text) \(integrity.errorOutput)")
+        daemon = try startOnOwnMount(fixture, mount, log: "read-only-after.log")
+        for (index, secret) in secrets.enumerated() {
+            #expect(try fixture.run(["secret-tool", "lookup", "service", "ro", "account", "\(index)"]).text == secret)
+        }
+        #expect(try fixture.run(["secret-tool", "search", "--all", "service", "ro"]).text.split(separator: "\n").filter { $0.hasPrefix("[/") }.count == secrets.count)
+        #expect(try fixture.run(["secret-tool", "store", "--label=new", "service", "ro", "account", "new"], input: "written").status == 0)
+        #expect(try fixture.run(["secret-tool", "lookup", "service", "ro", "account", "new"]).text == "written")
     }
 
     // MARK: - Helpers
+
+    /// Starts secretd (unlocking the login keyring) with its data directory on a file system
+    /// that `mount` (a shell command; `$1` is the data directory) mounts in secretd's own mount
+    /// namespace, and waits until it owns the name.
+    func startOnOwnMount(_ fixture: SecretdFixture, _ mount: String, log: String) throws -> SupervisedProcess {
+        try FileManager.default.createDirectory(at: fixture.dataDirectory, withIntermediateDirectories: true)
+        let daemon = try SupervisedProcess(
+            ["unshare", "-m", "sh", "-c", "\(mount) && shift && exec \"$0\" \"$@\"", SecretdFixture.secretdPath, fixture.dataDirectory.path,
+             "--foreground", "--unlock", "--data-dir", fixture.dataDirectory.path, "--config-dir", fixture.configDirectory.path],
+            environment: fixture.environment, standardInput: Data("login-password".utf8), logURL: fixture.root.appendingPathComponent(log))
+        try fixture.control.waitForOwner(of: TestEnvironment.busName, startedBy: daemon)
+        return daemon
+    }
+
 
     /// Moves everything from the write-ahead log into the database file and removes the log,
     /// so that damage to the file is damage to the data (secretd leaves the log in place).

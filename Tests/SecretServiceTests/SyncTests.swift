@@ -311,6 +311,44 @@ import Testing
         #expect(status.errorOutput.contains("does not sync"), "\(status.errorOutput)")
     }
 
+    @Test("a round already on its thread when the store is restored writes nothing of the state the restore replaced; the next round syncs")
+    func roundAcrossRestore() throws {
+        // git reaches the remote through an "ssh" that waits while the gate file exists (and says so).
+        let gate = FileManager.default.temporaryDirectory.appendingPathComponent("sync-gate-\(UUID().uuidString)")
+        let waiting = gate.path + "-waiting"
+        defer { try? FileManager.default.removeItem(at: gate); try? FileManager.default.removeItem(atPath: waiting) }
+        let ssh = "sh -c 'while [ -e \(gate.path) ]; do : > \(waiting); sleep 0.05; done; for last; do :; done; exec sh -c \"$last\"' ssh"
+        let a = try Machine(environment: ["GIT_SSH_COMMAND": ssh])
+        let remote = try Self.bareRemote(in: a)
+        try a.secretctl(["set", "com.example.restore", "one"], input: "in-the-backup")
+        try a.secretctl(["sync", "init", "ssh://sync.example\(remote)"])
+        try a.syncNow()
+        let backup = a.fixture.root.appendingPathComponent("before.sqlite3").path
+        try a.secretctl(["backup", backup])
+
+        // A change after the backup; its round (2 s later) holds at the gate.
+        #expect(FileManager.default.createFile(atPath: gate.path, contents: nil))
+        try a.secretctl(["set", "com.example.restore", "one"], input: "after-the-backup")
+        var held = false
+        for _ in 0..<200 where !held {
+            usleep(50_000)
+            held = FileManager.default.fileExists(atPath: waiting)
+        }
+        try #require(held, "no round reached the remote")
+        try a.secretctl(["restore", backup])
+        try a.secretctl(["unlock", "--password-stdin"], input: "login-password")
+        #expect(try a.get("com.example.restore", "one") == "in-the-backup")
+
+        // The round ends: it writes nothing (its item ids and state are the replaced store's).
+        try FileManager.default.removeItem(at: gate)
+        #expect(a.daemon.logs("ended after a restore: nothing it brought is written"), "\(a.daemon.log)")
+        #expect(try a.get("com.example.restore", "one") == "in-the-backup")
+        // The next round takes from the remote what that one published, as from any machine.
+        try a.syncNow()
+        #expect(try a.get("com.example.restore", "one") == "after-the-backup", "\(a.daemon.log)")
+        #expect(try a.status()["unpublished_changes"] as? Int == 0)
+    }
+
     @Test("a keyring deleted while it starts to sync: sync init fails with a clear error and secretd keeps serving")
     func deletedWhileStarting() throws {
         // ssh that says it connected, waits 2 s, then serves the local remote (git's "simple" ssh: host, command).

@@ -142,6 +142,42 @@ import Testing
         #expect(try tpm.loadedHandles().isEmpty)
     }
 
+    @Test("after a restore from another login keyring, the slot's master key no longer opens it: the start stays locked and says why; the password opens it")
+    func afterRestore() throws {
+        let tpm = try SoftwareTPM()
+        defer { tpm.stop() }
+        // Another login keyring (same password, its own master key) and a backup of it.
+        let other = try SecretdFixture()
+        let otherDaemon = try other.start()
+        #expect(try Self.secretctl(other, ["set", "com.example.other", "app"], input: "from-the-backup").status == 0)
+        let backup = other.root.appendingPathComponent("other.sqlite3").path
+        #expect(try Self.secretctl(other, ["backup", backup]).status == 0)
+        otherDaemon.stop()
+
+        let fixture = try Self.fixture(using: tpm)
+        var daemon = try fixture.start()
+        defer { daemon.stop() }
+        let enrolled = try Self.secretctl(fixture, ["tpm", "enroll"], input: Self.password + "\n")
+        #expect(enrolled.status == 0, "\(enrolled.errorOutput)")
+        let restored = try Self.secretctl(fixture, ["restore", backup])
+        #expect(restored.status == 0, "\(restored.errorOutput)")
+        let slotFile = fixture.dataDirectory.appendingPathComponent("login-keyring.tpm")
+        let slot = try Data(contentsOf: slotFile)
+
+        // The slot unseals the old master key, which does not open the restored keyring.
+        try Self.restart(&daemon, fixture)
+        #expect(try Self.isLocked(fixture), "\(daemon.log)")
+        #expect(daemon.log.contains("the TPM did not unlock the login keyring: login-keyring.tpm is not a TPM slot of this keyring: the master key does not open"), "\(daemon.log)")
+        let status = try Self.secretctl(fixture, ["tpm", "status"]).text
+        #expect(status.contains("at start: login-keyring.tpm is not a TPM slot of this keyring: the master key does not open"), "\(status)")
+        #expect(daemon.isRunning, "\(daemon.log)")
+        #expect(try Data(contentsOf: slotFile) == slot, "the slot file changed")
+        #expect(try Self.secretctl(fixture, ["unlock", "--password-stdin"], input: Self.password).status == 0)
+        #expect(try Self.secretctl(fixture, ["get", "com.example.other", "app"]).text == "from-the-backup")
+        #expect(try tpm.loadedHandles().isEmpty)
+        #expect(!daemon.log.contains("from-the-backup") && !daemon.log.contains(Self.password))
+    }
+
     @Test("a TPM that takes the connection and never answers: enroll fails after the timeout, the start goes on locked; secretd keeps serving")
     func silentTPM() throws {
         let tpm = try SoftwareTPM()

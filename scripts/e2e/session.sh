@@ -96,6 +96,52 @@ after_reboot() {
     sandbox
 }
 
+# A login while the database is refused (24-newer-database.sh): FILE, written by schema version
+# FOUND, which this secretd (reading versions up to SUPPORTED) refuses. Every client is told why
+# at once and nothing is written.
+newer_database_refused() {
+    local file=$1 found=$2 supported=$3
+    local why="the keyring database $file was written by a newer secretd (schema version $found; this secretd reads versions up to $supported)"
+    check "newer database: secret-tool lookup fails at once" lookup_fails_fast
+    check "newer database: a raw call gets io.github.secretd.Error.UnusableDatabase with the reason" unusable_database_error "$why"
+    check "newer database: secret-tool store fails saying why" refused_saying "$why" secret-tool store --label=e2e service svc account new
+    check "newer database: secretctl list fails saying why" refused_saying "$why" secretctl list
+    check "newer database: secretctl status fails saying why (no keyring is served)" refused_saying "$why" secretctl status
+}
+# unusable_database_error WHY: OpenSession gets io.github.secretd.Error.UnusableDatabase, its message naming WHY.
+unusable_database_error() {
+    local out
+    out=$(timeout 20 python3 -c '
+from jeepney import DBusAddress, new_method_call
+from jeepney.io.blocking import open_dbus_connection
+from jeepney.wrappers import DBusErrorResponse, unwrap_msg
+service = DBusAddress("/org/freedesktop/secrets", bus_name="org.freedesktop.secrets", interface="org.freedesktop.Secret.Service")
+connection = open_dbus_connection(bus="SESSION")
+try:
+    unwrap_msg(connection.send_and_get_reply(new_method_call(service, "OpenSession", "sv", ("plain", ("s", ""))), timeout=10))
+    print("OpenSession succeeded")
+except DBusErrorResponse as error:
+    print("%s: %s" % (error.name, error.data[0] if error.data else ""))' 2>&1)
+    printf '%s\n' "$out" | grep -qF "io.github.secretd.Error.UnusableDatabase: $1" && return 0
+    printf '%s\n' "$out"
+    echo "OpenSession did not get io.github.secretd.Error.UnusableDatabase naming: $1"
+    return 1
+}
+# refused_saying WHY COMMAND...: COMMAND (stdin a would-be secret) fails within 5 s, its error naming WHY.
+refused_saying() {
+    local why=$1 start out rc took
+    shift
+    start=$(now)
+    out=$(printf 'not stored' | timeout 20 "$@" 2>&1)
+    rc=$?
+    took=$(elapsed_since "$start")
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && printf '%s\n' "$out" | grep -qF "$why" &&
+        awk -v t="$took" 'BEGIN { exit !(t < 5) }' && return 0
+    printf '%s\n' "$out"
+    echo "'$*' exited $rc after $took s; expected a failure within 5 s naming: $why"
+    return 1
+}
+
 # secretd runs under its unit with its memory locked and its sandbox in force.
 secretd_pid() { pgrep -u "$(id -u)" -x secretd | head -n 1; }
 status_field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
