@@ -20,13 +20,18 @@ import Testing
         return remote.path
     }
 
+    /// A bare remote and two clones of it, the laptop's synchronized.
+    func laptopAndDesktop() throws -> (String, SyncGit, SyncGit) {
+        let remote = try bareRemote()
+        let laptop = SyncGit(directory: root.appendingPathComponent("laptop"), remote: remote)
+        try laptop.synchronize()
+        return (remote, laptop, SyncGit(directory: root.appendingPathComponent("desktop"), remote: remote))
+    }
+
     @Test("two machines: publish, see, a refused push after the other's, a new round, nothing to publish")
     func twoMachines() throws {
-        let remote = try bareRemote()
         defer { try? FileManager.default.removeItem(at: root) }
-        let laptop = SyncGit(directory: root.appendingPathComponent("laptop"), remote: remote)
-        let desktop = SyncGit(directory: root.appendingPathComponent("desktop"), remote: remote)
-        try laptop.synchronize()
+        let (_, laptop, desktop) = try laptopAndDesktop()
         #expect(laptop.files(in: "items").isEmpty)
         let mode = try FileManager.default.attributesOfItem(atPath: laptop.directory.path)[.posixPermissions] as? Int
         #expect(mode == 0o700)
@@ -55,11 +60,8 @@ import Testing
 
     @Test("the files changed since a commit, from git's trees: added, changed and removed; none for an unknown or rewritten commit")
     func changedFiles() throws {
-        let remote = try bareRemote()
         defer { try? FileManager.default.removeItem(at: root) }
-        let laptop = SyncGit(directory: root.appendingPathComponent("laptop"), remote: remote)
-        let desktop = SyncGit(directory: root.appendingPathComponent("desktop"), remote: remote)
-        try laptop.synchronize()
+        let (remote, laptop, desktop) = try laptopAndDesktop()
         #expect(try laptop.head() == nil)
         for name in ["aa", "bb", "cc"] { try laptop.write([1], to: "items/\(name)") }
         try laptop.write([1], to: "devices/dd")
