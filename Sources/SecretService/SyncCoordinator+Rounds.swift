@@ -65,6 +65,7 @@ extension SyncCoordinator {
     /// machine's first round those the vault did not have; returns how many.
     func stampUnsynced(in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) -> Int {
         var count = 0
+        runs[collection.id]?.unsyncedMayExist = false
         do throws(StoreError) {
             let ids = try store.syncIDs(in: collection)
             let waiting = Set(try store.syncChanges(in: collection).map(\.itemID))
@@ -77,6 +78,7 @@ extension SyncCoordinator {
             // Those found so far go out; the rest are looked for again after the next round.
             Log.warning("sync of the keyring \(collection.name) cannot find all its items that never synced: \(error)")
             runs[collection.id]?.again = true
+            runs[collection.id]?.unsyncedMayExist = true
         }
         return count
     }
@@ -115,6 +117,7 @@ extension SyncCoordinator {
                 Store.SyncChange(itemID: itemID, milliseconds: stamp.milliseconds, counter: stamp.counter, deleted: deleted), in: collection)
         } catch {
             Log.warning("cannot record a change for sync: \(error)")
+            runs[collection.id]?.unsyncedMayExist = true
         }
     }
 
@@ -414,11 +417,13 @@ extension SyncCoordinator {
                     if change.deleted, try store.item(id: change.itemID) == nil { try store.forgetSyncID(ofItem: change.itemID) }
                 }
             }
-            if stampUnsynced(in: collection, keys: itemKeys) > 0 { runs[collection.id]?.again = true }
+            if runs[collection.id]?.unsyncedMayExist == true, stampUnsynced(in: collection, keys: itemKeys) > 0 { runs[collection.id]?.again = true }
         }
         // The state is sealed again only when the round changed it (an idle round does not).
         let before = runs[collection.id]?.vault
-        if report.published > 0 || !report.accepted.isEmpty || !report.lostArrived.isEmpty || before?.keys.count != updated.keys.count {
+        if report.published > 0 || !report.accepted.isEmpty || !report.lostArrived.isEmpty || before?.keys.count != updated.keys.count
+            || before?.base != updated.base || before?.unsettled != updated.unsettled
+        {
             keep(updated, of: collection, remote: remote)
         } else {
             runs[collection.id]?.vault?.clock.observe(updated.clock.last)

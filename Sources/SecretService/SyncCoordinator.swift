@@ -27,6 +27,10 @@ final class SyncCoordinator {
         var timer = 0
         /// The files the last round refused, as messages.
         var refused: [String] = []
+        /// Whether the collection may hold items that may sync and never did (after a start, a
+        /// stamp that failed, before a joining machine's approval): the next round with keys
+        /// looks for them, which walks every item; the other rounds do not.
+        var unsyncedMayExist = true
         /// Operations on the clone waiting for the one that uses it (``exclusively(_:_:)``).
         var queued: [() -> Void] = []
         /// Callers waiting for the running round (`sync now`).

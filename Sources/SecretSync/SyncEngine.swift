@@ -22,6 +22,9 @@ public enum SyncEngine {
         public var refused: [SyncError] = []
         /// How many local versions were published.
         public var published = 0
+        /// How many item files of the remote were read: those changed since the last round
+        /// (and those it left unsettled), or all of them when it read everything.
+        public var filesRead = 0
     }
 
     // MARK: - Membership
@@ -132,39 +135,59 @@ public enum SyncEngine {
     /// in first. Where the remote's file of an item is not the version this machine holds
     /// (missing, refused, replayed, older), that version is written back as it was (`held`
     /// gives its item; nil for a deleted one), so a file the remote's host put back or took
-    /// away does not stay there for machines that join later. On a throw nothing was
-    /// published; the caller keeps its copy of `vault` from before the call.
+    /// away does not stay there for machines that join later. Only the item files changed since
+    /// the commit the last round merged against (``SyncVault/base``) are read, with those it
+    /// left unsettled, so an idle round costs the same at any number of items; every file is
+    /// read when that commit is unknown, gone or no ancestor of the remote's, and when new keys
+    /// arrived. On a throw nothing was published; the caller keeps its copy of `vault` from
+    /// before the call.
     public static func round(
         on git: SyncGit, vault: inout SyncVault, changes: [(header: SyncHeader, item: SyncItem?)],
         held: (SyncHeader) -> SyncItem?
     ) throws(SyncError) -> Report {
         var report = Report()
-        var pending = changes
+        var pending = Dictionary(changes.map { (SyncIDs.hex($0.header.item), $0) }, uniquingKeysWith: { $0.header.wins(over: $1.header) ? $0 : $1 })
+        // Files read by an attempt whose push was refused: the vault may hold what they had.
+        var readBefore: Set<String> = []
+        var newKeys = false
         for _ in 0..<attempts {
             try git.synchronize()
             guard try vaultID(in: git) == vault.id else {
                 throw .vault("the remote holds another vault than this keyring's (its vault file was replaced); nothing was changed")
             }
+            let generations = vault.keys.count
             takeKeys(from: git, into: &vault, report: &report)
+            newKeys = newKeys || vault.keys.count != generations
             guard vault.generation > 0 else { return report }  // waiting for approval
             // A device removed from the vault stops: it must not write back what it can no longer read.
             guard git.files(in: SyncVault.devicesFolder)[SyncIDs.hex(vault.identity.device.id)] != nil else {
                 throw .vault("this machine was removed from the vault; it syncs no more (secretctl sync leave, then join again)")
             }
-            // What arrived. Files sealed with a key generation this machine was not given are
-            // newer than anything it could write back.
+            // What arrived: the files changed since the commit the last round merged against,
+            // with those it left unsettled; every file when that commit is unknown, or when new
+            // keys may open files that could not be read before. Files sealed with a key
+            // generation this machine was not given are newer than anything it could write back.
+            let changed = newKeys ? nil : try vault.base.flatMap { commit throws(SyncError) in
+                try git.changedFiles(in: SyncVault.itemsFolder, since: commit)
+            }
+            let names = changed.map { $0.union(vault.unsettled).union(readBefore) }
+            readBefore.formUnion(names ?? [])
             var confirmed: Set<String> = []
             var unreadable: Set<String> = []
-            for name in git.oversizedFiles(in: SyncVault.itemsFolder) {
+            let oversized = git.oversizedFiles(in: SyncVault.itemsFolder, named: names)
+            for name in oversized {
                 report.refused.append(.malformed("\(name) is larger than any item file can be"))
             }
-            for (name, bytes) in git.files(in: SyncVault.itemsFolder) {
+            let arrived = git.files(in: SyncVault.itemsFolder, named: names)
+            report.filesRead = arrived.count
+            for (name, bytes) in arrived {
                 let refusedBefore = report.refused.count
                 if merge(name, bytes, into: &vault, pending: &pending, report: &report) { confirmed.insert(name) }
                 if report.refused.count > refusedBefore, case .unknownKeyGeneration = report.refused.last { unreadable.insert(name) }
             }
             // What goes out: the local versions that still win, sealed with the newest key ...
-            for change in pending {
+            var written: Set<String> = []
+            for change in pending.values {
                 var header = change.header
                 header.keyGeneration = vault.generation
                 guard let key = vault.keys[header.keyGeneration] else { continue }
@@ -172,18 +195,22 @@ public enum SyncEngine {
                 try git.write(record.bytes, to: "\(SyncVault.itemsFolder)/\(header.fileName)")
                 vault.current[header.fileName] = header
                 vault.seen[header.fileName, default: [:]][SyncIDs.hex(header.device)] = header.timestamp
+                written.insert(header.fileName)
             }
-            // ... and the held versions the remote lost or had replaced, unchanged.
-            let changed = Set(pending.map(\.header.fileName))
-            for (name, header) in vault.current where !confirmed.contains(name) && !changed.contains(name) && !unreadable.contains(name) {
-                guard let key = vault.keys[header.keyGeneration] else { continue }
+            // ... and the held versions the remote lost or had replaced, unchanged: among the
+            // files read (the others hold what they held when the last round left them).
+            for name in names ?? Set(vault.current.keys) where !confirmed.contains(name) && !written.contains(name) && !unreadable.contains(name) {
+                guard let header = vault.current[name], let key = vault.keys[header.keyGeneration] else { continue }
                 let item = header.deleted ? nil : held(header)
                 guard header.deleted || item != nil else { continue }
                 try git.write(try SyncRecord.seal(item, header: header, key: key).bytes, to: "\(SyncVault.itemsFolder)/\(name)")
+                written.insert(name)
             }
             switch try git.publish(message: "secretd: \(pending.count) items from \(SyncIDs.hex(vault.identity.device.id))") {
             case .pushed, .unchanged:
                 report.published = pending.count
+                vault.base = try git.head()
+                vault.unsettled = Set(arrived.keys).union(oversized).subtracting(confirmed).subtracting(written)
                 return report
             case .rejected:
                 backOff()  // another machine pushed first: again, from the new remote
@@ -194,7 +221,7 @@ public enum SyncEngine {
 
     /// Takes in one arrived item file; whether it holds the version this machine now holds.
     private static func merge(
-        _ name: String, _ bytes: [UInt8], into vault: inout SyncVault, pending: inout [(header: SyncHeader, item: SyncItem?)],
+        _ name: String, _ bytes: [UInt8], into vault: inout SyncVault, pending: inout [String: (header: SyncHeader, item: SyncItem?)],
         report: inout Report
     ) -> Bool {
         let record: SyncRecord
@@ -218,8 +245,8 @@ public enum SyncEngine {
             }
         }
         if let held = vault.current[name], held == arrived { return heldIsWhole() }
-        let local = pending.firstIndex { $0.header.item == arrived.item }
-        let localHeader = local.map { pending[$0].header } ?? vault.current[name]
+        let local = pending[name]?.header
+        let localHeader = local ?? vault.current[name]
         let seen = vault.seen[name]?[SyncIDs.hex(arrived.device)]
         let decision = SyncMerge.decide(arrived: arrived, local: localHeader, seenFromDevice: seen)
         if case .same = decision { return heldIsWhole() }
@@ -245,9 +272,9 @@ public enum SyncEngine {
         vault.seen[name, default: [:]][SyncIDs.hex(arrived.device)] = max(seen ?? .zero, arrived.timestamp)
         switch decision {
         case .take(let losing):
-            if let index = local {
-                report.replacedLocal.append(pending[index].header)
-                pending.remove(at: index)
+            if let local {
+                report.replacedLocal.append(local)
+                pending[name] = nil
             } else if let losing {
                 report.replacedLocal.append(losing)
             }

@@ -109,11 +109,12 @@ public final class SyncGit: Sendable {
         try git(["clean", "--quiet", "-d", "-x", "--force"])
     }
 
-    /// The files directly in `folder` of the working tree, by name.
-    public func files(in folder: String) -> [String: [UInt8]] {
+    /// The files directly in `folder` of the working tree, by name; only those `named` when
+    /// given (a name with no file is left out).
+    public func files(in folder: String, named names: Set<String>? = nil) -> [String: [UInt8]] {
         let url = directory.appendingPathComponent(folder)
         var found: [String: [UInt8]] = [:]
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] where !name.hasPrefix(".") {
+        for name in names.map(Array.init) ?? listing(of: url) where !name.hasPrefix(".") && !name.contains("/") {
             let path = url.appendingPathComponent(name).path
             guard Self.size(of: path) <= Self.largestFile else { continue }
             if let data = FileManager.default.contents(atPath: path) { found[name] = Array(data) }
@@ -121,13 +122,36 @@ public final class SyncGit: Sendable {
         return found
     }
 
-    /// The files of `folder` larger than any file of the vault can be (``largestFile``), which
-    /// ``files(in:)`` leaves out unread: whoever can push to the remote must not make secretd
-    /// read a gigabyte.
-    public func oversizedFiles(in folder: String) -> [String] {
+    /// The files of `folder` (only those `named` when given) larger than any file of the vault
+    /// can be (``largestFile``), which ``files(in:named:)`` leaves out unread: whoever can push
+    /// to the remote must not make secretd read a gigabyte.
+    public func oversizedFiles(in folder: String, named names: Set<String>? = nil) -> [String] {
         let url = directory.appendingPathComponent(folder)
-        return ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [])
-            .filter { !$0.hasPrefix(".") && Self.size(of: url.appendingPathComponent($0).path) > Self.largestFile }.sorted()
+        return (names.map(Array.init) ?? listing(of: url))
+            .filter { !$0.hasPrefix(".") && !$0.contains("/") && Self.size(of: url.appendingPathComponent($0).path) > Self.largestFile }.sorted()
+    }
+
+    private func listing(of url: URL) -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] }
+
+    /// The commit the working tree is at (hex); nil when the branch has none yet.
+    public func head() throws(SyncError) -> String? {
+        let (status, output) = try run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+        return status == 0 ? output.split(whereSeparator: \.isWhitespace).first.map(String.init) : nil
+    }
+
+    /// The names of the files directly in `folder` that differ between `commit` and the working
+    /// tree's commit (added, changed or removed), as git's trees tell it without reading the
+    /// files; nil when `commit` is not in the clone or is not an ancestor of it (a remote whose
+    /// history was rewritten): then the caller reads every file.
+    public func changedFiles(in folder: String, since commit: String) throws(SyncError) -> Set<String>? {
+        // merge-base fails for a commit the clone does not have as for one that is no ancestor.
+        guard !commit.isEmpty, commit.allSatisfy(\.isHexDigit), try gitSucceeds(["merge-base", "--is-ancestor", commit, "HEAD"])
+        else { return nil }
+        let output = try git(["diff", "--name-only", "--no-renames", "-z", commit, "HEAD", "--", folder])
+        let prefix = folder + "/"
+        return Set(output.split(separator: "\0").compactMap { path in
+            path.hasPrefix(prefix) && !path.dropFirst(prefix.count).contains("/") ? String(path.dropFirst(prefix.count)) : nil
+        })
     }
 
     /// The largest file the vault holds: an item with the largest secret, label and attributes

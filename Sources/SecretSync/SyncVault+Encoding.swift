@@ -9,6 +9,9 @@ public import SecretCrypto
 //     held count (4), each: a SyncRecord header (65)
 //     seen count (4), each: item id (16), device count (4), each: device id (16), milliseconds (8), counter (4)
 //
+//     (optional; a state written before it ends above) base length (4), the base commit in hex;
+//     unsettled count (4), each: name length (4), file name
+//
 // Numbers are big-endian. Nothing follows the last entry.
 
 extension SyncVault {
@@ -17,7 +20,10 @@ extension SyncVault {
     /// The state's bytes, in secure memory.
     public func encoded() -> SecureBytes {
         let seenCount = seen.values.reduce(0) { $0 + 20 + $1.count * 28 }
-        let size = Self.stateMagic.count + 16 + 16 + Gcrypt.x25519Length + 12 + 4 + keys.count * (16 + Gcrypt.keyLength)
+        let baseBytes = Array((base ?? "").utf8)
+        let unsettledNames = unsettled.sorted().map { Array($0.utf8) }
+        let tail = 4 + baseBytes.count + 4 + unsettledNames.reduce(0) { $0 + 4 + $1.count }
+        let size = tail + Self.stateMagic.count + 16 + 16 + Gcrypt.x25519Length + 12 + 4 + keys.count * (16 + Gcrypt.keyLength)
             + 4 + current.count * SyncRecord.headerLength + 4 + seenCount
         let output = SecureBytes(count: size)
         output.withMutableBytes { buffer in
@@ -60,6 +66,13 @@ extension SyncVault {
                     put(SyncIDs.bytes(hex: device) ?? [UInt8](repeating: 0, count: 16))
                     put(time)
                 }
+            }
+            put(UInt32(baseBytes.count))
+            put(baseBytes)
+            put(UInt32(unsettledNames.count))
+            for name in unsettledNames {
+                put(UInt32(name.count))
+                put(name)
             }
         }
         return output
@@ -118,6 +131,11 @@ extension SyncVault {
                 devices[device] = try time()
             }
             seen[item] = devices
+        }
+        if offset < bytes.count {
+            let commit = String(decoding: try take(Int(try number())), as: UTF8.self)
+            base = commit.isEmpty ? nil : commit
+            for _ in 0..<(try count(4)) { unsettled.insert(String(decoding: try take(Int(try number())), as: UTF8.self)) }
         }
         guard offset == bytes.count else { throw .malformed("bytes follow the sync state") }
     }

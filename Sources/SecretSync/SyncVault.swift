@@ -20,6 +20,14 @@ public struct SyncVault: Sendable {
     public var seen: [String: [String: SyncTimestamp]] = [:]
     /// This machine's hybrid logical clock.
     public var clock: HybridLogicalClock
+    /// The remote's commit (hex) the last round merged against and left every item file of
+    /// (but those in ``unsettled``) holding the version in ``current``: the next round reads
+    /// only the files changed since. nil: unknown, the next round reads every file.
+    public var base: String?
+    /// The item files the last round left on the remote although they do not hold the version
+    /// this machine holds (refused, sealed with a key it was not given, not written back): every
+    /// round reads them again, as it reads the files changed since ``base``.
+    public var unsettled: Set<String> = []
 
     /// The newest key generation this machine has (0: none yet, still waiting for approval).
     public var generation: UInt32 { keys.keys.max() ?? 0 }

@@ -20,6 +20,7 @@ import Testing
         var history: [String: [SyncItem]] = [:]
         var changes: [(header: SyncHeader, item: SyncItem?)] = []
         var refused: [SyncError] = []
+        var filesRead = 0
         let wall: Wall
 
         final class Wall: @unchecked Sendable { var now: UInt64 = 1_796_000_000_000 }
@@ -57,6 +58,7 @@ import Testing
             for (header, item) in report.accepted { items[header.fileName] = item }
             for (header, item) in report.lostArrived { if let item { history[header.fileName, default: []].append(item) } }
             refused += report.refused
+            filesRead = report.filesRead
         }
 
         func secret(_ id: String) -> String? {
@@ -248,6 +250,97 @@ import Testing
         #expect(tablet.secret(other) == "o1" && desktop.secret(other) == "o1", "\(desktop.refused)")
     }
 
+    /// A laptop and a desktop that synced `count` items the laptop made; the remote, both, the ids.
+    func laptopAndDesktop(sharing count: Int) throws -> (String, Machine, Machine, [String]) {
+        let remote = try remote()
+        let machines = try machines(remote, others: ["desktop"])
+        let ids = (0..<count).map { machines[0].set(nil, label: "item\($0)", secret: "s\($0)") }
+        for machine in machines { try machine.sync() }
+        return (remote, machines[0], machines[1], ids)
+    }
+
+    @Test("a round reads only the item files changed since the commit it last merged against: a change, a delete, a tampered file")
+    func changedFilesOnly() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (remote, laptop, desktop, ids) = try laptopAndDesktop(sharing: 5)
+        #expect(desktop.filesRead == 5, "the first round after joining reads every file")
+        let head = try desktop.git.head()
+        #expect(desktop.vault.base != nil && desktop.vault.base == head)
+        try desktop.sync()
+        #expect(desktop.filesRead == 0, "an idle round reads no item file")
+
+        // A change and a delete arrive from the two files that changed.
+        laptop.set(ids[0], label: "item0", secret: "changed")
+        laptop.delete(ids[1])
+        try laptop.sync()
+        try desktop.sync()
+        #expect(desktop.filesRead == 2 && desktop.secret(ids[0]) == "changed" && desktop.items[ids[1]] == nil)
+        #expect(desktop.secret(ids[2]) == "s2" && desktop.refused.isEmpty, "\(desktop.refused)")
+
+        // The remote's host alters one file and adds a copy under another name: both are
+        // refused, the altered one is written back, and the stray copy is read again by every
+        // round (still refused) while it stays.
+        let host = clone("host", remote)
+        try host.synchronize()
+        var altered = try #require(host.files(in: "items")[ids[2]])
+        altered[altered.count - 1] ^= 1
+        try host.write(altered, to: "items/\(ids[2])")
+        let stray = SyncIDs.hex(SyncIDs.random())
+        try host.write(try #require(host.files(in: "items")[ids[3]]), to: "items/\(stray)")
+        #expect(try host.publish(message: "the host meddles") == .pushed)
+        try desktop.sync()
+        #expect(desktop.filesRead == 2 && desktop.secret(ids[2]) == "s2")
+        var reasons = desktop.refused.map { "\($0)" }.joined(separator: "\n")
+        #expect(reasons.contains("altered") && reasons.contains("renamed"), "\(reasons)")
+        #expect(desktop.vault.unsettled == [stray])
+        desktop.refused = []
+        try desktop.sync()
+        reasons = desktop.refused.map { "\($0)" }.joined(separator: "\n")
+        #expect(desktop.filesRead == 1 && reasons.contains("renamed") && !reasons.contains("altered"), "\(reasons)")
+        try host.synchronize()
+        let restored = try SyncRecord(fileName: ids[2], bytes: try #require(host.files(in: "items")[ids[2]]), vault: laptop.vault.id)
+        #expect(try restored.open(with: laptop.vault.keys) != nil, "the desktop wrote its version back")
+        laptop.refused = []
+        try laptop.sync()
+        #expect(laptop.secret(ids[2]) == "s2" && laptop.refused.map { "\($0)" } == ["\(stray) was renamed: its name is not the item it holds"])
+    }
+
+    @Test("a round whose remembered commit is unknown or gone (a rewritten remote) reads every file, and finds what changed")
+    func fallbackToEveryFile() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (remote, laptop, desktop, ids) = try laptopAndDesktop(sharing: 4)
+
+        // A lost clone is made again from the remote, whose history has the remembered commit:
+        // still only the changed files are read.
+        laptop.set(ids[0], label: "item0", secret: "changed")
+        try laptop.sync()
+        try FileManager.default.removeItem(at: desktop.git.directory)
+        try desktop.sync()
+        #expect(desktop.filesRead == 1 && desktop.secret(ids[0]) == "changed")
+
+        // A commit that is in no clone (a state saved elsewhere): every file is read.
+        laptop.delete(ids[1])
+        try laptop.sync()
+        desktop.vault.base = String(repeating: "0", count: 40)
+        try desktop.sync()
+        #expect(desktop.filesRead == 4 && desktop.items[ids[1]] == nil && desktop.secret(ids[3]) == "s3")
+        #expect(desktop.refused.isEmpty, "\(desktop.refused)")
+        try desktop.sync()
+        #expect(desktop.filesRead == 0)
+
+        // The remote's history is rewritten (one commit with the same files, one of them
+        // altered): the remembered commit is no ancestor, so every file is read again.
+        try RewrittenHistory.push(to: remote, scratch: root, appendingTo: "items/\(ids[2])")
+        desktop.refused = []
+        try desktop.sync()
+        #expect(desktop.filesRead == 4 && desktop.secret(ids[2]) == "s2")
+        #expect(desktop.refused == [.tampered(file: ids[2])], "\(desktop.refused)")
+        laptop.refused = []
+        try laptop.sync()
+        #expect(laptop.filesRead == 4 && laptop.secret(ids[2]) == "s2" && laptop.secret(ids[0]) == "changed")
+        #expect(laptop.refused.isEmpty, "\(laptop.refused)")
+    }
+
     @Test("a machine's state survives encoding (as secretd stores it): the next rounds go on from it; damaged state is refused")
     func stateEncoding() throws {
         defer { try? FileManager.default.removeItem(at: root) }
@@ -274,6 +367,19 @@ import Testing
         try desktop.sync()
         try laptop.sync()
         #expect(laptop.secret(first) == "f2" && desktop.refused.isEmpty && laptop.refused.isEmpty)
+
+        // A state written before the remembered commit (no tail) decodes, with none; one with
+        // a commit and unsettled files keeps them.
+        var plain = desktop.vault
+        plain.base = nil
+        plain.unsettled = []
+        let withoutTail = plain.encoded().withBytes { Array($0.dropLast(8)) }
+        let old = try SyncVault(decoding: SecureBytes(withoutTail), wallClock: { 0 })
+        #expect(old.base == nil && old.unsettled.isEmpty && old.current == plain.current && old.seen == plain.seen)
+        plain.base = String(repeating: "ab", count: 20)
+        plain.unsettled = ["one", "two"]
+        let again = try SyncVault(decoding: plain.encoded(), wallClock: { 0 })
+        #expect(again.base == plain.base && again.unsettled == plain.unsettled)
 
         // Truncated, lengthened or foreign bytes are refused.
         let whole = bytes.withBytes { Array($0) }

@@ -20,13 +20,18 @@ import Testing
         return remote.path
     }
 
+    /// A bare remote and two clones of it, the laptop's synchronized.
+    func laptopAndDesktop() throws -> (String, SyncGit, SyncGit) {
+        let remote = try bareRemote()
+        let laptop = SyncGit(directory: root.appendingPathComponent("laptop"), remote: remote)
+        try laptop.synchronize()
+        return (remote, laptop, SyncGit(directory: root.appendingPathComponent("desktop"), remote: remote))
+    }
+
     @Test("two machines: publish, see, a refused push after the other's, a new round, nothing to publish")
     func twoMachines() throws {
-        let remote = try bareRemote()
         defer { try? FileManager.default.removeItem(at: root) }
-        let laptop = SyncGit(directory: root.appendingPathComponent("laptop"), remote: remote)
-        let desktop = SyncGit(directory: root.appendingPathComponent("desktop"), remote: remote)
-        try laptop.synchronize()
+        let (_, laptop, desktop) = try laptopAndDesktop()
         #expect(laptop.files(in: "items").isEmpty)
         let mode = try FileManager.default.attributesOfItem(atPath: laptop.directory.path)[.posixPermissions] as? Int
         #expect(mode == 0o700)
@@ -51,6 +56,38 @@ import Testing
         #expect(try desktop.publish(message: "desktop 2") == .pushed)
         try laptop.synchronize()
         #expect(laptop.files(in: "items") == ["bb": [4], "cc": [5]])
+    }
+
+    @Test("the files changed since a commit, from git's trees: added, changed and removed; none for an unknown or rewritten commit")
+    func changedFiles() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (remote, laptop, desktop) = try laptopAndDesktop()
+        #expect(try laptop.head() == nil)
+        for name in ["aa", "bb", "cc"] { try laptop.write([1], to: "items/\(name)") }
+        try laptop.write([1], to: "devices/dd")
+        #expect(try laptop.publish(message: "first") == .pushed)
+        let first = try #require(try laptop.head())
+        #expect(try laptop.changedFiles(in: "items", since: first) == [])
+
+        try laptop.write([2], to: "items/aa")
+        laptop.remove("items/bb")
+        try laptop.write([1], to: "items/ee")
+        try laptop.write([2], to: "devices/dd")
+        #expect(try laptop.publish(message: "second") == .pushed)
+        try desktop.synchronize()
+        let laptopHead = try laptop.head()
+        #expect(try desktop.head() == laptopHead)
+        #expect(try desktop.changedFiles(in: "items", since: first) == ["aa", "bb", "ee"])
+        #expect(desktop.files(in: "items", named: ["aa", "bb"]) == ["aa": [2]])
+
+        // A commit the clone never had, and one the remote's rewritten history left behind.
+        #expect(try desktop.changedFiles(in: "items", since: String(repeating: "0", count: 40)) == nil)
+        #expect(try desktop.changedFiles(in: "items", since: "not a commit") == nil)
+        try RewrittenHistory.push(to: remote, scratch: root)
+        let before = try #require(try desktop.head())
+        try desktop.synchronize()
+        #expect(try desktop.head() != before)
+        #expect(try desktop.changedFiles(in: "items", since: before) == nil)
     }
 
     @Test("a file larger than any item file can be is left unread and listed, so a remote cannot make secretd read a gigabyte")
