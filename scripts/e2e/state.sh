@@ -18,7 +18,8 @@
 #   alice=none       alice (users) has no login keyring; her password is PASSWORD_1
 #   alice=N          alice's password is PASSWORD_N (1 to 5), her login keyring opens with it and
 #                    holds the items of her first login (secret-tool's, Python keyring's, git's)
-#   alice            alice=N for any N (alice=1 when she has none)
+#   alice            alice=N for any N (alice=1 when she has none, or when chpasswd-logged-out
+#                    left her password and her keyring's apart: alice=split)
 # Which password alice's keyring opens with is recorded in STATE_DIR/alice by the scenarios that
 # change it (first-login, passwd, the chpasswd ones) and by need; carol's in STATE_DIR/carol.
 # STATE_DIR is on disk: it outlives the reboot.

@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # Root sets alice's password while she is logged out: the new password's login leaves the keyring
-# locked, the previous password unlocks it at once. Leaves alice=5.
+# locked, the previous password unlocks it at once. Leaves alice's password PASSWORD_5 and her
+# keyring opening with PASSWORD_4: the state alice=split, which no alice=N describes, so a later
+# scenario that needs alice starts her afresh (state.sh).
 # boot: second
 # needs: users setup-system alice=4
 
@@ -11,4 +13,5 @@ scenario() {
     logout_check "after chpasswd while logged out"
     session "the login after that" password alice "$PASSWORD_5" show_state
     logout_check "the login after that"
+    state_set alice split
 }
