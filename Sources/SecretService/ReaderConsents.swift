@@ -125,13 +125,11 @@ final class ReaderConsents {
     /// delays only its own first call.
     func prepareDigest(of caller: Caller, offLoop: OffLoop, then done: @escaping () -> Void) {
         let descriptor = open("/proc/\(caller.pid)/exe", O_RDONLY | O_CLOEXEC)
-        var status = stat()
-        guard descriptor >= 0, fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+        guard descriptor >= 0, let (version, known) = cachedDigest(ofOpenFile: descriptor) else {
             if descriptor >= 0 { close(descriptor) }
             return done()
         }
-        let version = FileVersion(status)
-        if let known = digests[version] {
+        if let known {
             close(descriptor)
             caller.executableDigest = known
             return done()
@@ -179,13 +177,20 @@ final class ReaderConsents {
     }
 
     private func digest(ofOpenFile descriptor: Int32) -> [UInt8]? {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
-        let version = FileVersion(status)
-        if let known = digests[version] { return known }
+        guard let (version, known) = cachedDigest(ofOpenFile: descriptor) else { return nil }
+        if let known { return known }
         guard let digest = Gcrypt.sha256(readingFile: descriptor) else { return nil }
         digests[version] = digest
         return digest
+    }
+
+    /// The version of the regular file open at `descriptor`, with its digest when that
+    /// version was hashed before; nil for anything but a regular file.
+    private func cachedDigest(ofOpenFile descriptor: Int32) -> (FileVersion, [UInt8]?)? {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        let version = FileVersion(status)
+        return (version, digests[version])
     }
 
     private func now() -> Int64 { Int64(time(nil)) }

@@ -3,6 +3,11 @@ import FoundationEssentials
 import Glibc
 import CProcess  // struct stat, as the modules that include <sys/stat.h> first declare it
 
+extension RunScope.NamespaceID {
+    /// The namespace whose `/proc/PID/ns/pid` file has `status`.
+    init(_ status: stat) { self.init(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)) }
+}
+
 /// The `secretctl run` scopes in force, and which one a process is in: the scope whose PID
 /// namespace is the process's own or one it is nested in. A process cannot leave its PID
 /// namespace, whatever it does with its cgroup, session or bus connections.
@@ -82,7 +87,7 @@ final class RunScopes {
         for _ in 0..<33 {
             var status = stat()
             guard fstat(descriptor, &status) == 0 else { return nil }
-            let namespace = RunScope.NamespaceID(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+            let namespace = RunScope.NamespaceID(status)
             if let scope = scopes.first(where: { $0.namespace == namespace }) { return scope }
             let parent = ioctl(descriptor, Self.namespaceParent)
             guard parent >= 0 else { return nil }  // the initial namespace: no scope's
@@ -114,7 +119,7 @@ final class RunScopes {
     private static func namespace(of pid: Int32) -> RunScope.NamespaceID? {
         var status = stat()
         guard stat("/proc/\(pid)/ns/pid", &status) == 0 else { return nil }
-        return RunScope.NamespaceID(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        return RunScope.NamespaceID(status)
     }
 
     /// Whether `ancestor` is `pid`'s parent, or its parent's, within a few generations.
