@@ -15,6 +15,8 @@
 
 # shellcheck source=lib.sh
 . /usr/local/lib/e2e/lib.sh
+# shellcheck source=state.sh
+. /usr/local/lib/e2e/state.sh
 
 PACKAGES="secretd secretctl libpam-secretd"
 DEBS=/root/debs
@@ -194,7 +196,7 @@ no_files_left() {
 }
 
 remove() {
-    local current
+    local current alice_login
     current=$(version_of current)
     check "remove: secretctl setup --system again, before the removal" expect_status 0 secretctl setup --system
     check "remove: user dave created with a password" create_dave
@@ -208,7 +210,8 @@ remove() {
     check "remove: gnome-keyring's files are its package's again (dpkg --verify, no diversion, no mask)" gk_restored
     check "remove: gnome-keyring's org.freedesktop.secrets.service is in place again (dpkg -S)" gk_activation_file_kept
     check "remove: dave's password login still works" ssh_password dave "$PASSWORD_DAVE" true
-    check "remove: alice's password login still works" ssh_password alice "$PASSWORD_5" true  # her last password
+    alice_login=$(alice_login_password)
+    check "remove: alice's password login still works" ssh_password alice "${!alice_login}" true
     logout_check "remove: the logins" dave
     logged_out alice >/dev/null
     check "remove: dave's keyring files are untouched" digest_kept

@@ -37,6 +37,14 @@ alice_password() {
     case $n in [1-5]) echo "PASSWORD_$n" ;; *) echo PASSWORD_1 ;; esac
 }
 
+# alice_login_password: the name of the variable holding the password alice logs in with now
+# (alice=split: PASSWORD_5, the one root set last; none or unrecorded: PASSWORD_1).
+alice_login_password() {
+    local n
+    n=$(state_get alice)
+    case $n in [1-5]) echo "PASSWORD_$n" ;; split) echo PASSWORD_5 ;; *) echo PASSWORD_1 ;; esac
+}
+
 # create_users: alice and bob, as an administrator creates them; root's ssh key for alice.
 create_users() {
     useradd -m -s /bin/bash alice && useradd -m -s /bin/bash bob &&
