@@ -45,7 +45,9 @@ package struct TPMSlot: Equatable {
                 return "the slot was sealed by another TPM (another machine, or a cleared TPM); "
                     + "unlock with the password, then enroll again (secretctl tpm enroll)"
             case .tpm(let error): return "\(error)"
-            case .malformed(let what): return "\(TPMSlot.fileName) is not a TPM slot of this keyring: \(what)"
+            case .malformed(let what):
+                return "\(TPMSlot.fileName) is not a TPM slot of this keyring: \(what); "
+                    + "unlock with the password, then enroll again (secretctl tpm enroll)"
             case .io(let what): return what
             }
         }

@@ -170,11 +170,19 @@ import Testing
         #expect(daemon.log.contains("the TPM did not unlock the login keyring: login-keyring.tpm is not a TPM slot of this keyring: the master key does not open"), "\(daemon.log)")
         let status = try Self.secretctl(fixture, ["tpm", "status"]).text
         #expect(status.contains("at start: login-keyring.tpm is not a TPM slot of this keyring: the master key does not open"), "\(status)")
+        #expect(status.contains("unlock with the password, then enroll again (secretctl tpm enroll)"), "\(status)")
         #expect(daemon.isRunning, "\(daemon.log)")
         #expect(try Data(contentsOf: slotFile) == slot, "the slot file changed")
         #expect(try Self.secretctl(fixture, ["unlock", "--password-stdin"], input: Self.password).status == 0)
         #expect(try Self.secretctl(fixture, ["get", "com.example.other", "app"]).text == "from-the-backup")
         #expect(try tpm.loadedHandles().isEmpty)
+
+        // What the advice says: enroll again, and the next start is unlocked by the TPM.
+        let again = try Self.secretctl(fixture, ["tpm", "enroll"], input: Self.password + "\n")
+        #expect(again.status == 0, "\(again.errorOutput)")
+        try Self.restart(&daemon, fixture)
+        #expect(try !Self.isLocked(fixture), "\(daemon.log)")
+        #expect(try Self.secretctl(fixture, ["get", "com.example.other", "app"]).text == "from-the-backup")
         #expect(!daemon.log.contains("from-the-backup") && !daemon.log.contains(Self.password))
     }
 
