@@ -265,7 +265,9 @@ deb: toolchain
 	SWIFT=$(SWIFT) scripts/deb.sh $(DEB_RELEASES)
 
 # See scripts/e2e.sh: what it boots, installs and checks. E2E_ONLY's names are checked first,
-# before make deb builds anything.
+# before make deb builds anything. make deb then also builds the newer secretd of the package
+# downgrade scenario (scripts/deb.sh's newer_secretd).
+e2e: export DEB_NEWER_SECRETD := 1
 e2e: e2e-only deb
 	@scripts/install-deps.sh $(DEB_E2E)
 	scripts/e2e.sh $(DEB_RELEASES)

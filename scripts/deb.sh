@@ -4,7 +4,8 @@
 # (dpkg-shlibdeps computes Depends from them), then checked with lintian inside the same root.
 #     scripts/deb.sh trixie bookworm
 # Writes .build/deb/RELEASE/: the .deb files, the .changes and .buildinfo, lintian.txt (lintian's
-# output) and contents.txt (each package's files and Depends); logs in .build/deb/logs/.
+# output) and contents.txt (each package's files and Depends); logs in .build/deb/logs/. With
+# DEB_NEWER_SECRETD set (make e2e sets it), also newer/secretd: see newer_secretd.
 #
 # The build root (buildd variant, debian/control's Build-Depends, lintian) is cached outside the
 # clone (scripts/release-root.sh). The Swift toolchain is the one on PATH (SWIFT), mounted
@@ -130,8 +131,33 @@ build() {
     contents "$dir" >"$dir/contents.txt"
     hardened "$dir" || return 1
     ls -l "$dir"/*.deb
+    if [ -n "${DEB_NEWER_SECRETD:-}" ]; then newer_secretd "$release" || return 1; fi
     rm -rf --one-file-system "$work"
     work=""
+}
+
+# newer_secretd RELEASE: for make e2e's package downgrade (DEB_NEWER_SECRETD set), secretd built
+# again in the same root as a newer secretd would be: this version's source with one schema
+# migration more (Migrations+Unreleased.swift replaced by one step that adds an empty table).
+# Only what depends on SecretStore is compiled again. Writes the stripped program to
+# .build/deb/RELEASE/newer/secretd; scripts/e2e.sh packages it as a version above this one.
+newer_secretd() {
+    local release=$1 start
+    start=$(date +%s.%N)
+    cat >"$work/root/build/secretd/Sources/SecretStore/Migrations+Unreleased.swift" <<'SWIFT'
+extension Migrations {
+    /// make e2e's newer secretd (scripts/deb.sh): one step more than this version has.
+    static let unreleased: [Step] = [.sql("CREATE TABLE e2e_newer_schema (id INTEGER PRIMARY KEY);")]
+}
+SWIFT
+    if ! in_root "$work/root" sh -c 'make release DEPS_PACKAGES= && strip -o /build/secretd-newer "$(swift build -c release --show-bin-path)/secretd"' \
+        >"$logs/newer-$release.log" 2>&1; then
+        echo "deb.sh: $release: the newer secretd failed to build; the end of $logs/newer-$release.log:" >&2
+        tail -n 30 "$logs/newer-$release.log" >&2
+        return 1
+    fi
+    install -D -m755 "$work/root/build/secretd-newer" "$out/$release/newer/secretd"
+    echo "deb.sh: $release: the newer secretd (one schema migration more, for make e2e) built in $(seconds_since "$start") s"
 }
 
 # contents DIRECTORY: each package's control fields that matter and its files.

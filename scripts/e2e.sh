@@ -6,7 +6,8 @@
 #  1. image    a root of the release built by mmdebstrap from Debian packages only, cached
 #              outside the clone (scripts/release-root.sh; its key: the image section below)
 #  2. prepare  a fresh copy of the image gets the packages (.build/deb/RELEASE) and, under a lower
-#              version, the same packages as the previous version to upgrade from; apt downloads
+#              version, the same packages as the previous version to upgrade from, and under a
+#              higher one, with make deb's newer secretd, a newer version to downgrade from; apt downloads
 #              their dependencies from Debian's archive into its cache (the machine itself has no
 #              network); git's libsecret credential helper, built from the source git ships in the
 #              release's build root (make deb's), so that it links that release's libraries
@@ -102,26 +103,33 @@ image_phase() {
 
 random() { tr -dc "$1" </dev/urandom | head -c 16; }
 
-# previous_packages FROM TO: the packages in FROM, as the previous version to upgrade from, in
-# TO: their files, maintainer scripts and dependencies unchanged, their version (and their
-# Depends on each other) lowered to VERSION~previous. No earlier package of secretd exists; what
-# the upgrade proves is dpkg's and the maintainer scripts' part (data kept, setup --system's
-# changes kept, no running secretd restarted), which does not depend on what the programs'
-# files hold. The programs' own upgrades of their data (the database's migrations) are tested
-# by make test.
-previous_packages() {
-    local from=$1 to=$2 version previous deb tmp
+# repackaged FROM TO VERSION [SECRETD]: the packages in FROM, in TO as VERSION: their files,
+# maintainer scripts and dependencies unchanged, their version (and their Depends on each other)
+# set to VERSION; with SECRETD, the secretd package carries that program instead of its own.
+repackaged() {
+    local from=$1 to=$2 to_version=$3 secretd=${4:-} version deb tmp
     version=$(dpkg-deb -f "$from"/secretd_*.deb Version)
-    previous=$version~previous
     mkdir -p "$to"
     for deb in "$from"/*.deb; do
         tmp=$(mktemp -d)
         dpkg-deb -R "$deb" "$tmp/package" &&
-            sed -i -e "s/^Version: $version\$/Version: $previous/" -e "s/(= $version)/(= $previous)/g" "$tmp/package/DEBIAN/control" &&
-            dpkg-deb -b "$tmp/package" "$to" >/dev/null || { rm -rf "$tmp"; return 1; }
+            sed -i -e "s/^Version: $version\$/Version: $to_version/" -e "s/(= $version)/(= $to_version)/g" "$tmp/package/DEBIAN/control" || { rm -rf "$tmp"; return 1; }
+        if [ -n "$secretd" ] && [ -e "$tmp/package/usr/bin/secretd" ]; then
+            install -m755 "$secretd" "$tmp/package/usr/bin/secretd" &&
+                (cd "$tmp/package" && sed -i "s|^[0-9a-f]*  usr/bin/secretd\$|$(md5sum usr/bin/secretd | cut -d' ' -f1)  usr/bin/secretd|" DEBIAN/md5sums) || { rm -rf "$tmp"; return 1; }
+        fi
+        dpkg-deb -b "$tmp/package" "$to" >/dev/null || { rm -rf "$tmp"; return 1; }
         rm -rf "$tmp"
     done
 }
+
+# The previous version, to upgrade from: this version's packages as VERSION~previous. No earlier
+# package of secretd exists; what the upgrade proves is dpkg's and the maintainer scripts' part
+# (data kept, setup --system's changes kept, no running secretd restarted), which does not depend
+# on what the programs' files hold. The programs' own upgrades of their data (the database's
+# migrations) are tested by make test.
+# The newer version, for the package downgrade (scenario newer-database): VERSION+newer, whose
+# secretd is make deb's newer/secretd (one schema migration more than this version's).
 
 # git_helper: git's libsecret credential helper, built from the source git ships (this machine's
 # git) in the release's build root that make deb made, so that it links that release's libsecret.
@@ -142,7 +150,7 @@ git_helper() {
 }
 
 prepare_phase() {
-    local start debs=$repo/.build/deb/$release e2e
+    local start debs=$repo/.build/deb/$release e2e version
     start=$(date +%s.%N)
     if ! ls "$debs"/secretd_*.deb >/dev/null 2>&1; then
         fail "prepare: the packages for $release are in $debs" "none there: run make deb"
@@ -150,10 +158,20 @@ prepare_phase() {
     fi
     install -d "$root/root/debs/current"
     cp "$debs"/*.deb "$root/root/debs/current/"
-    if previous_packages "$debs" "$root/root/debs/previous" >"$logs/prepare.log" 2>&1; then
-        pass "prepare: the packages of $(basename "$debs") and, as the previous version, the same under $(dpkg-deb -f "$root"/root/debs/previous/secretd_*.deb Version)"
+    version=$(dpkg-deb -f "$debs"/secretd_*.deb Version)
+    if repackaged "$debs" "$root/root/debs/previous" "$version~previous" >"$logs/prepare.log" 2>&1; then
+        pass "prepare: the packages of $(basename "$debs") and, as the previous version, the same under $version~previous"
     else
         fail "prepare: the previous version's packages" "dpkg-deb failed" "$(cat "$logs/prepare.log")"
+        return 1
+    fi
+    if [ ! -x "$debs/newer/secretd" ]; then
+        fail "prepare: the newer secretd is in $debs/newer" "none there: make e2e builds it (DEB_NEWER_SECRETD=1 make deb)"
+        return 1
+    elif repackaged "$debs" "$root/root/debs/newer" "$version+newer" "$debs/newer/secretd" >>"$logs/prepare.log" 2>&1; then
+        pass "prepare: as a newer version, $version+newer, with the newer secretd (one schema migration more)"
+    else
+        fail "prepare: the newer version's packages" "dpkg-deb failed" "$(cat "$logs/prepare.log")"
         return 1
     fi
     # apt's lists and the packages' dependencies, from Debian's archive (this is the only step

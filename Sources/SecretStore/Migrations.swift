@@ -6,8 +6,12 @@ enum Migrations {
         case code(@Sendable (Database) throws(StoreError) -> Void)
     }
 
+    /// Every step this build runs: the shipped ones, then ``unreleased`` (none in a build of
+    /// this version's source).
+    static let steps: [Step] = shipped + unreleased
+
     /// Each entry upgrades the schema by one version; never edit one that has shipped.
-    static let steps: [Step] = [
+    private static let shipped: [Step] = [
         .sql(
         // 1: collections with wrapped keys, aliases, sealed items, hashed attribute index.
         """

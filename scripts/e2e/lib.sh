@@ -242,6 +242,34 @@ wrong_password() {
 # root_sets_password PASSWORD: root sets alice's password (chpasswd), as an administrator does.
 root_sets_password() { printf 'alice:%s\n' "$1" | chpasswd; }
 
+# ---- the packages (/root/debs/DIRECTORY, scripts/e2e.sh put them there: previous, current and
+# newer), as root
+
+PACKAGES="secretd secretctl libpam-secretd"
+DEBS=/root/debs
+
+# apt_get ARGUMENT...: apt-get as an administrator runs it (no questions), its output kept.
+apt_get() { DEBIAN_FRONTEND=noninteractive timeout 300 apt-get -y -o Dpkg::Use-Pty=0 "$@" 2>&1; }
+
+# version_of DIRECTORY: the version of the secretd package in DIRECTORY.
+version_of() { dpkg-deb -f "$DEBS/$1"/secretd_*.deb Version; }
+
+# installed_at VERSION: each package is installed, at VERSION.
+installed_at() {
+    local package status bad=""
+    for package in $PACKAGES; do
+        status=$(dpkg-query -W -f '${Status} ${Version}' "$package" 2>&1)
+        [ "$status" = "install ok installed $1" ] || bad="$bad $package ($status)"
+    done
+    [ -z "$bad" ] && return 0
+    echo "not installed at $1:$bad"
+    return 1
+}
+# apt_install DIRECTORY: apt install of the packages in DIRECTORY, then they are installed.
+apt_install() { apt_get install "$DEBS/$1"/*.deb && installed_at "$(version_of "$1")"; }
+# apt_downgrade DIRECTORY: the same, to a lower version than the one installed.
+apt_downgrade() { apt_get install --allow-downgrades "$DEBS/$1"/*.deb && installed_at "$(version_of "$1")"; }
+
 # ---- the system's files, as root
 
 # dpkg_verify [PACKAGE]: dpkg --verify, without the documentation the image leaves out

@@ -18,28 +18,6 @@
 # shellcheck source=state.sh
 . /usr/local/lib/e2e/state.sh
 
-PACKAGES="secretd secretctl libpam-secretd"
-DEBS=/root/debs
-
-# apt_get ARGUMENT...: apt-get as an administrator runs it (no questions), its output kept.
-apt_get() { DEBIAN_FRONTEND=noninteractive timeout 300 apt-get -y -o Dpkg::Use-Pty=0 "$@" 2>&1; }
-
-# version_of DIRECTORY: the version of the secretd package in DIRECTORY.
-version_of() { dpkg-deb -f "$DEBS/$1"/secretd_*.deb Version; }
-
-# installed_at VERSION: each package is installed, at VERSION.
-installed_at() {
-    local package status bad=""
-    for package in $PACKAGES; do
-        status=$(dpkg-query -W -f '${Status} ${Version}' "$package" 2>&1)
-        [ "$status" = "install ok installed $1" ] || bad="$bad $package ($status)"
-    done
-    [ -z "$bad" ] && return 0
-    echo "not installed at $1:$bad"
-    return 1
-}
-apt_install() { apt_get install "$DEBS/$1"/*.deb && installed_at "$(version_of "$1")"; }
-
 # ---- what installing does and does not switch on
 
 # The profile is registered (pam-auth-update lists it) and off.

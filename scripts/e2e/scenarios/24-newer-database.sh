@@ -1,25 +1,23 @@
 # shellcheck shell=bash
-# A package downgrade, then the upgrade again: alice's database marked as written by a newer
-# schema (PRAGMA user_version one above the version this secretd writes) is refused at once,
-# with the version it needs, in the journal and to clients as io.github.secretd.Error.UnusableDatabase
-# (secret-tool and secretctl fail at once saying why); the file is left byte for byte as it was and
-# no empty keyring is made. With the version put back (the newer package installed again), it
-# opens with her password and her items are there. Only this version's packages exist here: the
-# newer schema is this version's file with a higher version number, not a real newer secretd's.
+# A real package downgrade, then the upgrade again. apt installs a newer version (make deb's newer
+# secretd: this version's source with one schema migration more), whose secretd moves alice's
+# database to its schema at her login. apt then goes back to this version: its secretd refuses
+# the newer database at once, with the version it needs, in the journal and to clients as
+# io.github.secretd.Error.UnusableDatabase (secret-tool and secretctl fail at once saying why);
+# the file is left byte for byte as it was and no empty keyring is made. apt installs the newer
+# version again: her database opens with her password and her items are there. The machine is
+# left with this version's packages and alice without a keyring (alice=none).
 # boot: second
 # needs: users setup-system alice
 
 NEWER_DB=/home/alice/.local/share/secretd/secretd.sqlite3
 
-# schema_version [N]: prints the schema version of alice's database (PRAGMA user_version), after
-# setting it to N if given; as alice, with her secretd stopped.
-# shellcheck disable=SC2120 # given N through expect_output
+# schema_version: prints the schema version of alice's database (PRAGMA user_version); as alice,
+# with her secretd stopped.
 schema_version() {
-    runuser -u alice -- python3 - "$NEWER_DB" "$@" <<'PY'
+    runuser -u alice -- python3 - "$NEWER_DB" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
-if len(sys.argv) > 2:
-    db.execute("PRAGMA user_version = %d" % int(sys.argv[2]))
 print(db.execute("PRAGMA user_version").fetchone()[0])
 db.close()
 PY
@@ -52,23 +50,32 @@ refusal_logged() {
     return 1
 }
 
+# back_to_this_version: this version's packages again, and alice's keyring of the newer version
+# removed (she is logged out; her password PASSWORD_1, as alice=none has it).
+back_to_this_version() { apt_downgrade current && alice_fresh 1; }
+
 scenario() {
-    local password supported newer before
+    local password supported newer before current
     password=$(alice_password)
+    current=$(version_of current)
     check "newer database: alice logged out (her secretd stopped)" logged_out alice
-    # shellcheck disable=SC2119
     supported=$(schema_version) || { fail "newer database: read the schema version" "$supported"; return; }
     newer=$((supported + 1))
-    check "newer database: the file marked as written by schema version $newer (this secretd writes $supported)" \
-        expect_output "$newer" schema_version "$newer"
+    check "newer version: apt install of $(version_of newer) (its secretd has one schema migration more)" apt_install newer
+    session "newer version" password alice "${!password}" password_login "newer version"
+    logout_check "newer version"
+    check "newer version: its secretd moved alice's database to schema version $newer (this version's writes $supported)" \
+        expect_output "$newer" schema_version
+    check "package downgrade: apt install --allow-downgrades of this version, $current" apt_downgrade current
     before=$(keyring_files)
     session "newer database" key alice newer_database_refused "$NEWER_DB" "$newer" "$supported"
     logout_check "newer database"
     check "newer database: secretd's journal names the version the file needs and the one it reads" refusal_logged "$newer" "$supported"
     check "newer database: the file is byte for byte as it was, and no other keyring file was made" unchanged "$before"
 
-    check "newer database put back: schema version $supported again (the newer package installed again)" \
-        expect_output "$supported" schema_version "$supported"
-    session "newer database put back" password alice "${!password}" password_login "newer database put back"
-    logout_check "newer database put back"
+    check "upgrade again: apt install of $(version_of newer)" apt_install newer
+    session "upgrade again" password alice "${!password}" password_login "upgrade again"
+    logout_check "upgrade again"
+    check "back to this version ($current); alice's keyring of the newer version removed, her password PASSWORD_1" back_to_this_version
+    state_set alice none
 }
