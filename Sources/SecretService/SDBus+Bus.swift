@@ -161,10 +161,13 @@ extension BusServer {
     /// get NoReply once secretd is gone; nothing of theirs was written). Waits as long as the
     /// bus keeps reading what secretd wrote; gives up after `stall` seconds in which it read
     /// nothing (a bus that no longer reads) or `limit` seconds in all, saying what it had not
-    /// read.
+    /// read. Either way the bus may then send nothing more, and what it sent is read away
+    /// (``stopReading()``), so that the socket closes cleanly and a bus that reads again later
+    /// still finds the replies left in it.
     func flushConnection(stall: Double = flushStall, limit: Double = flushLimit) {
         let start = Self.monotonicSeconds()
         let outcome = confirmWritten(stall: stall, limit: limit)
+        stopReading()
         if Self.unsent > 0 { Log.error("\(Self.unsent) replies or signals could not be sent (see above)") }
         switch outcome {
         case .confirmed:
@@ -228,6 +231,26 @@ extension BusServer {
                 if processed == 0 { sd_bus_wait(bus, 50_000) }
             }
             return answer.value > 0 ? .confirmed : .failed("the bus answered GetId with an error")
+        }
+    }
+
+    /// Lets the bus send secretd nothing more, and reads away (unseen) what it sent that
+    /// secretd has not read, so that the exit closes the socket with nothing unread: a socket
+    /// closed with data unread is reset, and dbus-daemon drops a reset connection without
+    /// reading the rest of it, so this keeps the replies that a wait that gave up leaves in
+    /// the socket. After `shutdown(SHUT_RD)` the bus's writes fail with EPIPE, which dbus-daemon
+    /// takes for a peer that closed and may still have data to read; nothing more can arrive.
+    private func stopReading() {
+        let descriptor = sd_bus_get_fd(bus)
+        guard descriptor >= 0, shutdown(descriptor, Int32(SHUT_RD)) == 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        buffer.withUnsafeMutableBytes { bytes in
+            while true {
+                let got = recv(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT))
+                if got > 0 || (got < 0 && errno == EINTR) { continue }
+                break  // 0: all read; the descriptors calls carried are closed by the kernel
+            }
+            explicit_bzero(bytes.baseAddress!, bytes.count)  // the calls read may hold secrets
         }
     }
 
