@@ -176,8 +176,9 @@ extension BusServer {
         case .stalled(let messages, let bytes), .tooLong(let messages, let bytes):
             let why = if case .stalled = outcome { "read nothing for \(Int(stall)) s" } else { "still reading after \(Int(limit)) s" }
             Log.error(
-                "the bus \(why); exiting with \(messages) messages queued and \(bytes) bytes it has not read: "
-                    + "the callers of the replies among them get NoReply (their writes are stored)")
+                "the bus \(why); exiting with \(messages) messages not yet written to it (the callers of the replies "
+                    + "among them get NoReply, for writes that are stored) and \(bytes) bytes it has not read (left for it "
+                    + "in the socket)")
         case .failed(let reason):
             Log.error("cannot confirm that the bus holds the last replies: \(reason); their callers may get NoReply (their writes are stored)")
         }
