@@ -229,7 +229,7 @@ extension BusServer {
                 last = pending
                 if now - lastProgress >= stall { return .stalled(messages: pending.messages, bytes: pending.bytes) }
                 if now - start >= limit { return .tooLong(messages: pending.messages, bytes: pending.bytes) }
-                if processed == 0 { sd_bus_wait(bus, 50_000) }
+                if processed <= 0 { sd_bus_wait(bus, 50_000) }  // nothing to do now, or a message sd-bus could not handle
             }
             return answer.value > 0 ? .confirmed : .failed("the bus answered GetId with an error")
         }
