@@ -115,6 +115,7 @@ extension BusServer {
                 let name = fields[0].string, let newOwner = fields[2].string, newOwner.isEmpty, name.hasPrefix(":")
             else { return 0 }
             let server = Unmanaged<BusServer>.fromOpaque(userData).takeUnretainedValue()
+            guard !server.stopping else { return 0 }  // the stop's wait for the bus: nothing more is done
             // Its queued calls are dropped, and its calls still waiting answered (to nobody).
             server.dropQueuedCalls(of: name)
             if server.quota.forget(name) { server.memory.trimLater(after: 2) }
@@ -139,21 +140,135 @@ extension BusServer {
         return call
     }
 
+    // MARK: - Stop
+
+    /// How long the stop waits for the bus while it reads nothing more of what secretd wrote,
+    /// and how long in all (systemd kills a unit that has not stopped in 90 s).
+    static let flushStall = 10.0
+    static let flushLimit = 60.0
+
     /// Waits, at stop, until the bus daemon holds every reply and signal sent so far, so that
     /// the replies to the last calls committed before the stop reach their callers once the
     /// process is gone: it answers a call of its own (GetId) only after it has read and routed
     /// every message sent before it on this connection, and sd-bus writes the call after them.
-    /// Until then secretd reads (and queues, unanswered) the calls still coming. Gives up after
-    /// `timeout` seconds, for a bus that no longer reads, saying how many replies may be lost.
-    func flushConnection(timeout: Double = 10) {
-        let queued = sd_bus_get_events(bus) > 0 && Int16(sd_bus_get_events(bus)) & Int16(POLLOUT) != 0
-        guard callBus("GetId", [], timeout: timeout) == nil else {
-            if Self.unsent > 0 { Log.error("\(Self.unsent) replies or signals could not be sent (see above)") }
-            return
+    ///
+    /// Exiting earlier loses them: a process that exits with calls it has not read leaves its
+    /// socket reset, and dbus-daemon, when it next tries to route a call to it, sees the reset
+    /// (POLLERR) and drops the connection without reading what is still in the socket; the
+    /// callers of the replies in there get NoReply for writes that were stored.
+    ///
+    /// The calls still coming meanwhile are read and dropped (``received(_:)``: their callers
+    /// get NoReply once secretd is gone; nothing of theirs was written). Waits as long as the
+    /// bus keeps reading what secretd wrote; gives up after `stall` seconds in which it read
+    /// nothing (a bus that no longer reads) or `limit` seconds in all, saying what it had not
+    /// read. Either way the bus may then send nothing more, and what it sent is read away
+    /// (``stopReading()``), so that the socket closes cleanly and a bus that reads again later
+    /// still finds the replies left in it.
+    func flushConnection(stall: Double = flushStall, limit: Double = flushLimit) {
+        let start = Self.monotonicSeconds()
+        let outcome = confirmWritten(stall: stall, limit: limit)
+        stopReading()
+        if Self.unsent > 0 { Log.error("\(Self.unsent) replies or signals could not be sent (see above)") }
+        switch outcome {
+        case .confirmed:
+            let seconds = Self.monotonicSeconds() - start
+            if seconds >= 1 { Log.info("the bus took \(Int(seconds)) s to confirm the last replies") }
+        case .stalled(let messages, let bytes), .tooLong(let messages, let bytes):
+            let why = if case .stalled = outcome { "read nothing for \(Int(stall)) s" } else { "still reading after \(Int(limit)) s" }
+            Log.error(
+                "the bus \(why); exiting with \(messages) messages not yet written to it (the callers of the replies "
+                    + "among them get NoReply, for writes that are stored) and \(bytes) bytes it has not read (left for it "
+                    + "in the socket)")
+        case .failed(let reason):
+            Log.error("cannot confirm that the bus holds the last replies: \(reason); their callers may get NoReply (their writes are stored)")
         }
-        Log.error(
-            "the bus did not confirm the last replies within \(Int(timeout)) s; exiting without knowing they reached "
-                + "their callers (\(queued ? "some were still queued" : "all were written to the bus"))")
+    }
+
+    /// How the wait for the bus at stop ended.
+    private enum FlushOutcome {
+        /// The bus answered the GetId sent after the last replies.
+        case confirmed
+        /// It read nothing for the stall time, or was still reading at the limit: what
+        /// secretd's queue and socket still held.
+        case stalled(messages: UInt64, bytes: Int)
+        case tooLong(messages: UInt64, bytes: Int)
+        /// The connection failed, or GetId could not be sent or was refused.
+        case failed(String)
+    }
+
+    /// Sends GetId after everything queued and runs the connection (writing, reading and
+    /// dropping calls) until its answer comes, or the bus stalls or takes too long.
+    private func confirmWritten(stall: Double, limit: Double) -> FlushOutcome {
+        final class Answer { var value: Int32 = 0 }  // 1: GetId answered; -1: an error instead
+        guard let call = busCall("GetId", []) else { return .failed("cannot make the call GetId") }
+        defer { sd_bus_message_unref(call) }
+        let answer = Answer()
+        return withExtendedLifetime(answer) {
+            var slot: OpaquePointer?
+            let sent = sd_bus_call_async(bus, &slot, call, { reply, userData, _ in
+                let answer = Unmanaged<Answer>.fromOpaque(userData!).takeUnretainedValue()
+                answer.value = reply.map { sd_bus_message_is_method_error($0, nil) == 0 } == true ? 1 : -1
+                return 1
+            }, Unmanaged.passUnretained(answer).toOpaque(), UInt64((limit + 5) * 1_000_000))
+            guard sent >= 0 else { return .failed("cannot send GetId: \(String(cString: strerror(-sent)))") }
+            defer { sd_bus_slot_unref(slot) }  // no callback after this returns
+            let start = Self.monotonicSeconds()
+            var lastProgress = start
+            var last = pendingOutput()
+            while answer.value == 0 {
+                let processed = sd_bus_process(bus, nil)
+                if processed < 0, sd_bus_is_open(bus) <= 0 {
+                    return .failed("the connection to the bus failed: \(String(cString: strerror(-processed)))")
+                }
+                guard answer.value == 0 else { break }
+                // Progress: the bus read some of what was in the socket, or a queued message
+                // went into it (there was room because the bus read).
+                let now = Self.monotonicSeconds()
+                let pending = pendingOutput()
+                if pending.bytes < last.bytes || pending.messages < last.messages { lastProgress = now }
+                last = pending
+                if now - lastProgress >= stall { return .stalled(messages: pending.messages, bytes: pending.bytes) }
+                if now - start >= limit { return .tooLong(messages: pending.messages, bytes: pending.bytes) }
+                if processed <= 0 { sd_bus_wait(bus, 50_000) }  // nothing to do now, or a message sd-bus could not handle
+            }
+            return answer.value > 0 ? .confirmed : .failed("the bus answered GetId with an error")
+        }
+    }
+
+    /// Lets the bus send secretd nothing more, and reads away (unseen) what it sent that
+    /// secretd has not read, so that the exit closes the socket with nothing unread: a socket
+    /// closed with data unread is reset, and dbus-daemon drops a reset connection without
+    /// reading the rest of it, so this keeps the replies that a wait that gave up leaves in
+    /// the socket. After `shutdown(SHUT_RD)` the bus's writes fail with EPIPE, which dbus-daemon
+    /// takes for a peer that closed and may still have data to read; nothing more can arrive.
+    private func stopReading() {
+        let descriptor = sd_bus_get_fd(bus)
+        guard descriptor >= 0, shutdown(descriptor, Int32(SHUT_RD)) == 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        buffer.withUnsafeMutableBytes { bytes in
+            while true {
+                let got = recv(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT))
+                if got > 0 || (got < 0 && errno == EINTR) { continue }
+                break  // 0: all read; the descriptors calls carried are closed by the kernel
+            }
+            explicit_bzero(bytes.baseAddress!, bytes.count)  // the calls read may hold secrets
+        }
+    }
+
+    /// What the bus has yet to take: messages in sd-bus's write queue, and bytes written to
+    /// the socket that it has not read (`SIOCOUTQ`, linux/sockios.h: `TIOCOUTQ`, 0x5411).
+    private func pendingOutput() -> (messages: UInt64, bytes: Int) {
+        var messages: UInt64 = 0
+        if sd_bus_get_n_queued_write(bus, &messages) < 0 { messages = 0 }
+        var bytes: Int32 = 0
+        if ioctl(sd_bus_get_fd(bus), 0x5411, &bytes) < 0 { bytes = 0 }
+        return (messages, Int(bytes))
+    }
+
+    private static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     /// Calls the bus daemon and waits at most `timeout` seconds; the reply's values, or nil.

@@ -82,8 +82,9 @@ final class BusServer {
     var watchedCondition: UInt32 = 0
     /// Whether the main loop's source is in ``dispatch()`` (which must not run inside itself).
     var dispatching = false
-    /// Set once the main loop has stopped: calls still read are refused.
-    private var stopping = false
+    /// Set once the main loop has stopped: calls still queued are refused, and calls read
+    /// after it dropped unanswered (``BusServer/flushConnection(stall:limit:)``).
+    private(set) var stopping = false
     /// The name asked for, its callbacks, and whether it was acquired (SDBus+Bus.swift).
     var ownership: (name: String, acquired: () -> Void, lost: (String) -> Void)?
     var disconnectHandler: ((String) -> Void)?
@@ -154,7 +155,7 @@ final class BusServer {
     // MARK: - Running
 
     /// Runs the main loop until SIGTERM, SIGINT or ``MainLoop/quit()``, then commits what the
-    /// last calls wrote and sends their replies.
+    /// last calls wrote, sends their replies and waits until the bus holds them.
     static func runMainLoop() {
         MainLoop.run()
         active?.stopping = true
@@ -205,6 +206,9 @@ final class BusServer {
     /// A method call on a path under `/org/freedesktop/secrets` (sd-bus answers `Peer` itself).
     private func received(_ message: OpaquePointer) {
         sd_bus_message_sensitive(message)  // its buffer is wiped when it is freed: it may hold a secret
+        // Read while the stop waits for the bus: not handled, nor answered (the bus tells its
+        // caller NoReply once secretd is gone); nothing of it was written.
+        guard !stopping else { return }
         guard let senderName = sd_bus_message_get_sender(message) else { return }
         let sender = String(cString: senderName)
         var serial: UInt64 = 0
