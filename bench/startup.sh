@@ -19,6 +19,8 @@
 #                                  (each is filled once; a start and a stop leave its items as they were)
 #   BARE=no                        without secretd-SIZE-bare: the first size started by a plain Exec= line,
 #                                  not with its systemd unit's environment (see below)
+#   COMPARE=DIR                    also secretd from DIR (another build) on a copy of each size's keyring,
+#                                  as secretd-SIZE-compare, in the same rounds
 #   FLOOR=no                       without the floor: a trivial C program (sd-bus) that owns the
 #                                  name and answers the same call, activated the same way
 # Prints each setup's median and 90th percentile in ms, and the ratios the issue sets, taken
@@ -31,6 +33,7 @@ secretd_sizes=${SECRETD_SIZES-3000 100000}
 peer_size=${PEER_SIZE:-3000}
 floor=${FLOOR:-yes}
 bare=${BARE:-yes}
+compare=${COMPARE:-}
 password=bench-password
 [ -x "$bin/secretd" ] || { echo "startup: no $bin/secretd; build the release first (see above)" >&2; exit 1; }
 command -v gnome-keyring-daemon >/dev/null || { echo "startup: no gnome-keyring-daemon (Debian package gnome-keyring)" >&2; exit 1; }
@@ -119,6 +122,13 @@ for size in $secretd_sizes; do
     start_bus "secretd-$size" "/usr/bin/env G_SLICE=always-malloc $bin/secretd --foreground"
     fill "secretd-$size" "$size" "$bin/secretd" --foreground --unlock
     setups="$setups secretd-$size=$address"
+    # The same keyring (a copy) served by another build, to compare two builds in one run.
+    if [ -n "$compare" ]; then
+        start_bus "secretd-$size-compare" "/usr/bin/env G_SLICE=always-malloc $compare/secretd --foreground"
+        rm -rf "$setup/home"
+        cp -a "$setups_dir/secretd-$size/home" "$setup/home"
+        setups="$setups secretd-$size-compare=$address"
+    fi
     # The first size once more, started bare (Exec=secretd), as a bus without systemd would.
     if [ "$bare" = yes ] && [ -z "$bare_size" ]; then
         bare_size=$size
@@ -171,6 +181,8 @@ def ratio(a, b, target, what):
     print("%-44s %5.2fx (rounds %.2f-%.2f)%s" % (what, median, min(pairs), max(pairs), verdict))
 ratio("secretd-3000", "gnome-keyring-" + peer, 1.2, "secretd 3,000 / gnome-keyring %s:" % peer)
 ratio("secretd-100000", "secretd-3000", 1.5, "secretd 100,000 / secretd 3,000:")
+for size in sizes:
+    ratio("secretd-%s" % size, "secretd-%s-compare" % size, None, "secretd %s / the COMPARE build:" % size)
 ratio("secretd-3000", "secretd-3000-bare", None, "secretd 3,000 / the same started bare:")
 ratio("secretd-3000", "floor", None, "secretd 3,000 / floor:")
 ratio("gnome-keyring-" + peer, "floor", None, "gnome-keyring %s / floor:" % peer)
