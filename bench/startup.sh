@@ -39,8 +39,10 @@ password=bench-password
 command -v gnome-keyring-daemon >/dev/null || { echo "startup: no gnome-keyring-daemon (Debian package gnome-keyring)" >&2; exit 1; }
 /usr/bin/python3 -c "import jeepney" 2>/dev/null || { echo "startup: /usr/bin/python3 cannot import jeepney (python3-jeepney)" >&2; exit 1; }
 limits="$(pwd)/scripts/session-bus-limits.conf"
+# shellcheck source=scripts/exit-cleanup.sh
 . scripts/exit-cleanup.sh
 work=$(mktemp -d /tmp/keychain-startup.XXXXXX)
+# shellcheck disable=SC2034 # exit-cleanup.sh removes it
 scratch=$work
 setups_dir=${KEYRINGS:-$work}
 
@@ -125,7 +127,7 @@ for size in $secretd_sizes; do
     # The same keyring (a copy) served by another build, to compare two builds in one run.
     if [ -n "$compare" ]; then
         start_bus "secretd-$size-compare" "/usr/bin/env G_SLICE=always-malloc $compare/secretd --foreground"
-        rm -rf "$setup/home"
+        rm -rf "${setup:?}/home"
         cp -a "$setups_dir/secretd-$size/home" "$setup/home"
         setups="$setups secretd-$size-compare=$address"
     fi
@@ -142,6 +144,7 @@ fill "gnome-keyring-$peer_size" "$peer_size" gnome-keyring-daemon --foreground -
 setups="$setups gnome-keyring-$peer_size=$address"
 if [ "$floor" = yes ]; then
     # The floor: what activation itself costs, with a program that does nothing else.
+    # shellcheck disable=SC2046 # pkg-config's flags, one word each
     cc -O2 -o "$work/floor-provider" bench/floor-provider.c $(pkg-config --cflags --libs libsystemd)
     start_bus floor "$work/floor-provider"
     setups="$setups floor=$address"
