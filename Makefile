@@ -13,6 +13,8 @@
 # make bench    secretd against gnome-keyring and KeePassXC, in alternating rounds (SIZES="100 1000"
 #               for a quick run; ROUNDS=3; PROVIDERS=...; PARTS=memory for the memory scenarios alone,
 #               see bench/README.md)
+# make bench-startup  start-up by D-Bus activation, locked keyring: secretd at 3,000 and 100,000
+#               items against gnome-keyring at 3,000 (bench/startup.sh, bench/README.md)
 # make leaks    secretd under AddressSanitizer/LeakSanitizer through 10,000 operations
 #               (make test runs 1,000)
 # make install  release build, then secretd, secretctl, man pages, systemd units, D-Bus activation file
@@ -111,7 +113,7 @@ PAMCONFIGDIR ?= /usr/share/pam-configs
 PORTALDIR ?= /usr/share/xdg-desktop-portal/portals
 PAM_BUILD := .build/pam
 
-.PHONY: check-release all deps toolchain build test check-files fuzz run demo bench leaks install clean static-cxx pam e2e \
+.PHONY: check-release all deps toolchain build test check-files fuzz run demo bench bench-startup leaks install clean static-cxx pam e2e \
 	e2e-only release deb
 
 all: build
@@ -240,6 +242,15 @@ bench: static-cxx
 	$(SWIFT) build $(RELEASE) --product secretctl
 	$(SWIFT) build $(RELEASE) --product keychain-bench
 	BIN="$$($(SWIFT) build $(RELEASE) --show-bin-path)" bench/run.sh $(SIZES)
+
+# Start-up by D-Bus activation, a locked keyring: secretd at 3,000 and 100,000 items against
+# gnome-keyring at 3,000, in rounds (bench/startup.sh; ROUNDS, SECRETD_SIZES, PEER_SIZE and
+# KEYRINGS reach it from make's command line). Filling gnome-keyring's 3,000 items takes minutes:
+# KEYRINGS=DIR keeps the filled keyrings for the next run.
+bench-startup: static-cxx
+	@scripts/install-deps.sh $(DEB_BENCH)
+	$(SWIFT) build $(RELEASE) --product secretd
+	BIN="$$($(SWIFT) build $(RELEASE) --show-bin-path)" bench/startup.sh
 
 # secretd built with AddressSanitizer in .build/asan; LeakSanitizer checks it at exit.
 LEAK_OPERATIONS ?= 10000

@@ -105,6 +105,42 @@ import Testing
         daemon.stop()
     }
 
+    @Test("the session keyring's items die with secretd: a clean stop deletes the keyring, a start after a crash deletes what is left")
+    func sessionKeyringAcrossRestarts() throws {
+        let fixture = try SecretdFixture()
+        let sessionKeyring = "/org/freedesktop/secrets/collection/session"
+        func storeInSessionKeyring(_ value: String) throws {
+            let session = try openPlainSession(fixture)
+            _ = try fixture.call(
+                sessionKeyring, Self.collectionInterface, "CreateItem",
+                "({'org.freedesktop.Secret.Item.Label': <'temporary'>, 'org.freedesktop.Secret.Item.Attributes': <{'kept': 'no'}>}, \(secret(session, value)), false)")
+        }
+        func sessionItems() throws -> String {
+            try fixture.call(Self.service, Self.serviceInterface, "SearchItems", "({'kept': 'no'},)")
+        }
+        var daemon = try fixture.start()
+        try storeInSessionKeyring("until the stop")
+        #expect(try sessionItems().contains("/collection/session/"))
+        daemon.stop()
+        try fixture.waitUntilNameIsFree()
+        // Stopped cleanly: no session keyring in the file, so the next start has none to delete.
+        let store = try Store(directory: fixture.dataDirectory)
+        #expect(try store.collection(named: "session") == nil)
+        #expect(try store.collection(named: "login") != nil)
+        store.close()
+
+        daemon = try fixture.start()
+        #expect(try sessionItems() == "(@ao [], @ao [])")
+        #expect(try fixture.call(Self.service, "org.freedesktop.DBus.Properties", "Get", "('org.freedesktop.Secret.Service', 'Collections')")
+                .contains("'\(sessionKeyring)'"))
+        try storeInSessionKeyring("until the crash")
+        daemon.crash()
+        try fixture.waitUntilNameIsFree()
+        daemon = try fixture.start()
+        #expect(try sessionItems() == "(@ao [], @ao [])")
+        daemon.stop()
+    }
+
     @Test("an item acknowledged over D-Bus survives kill -9 right after the reply")
     func durability() throws {
         let fixture = try SecretdFixture()
