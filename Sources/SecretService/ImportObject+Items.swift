@@ -67,16 +67,30 @@ extension ImportObject {
                         _ = try provider.keyring.updateItem(existing, in: collection, keys: keys, contents: contents, within: provider.quota)
                         replaced += 1
                     } else {
-                        _ = try provider.keyring.createItem(in: target, keys: targetKeys, contents: contents, creator: creator, within: provider.quota)
+                        _ = try provider.keyring.createItem(in: target, keys: targetKeys, contents: contents, creator: creator)
                         imported += 1
                     }
                 }
+                // The quota, once for the batch rather than after each item as CreateItem does: a
+                // batch that passes it is refused whole either way, inside its own transaction.
+                try checkQuota(creator: creator)
                 return (imported, replaced, skipped)
             }
             return .success(.tuple([.uint32(UInt32(imported)), .uint32(UInt32(replaced)), .uint32(UInt32(skipped))]))
         } catch {
             return .failure(provider.storeFailure(error))
         }
+    }
+
+    /// Refuses (`.overQuota`) what takes the program `creator`, or the database, past secretd.conf's quota.
+    private func checkQuota(creator: String?) throws(StoreError) {
+        let quota = provider.quota
+        if let creator {
+            let usage = try provider.keyring.store.usage(of: creator)
+            if usage.items > quota.items { throw .overQuota(.items(quota.items)) }
+            if usage.bytes > quota.bytes { throw .overQuota(.bytes(quota.bytes)) }
+        }
+        if try provider.keyring.store.databaseSize() > quota.databaseBytes { throw .overQuota(.database(quota.databaseBytes)) }
     }
 
     /// The first item `sender` may read, in `collection` or in any, whose attributes are
