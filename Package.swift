@@ -127,6 +127,10 @@ let package = Package(
         .executableTarget(
             name: "keychain-demo", dependencies: ["Keychain"],
             swiftSettings: strictSettings),
+        // The floor of a bulk import: the store's own insert of N items (bench/bulk.sh).
+        .executableTarget(
+            name: "keychain-store-floor", dependencies: ["SecretCrypto", "SecretStore"],
+            swiftSettings: strictSettings),
         // Replays fuzz inputs through the parsers of outside input; drives libFuzzer in the
         // fuzz build (`make fuzz`; see "Fuzzing" in README.md).
         .executableTarget(

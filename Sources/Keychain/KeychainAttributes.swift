@@ -63,6 +63,68 @@ package enum KeychainAttributes {
             .sorted { ($0.modified, $0.path) > ($1.modified, $1.path) }
     }
 
+    /// Stores `items` (label, attributes, secret) as ``store(_:label:secret:collection:)`` would
+    /// one by one, but in one transaction of secretd's (`Import1.ImportItems`): an item whose
+    /// attributes (`xdg:schema` aside) one holds already, in `collection` or without it in any
+    /// keyring, is skipped, or with `replace` gets the new label and secret. Returns how many
+    /// were stored, replaced and skipped; nil when the provider cannot (not secretd, the keyring
+    /// locked or missing, an item it refuses), and then nothing was written.
+    package static func storeBatch(
+        _ items: [(label: String, attributes: [String: String], secret: Data)], collection: String?, replace: Bool
+    ) throws(KeychainError) -> (stored: Int, replaced: Int, skipped: Int)? {
+        do {
+            var full: [(label: String, attributes: [String: String], secret: Data)] = []
+            full.reserveCapacity(items.count)
+            for item in items {
+                try validate(item.attributes)
+                try Validation.optionalText(item.label, field: "label")
+                var attributes = item.attributes
+                if attributes[KeychainAttributeName.schema] == nil { attributes[KeychainAttributeName.schema] = KeychainAttributeName.genericSchema }
+                full.append((item.label, attributes, item.secret))
+            }
+            guard let counts = try LibSecret.importItems(full, alias: collection, replace: replace) else { return nil }
+            return (counts.imported, counts.replaced, counts.skipped)
+        } catch {
+            // A provider that is gone, or a cancelled call, stops the import; anything else
+            // (an item refused, over a quota) is left to the one-by-one path, which says which.
+            switch error {
+            case .noProvider, .cancelled: throw error
+            default: return nil
+            }
+        }
+    }
+
+    /// Hands `body` every item having all of `attributes` (in `collection`, or in all), a page
+    /// (``pageSize``) at a time with how many there are, read in one call of secretd's a page (`Import1.ReadItems`), with
+    /// their secrets when `loadSecrets` (none for a locked item); never unlocks or prompts.
+    /// Returns false, having handed nothing, when the provider has no such call.
+    package static func forEachPage(
+        _ attributes: [String: String], in collection: String? = nil, loadSecrets: Bool,
+        _ body: (_ page: [Match], _ total: Int) throws(KeychainError) -> Void
+    ) throws(KeychainError) -> Bool {
+        try validate(attributes, allowEmpty: true)
+        guard let paths = try LibSecret.itemPaths(attributes, alias: collection), !paths.isEmpty else { return true }
+        var start = 0
+        while start < paths.count {
+            let page = Array(paths[start..<min(paths.count, start + pageSize)])
+            guard let items = try LibSecret.readItems(page, secrets: loadSecrets) else {
+                if start == 0 { return false }
+                throw .protocolError(reason: "the provider stopped answering ReadItems")
+            }
+            try body(items.map { item in
+                Match(
+                    path: item.path, label: item.label, attributes: item.attributes,
+                    created: Date(timeIntervalSince1970: TimeInterval(item.created)),
+                    modified: Date(timeIntervalSince1970: TimeInterval(item.modified)), secret: item.isLocked ? nil : item.secret)
+            }, paths.count)
+            start += pageSize
+        }
+        return true
+    }
+
+    /// How many items one bulk call carries (``storeBatch(_:collection:replace:)``, ``forEachPage(_:in:loadSecrets:_:)``).
+    package static var pageSize: Int { LibSecret.pageSize }
+
     /// libsecret's own store, as `secret-tool store` makes it: the provider replaces an item
     /// whose attributes match (gnome-keyring: whose attributes include these). For
     /// benchmarks that measure what every libsecret client pays.

@@ -18,6 +18,25 @@ extension Introspection {
                 name: call.argument(0), properties: call.argument(1), master: call.argument(2), items: call.argument(3), sender: call.sender)
             ImportObject(provider).importKeyring(request, reply: reply)
         }),
+        Method(name: "ImportItems", rule: .unconfined, arguments: [
+            Argument(name: "collection", type: "s"), Argument(name: "replace", type: "b"),
+            Argument(name: "items", type: "a(a{sv}\(secret))"),
+        ], results: [
+            Argument(name: "imported", type: "u"), Argument(name: "replaced", type: "u"), Argument(name: "skipped", type: "u"),
+        ], handler: .now { provider, call throws(SecretServiceError) in
+            try ImportObject(provider).importBatch(
+                collection: call.argument(0), replace: call.argument(1), items: call.argument(2), sender: call.sender
+            ).get()
+        }),
+        Method(name: "ReadItems", rule: .unconfined, arguments: [
+            Argument(name: "items", type: "ao"), Argument(name: "session", type: "o"),
+        ], results: [Argument(name: "properties", type: "a{oa{sv}}")],
+        handler: .now { provider, call throws(SecretServiceError) in
+            try ImportObject(provider).readItems(
+                call.argument(0, as: [ObjectPath].self).map(\.path), sessionPath: call.argument(1, as: ObjectPath.self).path,
+                sender: call.sender
+            ).get()
+        }),
     ])
 }
 

@@ -230,6 +230,8 @@ import Testing
         "io.github.secretd.AccessGroups1.AddMember": .unconfined,
         "io.github.secretd.AccessGroups1.RemoveMember": .unconfined,
         "io.github.secretd.Import1.ImportKeyring": .unconfined,
+        "io.github.secretd.Import1.ImportItems": .unconfined,
+        "io.github.secretd.Import1.ReadItems": .unconfined,
         "io.github.secretd.AppKeys1.List": .unconfined,
         "io.github.secretd.AppKeys1.Delete": .unconfined,
         "io.github.secretd.Locking1.LockAll": .unconfined,

@@ -82,6 +82,24 @@ enum LibSecret {
             let bus = connection(of: service)
             var summaries: [ItemSummary] = []
             summaries.reserveCapacity(paths.count)
+            // secretd reads a page of items a call (Import1.ReadItems); other providers, one GetAll each.
+            if let first = paths.first, try readItems(service, [first], secrets: false) != nil {
+                var start = 0
+                while start < paths.count {
+                    let page = Array(paths[start..<min(paths.count, start + Self.pageSize)])
+                    for item in try readItems(service, page, secrets: false) ?? [] {
+                        var summary = ItemSummary(objectPath: item.path)
+                        summary.isLocked = item.isLocked
+                        summary.label = item.label
+                        summary.attributes = item.attributes
+                        summary.created = Date(timeIntervalSince1970: TimeInterval(item.created))
+                        summary.modified = Date(timeIntervalSince1970: TimeInterval(item.modified))
+                        summaries.append(summary)
+                    }
+                    start += Self.pageSize
+                }
+                return summaries
+            }
             for path in paths {
                 if let summary = try itemSummary(bus, path: path) { summaries.append(summary) }
             }

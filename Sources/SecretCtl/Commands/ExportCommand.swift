@@ -37,9 +37,7 @@ enum ExportCommand: Verb {
             throw .usage("unknown format '\(format)': export, kdbx or csv", command: spec.name)
         }
         guard format == "csv" || !parsed[Self.yes] else { throw .usage("--yes goes with --format csv", command: spec.name) }
-        let matches = try CommandLineError.keychain { () throws(KeychainError) in
-            try KeychainAttributes.search([:], unlock: true, loadSecrets: true)
-        }
+        let matches = try readAll()
         // A partial export would look complete; refuse it while anything is locked.
         let locked = matches.filter { $0.secret == nil }.count
         guard locked == 0 else {
@@ -84,6 +82,30 @@ enum ExportCommand: Verb {
         if deviceOnly > 0 && !parsed[Self.includeDeviceOnly] {
             Terminal.writeOutput("left out \(deviceOnly) device-only items (--include-device-only exports them)\n")
         }
+    }
+
+    /// Every item and its secret, newest first: from secretd a page of items a call
+    /// (`Import1.ReadItems`), with a progress bar on a terminal; when it has no such call or an
+    /// item is locked, through libsecret's search, which asks to unlock locked keyrings.
+    private static func readAll() throws(CommandLineError) -> [KeychainAttributes.Match] {
+        var matches: [KeychainAttributes.Match] = []
+        var progress: ProgressBar?
+        var complete = try CommandLineError.keychain { () throws(KeychainError) in
+            try KeychainAttributes.forEachPage([:], loadSecrets: true) { page, total throws(KeychainError) in
+                if matches.isEmpty { progress = ProgressBar("reading", total: total) }
+                matches += page
+                progress?.show(matches.count)
+            }
+        }
+        progress?.finish()
+        if matches.contains(where: { $0.secret == nil }) { complete = false }
+        if !complete {
+            matches.removeAll()
+            matches = try CommandLineError.keychain { () throws(KeychainError) in
+                try KeychainAttributes.search([:], unlock: true, loadSecrets: true)
+            }
+        }
+        return matches.sorted { ($0.modified, $0.path) > ($1.modified, $1.path) }
     }
 
     /// Asks before secrets go into a file in the clear: `--yes`, or `yes` typed on a terminal.

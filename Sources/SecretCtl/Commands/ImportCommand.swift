@@ -150,31 +150,70 @@ enum ImportCommand: Verb {
         var imported = 0
         var replaced = 0
         var failed: [CommandLineError] = []
-        for item in items {
-            // One item the provider refuses (too large, over a quota) fails alone; a provider
-            // that is gone or locked stops the import.
-            do throws(CommandLineError) {
-                let existing = try CommandLineError.keychain { () throws(KeychainError) in
-                    try KeychainAttributes.search(item.attributes, in: collection, unlock: false, loadSecrets: false)
-                }.contains { $0.attributes == item.attributes }
-                if existing && !replace {
-                    skipped += 1
-                    continue
-                }
-                try CommandLineError.keychain { () throws(KeychainError) in
-                    try KeychainAttributes.store(item.attributes, label: item.label, secret: item.secret, collection: collection)
-                }
-                if existing { replaced += 1 } else { imported += 1 }
-            } catch {
-                guard error.status == .failed || error.status == .usage else { throw error }
-                failed.append(error)
+        var progress = ProgressBar("importing", total: items.count)
+        for batch in Self.batches(items) {
+            // A batch goes in one call and one transaction of secretd's (Import1.ImportItems);
+            // a provider without it, a locked keyring or an item refused take the batch one
+            // item at a time, as before.
+            let counts = try CommandLineError.keychain { () throws(KeychainError) in
+                try KeychainAttributes.storeBatch(
+                    items[batch].map { ($0.label, $0.attributes, $0.secret) }, collection: collection, replace: replace)
             }
+            if let counts {
+                imported += counts.stored
+                replaced += counts.replaced
+                skipped += counts.skipped
+            } else {
+                for item in items[batch] {
+                    // One item the provider refuses (too large, over a quota) fails alone; a provider
+                    // that is gone or locked stops the import.
+                    do throws(CommandLineError) {
+                        let existing = try CommandLineError.keychain { () throws(KeychainError) in
+                            try KeychainAttributes.search(item.attributes, in: collection, unlock: false, loadSecrets: false)
+                        }.contains { $0.attributes == item.attributes }
+                        if existing && !replace {
+                            skipped += 1
+                            continue
+                        }
+                        try CommandLineError.keychain { () throws(KeychainError) in
+                            try KeychainAttributes.store(item.attributes, label: item.label, secret: item.secret, collection: collection)
+                        }
+                        if existing { replaced += 1 } else { imported += 1 }
+                    } catch {
+                        guard error.status == .failed || error.status == .usage else {
+                            progress?.finish()
+                            throw error
+                        }
+                        failed.append(error)
+                    }
+                }
+            }
+            progress?.show(batch.upperBound)
         }
+        progress?.finish()
         Terminal.writeOutput("imported \(imported), replaced \(replaced), skipped \(skipped), failed \(failed.count)\n")
         if let first = failed.first {
             Terminal.writeError("secretctl: \(failed.count) items were not stored; the first: \(first.detail)\n")
             throw .silent(status: .failed)
         }
+    }
+
+    /// The ranges of `items` that go in one call: ``KeychainAttributes/pageSize`` items, fewer
+    /// when their secrets, labels and attributes pass 4 MiB (secrets may be 1 MiB each).
+    static func batches(_ items: [ExportFile.Item]) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        var start = 0
+        var bytes = 0
+        for (index, item) in items.enumerated() {
+            let size = item.secret.count + item.label.utf8.count + item.attributes.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+            if index > start, index - start >= KeychainAttributes.pageSize || bytes + size > 4 << 20 {
+                ranges.append(start..<index)
+                (start, bytes) = (index, 0)
+            }
+            bytes += size
+        }
+        if start < items.count { ranges.append(start..<items.count) }
+        return ranges
     }
 
     /// The kinds of file `import WORD FILE` names (a FILE alone is told by its contents).

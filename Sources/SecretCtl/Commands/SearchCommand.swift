@@ -55,8 +55,18 @@ enum SearchCommand: Verb {
     /// `--attr`: every item with all these attributes, by path and label; never a secret or a
     /// prompt. With `--json` an empty list is an answer, not a failure.
     private static func listMatches(of attributes: [String: String], json: Bool) throws(CommandLineError) {
-        let found = try CommandLineError.keychain { () throws(KeychainError) in
-            try KeychainAttributes.search(attributes, unlock: false, loadSecrets: false)
+        // From secretd a page of items a call (Import1.ReadItems), so that it never holds every
+        // match at once; from another provider through libsecret's search.
+        var found: [KeychainAttributes.Match] = []
+        let paged = try CommandLineError.keychain { () throws(KeychainError) in
+            try KeychainAttributes.forEachPage(attributes, loadSecrets: false) { page, _ in found += page }
+        }
+        if paged {
+            found.sort { ($0.modified, $0.path) > ($1.modified, $1.path) }
+        } else {
+            found = try CommandLineError.keychain { () throws(KeychainError) in
+                try KeychainAttributes.search(attributes, unlock: false, loadSecrets: false)
+            }
         }
         if found.isEmpty && !json { throw .failure("nothing matches", status: .notFound) }
         if json {

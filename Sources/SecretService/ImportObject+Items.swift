@@ -1,0 +1,162 @@
+// io.github.secretd.Import1: ImportItems and ReadItems, the bulk calls of `secretctl import FILE`
+// and `secretctl export` / `list` (issue 51, point 6).
+
+import DBusValues
+import KeychainCore
+import SecretCrypto
+import SecretStore
+
+extension ImportObject {
+    /// The most item paths one `ReadItems` call may name, so that no reply grows with the keyring.
+    static let readLimit = 10_000
+
+    /// One item of an `ImportItems` call, checked.
+    private struct BatchItem {
+        var label: String
+        var attributes: [String: String]
+        var secret: SecureBytes
+        var contentType: String
+    }
+
+    /// `ImportItems`: writes a batch of items into the keyring of the alias `alias` (the default
+    /// keyring when it is empty) in one transaction. An item whose attributes (`xdg:schema`
+    /// aside) an item holds already (in that keyring; with an empty alias, in any unlocked one)
+    /// is skipped, or with `replace` gets the new label and secret. Every item is checked first:
+    /// one bad item refuses the batch and nothing is written.
+    func importBatch(collection alias: String, replace: Bool, items itemValues: [DBusValue], sender: String)
+        -> Result<DBusValue, SecretServiceError>
+    {
+        let everywhere = alias.isEmpty
+        guard let target = provider.resolveAlias(everywhere ? "default" : alias) else {
+            return .failure(.noSuchObject("no keyring has the alias \(everywhere ? "default" : alias)"))
+        }
+        guard let targetKeys = provider.keyring.held(target.id) else { return .failure(.isLocked("the keyring \(target.name) is locked")) }
+        var batch: [BatchItem] = []
+        batch.reserveCapacity(itemValues.count)
+        for value in itemValues {
+            guard let fields = value.tuple, fields.count == 2, let properties = fields[0].variantMap else {
+                return .failure(.invalidArgs("each item must be (a{sv}(oayays))"))
+            }
+            guard let label = properties[SecretServiceNames.Property.itemLabel].map(\.string) ?? "",
+                let requested = properties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
+            else { return .failure(.invalidArgs("an item's Label must be s and its Attributes a{ss}")) }
+            guard !Self.withoutSchema(requested).isEmpty else { return .failure(.invalidArgs("an item needs attributes")) }
+            if let problem = Provider.checkItemText(label: label, attributes: requested) { return .failure(problem) }
+            let placed: [String: String]
+            switch provider.placeInGroup(requested, for: sender) {
+            case .failure(let refusal): return .failure(refusal)
+            case .success(let attributes): placed = attributes
+            }
+            switch provider.decodeSecret(fields[1], from: sender) {
+            case .failure(let problem): return .failure(problem)
+            case .success(let (secret, contentType)):
+                batch.append(BatchItem(label: label, attributes: placed, secret: secret, contentType: contentType))
+            }
+        }
+        let creator = try? provider.caller(sender).get().identity.description
+        do {
+            let (imported, replaced, skipped) = try provider.keyring.transaction { () throws(StoreError) -> (Int, Int, Int) in
+                var (imported, replaced, skipped) = (0, 0, 0)
+                for item in batch {
+                    let contents = ItemContents(label: item.label, attributes: item.attributes, secret: item.secret, contentType: item.contentType)
+                    if let (existing, collection, keys) = try sameItem(item.attributes, in: everywhere ? nil : target, sender: sender) {
+                        guard replace else {
+                            skipped += 1
+                            continue
+                        }
+                        _ = try provider.keyring.updateItem(existing, in: collection, keys: keys, contents: contents, within: provider.quota)
+                        replaced += 1
+                    } else {
+                        _ = try provider.keyring.createItem(in: target, keys: targetKeys, contents: contents, creator: creator)
+                        imported += 1
+                    }
+                }
+                // The quota, once for the batch rather than after each item as CreateItem does: a
+                // batch that passes it is refused whole either way, inside its own transaction.
+                try checkQuota(creator: creator)
+                return (imported, replaced, skipped)
+            }
+            return .success(.tuple([.uint32(UInt32(imported)), .uint32(UInt32(replaced)), .uint32(UInt32(skipped))]))
+        } catch {
+            return .failure(provider.storeFailure(error))
+        }
+    }
+
+    /// Refuses (`.overQuota`) what takes the program `creator`, or the database, past secretd.conf's quota.
+    private func checkQuota(creator: String?) throws(StoreError) {
+        let quota = provider.quota
+        if let creator {
+            let usage = try provider.keyring.store.usage(of: creator)
+            if usage.items > quota.items { throw .overQuota(.items(quota.items)) }
+            if usage.bytes > quota.bytes { throw .overQuota(.bytes(quota.bytes)) }
+        }
+        if try provider.keyring.store.databaseSize() > quota.databaseBytes { throw .overQuota(.database(quota.databaseBytes)) }
+    }
+
+    /// The first item `sender` may read, in `collection` or in any, whose attributes are
+    /// `attributes` (`xdg:schema` aside), with its collection and keys.
+    private func sameItem(_ attributes: [String: String], in collection: Store.CollectionRecord?, sender: String) throws(StoreError)
+        -> (Store.ItemRecord, Store.CollectionRecord, Store.ItemKeys)?
+    {
+        let wanted = Self.withoutSchema(attributes)
+        let collections = try provider.keyring.collections()
+        for (candidate, access) in provider.visible(try provider.searchItems(wanted, in: collection), for: sender) where access == .full {
+            guard let keys = provider.keyring.opening(candidate),
+                let home = collections.first(where: { $0.id == candidate.collectionID })
+            else { continue }
+            let contents = try provider.keyring.readItem(candidate, in: home, keys: keys)
+            if Self.withoutSchema(contents.attributes) == wanted { return (candidate, home, keys) }
+        }
+        return nil
+    }
+
+    /// `attributes` without `xdg:schema`.
+    private static func withoutSchema(_ attributes: [String: String]) -> [String: String] {
+        attributes.filter { $0.key != "xdg:schema" }
+    }
+
+    /// `ReadItems`: the `Label`, `Attributes`, `Created`, `Modified` and `Locked` of each item
+    /// of `paths` that `sender` may see (at most ``readLimit``), and with a session (not `/`)
+    /// its `Secret` encoded for it, as `GetSecrets` would; a locked item has no label,
+    /// attributes or secret, and a path that names no item it may see is left out.
+    func readItems(_ paths: [String], sessionPath: String, sender: String) -> Result<DBusValue, SecretServiceError> {
+        guard paths.count <= Self.readLimit else { return .failure(.limitsExceeded("at most \(Self.readLimit) items a call")) }
+        var session: Session?
+        if sessionPath != ObjectPaths.none {
+            switch provider.session(at: sessionPath, for: sender) {
+            case .failure(let problem): return .failure(problem)
+            case .success(let found): session = found
+            }
+        }
+        var entries: [DBusValue.Entry] = []
+        entries.reserveCapacity(paths.count)
+        for path in paths {
+            guard let (item, collection, access) = provider.visibleItem(at: path, for: sender) else { continue }
+            var properties: [String: DBusValue] = [
+                "Created": .uint64(item.created), "Modified": .uint64(item.modified), "Locked": .boolean(true),
+                "Label": .string(""), "Attributes": .stringMap([:]),
+            ]
+            if access == .full, let keys = provider.keyring.opening(item) {
+                do {
+                    let contents =
+                        session == nil
+                        ? try provider.keyring.readItem(item, in: collection, keys: keys)
+                        : try provider.keyring.readSecret(item, in: collection, keys: keys, route: "Import1.ReadItems")
+                    properties["Locked"] = .boolean(false)
+                    properties["Label"] = .string(contents.label)
+                    properties["Attributes"] = .stringMap(contents.attributes)
+                    if let session {
+                        switch session.encode(contents, sessionPath: sessionPath) {
+                        case .failure(let problem): return .failure(problem)
+                        case .success(let secret): properties["Secret"] = secret
+                        }
+                    }
+                } catch {
+                    return .failure(provider.storeFailure(error))
+                }
+            }
+            entries.append(.init(key: .objectPath(path), value: .properties(properties)))
+        }
+        return .success(.tuple([.dictionary(key: "o", value: "a{sv}", entries)]))
+    }
+}
