@@ -1,4 +1,5 @@
 import Glibc
+import KeychainCore
 
 /// A progress bar on standard error while a bulk verb (`import FILE`, `export`) works through
 /// many items: only when standard error is a terminal (nothing when it is piped or a file), and
@@ -24,7 +25,7 @@ struct ProgressBar {
 
     /// Shows that `done` of the items are done.
     mutating func show(_ done: Int) {
-        let now = Self.seconds()
+        let now = MonotonicClock.seconds
         guard done >= total || now - drawn >= 0.1 else { return }
         drawn = now
         shown = true
@@ -45,9 +46,4 @@ struct ProgressBar {
             + "] \(percent)% \(done)/\(total) items"
     }
 
-    private static func seconds() -> Double {
-        var clock = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &clock)
-        return Double(clock.tv_sec) + Double(clock.tv_nsec) / 1e9
-    }
 }

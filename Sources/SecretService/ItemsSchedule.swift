@@ -1,4 +1,5 @@
 import Glibc
+import KeychainCore
 
 /// When a collection's `Items` goes out to the clients that watch it (Announcer): at once
 /// for a write after a quiet spell, else at most once per ``interval``, one list for all the
@@ -23,7 +24,7 @@ final class ItemsSchedule {
             waiting[collectionID]!.formUnion(names)
             return ([], nil)
         }
-        let now = Self.monotonicSeconds()
+        let now = MonotonicClock.seconds
         let since = now - (lastSent[collectionID] ?? -.infinity)
         if since >= Self.interval {
             lastSent[collectionID] = now
@@ -35,7 +36,7 @@ final class ItemsSchedule {
 
     /// The clients waiting for collection `collectionID`'s list, which is sent to them now.
     func takeWaiting(_ collectionID: Int64) -> Set<String> {
-        lastSent[collectionID] = Self.monotonicSeconds()
+        lastSent[collectionID] = MonotonicClock.seconds
         return waiting.removeValue(forKey: collectionID) ?? []
     }
 
@@ -45,9 +46,4 @@ final class ItemsSchedule {
         waiting[collectionID] = nil
     }
 
-    private static func monotonicSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-    }
 }

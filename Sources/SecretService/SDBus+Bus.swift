@@ -4,6 +4,7 @@
 internal import CSystemd
 import Glibc
 import DBusValues
+import KeychainCore
 
 extension BusServer {
     private static let busDaemon = "org.freedesktop.DBus"
@@ -165,13 +166,13 @@ extension BusServer {
     /// (``stopReading()``), so that the socket closes cleanly and a bus that reads again later
     /// still finds the replies left in it.
     func flushConnection(stall: Double = flushStall, limit: Double = flushLimit) {
-        let start = Self.monotonicSeconds()
+        let start = MonotonicClock.seconds
         let outcome = confirmWritten(stall: stall, limit: limit)
         stopReading()
         if Self.unsent > 0 { Log.error("\(Self.unsent) replies or signals could not be sent (see above)") }
         switch outcome {
         case .confirmed:
-            let seconds = Self.monotonicSeconds() - start
+            let seconds = MonotonicClock.seconds - start
             if seconds >= 1 { Log.info("the bus took \(Int(seconds)) s to confirm the last replies") }
         case .stalled(let messages, let bytes), .tooLong(let messages, let bytes):
             let why = if case .stalled = outcome { "read nothing for \(Int(stall)) s" } else { "still reading after \(Int(limit)) s" }
@@ -212,7 +213,7 @@ extension BusServer {
             }, Unmanaged.passUnretained(answer).toOpaque(), UInt64((limit + 5) * 1_000_000))
             guard sent >= 0 else { return .failed("cannot send GetId: \(String(cString: strerror(-sent)))") }
             defer { sd_bus_slot_unref(slot) }  // no callback after this returns
-            let start = Self.monotonicSeconds()
+            let start = MonotonicClock.seconds
             var lastProgress = start
             var last = pendingOutput()
             while answer.value == 0 {
@@ -223,7 +224,7 @@ extension BusServer {
                 guard answer.value == 0 else { break }
                 // Progress: the bus read some of what was in the socket, or a queued message
                 // went into it (there was room because the bus read).
-                let now = Self.monotonicSeconds()
+                let now = MonotonicClock.seconds
                 let pending = pendingOutput()
                 if pending.bytes < last.bytes || pending.messages < last.messages { lastProgress = now }
                 last = pending
@@ -265,11 +266,6 @@ extension BusServer {
         return (messages, Int(bytes))
     }
 
-    private static func monotonicSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-    }
 
     /// Calls the bus daemon and waits at most `timeout` seconds; the reply's values, or nil.
     private func callBus(_ method: String, _ arguments: [DBusValue], timeout: Double = 5) -> [DBusValue]? {

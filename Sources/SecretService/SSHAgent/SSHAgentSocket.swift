@@ -243,7 +243,7 @@ final class SSHAgentSocket {
     /// Closes the connection when its message has not arrived whole in ``messageTimeout``. One
     /// timer per connection at most, however many messages it sends.
     private func startTimer(_ connection: Connection) {
-        let deadline = Self.monotonicSeconds() + Self.messageTimeout
+        let deadline = MonotonicClock.seconds + Self.messageTimeout
         connection.deadline = deadline
         armTimer(connection, at: deadline)
     }
@@ -253,7 +253,7 @@ final class SSHAgentSocket {
     private func armTimer(_ connection: Connection, at deadline: Double) {
         guard !connection.timerSet else { return }
         connection.timerSet = true
-        MainLoop.after(seconds: max(0, deadline - Self.monotonicSeconds())) { [weak self, weak connection] in
+        MainLoop.after(seconds: max(0, deadline - MonotonicClock.seconds)) { [weak self, weak connection] in
             guard let self, let connection else { return }
             connection.timerSet = false
             self.checkDeadline(connection)
@@ -263,7 +263,7 @@ final class SSHAgentSocket {
     /// Closes the connection if its message is late; else waits for its deadline.
     private func checkDeadline(_ connection: Connection) {
         guard let deadline = connection.deadline, !connection.answering, connections[connection.fd] === connection else { return }
-        if Self.monotonicSeconds() >= deadline {
+        if MonotonicClock.seconds >= deadline {
             Log.warning("an SSH agent client sent no complete message in \(Int(Self.messageTimeout)) s; closed")
             finish(connection)
         } else {
@@ -286,7 +286,7 @@ final class SSHAgentSocket {
             }
             if wrote < 0 && errno == EINTR { continue }
             guard wrote < 0, errno == EAGAIN else { return finish(connection) }
-            let now = Self.monotonicSeconds()
+            let now = MonotonicClock.seconds
             let limit = deadline ?? now + Self.replyTimeout
             guard now < limit else {
                 Log.warning("an SSH agent client did not read its reply in \(Int(Self.replyTimeout)) s; closed")
@@ -314,11 +314,6 @@ final class SSHAgentSocket {
             identity: identity, pid: credentials.pid, command: CallerIdentity.commandLine(pid: credentials.pid))
     }
 
-    private static func monotonicSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-    }
 
     /// Closes the connection; a message arriving is wiped as it is released.
     private func finish(_ connection: Connection) {
