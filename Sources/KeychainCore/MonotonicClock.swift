@@ -1,11 +1,12 @@
-import Glibc
-
-/// Seconds on the clock that never goes back (CLOCK_MONOTONIC), for timing waits and throttles.
+/// Seconds on a clock that never goes back (CLOCK_MONOTONIC, Swift's `SuspendingClock` on
+/// Linux), for timing waits and throttles.
 public enum MonotonicClock {
-    /// Now, in seconds since an arbitrary start (the boot).
+    /// The instant ``seconds`` counts from: the first time it is asked.
+    private static let origin = SuspendingClock.now
+
+    /// Now, in seconds since an arbitrary start; only differences mean anything.
     public static var seconds: Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        let elapsed = origin.duration(to: SuspendingClock.now).components
+        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
     }
 }
