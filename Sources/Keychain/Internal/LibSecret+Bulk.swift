@@ -38,24 +38,16 @@ extension LibSecret {
         throws(KeychainError) -> (imported: Int, replaced: Int, skipped: Int)?
     {
         try withService { service throws(KeychainError) in
-            var children: [OpaquePointer?] = []
-            children.reserveCapacity(items.count)
-            for item in items {
+            let array = try encodedItems(service, count: items.count) { index throws(KeychainError) in
+                let item = items[index]
                 let contentType = String(data: item.secret, encoding: .utf8) != nil ? SecretCoding.textType : SecretCoding.binaryType
-                let properties = DBusValue.makeVariant(.properties([
-                    SecretServiceNames.Property.itemLabel: .string(item.label),
-                    SecretServiceNames.Property.itemAttributes: .stringMap(item.attributes),
-                ]))
-                let value = secretValue(try SecretCoding.buffer(item.secret), contentType: contentType)
-                defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-                guard let secret = secret_service_encode_dbus_secret(service, value) else {  // floating
-                    throw .protocolError(reason: "no session to send the secrets in")
-                }
-                children.append([Optional(properties), Optional(secret)].withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, 2) })
+                return (
+                    [
+                        SecretServiceNames.Property.itemLabel: .string(item.label),
+                        SecretServiceNames.Property.itemAttributes: .stringMap(item.attributes),
+                    ], secretValue(try SecretCoding.buffer(item.secret), contentType: contentType)
+                )
             }
-            let type = g_variant_type_new("(a{sv}(oayays))")
-            defer { g_variant_type_free(type) }
-            let array = children.withUnsafeBufferPointer { g_variant_new_array(type, $0.baseAddress, gsize($0.count)) }!
             guard let reply = try call(
                 connection(of: service), interface: SecretServiceNames.Interface.importing, method: "ImportItems",
                 arguments: [.string(alias ?? ""), .boolean(replace)], encoded: [array], absentWhen: noBulk)
@@ -71,21 +63,7 @@ extension LibSecret {
     /// unlocked ones first; nil when the alias is not set. One `SearchItems`.
     static func itemPaths(_ attributes: [String: String], alias: String?) throws(KeychainError) -> [String]? {
         try withService { service throws(KeychainError) -> [String]? in
-            let table = HashTable(attributes)
-            var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-            var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-            var error: UnsafeMutablePointer<GError>?
-            _ = secret_service_search_for_dbus_paths_sync(
-                service, nil, table.pointer, Cancellation.current, &unlocked, &locked, &error)  // transfer full
-            defer {
-                g_strfreev(unlocked)
-                g_strfreev(locked)
-            }
-            if let error { throw takeError(error) }
-            let paths = strings(unlocked) + strings(locked)
-            guard let alias else { return paths }
-            guard let path = try readAlias(service, alias) else { return nil }
-            return paths.filter { $0.hasPrefix(path + "/") }
+            try searchPaths(service, attributes, alias: alias).map { $0.unlocked + $0.locked }
         }
     }
 

@@ -14,30 +14,46 @@ extension LibSecret {
         "org.freedesktop.DBus.Error.UnknownObject",
     ]
 
+    /// Items as secretd's import calls take them, `a(a{sv}(oayays))` (a floating GVariant):
+    /// `item(i)` gives the properties of the i-th and its secret value, which is encoded for
+    /// libsecret's session and released here.
+    static func encodedItems(
+        _ service: UnsafeMutablePointer<SecretService>, count: Int,
+        _ item: (Int) throws(KeychainError) -> (properties: [String: DBusValue], value: OpaquePointer)
+    ) throws(KeychainError) -> OpaquePointer {
+        var children: [OpaquePointer?] = []
+        children.reserveCapacity(count)
+        for index in 0..<count {
+            let (properties, value) = try item(index)
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            guard let secret = secret_service_encode_dbus_secret(service, value) else {  // floating
+                throw .protocolError(reason: "no session to send the secrets in")
+            }
+            let tuple = [Optional(DBusValue.makeVariant(.properties(properties))), Optional(secret)]
+            children.append(tuple.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, 2) })
+        }
+        let type = g_variant_type_new("(a{sv}(oayays))")
+        defer { g_variant_type_free(type) }
+        return children.withUnsafeBufferPointer { g_variant_new_array(type, $0.baseAddress, gsize($0.count)) }!
+    }
+
     /// Sends a whole keyring to secretd's `ImportKeyring`, which writes it in one transaction
     /// into the keyring `keyring.name` (created under `password` when it does not exist) and
     /// skips each item it holds already. Returns the items written and skipped.
     static func importKeyring(_ keyring: ImportedKeyring, password: SecretBuffer) throws(KeychainError) -> (imported: Int, skipped: Int) {
         try withService { service throws(KeychainError) in
             let master = try encodedPassword(service, password)
-            var children: [OpaquePointer?] = []
-            for item in keyring.items {
-                let properties = DBusValue.makeVariant(.properties([
-                    SecretServiceNames.Property.itemLabel: .string(item.label),
-                    SecretServiceNames.Property.itemAttributes: .stringMap(item.attributes),
-                    "\(SecretServiceNames.Interface.item).Created": .uint64(item.created),
-                    "\(SecretServiceNames.Interface.item).Modified": .uint64(item.modified),
-                ]))
-                let value = secretValue(item.secret, contentType: item.contentType)
-                defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-                guard let secret = secret_service_encode_dbus_secret(service, value) else {  // floating
-                    throw .protocolError(reason: "no session to send the secrets in")
-                }
-                children.append([Optional(properties), Optional(secret)].withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, 2) })
+            let items = try encodedItems(service, count: keyring.items.count) { index throws(KeychainError) in
+                let item = keyring.items[index]
+                return (
+                    [
+                        SecretServiceNames.Property.itemLabel: .string(item.label),
+                        SecretServiceNames.Property.itemAttributes: .stringMap(item.attributes),
+                        "\(SecretServiceNames.Interface.item).Created": .uint64(item.created),
+                        "\(SecretServiceNames.Interface.item).Modified": .uint64(item.modified),
+                    ], secretValue(item.secret, contentType: item.contentType)
+                )
             }
-            let type = g_variant_type_new("(a{sv}(oayays))")
-            defer { g_variant_type_free(type) }
-            let items = children.withUnsafeBufferPointer { g_variant_new_array(type, $0.baseAddress, gsize($0.count)) }!
             let properties = DBusValue.properties([
                 SecretServiceNames.Property.collectionLabel: .string(keyring.label),
                 "\(SecretServiceNames.Interface.collection).Created": .uint64(keyring.created),

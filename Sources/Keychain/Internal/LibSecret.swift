@@ -169,8 +169,15 @@ enum LibSecret {
     /// The object paths of the unlocked and of the locked items whose attributes include all of
     /// `attributes`, in `collection` or in all; nil when the collection's alias is not set.
     /// One `SearchItems` (`secret_service_search_for_dbus_paths_sync`).
-    private static func searchPaths(
+    static func searchPaths(
         _ service: UnsafeMutablePointer<SecretService>, _ attributes: [String: String], in collection: KeychainCollection?
+    ) throws(KeychainError) -> (unlocked: [String], locked: [String])? {
+        try searchPaths(service, attributes, alias: collection?.alias)
+    }
+
+    /// ``searchPaths(_:_:in:)`` in the keyring of `alias` (in all when nil).
+    static func searchPaths(
+        _ service: UnsafeMutablePointer<SecretService>, _ attributes: [String: String], alias: String?
     ) throws(KeychainError) -> (unlocked: [String], locked: [String])? {
         let table = HashTable(attributes)
         var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
@@ -183,8 +190,8 @@ enum LibSecret {
             g_strfreev(locked)
         }
         if let error { throw takeError(error) }
-        guard let collection else { return (strings(unlocked), strings(locked)) }
-        guard let path = try readAlias(service, collection.alias) else { return nil }
+        guard let alias else { return (strings(unlocked), strings(locked)) }
+        guard let path = try readAlias(service, alias) else { return nil }
         let inCollection = { (item: String) in item.hasPrefix(path + "/") }
         return (strings(unlocked).filter(inCollection), strings(locked).filter(inCollection))
     }
