@@ -166,6 +166,8 @@ extension BusServer {
     /// (``stopReading()``), so that the socket closes cleanly and a bus that reads again later
     /// still finds the replies left in it.
     func flushConnection(stall: Double = flushStall, limit: Double = flushLimit) {
+        // A bus that is gone takes nothing more (connectionLost said so); nobody can be told.
+        guard sd_bus_is_open(bus) > 0 else { return }
         let start = MonotonicClock.seconds
         let outcome = confirmWritten(stall: stall, limit: limit)
         stopReading()
