@@ -67,8 +67,8 @@ struct CrashStates {
         case .rename(let from, let to):
             names[to] = names[from]
             names[from] = nil
-        case .began, .acknowledged, .failed:
-            break
+        case .began, .acknowledged, .failed, .makeDirectory:
+            break  // a directory holds none of the database's files
         }
     }
 

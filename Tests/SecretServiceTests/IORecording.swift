@@ -18,6 +18,8 @@ struct IORecording {
         case unlink(String)
         /// The file `from` was renamed `to`.
         case rename(from: String, to: String)
+        /// A directory was made.
+        case makeDirectory(String)
         /// A writer is about to call secretd (`token` `-`: a delete).
         case began(key: String, token: String)
         /// secretd replied to it: the write is acknowledged.
@@ -61,6 +63,7 @@ struct IORecording {
             case ("S", 2): events.append(.sync(fields[1]))
             case ("U", 2): events.append(.unlink(fields[1]))
             case ("R", 3): events.append(.rename(from: fields[1], to: fields[2]))
+            case ("M", 2): events.append(.makeDirectory(fields[1]))
             case ("B", 4...): events.append(.began(key: fields[2], token: fields[3]))
             case ("A", 4...): events.append(.acknowledged(key: fields[2], token: fields[3]))
             case ("F", 4...): events.append(.failed(key: fields[2], token: fields[3]))

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 import KeychainTestSupport
 @testable import SecretCrypto
 @testable import SecretStore
@@ -191,6 +192,35 @@ import Testing
         #expect(expected.count >= 50, "only \(expected.count) writes were acknowledged: the recording tested little")
         #expect(states >= min(scale.cuts, candidates.count) * scale.statesPerCut)
         #expect(walless > 0 && wallessCaught == walless, "the checker missed acknowledged writes lost with the WAL")
+    }
+
+    @Test("the automatic backups' directory, made at the first backup, is synced into the data directory: mkdir, then an fsync of the data directory")
+    func backupDirectorySynced() throws {
+        let fixture = try SecretdFixture()
+        let shim = try Self.buildShim(fixture)
+        let log = fixture.root.appendingPathComponent("io.log")
+        try fixture.writeConfiguration("backup-interval = 1h\n")
+        let plain = fixture.environment
+        fixture.environment = plain.merging([
+            "LD_PRELOAD": shim.path, "IO_RECORD_DIR": fixture.dataDirectory.path, "IO_RECORD_LOG": log.path,
+            TestHooks.backupCheckInterval: "0.2",
+        ]) { $1 }
+        let daemon = try fixture.start(["--unlock"], input: Self.password)
+        fixture.environment = plain
+        let backups = fixture.dataDirectory.appendingPathComponent("backups")
+        func taken() -> Bool {
+            ((try? FileManager.default.contentsOfDirectory(atPath: backups.path)) ?? []).contains { $0.hasPrefix("secretd-") }
+        }
+        for _ in 0..<500 where !taken() { usleep(20_000) }
+        daemon.stop()
+        #expect(taken(), "no automatic backup was taken: \(daemon.log)")
+        let events = try IORecording(contentsOf: log).events
+        let made = events.firstIndex { if case .makeDirectory("backups") = $0 { true } else { false } }
+        #expect(made != nil, "the shim saw no mkdir of backups")
+        if let made {
+            #expect(events[made...].contains { if case .sync(".") = $0 { true } else { false } },
+                    "the data directory was not synced after backups was made")
+        }
     }
 
     /// What is wrong with `files` as the data directory after a cut, or nil: written into

@@ -13,6 +13,7 @@
  *   S NAME\n               fsync or fdatasync returned 0
  *   U NAME\n               unlink
  *   R FROM TO\n            rename
+ *   M NAME\n               a directory was made (mkdir)
  * Files named *-shm are left out: SQLite's shared memory index is rebuilt by whichever
  * connection opens the database first, and it is written through mmap, which no shim sees.
  * Clients write their own lines (A ..., B ...) into the same log. C, libc only: it is loaded
@@ -197,6 +198,20 @@ int unlink(const char *path) {
     if (result == 0 && name) {
         char header[4200];
         snprintf(header, sizeof header, "U %s\n", name);
+        pthread_mutex_lock(&lock); record(header, NULL, 0); pthread_mutex_unlock(&lock);
+    }
+    errno = saved;
+    return result;
+}
+
+int mkdir(const char *path, mode_t mode) {
+    REAL(mkdir);
+    int result = real_mkdir(path, mode);
+    int saved = errno;
+    const char *name = inside(path);
+    if (result == 0 && name) {
+        char header[4200];
+        snprintf(header, sizeof header, "M %s\n", name);
         pthread_mutex_lock(&lock); record(header, NULL, 0); pthread_mutex_unlock(&lock);
     }
     errno = saved;
