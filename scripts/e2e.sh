@@ -1,6 +1,6 @@
 #!/bin/bash
 # make e2e: the packages of make deb installed with apt on a booted Debian 13 and a booted Debian
-# 12, driven through real logins, upgraded, removed, purged and installed again.
+# 12, driven through real logins, upgraded, downgraded, removed, purged and installed again.
 #     scripts/e2e.sh trixie bookworm          (or by number: scripts/e2e.sh 13 12)
 # For each release, in turn:
 #  1. image    a root of the release built by mmdebstrap from Debian packages only, cached
