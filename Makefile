@@ -28,7 +28,7 @@
 #               lintian (scripts/deb.sh; the roots are cached in /var/cache/secretd-build)
 # make e2e      make deb, then the packages installed with apt on a booted Debian 13 and a booted
 #               Debian 12 (mmdebstrap + systemd-nspawn -b), driven through real logins, upgraded,
-#               removed, purged and installed again (scripts/e2e.sh; DEB_RELEASES to choose).
+#               downgraded, removed, purged and installed again (scripts/e2e.sh; DEB_RELEASES to choose).
 #               E2E_ONLY=NAME[,NAME...] runs only those scenarios (scripts/e2e/scenarios/NN-NAME.sh)
 #               and the state they declare, on the installed machine of each release; an unknown
 #               name fails before anything is built, listing the names
