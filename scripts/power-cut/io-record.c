@@ -190,31 +190,26 @@ SYNC_WRAPPER(fdatasync)
 TRUNCATE_WRAPPER(ftruncate)
 TRUNCATE_WRAPPER(ftruncate64)
 
+/* Records "KIND NAME" for a call on `path` that succeeded, when `path` is inside the directory. */
+static void path_record(const char *kind, int result, const char *path) {
+    const char *name = inside(path);
+    if (result != 0 || !name) return;
+    char header[4200];
+    snprintf(header, sizeof header, "%s %s\n", kind, name);
+    pthread_mutex_lock(&lock); record(header, NULL, 0); pthread_mutex_unlock(&lock);
+}
+
 int unlink(const char *path) {
     REAL(unlink);
     int result = real_unlink(path);
-    int saved = errno;
-    const char *name = inside(path);
-    if (result == 0 && name) {
-        char header[4200];
-        snprintf(header, sizeof header, "U %s\n", name);
-        pthread_mutex_lock(&lock); record(header, NULL, 0); pthread_mutex_unlock(&lock);
-    }
-    errno = saved;
+    int saved = errno; path_record("U", result, path); errno = saved;
     return result;
 }
 
 int mkdir(const char *path, mode_t mode) {
     REAL(mkdir);
     int result = real_mkdir(path, mode);
-    int saved = errno;
-    const char *name = inside(path);
-    if (result == 0 && name) {
-        char header[4200];
-        snprintf(header, sizeof header, "M %s\n", name);
-        pthread_mutex_lock(&lock); record(header, NULL, 0); pthread_mutex_unlock(&lock);
-    }
-    errno = saved;
+    int saved = errno; path_record("M", result, path); errno = saved;
     return result;
 }
 
