@@ -185,24 +185,8 @@ public final class Daemon {
         sshAgent?.close()
         provider.audit.stop()
         provider.keyring.forgetAllKeys()
-        deleteSessionCollection()
+        provider.deleteSessionCollectionAtStop()
         store.close()
-    }
-
-    /// Deletes the session collection as the daemon stops. Its key lives only in this process,
-    /// so its items are unreadable once it ends, and the next start deletes whatever it finds
-    /// of it (``Provider/resetSessionCollection()``) before it serves. Deleted here, the next
-    /// start finds nothing to delete: that delete reads every item row (items have no index by
-    /// collection), 0.1 s of every start at 100,000 items. Not through the keyring, whose
-    /// clients are gone: no signal is sent. A failure leaves it to the next start.
-    private func deleteSessionCollection() {
-        do throws(StoreError) {
-            guard let session = try store.collection(named: Provider.sessionName) else { return }
-            try store.deleteCollection(session)
-            try store.commitPending()
-        } catch {
-            Log.warning("cannot delete the session keyring as secretd stops (\(error)); the next start deletes it")
-        }
     }
 
     // MARK: - Locking on idle and on logind's signals
