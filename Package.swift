@@ -162,7 +162,7 @@ let package = Package(
             name: "SecretCtlTests", dependencies: ["KeychainCore", "ProcessSpawning", "SecretCtl", "SecretCrypto", "Keychain"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "SecretServiceTests", dependencies: ["CSystemd", "DBusValues", "KeychainCore", "KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService"],
+            name: "SecretServiceTests", dependencies: ["CSystemd", "DBusValues", "KeychainCore", "KeychainTestSupport", "SecretCrypto", "SecretStore", "SecretService", "SecretSync"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "KeychainCore", "KeychainTestSupport"],

@@ -2,7 +2,9 @@
 # Sync of N items (default 1000) between two secretd on one machine, each with its own data
 # directory, HOME and private bus, through a bare repository on a local path (the transport's
 # own cost: no network). Prints, in seconds: the first publish (sync init + sync now), the
-# joining machine's first pull of everything, an idle round, and a round with one change.
+# joining machine's first pull of everything, an idle round, and a round with one change; and
+# beside them the floor, `git fast-import` alone writing as many blobs of the same size (random
+# bytes, as sealed items are) into a fresh repository.
 #   bench/sync.sh [N]           BIN=.build/release (default: swift build --show-bin-path)
 set -eu
 cd "$(dirname "$0")/.."
@@ -78,9 +80,30 @@ one=$(seconds "$t6" "$t7")
 received=$(on b "$bin/secretctl" status --json | python3 -c 'import json,sys; print(sum(c["items"] for c in json.load(sys.stdin)["collections"]))')
 [ "$received" = "$count" ] || { echo "the new machine holds $received items, not $count" >&2; exit 1; }
 repo=$(du -sk "$root/remote.git" | cut -f1)
+
+# The floor: as many blobs of the items' mean size, in one commit, by git fast-import alone.
+size=$(git -C "$root/remote.git" ls-tree -l main items/ | awk '{ total += $4 } END { printf "%d", total / NR }')
+python3 - "$count" "$size" "$root/floor.stream" <<'PY'
+import os, sys
+count, size, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+with open(path, "wb") as stream:
+    stream.write(b"commit refs/heads/main\ncommitter floor <floor@localhost> 0 +0000\ndata 5\nfloor\n")
+    for index in range(count):
+        stream.write(b"M 100644 inline items/%032x\ndata %d\n" % (index, size))
+        stream.write(os.urandom(size) + b"\n")
+    stream.write(b"\n")
+PY
+git init --quiet --bare "$root/floor.git"
+t8=$(now)
+git -C "$root/floor.git" fast-import --quiet <"$root/floor.stream"
+t9=$(now)
+floor=$(seconds "$t8" "$t9")
+
 printf 'sync of %s items (bin %s)\n' "$count" "$bin"
 printf '  first publish (init + now):  %6.2f s\n' "$publish"
 printf '  first pull on a new machine: %6.2f s\n' "$pull"
 printf '  idle round:                  %6.2f s\n' "$idle"
 printf '  round with one change:       %6.2f s\n' "$one"
 printf '  repository size:             %6s KiB\n' "$repo"
+printf '  floor: git fast-import of %s blobs of %s bytes: %6.2f s (first publish %.2fx, first pull %.2fx)\n' \
+    "$count" "$size" "$floor" "$(echo "$publish / $floor" | bc -l)" "$(echo "$pull / $floor" | bc -l)"

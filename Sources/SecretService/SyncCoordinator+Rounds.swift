@@ -88,9 +88,10 @@ extension SyncCoordinator {
     /// arrives (two machines that had it before they synced).
     private func neverSynced(
         with attributes: [String: String], in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys,
-        ids: [Int64: [UInt8]], waiting: Set<Int64>
+        waiting: Set<Int64>
     ) -> (Store.ItemRecord, ItemContents)? {
-        for item in (try? store.search(attributes, in: collection)) ?? [] where ids[item.id] == nil && !waiting.contains(item.id) {
+        for item in (try? store.search(attributes, in: collection)) ?? [] where !waiting.contains(item.id) {
+            guard (try? store.syncID(ofItem: item.id)) == .some(nil) else { continue }
             if let contents = try? store.readItem(item, in: collection, keys: itemKeys), contents.attributes == attributes { return (item, contents) }
         }
         return nil
@@ -169,17 +170,29 @@ extension SyncCoordinator {
         }
     }
 
-    /// The sync state of `collection`, opened when it is first needed after an unlock.
+    /// The sync state of `collection`, opened when it is first needed after an unlock, with
+    /// its items' entries. A state from before the entries were rows has them inside: they
+    /// move into rows now (nothing is published again).
     func openVault(_ collection: Store.CollectionRecord) -> SyncVault? {
         if let vault = runs[collection.id]?.vault { return vault }
-        guard let itemKeys = keyring[collection.id], let state = try? store.syncState(of: collection, keys: itemKeys),
-            var vault = try? SyncVault(decoding: state, wallClock: Self.wallClock)
-        else { return nil }
+        guard let itemKeys = keyring[collection.id], let stored = try? store.syncState(of: collection, keys: itemKeys) else { return nil }
+        var vault: SyncVault
+        do throws(SyncError) {
+            vault = try SyncVault(decoding: stored.state, wallClock: Self.wallClock)
+            for (name, entry) in stored.entries { try vault.takeEntry(name, entry) }
+        } catch {
+            Log.warning("the sync state of the keyring \(collection.name) cannot be read: \(error)")
+            return nil
+        }
         var run = runs[collection.id] ?? Run(clock: vault.clock)
         vault.clock.observe(run.clock.last)
         run.clock.observe(vault.clock.last)
         run.vault = vault
         runs[collection.id] = run
+        if !vault.touched.isEmpty, let settings = try? store.syncSettings(of: collection) {
+            keep(vault, of: collection, remote: settings.remote)
+            vault.touched = []
+        }
         return vault
     }
 
@@ -224,8 +237,7 @@ extension SyncCoordinator {
             }
             return answerWaiting(id, .failure(SecretServiceError(storeFailure: error)))
         }
-        let (versions, sent, ids) = (prepared.versions, prepared.sent, prepared.ids)
-        let localByHex = Dictionary(ids.map { (SyncIDs.hex($0.value), $0.key) }, uniquingKeysWith: { first, _ in first })
+        let (versions, sent) = (prepared.versions, prepared.sent)
         runs[id]?.running = true
         runs[id]?.again = false
         let git = syncClone(of: collection, remote: settings.remote)
@@ -236,7 +248,7 @@ extension SyncCoordinator {
                 let report = try SyncEngine.round(on: git, vault: &working, changes: outgoing) { header in
                     // A version the remote lost: read again on the main loop, as it is now.
                     // (Not after a restore: the item ids are the replaced store's.)
-                    MainLoop.onMainLoop { daemon.value.restores == generation ? daemon.value.heldVersion(header, localByHex, collection) : nil }
+                    MainLoop.onMainLoop { daemon.value.restores == generation ? daemon.value.heldVersion(header, collection) : nil }
                 }
                 return (working, report)
             }
@@ -248,7 +260,7 @@ extension SyncCoordinator {
             }
             switch outcome {
             case .success(let (updated, report)):
-                let result = self.apply(report, updated, sent: sent, localByHex: localByHex, collection: collection, remote: settings.remote)
+                let result = self.apply(report, updated, sent: sent, collection: collection, remote: settings.remote)
                 self.answerWaiting(id, result)
             case .failure(let error):
                 Log.warning("sync of the keyring \(collection.name) failed: \(error); it is tried again later")
@@ -262,34 +274,31 @@ extension SyncCoordinator {
     }
 
     /// What a round publishes: a version of each local change (a delete marker for an item
-    /// gone or no longer allowed to leave, if it was ever published), the changes they stand
-    /// for, and the sync ids of the collection's items. A read that fails fails the round; it is
-    /// never taken for a deletion.
+    /// gone or no longer allowed to leave, if it was ever published) and the changes they stand
+    /// for. A read that fails fails the round; it is never taken for a deletion. Only the
+    /// changed items are read: a round costs what changed, not what the keyring holds.
     private struct Outgoing {
         var versions: [(header: SyncHeader, item: SyncItem?)] = []
         var sent: [Store.SyncChange] = []
-        var ids: [Int64: [UInt8]]
     }
 
     private func outgoingVersions(
         of collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys, vault: inout SyncVault
     ) throws(StoreError) -> Outgoing {
-        var outgoing = Outgoing(ids: try store.syncIDs(in: collection))
+        var outgoing = Outgoing()
         for change in try store.syncChanges(in: collection) {
+            let known = try store.syncID(ofItem: change.itemID)
             var syncItem: SyncItem?
             if !change.deleted, let item = try store.item(id: change.itemID) {
                 let contents = try store.readItem(item, in: collection, keys: itemKeys)
                 if Self.syncs(contents.attributes) { syncItem = SyncItem(contents: contents, created: item.created, modified: item.modified) }
             }
-            if syncItem == nil && outgoing.ids[change.itemID] == nil {
+            if syncItem == nil && known == nil {
                 try store.removeSyncChange(change)
                 continue
             }
-            let syncID = outgoing.ids[change.itemID] ?? SyncIDs.random()
-            if outgoing.ids[change.itemID] == nil {
-                try store.setSyncID(syncID, ofItem: change.itemID, in: collection)
-                outgoing.ids[change.itemID] = syncID
-            }
+            let syncID = known ?? SyncIDs.random()
+            if known == nil { try store.setSyncID(syncID, ofItem: change.itemID, in: collection) }
             let stamp = SyncTimestamp(milliseconds: change.milliseconds, counter: change.counter)
             vault.clock.observe(stamp)
             outgoing.versions.append((SyncHeader(vault: vault.id, item: syncID, timestamp: stamp, device: vault.identity.device.id,
@@ -317,8 +326,8 @@ extension SyncCoordinator {
 
     /// The item this machine holds under `header` (its version as it is now), for a file the
     /// remote lost; nil when it changed since (its change goes out in the next round) or is gone.
-    private func heldVersion(_ header: SyncHeader, _ localByHex: [String: Int64], _ collection: Store.CollectionRecord) -> SyncItem? {
-        guard let itemID = localByHex[header.fileName], let itemKeys = keyring[collection.id],
+    private func heldVersion(_ header: SyncHeader, _ collection: Store.CollectionRecord) -> SyncItem? {
+        guard let itemID = try? store.itemID(withSyncID: header.item, in: collection), let itemKeys = keyring[collection.id],
             let item = try? store.item(id: itemID), let contents = try? store.readItem(item, in: collection, keys: itemKeys),
             (try? store.syncChanges(in: collection).contains { $0.itemID == itemID }) == false
         else { return nil }
@@ -328,7 +337,7 @@ extension SyncCoordinator {
     /// Writes what a round brought: the versions that won, the losers kept as history; then the
     /// changes it published are done, and the new state is kept.
     private func apply(
-        _ report: SyncEngine.Report, _ updated: SyncVault, sent: [Store.SyncChange], localByHex: [String: Int64],
+        _ report: SyncEngine.Report, _ updated: SyncVault, sent: [Store.SyncChange],
         collection: Store.CollectionRecord, remote: String
     ) -> Result<Outcome, SecretServiceError> {
         guard let itemKeys = keyring[collection.id] else { return .failure(.isLocked("the keyring was locked during the round; it syncs again once unlocked")) }
@@ -338,10 +347,8 @@ extension SyncCoordinator {
         let sentItems = Set(sent.map(\.itemID))
         let sentChanges = Set(sent)
         let waitingChanges: [Store.SyncChange]
-        let syncedIDs: [Int64: [UInt8]]
         do throws(StoreError) {
             waitingChanges = try store.syncChanges(in: collection)
-            syncedIDs = try store.syncIDs(in: collection)
         } catch {
             // What arrived stays on the remote: the next round takes it again.
             Log.warning("sync of the keyring \(collection.name) cannot read its changes to write what arrived: \(error)")
@@ -350,15 +357,21 @@ extension SyncCoordinator {
             }
             return .failure(SecretServiceError(storeFailure: error))
         }
-        let later = waitingChanges.filter { change in !sentChanges.contains(change) }
-        var localByHex = localByHex
+        let later = Dictionary(waitingChanges.filter { change in !sentChanges.contains(change) }.map { ($0.itemID, $0) },
+                               uniquingKeysWith: { first, _ in first })
         let waitingIDs = Set(waitingChanges.map(\.itemID))
         for (header, arrived) in report.accepted {
-            let itemID = localByHex[header.fileName]
+            let itemID: Int64?
+            do {
+                itemID = try store.itemID(withSyncID: header.item, in: collection)
+            } catch {
+                Log.warning("cannot write a version that arrived by sync: \(error)")
+                continue
+            }
             let item = itemID.flatMap { try? store.item(id: $0) }
             // A local change made during the round, later than the arrived version: it stays,
             // and goes out next round; the arrived one is history.
-            if let itemID, let change = later.first(where: { $0.itemID == itemID }),
+            if let itemID, let change = later[itemID],
                 SyncHeader(vault: header.vault, item: header.item, timestamp: SyncTimestamp(milliseconds: change.milliseconds, counter: change.counter),
                            device: updated.identity.device.id, deleted: change.deleted, keyGeneration: 0).wins(over: header)
             {
@@ -385,17 +398,15 @@ extension SyncCoordinator {
                         Self.syncs(arrived.contents.attributes)
                     else { continue }
                     if let (twin, contents) = neverSynced(
-                        with: arrived.contents.attributes, in: collection, keys: itemKeys, ids: syncedIDs, waiting: waitingIDs)
+                        with: arrived.contents.attributes, in: collection, keys: itemKeys, waiting: waitingIDs)
                     {
                         try adopt(twin, contents, as: header, arrived, in: collection, keys: itemKeys, outcome: &outcome)
-                        localByHex[header.fileName] = twin.id
                         continue
                     }
                     let created = try keyring.createItem(
                         in: collection, keys: itemKeys, contents: arrived.contents,
                         times: Store.Times(created: arrived.created, modified: arrived.modified))
                     try store.setSyncID(header.item, ofItem: created.id, in: collection)
-                    localByHex[header.fileName] = created.id
                 case (nil, nil):
                     break
                 }
@@ -421,8 +432,8 @@ extension SyncCoordinator {
         }
         // The state is sealed again only when the round changed it (an idle round does not).
         let before = runs[collection.id]?.vault
-        if report.published > 0 || !report.accepted.isEmpty || !report.lostArrived.isEmpty || before?.keys.count != updated.keys.count
-            || before?.base != updated.base || before?.unsettled != updated.unsettled
+        if report.published > 0 || !report.accepted.isEmpty || !report.lostArrived.isEmpty || !updated.touched.isEmpty
+            || before?.keys.count != updated.keys.count || before?.base != updated.base || before?.unsettled != updated.unsettled
         {
             keep(updated, of: collection, remote: remote)
         } else {
@@ -478,7 +489,9 @@ extension SyncCoordinator {
         }
     }
 
-    /// Keeps `vault` as `collection`'s sync state, in memory and sealed in the store.
+    /// Keeps `vault` as `collection`'s sync state, in memory and sealed in the store: the
+    /// state proper and the entries of the items it touched since they were last kept (those
+    /// stay touched when the save fails, for the next).
     func keep(_ vault: SyncVault, of collection: Store.CollectionRecord, remote: String) {
         var vault = vault
         if let clock = runs[collection.id]?.clock { vault.clock.observe(clock.last) }
@@ -486,7 +499,9 @@ extension SyncCoordinator {
         runs[collection.id]?.vault = vault
         guard let itemKeys = keyring[collection.id] else { return }
         do {
-            try store.saveSyncState(vault.encoded(), remote: remote, of: collection, keys: itemKeys)
+            let entries = Dictionary(uniqueKeysWithValues: vault.touched.map { ($0, vault.encodedEntry($0)) })
+            try store.saveSyncState(vault.encoded(), entries: entries, remote: remote, of: collection, keys: itemKeys)
+            runs[collection.id]?.vault?.touched = []
         } catch {
             Log.warning("cannot save the sync state of the keyring \(collection.name): \(error)")
         }

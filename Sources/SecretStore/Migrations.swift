@@ -169,6 +169,18 @@ enum Migrations {
             PRIMARY KEY (identity, access_group)
         ) WITHOUT ROWID;
         """),
+        // 10: the sync state per item (issue 51): each item file's entry (the version this
+        // machine holds and what it saw of it from each device), sealed under the master key on
+        // its own, so that a round writes what it changed; sync_vaults.state keeps the rest.
+        // States from before move into rows when secretd next opens them.
+        .sql("""
+        CREATE TABLE sync_entries (
+            collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            sealed BLOB NOT NULL,
+            PRIMARY KEY (collection_id, name)
+        ) WITHOUT ROWID;
+        """),
     ]
 
     private static func shrinkAttributeIndex(_ database: Database) throws(StoreError) {
@@ -202,6 +214,7 @@ enum Migrations {
         if version >= 7 { tables.insert("creator_usage") }
         if version >= 8 { tables.formUnion(["audit_keys", "audit_entries"]) }
         if version >= 9 { tables.insert("reader_consents") }
+        if version >= 10 { tables.insert("sync_entries") }
         return tables
     }
 

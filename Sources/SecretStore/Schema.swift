@@ -208,6 +208,27 @@ package enum SyncVaultColumn: Int, TableColumn {
     }
 }
 
+/// The columns of `sync_entries` (schema version 10): each synced item file's entry of the
+/// machine's sync state (SecretSync's `SyncVault.encodedEntry`), sealed on its own.
+package enum SyncEntryColumn: Int, TableColumn {
+    /// The collection's database id.
+    case collectionID
+    /// The item file's name (its sync id in hex).
+    case name
+    /// The entry, sealed under the master key.
+    case sealed
+
+    package static let table = "sync_entries"
+
+    package var definition: (name: String, type: String) {
+        switch self {
+        case .collectionID: ("collection_id", "INTEGER")
+        case .name: ("name", "TEXT")
+        case .sealed: ("sealed", "BLOB")
+        }
+    }
+}
+
 /// The columns of `sync_items` (schema version 6): which local item is which synced item.
 package enum SyncItemColumn: Int, TableColumn {
     /// The local item's database id (no foreign key: the row outlives the item until its

@@ -1,9 +1,10 @@
 public import SecretCrypto
 import FoundationEssentials
 
-// What secretd keeps for sync (schema version 6; SecretSync holds the logic): each synced
-// collection's remote and sealed state, the sync id of each local item, the local changes not
-// yet published, and the versions that lost a merge.
+// What secretd keeps for sync (schema versions 6 and 10; SecretSync holds the logic): each synced
+// collection's remote and sealed state (since 10, each item's entry of it sealed on its own), the
+// sync id of each local item, the local changes not yet published, and the versions that lost a
+// merge.
 
 extension Store {
     /// A synced collection, as the store keeps it.
@@ -80,34 +81,65 @@ extension Store {
     }
 
     /// Keeps `state` (SecretSync's encoding) as `collection`'s sync state, sealed under its
-    /// master key, with `remote`; the collection syncs from now on.
-    public func saveSyncState(_ state: SecureBytes, remote: String, of collection: CollectionRecord, keys: ItemKeys)
-        throws(StoreError)
-    {
+    /// master key, with `remote`, and the item entries given (nil: dropped), each sealed on its
+    /// own, in one transaction; the collection syncs from now on. Entries not given stay as
+    /// they are.
+    public func saveSyncState(
+        _ state: SecureBytes, entries: [String: [UInt8]?] = [:], remote: String, of collection: CollectionRecord, keys: ItemKeys
+    ) throws(StoreError) {
         guard let master = keys.master else { throw .locked }
         let sealed = try StoreError.fromCrypto { () throws(CryptoError) in
             try state.withBytes { (bytes) throws(CryptoError) in
                 try Gcrypt.seal(bytes, key: master, associatedData: Self.syncStateAssociatedData(collection.uuid))
             }
         }
-        if try syncSettings(of: collection) == nil {
-            try database.insert([SyncVaultColumn.collectionID: .integer(collection.id), .remote: .text(remote), .state: .blob(sealed)])
-        } else {
-            try database.update([SyncVaultColumn.remote: .text(remote), .state: .blob(sealed)], where: .collectionID, is: .integer(collection.id))
+        try database.transaction { () throws(StoreError) in
+            if try syncSettings(of: collection) == nil {
+                try database.insert([SyncVaultColumn.collectionID: .integer(collection.id), .remote: .text(remote), .state: .blob(sealed)])
+            } else {
+                try database.update([SyncVaultColumn.remote: .text(remote), .state: .blob(sealed)], where: .collectionID, is: .integer(collection.id))
+            }
+            for (name, entry) in entries {
+                guard let entry else {
+                    try database.run("DELETE FROM sync_entries WHERE collection_id = ? AND name = ?", [.integer(collection.id), .text(name)])
+                    continue
+                }
+                let sealedEntry = try StoreError.fromCrypto { () throws(CryptoError) in
+                    try SecureBytes(entry).withBytes { (bytes) throws(CryptoError) in
+                        try Gcrypt.seal(bytes, key: master, associatedData: Self.syncEntryAssociatedData(collection.uuid, name))
+                    }
+                }
+                try database.insert(
+                    [SyncEntryColumn.collectionID: .integer(collection.id), .name: .text(name), .sealed: .blob(sealedEntry)],
+                    onConflict: .replace)
+            }
         }
     }
 
-    /// `collection`'s sync state, opened with its master key; nil when it does not sync.
-    public func syncState(of collection: CollectionRecord, keys: ItemKeys) throws(StoreError) -> SecureBytes? {
+    /// `collection`'s sync state, opened with its master key, and its item entries by name;
+    /// nil when it does not sync.
+    public func syncState(of collection: CollectionRecord, keys: ItemKeys) throws(StoreError)
+        -> (state: SecureBytes, entries: [String: [UInt8]])?
+    {
         guard let master = keys.master else { throw .locked }
         let found = try database.firstRow(Self.sealedState, [.integer(collection.id)]) { $0.blob(.state) }
         guard let found, let sealed = found else { return nil }
-        return try StoreError.fromCrypto { () throws(CryptoError) in
+        let state = try StoreError.fromCrypto { () throws(CryptoError) in
             try Gcrypt.open(sealed, key: master, associatedData: Self.syncStateAssociatedData(collection.uuid))
         }
+        var entries: [String: [UInt8]] = [:]
+        for case let (name?, sealedEntry?) in try database.rows(Self.entriesOfCollection, [.integer(collection.id)], { ($0.text(.name), $0.blob(.sealed)) }) {
+            entries[name] = try StoreError.fromCrypto { () throws(CryptoError) in
+                try Gcrypt.open(sealedEntry, key: master, associatedData: Self.syncEntryAssociatedData(collection.uuid, name))
+                    .withBytes { Array($0) }
+            }
+        }
+        return (state, entries)
     }
 
     private static let sealedState = Query(Selection<SyncVaultColumn>([.state]), "FROM sync_vaults WHERE collection_id = ?")
+    private static let entriesOfCollection = Query(
+        Selection<SyncEntryColumn>([.name, .sealed]), "FROM sync_entries WHERE collection_id = ?")
 
     /// Records how `collection`'s last round ended: well now (`error` nil), or with `error`;
     /// `resolved` more merges kept a losing version.
@@ -126,7 +158,7 @@ extension Store {
     /// Stops syncing `collection`: its state, ids and pending changes go; its history stays.
     public func stopSync(of collection: CollectionRecord) throws(StoreError) {
         try database.transaction { () throws(StoreError) in
-            for table in [SyncVaultColumn.table, SyncItemColumn.table, SyncChangeColumn.table] {
+            for table in [SyncVaultColumn.table, SyncEntryColumn.table, SyncItemColumn.table, SyncChangeColumn.table] {
                 try database.run("DELETE FROM \(table) WHERE collection_id = ?", [.integer(collection.id)])
             }
         }
@@ -145,6 +177,20 @@ extension Store {
 
     private static let syncIDsOfCollection = Query(
         Selection<SyncItemColumn>([.itemID, .syncID]), "FROM sync_items WHERE collection_id = ?")
+
+    /// The sync id of local item `itemID`; nil when it has none.
+    public func syncID(ofItem itemID: Int64) throws(StoreError) -> [UInt8]? {
+        try database.firstRow(Self.syncIDOfItem, [.integer(itemID)]) { $0.blob(.syncID) } ?? nil
+    }
+
+    /// The local item of `collection` with the sync id `syncID`; nil when there is none.
+    public func itemID(withSyncID syncID: [UInt8], in collection: CollectionRecord) throws(StoreError) -> Int64? {
+        try database.firstRow(Self.itemWithSyncID, [.blob(syncID), .integer(collection.id)]) { $0.integer(.itemID) } ?? nil
+    }
+
+    private static let syncIDOfItem = Query(Selection<SyncItemColumn>([.syncID]), "FROM sync_items WHERE item_id = ?")
+    private static let itemWithSyncID = Query(
+        Selection<SyncItemColumn>([.itemID]), "FROM sync_items WHERE sync_id = ? AND collection_id = ?")
 
     /// Gives local item `itemID` of `collection` the sync id `syncID`.
     public func setSyncID(_ syncID: [UInt8], ofItem itemID: Int64, in collection: CollectionRecord) throws(StoreError) {
@@ -264,6 +310,10 @@ extension Store {
         Selection<SyncHistoryColumn>([.sealed]), "FROM sync_history WHERE id = ? AND collection_id = ?")
 
     private static func syncStateAssociatedData(_ uuid: [UInt8]) -> [UInt8] { Array("secretd-sync-state-v1".utf8) + uuid }
+
+    private static func syncEntryAssociatedData(_ uuid: [UInt8], _ name: String) -> [UInt8] {
+        Array("secretd-sync-entry-v1".utf8) + uuid + Array(name.utf8)
+    }
 
     private static func historyAssociatedData(_ uuid: [UInt8], _ id: Int64) -> [UInt8] {
         Array("secretd-sync-history-v1".utf8) + uuid + withUnsafeBytes(of: id.bigEndian) { Array($0) }

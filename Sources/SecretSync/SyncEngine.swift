@@ -36,7 +36,7 @@ public enum SyncEngine {
         vault.keys[1] = key
         vault.starts[1] = .zero
         try attempt(git) { () throws(SyncError) in
-            guard git.files(in: ".")[SyncVault.vaultFile] == nil else { throw .vault("the remote holds a vault already; join it instead") }
+            guard try git.files(in: ".")[SyncVault.vaultFile] == nil else { throw .vault("the remote holds a vault already; join it instead") }
             try git.write(SyncVault.vaultMagic + vault.id, to: SyncVault.vaultFile)
             try git.write(identity.device.entry, to: "\(SyncVault.devicesFolder)/\(SyncIDs.hex(identity.device.id))")
             try git.write(try SyncKeyWrap.wrap(key, start: .zero, generation: 1, vault: vault.id, for: identity.device),
@@ -83,7 +83,7 @@ public enum SyncEngine {
     /// for it, and it becomes a device of the vault.
     public static func approve(_ id: String, on git: SyncGit, vault: SyncVault) throws(SyncError) {
         try attempt(git) { () throws(SyncError) in
-            guard let entry = git.files(in: SyncVault.pendingFolder)[id] else { throw .vault("no device \(id) is waiting") }
+            guard let entry = try git.files(in: SyncVault.pendingFolder)[id] else { throw .vault("no device \(id) is waiting") }
             let device = try SyncDevice(entry: entry, fileName: id)
             for (generation, key) in vault.keys {
                 let start = vault.starts[generation] ?? .zero
@@ -106,12 +106,13 @@ public enum SyncEngine {
         var start = SyncTimestamp.zero
         try attempt(git) { () throws(SyncError) in
             // The new generation begins after every version in the repository.
-            for (name, bytes) in git.files(in: SyncVault.itemsFolder) {
+            for (name, bytes) in try git.files(in: SyncVault.itemsFolder) {
                 if let record = try? SyncRecord(fileName: name, bytes: bytes, vault: known.id) { known.clock.observe(record.header.timestamp) }
             }
             start = known.clock.tick()
-            let devices = git.files(in: SyncVault.devicesFolder)
-            guard devices[id] != nil || git.files(in: SyncVault.pendingFolder)[id] != nil else { throw .vault("no device \(id) in the vault") }
+            let devices = try git.files(in: SyncVault.devicesFolder)
+            let waiting = try git.files(in: SyncVault.pendingFolder)
+            guard devices[id] != nil || waiting[id] != nil else { throw .vault("no device \(id) in the vault") }
             for (name, entry) in devices where name != id {
                 let device = try SyncDevice(entry: entry, fileName: name)
                 try git.write(try SyncKeyWrap.wrap(key, start: start, generation: generation, vault: known.id, for: device),
@@ -156,11 +157,11 @@ public enum SyncEngine {
                 throw .vault("the remote holds another vault than this keyring's (its vault file was replaced); nothing was changed")
             }
             let generations = vault.keys.count
-            takeKeys(from: git, into: &vault, report: &report)
+            try takeKeys(from: git, into: &vault, report: &report)
             newKeys = newKeys || vault.keys.count != generations
             guard vault.generation > 0 else { return report }  // waiting for approval
             // A device removed from the vault stops: it must not write back what it can no longer read.
-            guard git.files(in: SyncVault.devicesFolder)[SyncIDs.hex(vault.identity.device.id)] != nil else {
+            guard try git.files(in: SyncVault.devicesFolder)[SyncIDs.hex(vault.identity.device.id)] != nil else {
                 throw .vault("this machine was removed from the vault; it syncs no more (secretctl sync leave, then join again)")
             }
             // What arrived: the files changed since the commit the last round merged against,
@@ -174,11 +175,11 @@ public enum SyncEngine {
             readBefore.formUnion(names ?? [])
             var confirmed: Set<String> = []
             var unreadable: Set<String> = []
-            let oversized = git.oversizedFiles(in: SyncVault.itemsFolder, named: names)
+            let oversized = try git.oversizedFiles(in: SyncVault.itemsFolder, named: names)
             for name in oversized {
                 report.refused.append(.malformed("\(name) is larger than any item file can be"))
             }
-            let arrived = git.files(in: SyncVault.itemsFolder, named: names)
+            let arrived = try git.files(in: SyncVault.itemsFolder, named: names)
             report.filesRead = arrived.count
             for (name, bytes) in arrived {
                 let refusedBefore = report.refused.count
@@ -193,8 +194,8 @@ public enum SyncEngine {
                 guard let key = vault.keys[header.keyGeneration] else { continue }
                 let record = try SyncRecord.seal(change.item, header: header, key: key)
                 try git.write(record.bytes, to: "\(SyncVault.itemsFolder)/\(header.fileName)")
-                vault.current[header.fileName] = header
-                vault.seen[header.fileName, default: [:]][SyncIDs.hex(header.device)] = header.timestamp
+                vault.hold(header)
+                vault.see(header.fileName, from: SyncIDs.hex(header.device), at: header.timestamp)
                 written.insert(header.fileName)
             }
             // ... and the held versions the remote lost or had replaced, unchanged: among the
@@ -269,7 +270,7 @@ public enum SyncEngine {
             return false
         }
         vault.clock.observe(arrived.timestamp)
-        vault.seen[name, default: [:]][SyncIDs.hex(arrived.device)] = max(seen ?? .zero, arrived.timestamp)
+        vault.see(name, from: SyncIDs.hex(arrived.device), at: max(seen ?? .zero, arrived.timestamp))
         switch decision {
         case .take(let losing):
             if let local {
@@ -278,7 +279,7 @@ public enum SyncEngine {
             } else if let losing {
                 report.replacedLocal.append(losing)
             }
-            vault.current[name] = arrived
+            vault.hold(arrived)
             report.accepted.append((arrived, item))
             return true
         case .keep:
@@ -290,10 +291,10 @@ public enum SyncEngine {
     }
 
     /// Unwraps every key generation the remote has for this machine.
-    private static func takeKeys(from git: SyncGit, into vault: inout SyncVault, report: inout Report) {
+    private static func takeKeys(from git: SyncGit, into vault: inout SyncVault, report: inout Report) throws(SyncError) {
         let me = SyncIDs.hex(vault.identity.device.id)
         for generation in UInt32(1)...UInt32(max(vault.generation + 64, 64)) where vault.keys[generation] == nil {
-            guard let wrapped = git.files(in: SyncVault.keysFolder(generation))[me] else { continue }
+            guard let wrapped = try git.files(in: SyncVault.keysFolder(generation))[me] else { continue }
             do {
                 let (key, start) = try SyncKeyWrap.unwrap(
                     wrapped, generation: generation, vault: vault.id, identity: vault.identity,
@@ -315,7 +316,7 @@ public enum SyncEngine {
 
     /// The vault id the remote's vault file names.
     static func vaultID(in git: SyncGit) throws(SyncError) -> [UInt8] {
-        guard let bytes = git.files(in: ".")[SyncVault.vaultFile] else { throw .vault("the remote holds no vault (secretctl sync init)") }
+        guard let bytes = try git.files(in: ".")[SyncVault.vaultFile] else { throw .vault("the remote holds no vault (secretctl sync init)") }
         guard bytes.count == SyncVault.vaultMagic.count + 16, bytes.starts(with: SyncVault.vaultMagic) else {
             throw .vault("the remote's \(SyncVault.vaultFile) file is not a vault file")
         }

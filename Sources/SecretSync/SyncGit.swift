@@ -1,19 +1,25 @@
 public import FoundationEssentials
 import Glibc
 import KeychainCore
-import ProcessSpawning
+import Synchronization
 
 /// The sync repository's transport: a clone of the user's git remote, driven through the
 /// user's own `git`, so their ssh keys, known hosts and credential helpers apply. git carries
-/// files and nothing else: each round makes the working tree exactly the remote's branch,
-/// the caller (which keeps the local truth) writes what should change, and it is committed
-/// and pushed; a push the remote refuses because another machine pushed first is reported, and
-/// the caller starts the round again.
+/// files and nothing else. Each round starts from the remote's branch as it is
+/// (``synchronize()``); the caller (which keeps the local truth) reads the files it needs and
+/// writes what should change; ``publish(message:)`` commits the changes and pushes them. A push
+/// the remote refuses because another machine pushed first is reported, and the caller starts
+/// the round again.
+///
+/// The clone has no working tree: files are read from git's objects (`git cat-file`), and a
+/// publish writes one commit with `git fast-import`, so a first publish of many items makes one
+/// pack instead of a file and a loose object per item, and a round costs what it reads and
+/// writes, not what the branch holds.
 ///
 /// git never asks anything on a terminal (`GIT_TERMINAL_PROMPT=0`, ssh in batch mode), so a
 /// remote that wants a password fails at once with git's own message instead of hanging.
 public final class SyncGit: Sendable {
-    /// The working clone (created 0700).
+    /// The clone (created 0700; git's files are in its `.git` folder).
     public let directory: URL
     /// The remote, as git takes it: a path, `ssh://…`, `user@host:path`, `https://…`.
     public let remote: String
@@ -34,6 +40,33 @@ public final class SyncGit: Sendable {
         case rejected
     }
 
+    /// One file of the branch: git's object id and its size in bytes.
+    struct Blob: Sendable {
+        let id: String
+        let size: Int
+    }
+
+    /// A change made since the last ``synchronize()``, not yet on the remote.
+    enum Change: Sendable {
+        case write([UInt8])
+        case remove
+    }
+
+    /// What the clone knows between calls: the commit the round started from, the changes
+    /// written since, and the folders of that commit listed so far.
+    struct State: Sendable {
+        /// The commit of the remote's branch the round started from; nil: the branch has none.
+        var tip: String?
+        /// Path → change, written since ``synchronize()``.
+        var staged: [String: Change] = [:]
+        /// Folder → name → file, for the folders under ``listedTops``.
+        var listed: [String: [String: Blob]] = [:]
+        /// The top-level folders (`.`: the files at the top) listed whole.
+        var listedTops: Set<String> = []
+    }
+
+    let state = Mutex(State())
+
     /// `remote` as messages and logs show it: a password in a URL (`https://user:token@host/…`)
     /// is left out.
     public static func shown(_ remote: String) -> String {
@@ -53,12 +86,12 @@ public final class SyncGit: Sendable {
         self.timeout = timeout
     }
 
-    /// Makes the working tree the remote branch as it is now (empty when the remote has no
-    /// such branch yet), cloning first when there is no clone. Local changes not published are
+    /// Starts a round from the remote branch as it is now (no files when the remote has no
+    /// such branch yet), cloning first when there is no clone. Changes not published are
     /// dropped: the caller writes them again.
     public func synchronize() throws(SyncError) {
-        // A clone whose own git commands fail (damaged files, a half-written index) is made
-        // again from the remote; a failing fetch (the network, the remote) is reported as it is.
+        // A clone whose own git commands fail (damaged files) is made again from the remote; a
+        // failing fetch (the network, the remote) is reported as it is.
         do {
             try prepareClone()
         } catch {
@@ -66,11 +99,11 @@ public final class SyncGit: Sendable {
         }
         try git(["fetch", "--quiet", "--prune", "origin"])
         do {
-            try checkOutRemoteBranch()
+            try adoptRemoteBranch()
         } catch {
             try startOver()
             try git(["fetch", "--quiet", "--prune", "origin"])
-            try checkOutRemoteBranch()
+            try adoptRemoteBranch()
         }
     }
 
@@ -89,35 +122,47 @@ public final class SyncGit: Sendable {
         } else {
             // Only this process uses the clone, one operation at a time: a lock file left behind
             // is from one that was killed.
-            unlink(directory.appendingPathComponent(".git/index.lock").path)
+            for lock in ["index.lock", "packed-refs.lock", "refs/heads/\(branch).lock", "refs/remotes/origin/\(branch).lock"] {
+                unlink(directory.appendingPathComponent(".git/\(lock)").path)
+            }
+            // A clone from before the working tree was given up: its files and index go.
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name != ".git" {
+                try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+            }
+            unlink(directory.appendingPathComponent(".git/index").path)
             try git(["remote", "set-url", "origin", remote])
         }
     }
 
-    /// Makes the working tree the fetched remote branch (empty when there is none yet).
-    private func checkOutRemoteBranch() throws(SyncError) {
-        if try gitSucceeds(["rev-parse", "--verify", "--quiet", "refs/remotes/origin/\(branch)"]) {
-            try git(["checkout", "--quiet", "--force", "-B", branch, "refs/remotes/origin/\(branch)"])
-            try git(["reset", "--quiet", "--hard", "refs/remotes/origin/\(branch)"])
+    /// Makes the local branch the fetched remote branch (none when the remote has none yet),
+    /// and forgets what was written or listed before.
+    private func adoptRemoteBranch() throws(SyncError) {
+        let (status, output) = try run(["rev-parse", "--verify", "--quiet", "refs/remotes/origin/\(branch)^{commit}"])
+        let tip = status == 0 ? output.split(whereSeparator: \.isWhitespace).first.map(String.init) : nil
+        if let tip {
+            try git(["update-ref", "refs/heads/\(branch)", tip])
         } else {
-            // An empty remote: start the branch with no commit, and no files.
-            try git(["checkout", "--quiet", "--orphan", "\(branch)-new-\(getpid())"])
-            _ = try? git(["branch", "--quiet", "-D", branch])
-            try git(["branch", "--quiet", "-m", branch])
-            try git(["rm", "-r", "--quiet", "--cached", "--ignore-unmatch", "."])
+            try git(["update-ref", "-d", "refs/heads/\(branch)"])
         }
-        try git(["clean", "--quiet", "-d", "-x", "--force"])
+        state.withLock { $0 = State(tip: tip) }
     }
 
-    /// The files directly in `folder` of the working tree, by name; only those `named` when
-    /// given (a name with no file is left out).
-    public func files(in folder: String, named names: Set<String>? = nil) -> [String: [UInt8]] {
-        let url = directory.appendingPathComponent(folder)
+    /// The files directly in `folder` (`.`: at the top) of the branch with the changes written
+    /// since, by name; only those `named` when given (a name with no file is left out). Files
+    /// larger than ``largestFile`` are left out unread (``oversizedFiles(in:named:)``).
+    public func files(in folder: String, named names: Set<String>? = nil) throws(SyncError) -> [String: [UInt8]] {
+        let folder = Self.normalized(folder)
+        let blobs = try committedFiles(in: folder, named: names)
+        let staged = stagedChanges(in: folder, named: names)
+        let wanted = blobs.filter { $0.value.size <= Self.largestFile && staged[$0.key] == nil }
+        let contents = try readBlobs(Set(wanted.values.map(\.id)))
         var found: [String: [UInt8]] = [:]
-        for name in names.map(Array.init) ?? listing(of: url) where !name.hasPrefix(".") && !name.contains("/") {
-            let path = url.appendingPathComponent(name).path
-            guard Self.size(of: path) <= Self.largestFile else { continue }
-            if let data = FileManager.default.contents(atPath: path) { found[name] = Array(data) }
+        for (name, blob) in wanted {
+            guard let bytes = contents[blob.id] else { throw .transport("git lost the object of \(folder)/\(name) in \(directory.path)") }
+            found[name] = bytes
+        }
+        for (name, change) in staged {
+            if case .write(let bytes) = change { found[name] = bytes }
         }
         return found
     }
@@ -125,29 +170,28 @@ public final class SyncGit: Sendable {
     /// The files of `folder` (only those `named` when given) larger than any file of the vault
     /// can be (``largestFile``), which ``files(in:named:)`` leaves out unread: whoever can push
     /// to the remote must not make secretd read a gigabyte.
-    public func oversizedFiles(in folder: String, named names: Set<String>? = nil) -> [String] {
-        let url = directory.appendingPathComponent(folder)
-        return (names.map(Array.init) ?? listing(of: url))
-            .filter { !$0.hasPrefix(".") && !$0.contains("/") && Self.size(of: url.appendingPathComponent($0).path) > Self.largestFile }.sorted()
+    public func oversizedFiles(in folder: String, named names: Set<String>? = nil) throws(SyncError) -> [String] {
+        let folder = Self.normalized(folder)
+        let staged = stagedChanges(in: folder, named: names)
+        return try committedFiles(in: folder, named: names).filter { $0.value.size > Self.largestFile && staged[$0.key] == nil }
+            .keys.sorted()
     }
 
-    private func listing(of url: URL) -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] }
+    /// The commit the round started from, or the one it published (hex); nil when the branch
+    /// has none yet.
+    public func head() throws(SyncError) -> String? { state.withLock { $0.tip } }
 
-    /// The commit the working tree is at (hex); nil when the branch has none yet.
-    public func head() throws(SyncError) -> String? {
-        let (status, output) = try run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
-        return status == 0 ? output.split(whereSeparator: \.isWhitespace).first.map(String.init) : nil
-    }
-
-    /// The names of the files directly in `folder` that differ between `commit` and the working
-    /// tree's commit (added, changed or removed), as git's trees tell it without reading the
-    /// files; nil when `commit` is not in the clone or is not an ancestor of it (a remote whose
+    /// The names of the files directly in `folder` that differ between `commit` and
+    /// ``head()`` (added, changed or removed), as git's trees tell it without reading the files;
+    /// nil when `commit` is not in the clone or is not an ancestor of the head (a remote whose
     /// history was rewritten): then the caller reads every file.
     public func changedFiles(in folder: String, since commit: String) throws(SyncError) -> Set<String>? {
         // merge-base fails for a commit the clone does not have as for one that is no ancestor.
-        guard !commit.isEmpty, commit.allSatisfy(\.isHexDigit), try gitSucceeds(["merge-base", "--is-ancestor", commit, "HEAD"])
+        guard let tip = try head(), !commit.isEmpty, commit.allSatisfy(\.isHexDigit),
+            try gitSucceeds(["merge-base", "--is-ancestor", commit, tip])
         else { return nil }
-        let output = try git(["diff", "--name-only", "--no-renames", "-z", commit, "HEAD", "--", folder])
+        let folder = Self.normalized(folder)
+        let output = try git(["diff", "--name-only", "--no-renames", "-z", commit, tip, "--", folder])
         let prefix = folder + "/"
         return Set(output.split(separator: "\0").compactMap { path in
             path.hasPrefix(prefix) && !path.dropFirst(prefix.count).contains("/") ? String(path.dropFirst(prefix.count)) : nil
@@ -158,37 +202,44 @@ public final class SyncGit: Sendable {
     /// secretd takes, sealed.
     public static let largestFile = KeychainLimits.secretSize + (KeychainLimits.attributeCount * 2 + 1) * KeychainLimits.textSize + 4096
 
-    private static func size(of path: String) -> Int {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int(info.st_size) : 0
-    }
-
-    /// Writes `bytes` to `path` (relative to the working tree), creating its folder.
+    /// Sets `path` (from the top of the branch: `folder/name`) to `bytes` in the next publish.
     public func write(_ bytes: [UInt8], to path: String) throws(SyncError) {
-        let url = directory.appendingPathComponent(path)
-        try Self.makeFolder(url.deletingLastPathComponent(), private: false)
-        guard FileManager.default.createFile(atPath: url.path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
-            throw .transport("cannot write \(path) in \(directory.path)")
-        }
+        guard Self.isPlainPath(path) else { throw .transport("cannot write \(path) in \(directory.path): not a plain path") }
+        state.withLock { $0.staged[path] = .write(bytes) }
     }
 
-    /// Removes `path` from the working tree; nothing when it is not there.
+    /// Removes `path` in the next publish; nothing when it is not there.
     public func remove(_ path: String) {
-        try? FileManager.default.removeItem(at: directory.appendingPathComponent(path))
+        guard Self.isPlainPath(path) else { return }
+        state.withLock { $0.staged[path] = .remove }
     }
 
-    /// Commits every change of the working tree and pushes it.
+    /// Commits the changes written since ``synchronize()`` on the branch and pushes them.
     public func publish(message: String) throws(SyncError) -> Publication {
-        try git(["add", "--all"])
-        if try gitSucceeds(["diff", "--cached", "--quiet"]), try gitSucceeds(["rev-parse", "--verify", "--quiet", "HEAD"]) {
-            return .unchanged
+        let (tip, staged) = state.withLock { ($0.tip, $0.staged) }
+        if staged.isEmpty, tip != nil { return .unchanged }
+        try git(["fast-import", "--quiet", "--force"], input: Self.fastImportStream(
+            branch: branch, parent: tip, message: message, changes: staged, time: Int(Glibc.time(nil))))
+        let (status, output) = try run(["rev-parse", "--verify", "--quiet", "refs/heads/\(branch)^{commit}"])
+        guard status == 0, let commit = output.split(whereSeparator: \.isWhitespace).first.map(String.init) else {
+            throw .transport("git fast-import made no commit in \(directory.path)")
         }
-        try git(["-c", "user.name=secretd", "-c", "user.email=secretd@localhost", "-c", "commit.gpgsign=false",
-                 "commit", "--quiet", "--allow-empty", "--no-verify", "-m", message])
-        let (status, output) = try run(["push", "--quiet", "--porcelain", "--no-verify", "origin", "HEAD:refs/heads/\(branch)"])
-        if status == 0 { return .pushed }
-        if Self.anotherPushFirst.contains(where: output.contains) { return .rejected }
-        throw .transport("git push to \(Self.shown(remote)) failed: \(lastLines(output))")
+        // Writes that change nothing (the same bytes again) make no commit.
+        if let tip {
+            let trees = try git(["rev-parse", "\(commit)^{tree}", "\(tip)^{tree}"]).split(whereSeparator: \.isWhitespace)
+            if trees.count == 2, trees[0] == trees[1] {
+                try git(["update-ref", "refs/heads/\(branch)", tip])
+                state.withLock { $0.staged = [:] }
+                return .unchanged
+            }
+        }
+        let (pushed, pushOutput) = try run(["push", "--quiet", "--porcelain", "--no-verify", "origin", "refs/heads/\(branch):refs/heads/\(branch)"])
+        if pushed == 0 {
+            state.withLock { $0 = State(tip: commit) }
+            return .pushed
+        }
+        if Self.anotherPushFirst.contains(where: pushOutput.contains) { return .rejected }
+        throw .transport("git push to \(Self.shown(remote)) failed: \(lastLines(pushOutput))")
     }
 
     /// What git prints when a push lost to another machine's: the branch moved on
@@ -199,61 +250,36 @@ public final class SyncGit: Sendable {
         "[rejected]", "non-fast-forward", "fetch first", "failed to update ref", "cannot lock ref", "incorrect old value",
     ]
 
-    // MARK: - Running git
+    // MARK: - Paths
 
-    /// The environment git runs in: the user's, so their ssh agent, keys and helpers apply,
-    /// with no question on a terminal and git's messages in English.
-    private static var environment: [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        environment["GIT_TERMINAL_PROMPT"] = "0"
-        // A host that does not answer fails after 15 s, one that stops answering after 45 s.
-        environment["GIT_SSH_COMMAND"] = environment["GIT_SSH_COMMAND"]
-            ?? "ssh -o BatchMode=yes -o ConnectTimeout=15 -o ServerAliveInterval=15 -o ServerAliveCountMax=3"
-        environment["LC_ALL"] = "C"
-        return environment
+    /// `folder` without a trailing slash; `.` for the top.
+    static func normalized(_ folder: String) -> String {
+        var folder = folder
+        while folder.hasSuffix("/") { folder.removeLast() }
+        return folder.isEmpty || folder == "./" ? "." : folder
     }
 
-    @discardableResult
-    private func git(_ arguments: [String]) throws(SyncError) -> String {
-        let (status, output) = try run(arguments)
-        guard status == 0 else {
-            throw .transport("git \(arguments.first ?? "") failed (\(status)) for the remote \(Self.shown(remote)): \(lastLines(output))")
+    /// A path git and fast-import take as it is: folders and a name of letters, digits, `-`,
+    /// `_` and `.`, none of them empty or `.`/`..`.
+    static func isPlainPath(_ path: String) -> Bool {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        return !parts.isEmpty && parts.allSatisfy { part in
+            !part.isEmpty && part != "." && part != ".." && !part.hasPrefix(".")
+                && part.utf8.allSatisfy { $0 < 0x80 && (isalnum(Int32($0)) != 0 || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")) }
         }
-        return output
     }
 
-    private func gitSucceeds(_ arguments: [String]) throws(SyncError) -> Bool { try run(arguments).status == 0 }
-
-    /// Runs `git -C directory arguments`; its exit status and what it printed (both streams).
-    private func run(_ arguments: [String]) throws(SyncError) -> (status: Int32, output: String) {
-        var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { throw .transport("cannot make a pipe for git") }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }  // the child gets its copies by dup2
-        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        // coreutils' timeout runs git in a process group of its own and kills the whole group
-        // (ssh included) when the time is up; it then exits with 124 (137 after SIGKILL).
-        let seconds = String(max(1, Int(timeout.rounded(.up))))
-        let spawned = ProcessSpawning.spawn(
-            ["timeout", "--kill-after=5", seconds, "git", "-C", directory.path] + arguments, environment: Self.environment,
-            descriptors: [(0, null), (1, ends[1]), (2, ends[1])])
-        close(ends[1])
-        close(null)
-        guard case .success(let pid) = spawned else {
-            close(ends[0])
-            throw .transport("cannot run git (is it installed?)")
+    /// The changes written since ``synchronize()`` directly in `folder`, by name.
+    private func stagedChanges(in folder: String, named names: Set<String>?) -> [String: Change] {
+        let prefix = folder == "." ? "" : folder + "/"
+        return state.withLock { state in
+            var found: [String: Change] = [:]
+            for (path, change) in state.staged where path.hasPrefix(prefix) {
+                let name = String(path.dropFirst(prefix.count))
+                if !name.contains("/"), names?.contains(name) ?? true { found[name] = change }
+            }
+            return found
         }
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(ends[0], $0.baseAddress, $0.count) }
-            if count > 0 { output += buffer[0..<count] } else if count == 0 || errno != EINTR { break }
-        }
-        close(ends[0])
-        let status = ProcessSpawning.waitForExit(pid)
-        if status == 124 || status == 137 {
-            throw .transport("git \(arguments.first ?? "") did not finish within \(seconds) s for the remote \(Self.shown(remote)); it was stopped")
-        }
-        return (status, String(decoding: output, as: UTF8.self))
     }
 
     private static func makeFolder(_ url: URL, private isPrivate: Bool) throws(SyncError) {
@@ -264,11 +290,4 @@ public final class SyncGit: Sendable {
             throw .transport("cannot create \(url.path)")
         }
     }
-
-    private func lastLines(_ output: String) -> String {
-        let shown = Self.shown(remote)
-        let text = shown == remote ? output : output.replacing(remote, with: shown)
-        return text.split(separator: "\n").suffix(3).joined(separator: " / ")
-    }
 }
-

@@ -28,6 +28,22 @@ public struct SyncVault: Sendable {
     /// this machine holds (refused, sealed with a key it was not given, not written back): every
     /// round reads them again, as it reads the files changed since ``base``.
     public var unsettled: Set<String> = []
+    /// The item files (hex) whose entry (``current``, ``seen``) changed since the caller last
+    /// kept them: it keeps those entries (``encodedEntry(_:)``) and empties this, so that a
+    /// round writes what it changed, not the whole state.
+    public var touched: Set<String> = []
+
+    /// Makes `header` the version this machine holds of its item.
+    mutating func hold(_ header: SyncHeader) {
+        current[header.fileName] = header
+        touched.insert(header.fileName)
+    }
+
+    /// Records that the version of item `name` from `device` (hex) at `time` was seen.
+    mutating func see(_ name: String, from device: String, at time: SyncTimestamp) {
+        seen[name, default: [:]][device] = time
+        touched.insert(name)
+    }
 
     /// The newest key generation this machine has (0: none yet, still waiting for approval).
     public var generation: UInt32 { keys.keys.max() ?? 0 }

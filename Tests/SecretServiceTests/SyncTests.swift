@@ -3,7 +3,11 @@ import Glibc
 import Synchronization
 import KeychainCore
 import KeychainTestSupport
+import SecretCrypto
 import Testing
+
+@testable import SecretStore
+@testable import SecretSync
 
 /// Sync between three machines: three secretd, each with its own data directory and bus, and a
 /// bare git repository on a local path, driven as a person would, with secretctl (and
@@ -347,6 +351,68 @@ import Testing
         try a.syncNow()
         #expect(try a.get("com.example.restore", "one") == "after-the-backup", "\(a.daemon.log)")
         #expect(try a.status()["unpublished_changes"] as? Int == 0)
+    }
+
+    @Test("the sync state per item: a round writes the entries it changed and no other; a state from before moves into entries with nothing published again")
+    func stateInRows() throws {
+        let a = try Machine()
+        let remote = try Self.bareRemote(in: a)
+        for account in ["one", "two", "three"] { try a.secretctl(["set", "com.example.rows", account], input: "secret-\(account)") }
+        try a.secretctl(["sync", "init", remote])
+        try a.syncNow()
+        let file = a.fixture.dataDirectory.appendingPathComponent(Store.fileName).path
+        /// The sealed entries, by name, as the database holds them now.
+        func entries() throws -> [String: [UInt8]] {
+            let database = try Database(path: file)
+            var found: [String: [UInt8]] = [:]
+            for row in try database.rows("SELECT name, sealed FROM sync_entries") {
+                if let name = row[0].text, let sealed = row[1].blob { found[name] = sealed }
+            }
+            return found
+        }
+        let first = try entries()
+        #expect(first.count == 3)
+
+        // One change: its entry is sealed again, the others are left as they were.
+        try a.secretctl(["set", "com.example.rows", "two"], input: "changed")
+        try a.syncNow()
+        let second = try entries()
+        #expect(second.count == 3 && Set(second.keys) == Set(first.keys))
+        #expect(second.filter { first[$0.key] != $0.value }.count == 1)
+        // An idle round writes none.
+        try a.syncNow()
+        #expect(try entries() == second)
+
+        // The state as a secretd from before kept it: one sealed whole, no entries.
+        a.daemon.stop()
+        let commits = try a.fixture.run(["git", "-C", remote, "rev-list", "--count", "main"]).text
+        do {
+            let store = try Store(directory: a.fixture.dataDirectory)
+            defer { store.close() }
+            let login = try #require(try store.collections().first { $0.name == "login" })
+            let keys = try store.unlock(login, password: SecureBytes(Array("login-password".utf8)))
+            let stored = try #require(try store.syncState(of: login, keys: keys))
+            var vault = try SyncVault(decoding: stored.state, wallClock: { 0 })
+            for (name, entry) in stored.entries { try vault.takeEntry(name, entry) }
+            let remoteURL = try #require(try store.syncSettings(of: login)).remote
+            try store.saveSyncState(vault.encoded(withEntries: true), entries: stored.entries.mapValues { _ in nil }, remote: remoteURL,
+                                    of: login, keys: keys)
+        }
+        #expect(try entries().isEmpty)
+        a.daemon = try a.fixture.start()
+        let round = try a.secretctl(["sync", "now"]).text
+        #expect(try entries().count == 3, "\(round)")
+        #expect(try a.fixture.run(["git", "-C", remote, "rev-list", "--count", "main"]).text == commits, "published again: \(round)")
+        for (account, secret) in [("one", "secret-one"), ("two", "changed"), ("three", "secret-three")] {
+            #expect(try a.get("com.example.rows", account) == secret)
+        }
+        // And the next change goes out as before.
+        try a.secretctl(["set", "com.example.rows", "three"], input: "changed too")
+        try a.syncNow()
+        let b = try Machine()
+        try Self.join(b, approvedBy: a, remote: remote)
+        #expect(try b.get("com.example.rows", "three") == "changed too")
+        #expect(try b.get("com.example.rows", "two") == "changed")
     }
 
     @Test("a keyring deleted while it starts to sync: sync init fails with a clear error and secretd keeps serving")

@@ -54,7 +54,7 @@ import Testing
 
     /// When each fixture was written (seconds since 1970): everything was created then, and
     /// item 6 and the `work` collection's label were changed two seconds later.
-    static let writtenAt = [1: UInt64(1_796_169_102), 2: 1_796_169_104, 3: 1_796_169_107, 4: 1_796_193_232, 5: 1_796_299_486, 6: 1_796_309_962, 7: 1_796_484_938, 8: 1_796_533_077, 9: 1_796_541_912]
+    static let writtenAt = [1: UInt64(1_796_169_102), 2: 1_796_169_104, 3: 1_796_169_107, 4: 1_796_193_232, 5: 1_796_299_486, 6: 1_796_309_962, 7: 1_796_484_938, 8: 1_796_533_077, 9: 1_796_541_912, 10: 1_796_565_747]
 
     /// The committed fixture of schema `version`; never opened in place (SQLite would add its
     /// -wal and -shm files next to it).
@@ -163,11 +163,11 @@ import Testing
         #expect(try database.rows("PRAGMA freelist_count").first?.first?.integer == 0)  // vacuumed
         try database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         let sizeAfter = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int ?? 0
-        // Smaller, beyond the page each empty table and index of versions 6 (sync), 7 (the
-        // quotas' creator_usage) and 8 (the audit trail) takes.
+        // Smaller, beyond the page each empty table and index of versions 6 and 10 (sync), 7
+        // (the quotas' creator_usage) and 8 (the audit trail) takes.
         let pageSize = Int(try database.rows("PRAGMA page_size").first?.first?.integer ?? 4096)
         let syncTrees = Int(try database.rows("SELECT count(*) FROM sqlite_master WHERE tbl_name LIKE 'sync%'").first?.first?.integer ?? 0)
-        #expect(syncTrees == 6)
+        #expect(syncTrees == 7)
         let auditTrees = Int(try database.rows("SELECT count(*) FROM sqlite_master WHERE tbl_name LIKE 'audit%'").first?.first?.integer ?? 0)
         #expect(auditTrees == 4)
         let quotaTrees = Int(try database.rows("SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'index') AND tbl_name = 'creator_usage'").first?.first?.integer ?? 0)

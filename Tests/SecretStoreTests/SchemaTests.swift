@@ -46,6 +46,7 @@ import Testing
         try expectListMatchesTable(ItemColumn.self, in: database)
         try expectListMatchesTable(IndexColumn.self, in: database)
         try expectListMatchesTable(SyncVaultColumn.self, in: database)
+        try expectListMatchesTable(SyncEntryColumn.self, in: database)
         try expectListMatchesTable(SyncItemColumn.self, in: database)
         try expectListMatchesTable(SyncChangeColumn.self, in: database)
         try expectListMatchesTable(SyncHistoryColumn.self, in: database)
@@ -58,7 +59,7 @@ import Testing
                 .compactMap { $0.first?.text })
         let listed: Set = [
             CollectionColumn.table, AliasColumn.table, ItemColumn.table, IndexColumn.table, SyncVaultColumn.table,
-            SyncItemColumn.table, SyncChangeColumn.table, SyncHistoryColumn.table, CreatorUsageColumn.table,
+            SyncEntryColumn.table, SyncItemColumn.table, SyncChangeColumn.table, SyncHistoryColumn.table, CreatorUsageColumn.table,
             AuditKeyColumn.table, AuditEntryColumn.table, ReaderConsentColumn.table,
         ]
         #expect(tables == listed, "the migrations make tables \(tables.sorted()), Schema.swift lists \(listed.sorted())")

@@ -164,7 +164,7 @@ import Testing
         let (laptop, desktop, server) = (machines[0], machines[1], machines[2])
         let note = laptop.set(nil, label: "note", secret: "n1")
         for machine in machines { try machine.sync() }
-        let first = try #require(laptop.git.files(in: "items")[note])
+        let first = try #require(try laptop.git.files(in: "items")[note])
         laptop.set(note, label: "note", secret: "n2")
         try laptop.sync()
         for machine in machines { try machine.sync() }
@@ -234,7 +234,7 @@ import Testing
         // What the others hold from before the removal still opens everywhere, the server too.
         #expect(desktop.secret(note) == "n2" && server.secret(note) == "n2")
         // The items the server could not read were not written back over by it.
-        #expect(try SyncRecord(fileName: secretAfter, bytes: try #require(laptop.git.files(in: "items")[secretAfter]),
+        #expect(try SyncRecord(fileName: secretAfter, bytes: try #require(try laptop.git.files(in: "items")[secretAfter]),
                                vault: laptop.vault.id).header.keyGeneration == 2)
 
         // A machine that joins after the rotation reads old and new items alike.
@@ -341,7 +341,7 @@ import Testing
         #expect(laptop.refused.isEmpty, "\(laptop.refused)")
     }
 
-    @Test("a machine's state survives encoding (as secretd stores it): the next rounds go on from it; damaged state is refused")
+    @Test("a machine's state survives encoding (as secretd stores it: the state, and each item's entry on its own): the next rounds go on from it; a state from before moves into entries; damaged state is refused")
     func stateEncoding() throws {
         defer { try? FileManager.default.removeItem(at: root) }
         let remote = try remote()
@@ -352,7 +352,14 @@ import Testing
 
         let bytes = desktop.vault.encoded()
         let wall = desktop.wall
-        let restored = try SyncVault(decoding: bytes, wallClock: { wall.now })
+        var restored = try SyncVault(decoding: bytes, wallClock: { wall.now })
+        // The state proper holds no item's entry: each is kept on its own.
+        #expect(restored.current.isEmpty && restored.seen.isEmpty && restored.touched.isEmpty)
+        let names = Set(desktop.vault.current.keys).union(desktop.vault.seen.keys)
+        #expect(!names.isEmpty)
+        for name in names { try restored.takeEntry(name, try #require(desktop.vault.encodedEntry(name))) }
+        #expect(restored.touched.isEmpty)
+        #expect(desktop.vault.encodedEntry(String(repeating: "0", count: 32)) == nil)
         #expect(restored.id == desktop.vault.id && restored.identity.device == desktop.vault.identity.device)
         #expect(restored.identity.privateKey.constantTimeEquals(desktop.vault.identity.privateKey))
         let key = try #require(desktop.vault.keys[1])
@@ -360,6 +367,25 @@ import Testing
         #expect(restored.starts == desktop.vault.starts && restored.current == desktop.vault.current)
         #expect(restored.seen == desktop.vault.seen && restored.clock.last == desktop.vault.clock.last)
         #expect(restored.encoded().constantTimeEquals(bytes))
+
+        // A state written whole, as before the entries were kept on their own: everything
+        // decodes, and every item is touched, for secretd to keep as entries.
+        let whole = try SyncVault(decoding: desktop.vault.encoded(withEntries: true), wallClock: { 0 })
+        #expect(whole.current == desktop.vault.current && whole.seen == desktop.vault.seen && whole.touched == names)
+
+        // A round touches what it changed, and only that.
+        desktop.vault.touched = []
+        let second = desktop.set(nil, label: "second", secret: "s1")
+        try desktop.sync()
+        #expect(desktop.vault.touched == [second])
+
+        // A damaged entry, or one holding another item, is refused.
+        let entry = try #require(desktop.vault.encodedEntry(first))
+        var scratch = restored
+        for damaged in [Array(entry.dropLast()), entry + [0], Array("not an entry".utf8), [UInt8](), Array(entry.prefix(20)) + [2] + entry.dropFirst(21)] {
+            #expect(throws: SyncError.self) { try scratch.takeEntry(first, damaged) }
+        }
+        #expect(throws: SyncError.self) { try scratch.takeEntry(second, entry) }
 
         // The desktop goes on from the restored state: a change there reaches the laptop.
         desktop.vault = restored
@@ -373,7 +399,7 @@ import Testing
         var plain = desktop.vault
         plain.base = nil
         plain.unsettled = []
-        let withoutTail = plain.encoded().withBytes { Array($0.dropLast(8)) }
+        let withoutTail = plain.encoded(withEntries: true).withBytes { Array($0.dropLast(8)) }
         let old = try SyncVault(decoding: SecureBytes(withoutTail), wallClock: { 0 })
         #expect(old.base == nil && old.unsettled.isEmpty && old.current == plain.current && old.seen == plain.seen)
         plain.base = String(repeating: "ab", count: 20)
@@ -382,8 +408,8 @@ import Testing
         #expect(again.base == plain.base && again.unsettled == plain.unsettled)
 
         // Truncated, lengthened or foreign bytes are refused.
-        let whole = bytes.withBytes { Array($0) }
-        for damaged in [Array(whole.dropLast()), whole + [0], Array("not a state".utf8), [UInt8]()] {
+        let state = bytes.withBytes { Array($0) }
+        for damaged in [Array(state.dropLast()), state + [0], Array("not a state".utf8), [UInt8]()] {
             #expect(throws: SyncError.self) { try SyncVault(decoding: SecureBytes(damaged), wallClock: { 0 }) }
         }
     }

@@ -32,7 +32,7 @@ import Testing
     func twoMachines() throws {
         defer { try? FileManager.default.removeItem(at: root) }
         let (_, laptop, desktop) = try laptopAndDesktop()
-        #expect(laptop.files(in: "items").isEmpty)
+        #expect(try laptop.files(in: "items").isEmpty)
         let mode = try FileManager.default.attributesOfItem(atPath: laptop.directory.path)[.posixPermissions] as? Int
         #expect(mode == 0o700)
         try laptop.write([1, 2, 3], to: "items/aa")
@@ -40,7 +40,7 @@ import Testing
         #expect(try laptop.publish(message: "again") == .unchanged)
 
         try desktop.synchronize()
-        #expect(desktop.files(in: "items") == ["aa": [1, 2, 3]])
+        #expect(try desktop.files(in: "items") == ["aa": [1, 2, 3]])
 
         // Both change something; the laptop pushes first, so the desktop's push is refused.
         try laptop.write([4], to: "items/bb")
@@ -49,13 +49,13 @@ import Testing
         #expect(try desktop.publish(message: "desktop") == .rejected)
         // A new round: the remote's files, without what the desktop had not published ...
         try desktop.synchronize()
-        #expect(desktop.files(in: "items") == ["aa": [1, 2, 3], "bb": [4]])
+        #expect(try desktop.files(in: "items") == ["aa": [1, 2, 3], "bb": [4]])
         // ... which it writes again, and now pushes; deletes travel too.
         try desktop.write([5], to: "items/cc")
         desktop.remove("items/aa")
         #expect(try desktop.publish(message: "desktop 2") == .pushed)
         try laptop.synchronize()
-        #expect(laptop.files(in: "items") == ["bb": [4], "cc": [5]])
+        #expect(try laptop.files(in: "items") == ["bb": [4], "cc": [5]])
     }
 
     @Test("the files changed since a commit, from git's trees: added, changed and removed; none for an unknown or rewritten commit")
@@ -78,7 +78,7 @@ import Testing
         let laptopHead = try laptop.head()
         #expect(try desktop.head() == laptopHead)
         #expect(try desktop.changedFiles(in: "items", since: first) == ["aa", "bb", "ee"])
-        #expect(desktop.files(in: "items", named: ["aa", "bb"]) == ["aa": [2]])
+        #expect(try desktop.files(in: "items", named: ["aa", "bb"]) == ["aa": [2]])
 
         // A commit the clone never had, and one the remote's rewritten history left behind.
         #expect(try desktop.changedFiles(in: "items", since: String(repeating: "0", count: 40)) == nil)
@@ -97,12 +97,53 @@ import Testing
         let clone = SyncGit(directory: root.appendingPathComponent("laptop"), remote: remote)
         try clone.synchronize()
         try clone.write([1, 2, 3], to: "items/small")
-        // Sparse: no disk is spent on it.
-        let big = clone.directory.appendingPathComponent("items/big").path
-        #expect(FileManager.default.createFile(atPath: big, contents: nil))
-        #expect(truncate(big, off_t(SyncGit.largestFile + 1)) == 0)
-        #expect(clone.files(in: "items") == ["small": [1, 2, 3]])
-        #expect(clone.oversizedFiles(in: "items") == ["big"])
+        try clone.write([UInt8](repeating: 0, count: SyncGit.largestFile + 1), to: "items/big")
+        #expect(try clone.publish(message: "one too big") == .pushed)
+        try clone.synchronize()
+        #expect(try clone.files(in: "items") == ["small": [1, 2, 3]])
+        #expect(try clone.oversizedFiles(in: "items") == ["big"])
+        #expect(try clone.files(in: "items", named: ["big", "small"]) == ["small": [1, 2, 3]])
+        #expect(try clone.oversizedFiles(in: "items", named: ["big"]) == ["big"])
+    }
+
+    @Test("what a round wrote is read back before it is published; the same bytes again publish nothing; a name git cannot take is refused")
+    func writtenBeforePublish() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (_, laptop, _) = try laptopAndDesktop()
+        try laptop.write([1], to: "items/aa")
+        try laptop.write([2], to: "keys/1/dd")
+        #expect(try laptop.publish(message: "first") == .pushed)
+        try laptop.synchronize()
+        try laptop.write([3], to: "items/bb")
+        laptop.remove("items/aa")
+        #expect(try laptop.files(in: "items") == ["bb": [3]])
+        #expect(try laptop.files(in: "items", named: ["aa", "bb", "cc"]) == ["bb": [3]])
+        #expect(try laptop.files(in: "keys/1") == ["dd": [2]])
+        #expect(try laptop.files(in: "keys/2").isEmpty)
+        // A new round forgets what was not published.
+        try laptop.synchronize()
+        #expect(try laptop.files(in: "items") == ["aa": [1]])
+        let head = try laptop.head()
+        try laptop.write([1], to: "items/aa")
+        #expect(try laptop.publish(message: "the same") == .unchanged)
+        #expect(try laptop.head() == head)
+        for bad in ["", "/items/aa", "items/../aa", "items/.aa", "items/a a", "items/a\nM 100644 inline x"] {
+            #expect(throws: SyncError.self) { try laptop.write([1], to: bad) }
+        }
+    }
+
+    @Test("a clone from before the working tree was given up: its files go, its history stays")
+    func workingTreeOfBefore() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (_, laptop, _) = try laptopAndDesktop()
+        try laptop.write([1], to: "items/aa")
+        #expect(try laptop.publish(message: "first") == .pushed)
+        let left = laptop.directory.appendingPathComponent("items/aa")
+        try FileManager.default.createDirectory(at: left.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data([9]).write(to: left)
+        try laptop.synchronize()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: laptop.directory.path) == [".git"])
+        #expect(try laptop.files(in: "items") == ["aa": [1]])
     }
 
     @Test("a damaged clone is made again from the remote; what was published stays")
@@ -117,7 +158,7 @@ import Testing
         try Data("garbage".utf8).write(to: laptop.directory.appendingPathComponent(".git/HEAD"))
         try Data("garbage".utf8).write(to: laptop.directory.appendingPathComponent(".git/index"))
         try laptop.synchronize()
-        #expect(laptop.files(in: "items") == ["one": [7, 7]])
+        #expect(try laptop.files(in: "items") == ["one": [7, 7]])
         try laptop.write([8], to: "items/two")
         #expect(try laptop.publish(message: "two") == .pushed)
     }
