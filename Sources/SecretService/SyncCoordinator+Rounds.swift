@@ -240,6 +240,10 @@ extension SyncCoordinator {
         let (versions, sent) = (prepared.versions, prepared.sent)
         runs[id]?.running = true
         runs[id]?.again = false
+        // This round answers the calls that asked for a round before it started; those that ask
+        // while it runs get the next one, which starts after their changes were made.
+        let answering = runs[id]?.waiting ?? []
+        runs[id]?.waiting = []
         let git = syncClone(of: collection, remote: settings.remote)
         let (start, outgoing, daemon, generation) = (vault, versions, UncheckedBox(self), restores)
         offMainLoop({ () -> Result<(SyncVault, SyncEngine.Report), SyncError> in
@@ -256,19 +260,25 @@ extension SyncCoordinator {
             guard let self else { return }
             guard generation == self.restores else {
                 Log.info("a sync round of the keyring \(collection.name) ended after a restore: nothing it brought is written; the next round takes it again")
+                if self.runs[id] != nil {
+                    self.runs[id]?.waiting.insert(contentsOf: answering, at: 0)
+                } else {
+                    for done in answering { done(.failure(.failed("the keyring does not sync in the restored store"))) }
+                }
                 return self.released(id)
             }
+            let result: Result<Outcome, SecretServiceError>
             switch outcome {
             case .success(let (updated, report)):
-                let result = self.apply(report, updated, sent: sent, collection: collection, remote: settings.remote)
-                self.answerWaiting(id, result)
+                result = self.apply(report, updated, sent: sent, collection: collection, remote: settings.remote)
             case .failure(let error):
                 Log.warning("sync of the keyring \(collection.name) failed: \(error); it is tried again later")
                 self.bookkeep("record the failed round") { () throws(StoreError) in
                     try self.store.recordSyncRound(of: collection, error: "\(error)", resolved: 0)
                 }
-                self.answerWaiting(id, .failure(.failed("\(error)")))
+                result = .failure(.failed("\(error)"))
             }
+            for done in answering { done(result) }
             self.released(id)
         }
     }

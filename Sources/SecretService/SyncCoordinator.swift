@@ -33,7 +33,8 @@ final class SyncCoordinator {
         var unsyncedMayExist = true
         /// Operations on the clone waiting for the one that uses it (``exclusively(_:_:)``).
         var queued: [() -> Void] = []
-        /// Callers waiting for the running round (`sync now`).
+        /// Callers waiting for a round (`sync now`): the next one to start answers them (one
+        /// already running may have started before the change they want published).
         var waiting: [(Result<Outcome, SecretServiceError>) -> Void] = []
     }
 
