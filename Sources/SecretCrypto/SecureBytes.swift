@@ -1,20 +1,19 @@
-internal import CGcrypt
 import Glibc
 import Synchronization
 
 /// Key material or plaintext held in locked memory (never swapped, left out of core dumps),
 /// wiped when released.
 ///
-/// Small buffers come from libgcrypt's secure pool (1 MiB, locked when libgcrypt starts).
-/// Buffers of ``ownPagesThreshold`` bytes or more get pages of their own, locked and kept out
-/// of core dumps here: past its pool libgcrypt hands out plain heap memory, unlocked ("Warning:
-/// using insecure memory!"), so a secret of a megabyte or two would have been swappable.
+/// Small buffers come from ``SecurePool``: blocks of locked pages kept out of core dumps, taken
+/// and given back in constant time however many secrets are alive. Buffers of
+/// ``ownPagesThreshold`` bytes or more get pages of their own, locked and kept out of core
+/// dumps here too.
 public final class SecureBytes: @unchecked Sendable {
     /// The memory; valid until the object is released.
     package let pointer: UnsafeMutableRawPointer
     /// The number of bytes.
     public let count: Int
-    /// The length of the pages mapped for this buffer alone; 0 when it is in libgcrypt's pool.
+    /// The length of the pages mapped for this buffer alone; 0 when it is a block of the pool.
     private let mappedLength: Int
 
     /// From this size on a buffer gets locked pages of its own.
@@ -38,8 +37,8 @@ public final class SecureBytes: @unchecked Sendable {
             mappedLength = length
             return
         }
-        guard let memory = gcry_calloc_secure(1, max(count, 1)) else {
-            fatalError("libgcrypt secure memory exhausted")  // gcry_calloc_secure only fails when out of memory
+        guard let memory = SecurePool.allocate(count) else {
+            fatalError("no memory for a secret: mmap failed")
         }
         pointer = memory
         mappedLength = 0
@@ -47,7 +46,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Zeroed pages for `count` bytes, out of core dumps and locked (or, when the system
     /// refuses, reported through ``lockRefused``); nil when there is no memory to map.
-    private static func mapLockedPages(_ count: Int) -> (UnsafeMutableRawPointer, Int)? {
+    static func mapLockedPages(_ count: Int) -> (UnsafeMutableRawPointer, Int)? {
         let page = max(Int(sysconf(Int32(_SC_PAGESIZE))), 4096)
         let length = (count + page - 1) / page * page
         guard let memory = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
@@ -77,7 +76,7 @@ public final class SecureBytes: @unchecked Sendable {
         if mappedLength > 0 {
             munmap(pointer, mappedLength)  // unlocks too
         } else {
-            gcry_free(pointer)
+            SecurePool.release(pointer, count: count)
         }
     }
 

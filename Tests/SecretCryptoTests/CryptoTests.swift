@@ -121,11 +121,22 @@ import Testing
     }
 }
 
-/// Large secure buffers are locked in memory: past libgcrypt's 1 MiB pool, libgcrypt itself
-/// would hand out unlocked heap memory.
+/// Secure buffers, large and small, are locked in memory and kept out of core dumps; small ones
+/// come from a pool that hands out and takes back blocks whatever the number alive.
 @Suite struct SecureMemoryTests {
     /// The `Locked` KiB of the mapping that holds `address` (/proc/self/smaps); nil if none does.
     static func lockedKiB(of address: UnsafeMutableRawPointer) -> Int? {
+        Int(smapsField("Locked:", of: address) ?? "")
+    }
+
+    /// Whether the mapping that holds `address` is left out of core dumps (VmFlags `dd`).
+    static func keptOutOfDumps(_ address: UnsafeMutableRawPointer) -> Bool {
+        smapsField("VmFlags:", of: address, whole: true)?.split(separator: " ").contains("dd") ?? false
+    }
+
+    /// The value of `name` for the mapping that holds `address` (/proc/self/smaps): its first
+    /// word, or (`whole`) the rest of the line; nil if no mapping holds it.
+    static func smapsField(_ name: String, of address: UnsafeMutableRawPointer, whole: Bool = false) -> String? {
         // Read to the end: Foundation's String(contentsOfFile:) stops after a page of a /proc file.
         let data = FileHandle(forReadingAtPath: "/proc/self/smaps").map { $0.readDataToEndOfFile() } ?? Data()
         let smaps = String(decoding: data, as: UTF8.self)
@@ -136,25 +147,52 @@ import Testing
             if let range = fields.first, range.contains("-"), !range.hasSuffix(":") {
                 let bounds = range.split(separator: "-").compactMap { UInt($0, radix: 16) }
                 inside = bounds.count == 2 && bounds[0] <= target && target < bounds[1]
-            } else if inside, fields.first == "Locked:", fields.count >= 2 {
-                return Int(fields[1])
+            } else if inside, fields.first.map(String.init) == name, fields.count >= 2 {
+                return whole ? fields.dropFirst().joined(separator: " ") : String(fields[1])
             }
         }
         return nil
     }
 
-    @Test("buffers of megabytes are zeroed and their pages locked; small ones come from libgcrypt's pool")
+    @Test("buffers of megabytes are zeroed and their pages locked and kept out of core dumps; so are small ones")
     func largeBuffersAreLocked() throws {
         let buffers = (0..<3).map { _ in SecureBytes(count: 2 << 20) }
         for buffer in buffers {
             let locked = Self.lockedKiB(of: buffer.pointer)
             #expect((locked ?? 0) >= 2048, "a 2 MiB buffer has \(locked.map(String.init) ?? "no mapping") KiB locked")
+            #expect(Self.keptOutOfDumps(buffer.pointer))
             #expect(buffer.withBytes { $0.allSatisfy { $0 == 0 } })
             buffer.withMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0xa5) }
             #expect(buffer.withBytes { $0.allSatisfy { $0 == 0xa5 } })
         }
         let small = SecureBytes([1, 2, 3])
         #expect(small.withBytes { Array($0) } == [1, 2, 3])
-        #expect((Self.lockedKiB(of: small.pointer) ?? 0) > 0, "libgcrypt's pool is not locked")
+        #expect((Self.lockedKiB(of: small.pointer) ?? 0) > 0, "the pool of small buffers is not locked")
+        #expect(Self.keptOutOfDumps(small.pointer))
+    }
+
+    @Test("small buffers of every size: many alive at once, each zeroed, apart from the others, and a freed block comes back zeroed")
+    func manySmallBuffers() throws {
+        var alive: [SecureBytes] = []
+        for index in 0..<20_000 {
+            let count = index % 500 == 0 ? [1000, 4096, 40_000, 65_535][index / 500 % 4] : [0, 1, 15, 16, 17, 32, 100][index % 7]
+            let buffer = SecureBytes(count: count)
+            #expect(buffer.withBytes { $0.allSatisfy { $0 == 0 } })
+            buffer.withMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: index)) }
+            alive.append(buffer)
+        }
+        for (index, buffer) in alive.enumerated() {
+            #expect(buffer.withBytes { $0.allSatisfy { $0 == UInt8(truncatingIfNeeded: index) } })
+        }
+        let pointers = Set(alive.map { UInt(bitPattern: $0.pointer) })
+        #expect(pointers.count == alive.count)
+        let last = alive.last!
+        #expect((Self.lockedKiB(of: last.pointer) ?? 0) > 0 && Self.keptOutOfDumps(last.pointer))
+        // Given back and taken again (the blocks are reused): they hold nothing of before.
+        alive.removeAll()
+        for count in [1, 16, 100, 4096, 65_535] {
+            let again = SecureBytes(count: count)
+            #expect(again.withBytes { $0.allSatisfy { $0 == 0 } })
+        }
     }
 }
