@@ -61,15 +61,14 @@ extension SyncCoordinator {
         }
     }
 
+    /// Stamps a change for every item of `collection` that may sync and never did (no sync
     /// id, no change waiting): all of them when a keyring starts syncing, and after a joining
     /// machine's first round those the vault did not have; returns how many.
     func stampUnsynced(in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys) -> Int {
         var count = 0
         runs[collection.id]?.unsyncedMayExist = false
         do throws(StoreError) {
-            let ids = try store.syncIDs(in: collection)
-            let waiting = Set(try store.syncChanges(in: collection).map(\.itemID))
-            for item in try store.search([:], in: collection) where ids[item.id] == nil && !waiting.contains(item.id) {
+            for item in try store.itemsNeverSynced(in: collection) {
                 guard Self.syncs(try store.readItem(item, in: collection, keys: itemKeys).attributes) else { continue }
                 stamp(item.id, in: collection, deleted: false)
                 count += 1

@@ -178,6 +178,20 @@ extension Store {
     private static let syncIDsOfCollection = Query(
         Selection<SyncItemColumn>([.itemID, .syncID]), "FROM sync_items WHERE collection_id = ?")
 
+    /// The items of `collection` that have no sync id and no change waiting: those that never
+    /// synced (found by SQLite, without reading the others).
+    public func itemsNeverSynced(in collection: CollectionRecord) throws(StoreError) -> [ItemRecord] {
+        var found: [ItemRecord] = []
+        for case let id? in try database.rows(Self.neverSynced, [.integer(collection.id)], { $0.integer(.id) }) {
+            if let item = try item(id: id) { found.append(item) }
+        }
+        return found
+    }
+
+    private static let neverSynced = Query(
+        Selection<ItemColumn>([.id]),
+        "FROM items WHERE collection_id = ? AND id NOT IN (SELECT item_id FROM sync_items) AND id NOT IN (SELECT item_id FROM sync_changes) ORDER BY id")
+
     /// The sync id of local item `itemID`; nil when it has none.
     public func syncID(ofItem itemID: Int64) throws(StoreError) -> [UInt8]? {
         try database.firstRow(Self.syncIDOfItem, [.integer(itemID)]) { $0.blob(.syncID) } ?? nil
