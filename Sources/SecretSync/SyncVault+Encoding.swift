@@ -28,8 +28,9 @@ extension SyncVault {
     /// The state's bytes, in secure memory, without the items' entries (``encodedEntry(_:)``).
     public func encoded() -> SecureBytes { encoded(withEntries: false) }
 
-    /// The state's bytes; with the entries of every item, as states were written before issue 51.
-    func encoded(withEntries: Bool) -> SecureBytes {
+    /// The state's bytes; with the entries of every item, as states were written before issue 51
+    /// (for the tests and the fuzz target, which read states from before).
+    package func encoded(withEntries: Bool) -> SecureBytes {
         let current = withEntries ? current : [:]
         let seen = withEntries ? seen : [:]
         let seenCount = seen.values.reduce(0) { $0 + 20 + $1.count * 28 }
@@ -142,6 +143,8 @@ extension SyncVault {
                 let device = SyncIDs.hex(try take(16))
                 devices[device] = try time()
             }
+            // An item seen from no device is one nothing was seen of (as an entry keeps it).
+            guard !devices.isEmpty else { continue }
             seen[item] = devices
             touched.insert(item)
         }

@@ -5,12 +5,15 @@ import SecretSync
 
 /// What secretd reads from a sync remote, which anyone who can push to it controls, and the sync
 /// state it reads back from its database: an item file (``SyncRecord``, opened with the vault
-/// key), a device entry, a vault key wrapped for this device, and the state
-/// (``SyncVault/init(decoding:wallClock:)``).
+/// key), a device entry, a vault key wrapped for this device, the state
+/// (``SyncVault/init(decoding:wallClock:)``) and an item's entry of it
+/// (``SyncVault/takeEntry(_:_:)``).
 ///
 /// The first byte picks which; the rest is the file. An item file that parses writes back the
 /// same bytes; one that opens seals again to one that opens to the same item. Refusals are
-/// ``SyncError`` values, never a crash; a state that decodes encodes to one that decodes.
+/// ``SyncError`` values, never a crash; a state that decodes (whole, as before the entries were
+/// kept apart, or without them) is kept as secretd keeps it, the state and an entry per item,
+/// and reads back the same; so does an entry.
 enum SyncFileTarget {
     /// The target.
     static let target = FuzzTarget(
@@ -52,14 +55,15 @@ enum SyncFileTarget {
         return [
             ("item", Data([0] + record.bytes)), ("delete-marker", Data([0] + marker.bytes)),
             ("device", Data([1] + identity.device.entry)), ("wrapped-key", Data([2] + wrapped)),
-            ("state", Data([3] + state.encoded().withBytes { Array($0) })),
+            ("state", Data([3] + state.encoded(withEntries: true).withBytes { Array($0) })),
+            ("entry", Data([4] + (state.encodedEntry(header.fileName) ?? []))),
         ]
     }
 
     private static func run(_ data: Data) {
         Gcrypt.initialize()
         var input = FuzzInput(data)
-        let kind = input.byte() % 4
+        let kind = input.byte() % 5
         let bytes = input.rest()
         switch kind {
         case 0: checkItemFile(bytes)
@@ -69,7 +73,8 @@ enum SyncFileTarget {
             if let (key, _) = try? SyncKeyWrap.unwrap(bytes, generation: 1, vault: vault, identity: identity, fileName: "keys/1/x") {
                 require(key.count == Gcrypt.keyLength, "an unwrapped vault key has \(key.count) bytes")
             }
-        default: checkState(bytes)
+        case 3: checkState(bytes)
+        default: checkEntry(bytes)
         }
     }
 
@@ -119,10 +124,41 @@ enum SyncFileTarget {
 
     private static func checkState(_ bytes: [UInt8]) {
         guard let state = try? SyncVault(decoding: SecureBytes(bytes), wallClock: wallClock) else { return }
-        guard let again = try? SyncVault(decoding: state.encoded(), wallClock: wallClock) else {
+        require(state.touched == Set(state.current.keys).union(state.seen.keys), "a sync state decoded without touching what it held")
+        // Kept as secretd keeps it: the state, and an entry for each item it touched.
+        guard var again = try? SyncVault(decoding: state.encoded(), wallClock: wallClock) else {
             fatalError("a sync state that decoded does not decode once encoded again")
+        }
+        require(again.current.isEmpty && again.seen.isEmpty, "a sync state kept its entries inside")
+        for name in state.touched {
+            guard let entry = state.encodedEntry(name) else { continue }
+            do {
+                try again.takeEntry(name, entry)
+            } catch {
+                fatalError("an entry of a sync state that decoded does not read back: \(error)")
+            }
         }
         require(again.id == state.id && again.current == state.current && again.seen == state.seen && again.generation == state.generation,
                 "a sync state changed when encoded again")
+    }
+
+    private static func checkEntry(_ bytes: [UInt8]) {
+        // The name an entry is kept under: the item its header names, or any when it holds none.
+        let headerStart = Array("secretd sync entry\n".utf8).count + 1 + 1 + 16  // magic, held flag, vault id
+        let name = bytes.count >= headerStart + 16 ? SyncIDs.hex(Array(bytes[headerStart..<headerStart + 16])) : String(repeating: "0", count: 32)
+        var state = SyncVault(id: vault, identity: identity, clock: HybridLogicalClock(wallClock: wallClock))
+        guard (try? state.takeEntry(name, bytes)) != nil else { return }
+        require(state.touched.isEmpty, "an entry read back was touched")
+        guard let entry = state.encodedEntry(name) else {
+            require(state.current[name] == nil && state.seen[name] == nil, "an entry that holds something encodes to none")
+            return
+        }
+        var again = SyncVault(id: vault, identity: identity, clock: HybridLogicalClock(wallClock: wallClock))
+        do {
+            try again.takeEntry(name, entry)
+        } catch {
+            fatalError("an entry that read back does not read back once encoded again: \(error)")
+        }
+        require(again.current[name] == state.current[name] && again.seen[name] == state.seen[name], "an entry changed when encoded again")
     }
 }
