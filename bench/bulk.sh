@@ -25,23 +25,8 @@ now() { date +%s.%N; }
 seconds() { echo "$2 - $1" | bc; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
-start_secretd() {  # NAME: a bus and a secretd, unlocked; sets secretd_pid
-    dir="$root/$1"
-    mkdir -p "$dir/home" "$dir/config"
-    # shellcheck source=../scripts/private-bus.sh
-    . scripts/private-bus.sh
-    echo "$DBUS_SESSION_BUS_ADDRESS" >"$dir/address"
-    echo bench-password | HOME="$dir/home" "$bin/secretd" --foreground --unlock --data-dir "$dir/data" \
-        --config-dir "$dir/config" >"$dir/secretd.log" 2>&1 &
-    secretd_pid=$!
-    pids="$pids $secretd_pid"
-    for _ in $(seq 100); do
-        has_owner org.freedesktop.secrets && return 0
-        sleep 0.1
-    done
-    echo "secretd $1 did not start" >&2
-    exit 1
-}
+# shellcheck source=bench-secretd.sh
+. bench/bench-secretd.sh
 
 # step NAME MACHINE COMMAND...: runs secretctl's COMMAND as MACHINE, stdin from $input (or
 # /dev/null), stdout to /dev/null; prints the time and both peaks.
@@ -52,8 +37,7 @@ step() {
     echo 5 >"/proc/$pid/clear_refs"
     cpu0=$(cpu "$pid")
     t0=$(now)
-    HOME="$root/$machine/home" DBUS_SESSION_BUS_ADDRESS=$(cat "$root/$machine/address") \
-        /usr/bin/time -f '%M %U %S' -o "$root/time.out" "$bin/secretctl" "$@" <"${input:-/dev/null}" >"$root/out" 2>"$root/err" \
+    on "$machine" /usr/bin/time -f '%M %U %S' -o "$root/time.out" "$bin/secretctl" "$@" <"${input:-/dev/null}" >"$root/out" 2>"$root/err" \
         || { echo "bulk: secretctl $* failed:" >&2; cat "$root/err" >&2; exit 1; }
     t1=$(now)
     cpu1=$(cpu "$pid")
@@ -68,8 +52,7 @@ cpu() {  # PID: its user and system CPU so far, in seconds
 }
 
 items() {  # MACHINE: how many internet passwords it holds (secretctl status counts them one by one)
-    HOME="$root/$1/home" DBUS_SESSION_BUS_ADDRESS=$(cat "$root/$1/address") "$bin/secretctl" search \
-        --attr xdg:schema=org.gnome.keyring.NetworkPassword --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'
+    on "$1" "$bin/secretctl" search --attr xdg:schema=org.gnome.keyring.NetworkPassword --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'
 }
 
 # The CSV: the rows keychain-store-floor inserts (label, host, user, a 20-byte password).
@@ -88,8 +71,7 @@ set -- $(tail -n 1 "$root/time.out")
 printf '  %-32s %7.2f s  CPU %.2f s (the store alone, one transaction per 1,000 items)\n' "floor: Store insert" "$floor" \
     "$(echo "$1 + $2" | bc)"
 
-start_secretd a
-echo "$secretd_pid" >"$root/a/pid"
+start_bench_secretd a
 input="" step "import CSV" a import "$root/items.csv"
 sed 's/^/    /' "$root/out"
 [ "$(items a)" = "$count" ] || { echo "bulk: the CSV import left $(items a) items, not $count" >&2; exit 1; }
@@ -101,8 +83,7 @@ lines=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "
 [ "$lines" = "$count" ] || { echo "bulk: search --attr listed $lines items, not $count" >&2; exit 1; }
 input="" step "search TEXT --json" a search host012345 --json
 
-start_secretd b
-echo "$secretd_pid" >"$root/b/pid"
+start_bench_secretd b
 input="$root/passphrase" step "import export" b import "$root/items.export"
 sed 's/^/    /' "$root/out"
 [ "$(items b)" = "$count" ] || { echo "bulk: the export's import left $(items b) items, not $count" >&2; exit 1; }

@@ -18,83 +18,52 @@ trap 'for p in $pids; do kill $p 2>/dev/null || true; done; rm -rf "$root"' EXIT
 
 now() { date +%s.%N; }
 seconds() { echo "$2 - $1" | bc; }
-
-start_machine() {  # NAME: a bus and a secretd, unlocked; sets BUS_NAME
-    dir="$root/$1"
-    mkdir -p "$dir/home" "$dir/config"
-    printf 'sync-interval = 3600\n' >"$dir/config/secretd.conf"
-    # shellcheck source=../scripts/private-bus.sh
-    . scripts/private-bus.sh
-    echo "$DBUS_SESSION_BUS_ADDRESS" >"$dir/address"
-    echo bench-password | HOME="$dir/home" "$bin/secretd" --foreground --unlock --data-dir "$dir/data" \
-        --config-dir "$dir/config" >"$dir/secretd.log" 2>&1 &
-    pids="$pids $!"
-    for _ in $(seq 100); do
-        has_owner org.freedesktop.secrets && return 0
-        sleep 0.1
-    done
-    echo "secretd $1 did not start" >&2
-    exit 1
-}
-
-on() {  # NAME COMMAND...: runs a command as machine NAME
-    name=$1
+# timed VAR COMMAND...: runs COMMAND (its output dropped) and sets VAR to the seconds it took.
+timed() {
+    timed_var=$1
     shift
-    HOME="$root/$name/home" DBUS_SESSION_BUS_ADDRESS=$(cat "$root/$name/address") "$@"
+    timed_start=$(now)
+    "$@" >/dev/null
+    eval "$timed_var=\$(seconds \"\$timed_start\" \"\$(now)\")"
+}
+# logins_csv ROWS PASSWORD: a browser's CSV of ROWS logins site1..ROWS, passwords PASSWORD-N.
+logins_csv() {
+    echo "name,url,username,password"
+    for i in $(seq "$1"); do echo "Site $i,https://site$i.example.com/,user$i,$2-$i"; done
 }
 
-start_machine a
-start_machine b
+# shellcheck source=bench-secretd.sh
+. bench/bench-secretd.sh
+
+start_bench_secretd a "sync-interval = 3600"
+start_bench_secretd b "sync-interval = 3600"
 git init --quiet --bare --initial-branch main "$root/remote.git"
 
 # N items on A, imported in one call (a browser's CSV).
-{
-    echo "name,url,username,password"
-    for i in $(seq "$count"); do echo "Site $i,https://site$i.example.com/,user$i,password-$i"; done
-} >"$root/items.csv"
+logins_csv "$count" password >"$root/items.csv"
 on a "$bin/secretctl" import "$root/items.csv" >/dev/null
 
-t0=$(now)
-on a "$bin/secretctl" sync init "$root/remote.git" >/dev/null
-on a "$bin/secretctl" sync now >/dev/null
-t1=$(now)
-publish=$(seconds "$t0" "$t1")
+first_publish() {
+    on a "$bin/secretctl" sync init "$root/remote.git"
+    on a "$bin/secretctl" sync now
+}
+timed publish first_publish
 
 device=$(on b "$bin/secretctl" sync join "$root/remote.git" | sed -n 's/^This machine is device \([0-9a-f]*\);.*/\1/p')
 code=$(on b "$bin/secretctl" sync status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["code"])')
 on a "$bin/secretctl" sync approve "$device" --code "$code" 2>/dev/null
-t2=$(now)
-on b "$bin/secretctl" sync now >/dev/null
-t3=$(now)
-pull=$(seconds "$t2" "$t3")
-
-t4=$(now)
-on a "$bin/secretctl" sync now >/dev/null
-t5=$(now)
-idle=$(seconds "$t4" "$t5")
-
+timed pull on b "$bin/secretctl" sync now
+timed idle on a "$bin/secretctl" sync now
 printf 'changed' | on a "$bin/secretctl" set com.example.one edit >/dev/null
-t6=$(now)
-on a "$bin/secretctl" sync now >/dev/null
-t7=$(now)
-one=$(seconds "$t6" "$t7")
+timed one on a "$bin/secretctl" sync now
 
 # 100 changes: new passwords for 100 of the items (an import that replaces them); then the
 # other machine takes them in.
 changes=$((count < 100 ? count : 100))
-{
-    echo "name,url,username,password"
-    for i in $(seq "$changes"); do echo "Site $i,https://site$i.example.com/,user$i,changed-$i"; done
-} >"$root/changes.csv"
+logins_csv "$changes" changed >"$root/changes.csv"
 on a "$bin/secretctl" import --replace "$root/changes.csv" >/dev/null
-t10=$(now)
-on a "$bin/secretctl" sync now >/dev/null
-t11=$(now)
-hundred=$(seconds "$t10" "$t11")
-t12=$(now)
-on b "$bin/secretctl" sync now >/dev/null
-t13=$(now)
-hundred_in=$(seconds "$t12" "$t13")
+timed hundred on a "$bin/secretctl" sync now
+timed hundred_in on b "$bin/secretctl" sync now
 [ "$(on b secret-tool lookup server site1.example.com user user1)" = "changed-1" ] || { echo "the change did not reach the other machine" >&2; exit 1; }
 
 received=$(on b "$bin/secretctl" status --json | python3 -c 'import json,sys; print(sum(c["items"] for c in json.load(sys.stdin)["collections"]))')
@@ -122,21 +91,18 @@ PY
 size=$(git -C "$root/remote.git" ls-tree -l main items/ | awk '{ total += $4 } END { printf "%d", total / NR }')
 fast_import_stream "$count" "$size" >"$root/floor.stream"
 git init --quiet --bare "$root/floor.git"
-t8=$(now)
-git -C "$root/floor.git" fast-import --quiet <"$root/floor.stream"
-t9=$(now)
-floor=$(seconds "$t8" "$t9")
+timed floor git -C "$root/floor.git" fast-import --quiet <"$root/floor.stream"
 
 # git's floor of a round with 100 changes: a commit of 100 changed blobs on top of that one, by
 # fast-import, pushed to a bare copy of the repository.
 git clone --quiet --bare "$root/floor.git" "$root/floor-remote.git"
 git -C "$root/floor.git" remote add origin "$root/floor-remote.git"
 fast_import_stream "$changes" "$size" "refs/heads/main^0" >"$root/change.stream"
-t14=$(now)
-git -C "$root/floor.git" fast-import --quiet <"$root/change.stream"
-git -C "$root/floor.git" push --quiet origin main
-t15=$(now)
-change_floor=$(seconds "$t14" "$t15")
+change_round() {
+    git -C "$root/floor.git" fast-import --quiet <"$root/change.stream"
+    git -C "$root/floor.git" push --quiet origin main
+}
+timed change_floor change_round
 
 printf 'sync of %s items (bin %s)\n' "$count" "$bin"
 printf '  first publish (init + now):  %6.2f s\n' "$publish"
