@@ -132,6 +132,34 @@ import Testing
         }
     }
 
+    @Test("loose objects past the clone's limit are packed at the next round; the files read the same")
+    func looseObjectsPacked() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let remote = try bareRemote()
+        let laptop = SyncGit(directory: root.appendingPathComponent("laptop"), remote: remote, looseLimitKiB: 1)
+        let desktop = SyncGit(directory: root.appendingPathComponent("desktop"), remote: remote, looseLimitKiB: 1)
+        /// The loose objects of `clone` (`git count-objects`).
+        func looseCount(_ clone: SyncGit) throws -> Int {
+            let counted = try CommandResult.run(["git", "-C", clone.directory.path, "count-objects"], environment: ["PATH": "/usr/bin:/bin"],
+                                                scratch: root, timeout: 30)
+            return Int(counted.text.split(separator: " ").first ?? "") ?? -1
+        }
+        try laptop.synchronize()
+        for round in 0..<3 {
+            for name in 0..<20 { try laptop.write(Array("round \(round) file \(name) ".utf8) + [UInt8](repeating: UInt8(round), count: 2000), to: "items/f\(name)") }
+            #expect(try laptop.publish(message: "round \(round)") == .pushed)
+        }
+        #expect(try looseCount(laptop) > 0)
+        try laptop.synchronize()
+        try desktop.synchronize()
+        #expect(try looseCount(laptop) == 0)
+        #expect(try looseCount(desktop) == 0)
+        for clone in [laptop, desktop] {
+            let files = try clone.files(in: "items")
+            #expect(files.count == 20 && files["f7"] == Array("round 2 file 7 ".utf8) + [UInt8](repeating: 2, count: 2000))
+        }
+    }
+
     @Test("a clone from before the working tree was given up: its files go, its history stays")
     func workingTreeOfBefore() throws {
         defer { try? FileManager.default.removeItem(at: root) }
