@@ -124,42 +124,58 @@ import Testing
 /// Secure buffers, large and small, are locked in memory and kept out of core dumps; small ones
 /// come from a pool that hands out and takes back blocks whatever the number alive.
 @Suite struct SecureMemoryTests {
-    /// The `Locked` KiB of the mapping that holds `address` (/proc/self/smaps); nil if none does.
-    static func lockedKiB(of address: UnsafeMutableRawPointer) -> Int? {
-        Int(smapsField("Locked:", of: address) ?? "")
+    /// One mapping of /proc/self/smaps: its address range and its fields (name: rest of line).
+    struct Mapping {
+        let start: UInt
+        let end: UInt
+        var fields: [String: String] = [:]
+    }
+
+    /// The process's mappings, from /proc/self/smaps.
+    static func mappings() -> [Mapping] {
+        // Read to the end: Foundation's String(contentsOfFile:) stops after a page of a /proc file.
+        let data = FileHandle(forReadingAtPath: "/proc/self/smaps").map { $0.readDataToEndOfFile() } ?? Data()
+        var found: [Mapping] = []
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard let first = fields.first else { continue }
+            if first.contains("-"), !first.hasSuffix(":") {
+                let bounds = first.split(separator: "-").compactMap { UInt($0, radix: 16) }
+                if bounds.count == 2 { found.append(Mapping(start: bounds[0], end: bounds[1])) }
+            } else if first.hasSuffix(":"), !found.isEmpty {
+                found[found.count - 1].fields[String(first)] = fields.dropFirst().joined(separator: " ")
+            }
+        }
+        return found
+    }
+
+    /// The `Locked` KiB of the mappings that hold any of the `count` bytes at `address` (other
+    /// tests map and unmap meanwhile, and the kernel may join neighbouring mappings or split
+    /// them; the bytes are locked when these add up to their size). The most of a few reads.
+    static func lockedKiB(of address: UnsafeMutableRawPointer, count: Int = 1) -> Int {
+        let (first, last) = (UInt(bitPattern: address), UInt(bitPattern: address) + UInt(max(count, 1)))
+        var most = 0
+        for _ in 0..<5 {
+            let locked = mappings().filter { $0.start < last && first < $0.end }
+                .reduce(0) { $0 + (Int($1.fields["Locked:"]?.split(separator: " ").first ?? "") ?? 0) }
+            most = max(most, locked)
+            if most * 1024 >= count { break }
+        }
+        return most
     }
 
     /// Whether the mapping that holds `address` is left out of core dumps (VmFlags `dd`).
     static func keptOutOfDumps(_ address: UnsafeMutableRawPointer) -> Bool {
-        smapsField("VmFlags:", of: address, whole: true)?.split(separator: " ").contains("dd") ?? false
-    }
-
-    /// The value of `name` for the mapping that holds `address` (/proc/self/smaps): its first
-    /// word, or (`whole`) the rest of the line; nil if no mapping holds it.
-    static func smapsField(_ name: String, of address: UnsafeMutableRawPointer, whole: Bool = false) -> String? {
-        // Read to the end: Foundation's String(contentsOfFile:) stops after a page of a /proc file.
-        let data = FileHandle(forReadingAtPath: "/proc/self/smaps").map { $0.readDataToEndOfFile() } ?? Data()
-        let smaps = String(decoding: data, as: UTF8.self)
         let target = UInt(bitPattern: address)
-        var inside = false
-        for line in smaps.split(separator: "\n") {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            if let range = fields.first, range.contains("-"), !range.hasSuffix(":") {
-                let bounds = range.split(separator: "-").compactMap { UInt($0, radix: 16) }
-                inside = bounds.count == 2 && bounds[0] <= target && target < bounds[1]
-            } else if inside, fields.first.map(String.init) == name, fields.count >= 2 {
-                return whole ? fields.dropFirst().joined(separator: " ") : String(fields[1])
-            }
-        }
-        return nil
+        return mappings().first { $0.start <= target && target < $0.end }?.fields["VmFlags:"]?.split(separator: " ").contains("dd") ?? false
     }
 
     @Test("buffers of megabytes are zeroed and their pages locked and kept out of core dumps; so are small ones")
     func largeBuffersAreLocked() throws {
         let buffers = (0..<3).map { _ in SecureBytes(count: 2 << 20) }
         for buffer in buffers {
-            let locked = Self.lockedKiB(of: buffer.pointer)
-            #expect((locked ?? 0) >= 2048, "a 2 MiB buffer has \(locked.map(String.init) ?? "no mapping") KiB locked")
+            let locked = Self.lockedKiB(of: buffer.pointer, count: buffer.count)
+            #expect(locked >= 2048, "a 2 MiB buffer has \(locked) KiB locked")
             #expect(Self.keptOutOfDumps(buffer.pointer))
             #expect(buffer.withBytes { $0.allSatisfy { $0 == 0 } })
             buffer.withMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0xa5) }
@@ -167,7 +183,7 @@ import Testing
         }
         let small = SecureBytes([1, 2, 3])
         #expect(small.withBytes { Array($0) } == [1, 2, 3])
-        #expect((Self.lockedKiB(of: small.pointer) ?? 0) > 0, "the pool of small buffers is not locked")
+        #expect(Self.lockedKiB(of: small.pointer) > 0, "the pool of small buffers is not locked")
         #expect(Self.keptOutOfDumps(small.pointer))
     }
 
@@ -187,7 +203,7 @@ import Testing
         let pointers = Set(alive.map { UInt(bitPattern: $0.pointer) })
         #expect(pointers.count == alive.count)
         let last = alive.last!
-        #expect((Self.lockedKiB(of: last.pointer) ?? 0) > 0 && Self.keptOutOfDumps(last.pointer))
+        #expect(Self.lockedKiB(of: last.pointer) > 0 && Self.keptOutOfDumps(last.pointer))
         // Given back and taken again (the blocks are reused): they hold nothing of before.
         alive.removeAll()
         for count in [1, 16, 100, 4096, 65_535] {
