@@ -181,15 +181,11 @@ extension Store {
     /// The items of `collection` that have no sync id and no change waiting: those that never
     /// synced (found by SQLite, without reading the others).
     public func itemsNeverSynced(in collection: CollectionRecord) throws(StoreError) -> [ItemRecord] {
-        var found: [ItemRecord] = []
-        for case let id? in try database.rows(Self.neverSynced, [.integer(collection.id)], { $0.integer(.id) }) {
-            if let item = try item(id: id) { found.append(item) }
-        }
-        return found
+        try database.rows(Self.neverSynced, [.integer(collection.id)], ItemRecord.init)
     }
 
     private static let neverSynced = Query(
-        Selection<ItemColumn>([.id]),
+        ItemRecord.columns,
         "FROM items WHERE collection_id = ? AND id NOT IN (SELECT item_id FROM sync_items) AND id NOT IN (SELECT item_id FROM sync_changes) ORDER BY id")
 
     /// The sync id of local item `itemID`; nil when it has none.

@@ -154,8 +154,7 @@ public final class SyncGit: Sendable {
     /// Makes the local branch the fetched remote branch (none when the remote has none yet),
     /// and forgets what was written or listed before.
     private func adoptRemoteBranch() throws(SyncError) {
-        let (status, output) = try run(["rev-parse", "--verify", "--quiet", "refs/remotes/origin/\(branch)^{commit}"])
-        let tip = status == 0 ? output.split(whereSeparator: \.isWhitespace).first.map(String.init) : nil
+        let tip = try commit(of: "refs/remotes/origin/\(branch)")
         if let tip {
             try git(["update-ref", "refs/heads/\(branch)", tip])
         } else {
@@ -237,8 +236,7 @@ public final class SyncGit: Sendable {
         if staged.isEmpty, tip != nil { return .unchanged }
         try git(["fast-import", "--quiet", "--force"], input: Self.fastImportStream(
             branch: branch, parent: tip, message: message, changes: staged, time: Int(Glibc.time(nil))))
-        let (status, output) = try run(["rev-parse", "--verify", "--quiet", "refs/heads/\(branch)^{commit}"])
-        guard status == 0, let commit = output.split(whereSeparator: \.isWhitespace).first.map(String.init) else {
+        guard let commit = try commit(of: "refs/heads/\(branch)") else {
             throw .transport("git fast-import made no commit in \(directory.path)")
         }
         // Writes that change nothing (the same bytes again) make no commit.
@@ -267,13 +265,19 @@ public final class SyncGit: Sendable {
         "[rejected]", "non-fast-forward", "fetch first", "failed to update ref", "cannot lock ref", "incorrect old value",
     ]
 
+    /// The commit `ref` names (hex); nil when it names none.
+    private func commit(of ref: String) throws(SyncError) -> String? {
+        let (status, output) = try run(["rev-parse", "--verify", "--quiet", "\(ref)^{commit}"])
+        return status == 0 ? output.split(whereSeparator: \.isWhitespace).first.map(String.init) : nil
+    }
+
     // MARK: - Paths
 
     /// `folder` without a trailing slash; `.` for the top.
     static func normalized(_ folder: String) -> String {
         var folder = folder
         while folder.hasSuffix("/") { folder.removeLast() }
-        return folder.isEmpty || folder == "./" ? "." : folder
+        return folder.isEmpty ? "." : folder
     }
 
     /// A path git and fast-import take as it is: folders and a name of letters, digits, `-`,
