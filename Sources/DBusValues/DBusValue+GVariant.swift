@@ -42,7 +42,7 @@ extension DBusValue {
 
     /// Builds a (floating) tuple of `values` followed by `prebuilt`: floating GVariants made
     /// elsewhere, such as a secret libsecret encoded for its session (which never becomes a
-    /// Swift value), taken over by the tuple.
+    /// Swift value), taken over by the tuple; or held ones, which the tuple references.
     package static func makeTuple(_ values: [DBusValue], appending prebuilt: [OpaquePointer] = []) -> OpaquePointer {
         let children = values.map { Optional(makeVariant($0)) } + prebuilt.map { Optional($0) }
         return children.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }

@@ -63,35 +63,66 @@ package enum KeychainAttributes {
             .sorted { ($0.modified, $0.path) > ($1.modified, $1.path) }
     }
 
-    /// Stores `items` (label, attributes, secret) as ``store(_:label:secret:collection:)`` would
-    /// one by one, but in one transaction of secretd's (`Import1.ImportItems`): an item whose
-    /// attributes (`xdg:schema` aside) one holds already, in `collection` or without it in any
-    /// keyring, is skipped, or with `replace` gets the new label and secret. Returns how many
-    /// were stored, replaced and skipped; nil when the provider cannot (not secretd, the keyring
-    /// locked or missing, an item it refuses), and then nothing was written.
-    package static func storeBatch(
-        _ items: [(label: String, attributes: [String: String], secret: Data)], collection: String?, replace: Bool
-    ) throws(KeychainError) -> (stored: Int, replaced: Int, skipped: Int)? {
-        do {
-            var full: [(label: String, attributes: [String: String], secret: Data)] = []
-            full.reserveCapacity(items.count)
-            for item in items {
-                try validate(item.attributes)
-                try Validation.optionalText(item.label, field: "label")
-                var attributes = item.attributes
-                if attributes[KeychainAttributeName.schema] == nil { attributes[KeychainAttributeName.schema] = KeychainAttributeName.genericSchema }
-                full.append((item.label, attributes, item.secret))
-            }
-            guard let counts = try LibSecret.importItems(full, alias: collection, replace: replace) else { return nil }
-            return (counts.imported, counts.replaced, counts.skipped)
-        } catch {
-            // A provider that is gone, or a cancelled call, stops the import; anything else
-            // (an item refused, over a quota) is left to the one-by-one path, which says which.
-            switch error {
-            case .noProvider, .cancelled: throw error
-            default: return nil
+    /// Stores batches of items (label, attributes, secret) as ``store(_:label:secret:collection:)``
+    /// would one by one, but each batch in one transaction of secretd's (`Import1.ImportItems`):
+    /// an item whose attributes (`xdg:schema` aside) one holds already, in `collection` or
+    /// without it in any keyring, is skipped, or with `replace` gets the new label and secret.
+    /// While secretd writes one batch, the next is encoded for the session.
+    package final class BatchStore {
+        /// One item: label, attributes, secret.
+        package typealias Item = (label: String, attributes: [String: String], secret: Data)
+
+        private let batches: [[Item]]
+        private let collection: String?
+        private let replace: Bool
+        /// The next batch, encoded while the one before was written.
+        private var encoded: (index: Int, batch: LibSecret.EncodedBatch)?
+
+        /// Batches `batches` for the keyring of the alias `collection` (the default one when nil).
+        package init(_ batches: [[Item]], collection: String?, replace: Bool) {
+            self.batches = batches
+            self.collection = collection
+            self.replace = replace
+        }
+
+        /// Stores batch `index`. Returns how many were stored, replaced and skipped; nil when
+        /// the provider cannot (not secretd, the keyring locked or missing, an item it
+        /// refuses), and then nothing of the batch was written.
+        package func store(_ index: Int) throws(KeychainError) -> (stored: Int, replaced: Int, skipped: Int)? {
+            do {
+                let items = try KeychainAttributes.prepared(batches[index])
+                let next = index + 1 < batches.count ? try? KeychainAttributes.prepared(batches[index + 1]) : nil
+                let ahead = encoded?.index == index ? encoded?.batch : nil
+                encoded = nil
+                let (counts, nextBatch) = try LibSecret.importItems(
+                    items, alias: collection, replace: replace, encoded: ahead, encodingMeanwhile: next)
+                encoded = nextBatch.map { (index + 1, $0) }
+                guard let counts else { return nil }
+                return (counts.imported, counts.replaced, counts.skipped)
+            } catch {
+                // A provider that is gone, or a cancelled call, stops the import; anything else
+                // (an item refused, over a quota) is left to the one-by-one path, which says which.
+                switch error {
+                case .noProvider, .cancelled: throw error
+                default: return nil
+                }
             }
         }
+    }
+
+    /// `items` checked as ``store(_:label:secret:collection:)`` checks one, each with
+    /// `xdg:schema` added when it has none.
+    private static func prepared(_ items: [BatchStore.Item]) throws(KeychainError) -> [BatchStore.Item] {
+        var full: [BatchStore.Item] = []
+        full.reserveCapacity(items.count)
+        for item in items {
+            try validate(item.attributes)
+            try Validation.optionalText(item.label, field: "label")
+            var attributes = item.attributes
+            if attributes[KeychainAttributeName.schema] == nil { attributes[KeychainAttributeName.schema] = KeychainAttributeName.genericSchema }
+            full.append((item.label, attributes, item.secret))
+        }
+        return full
     }
 
     /// Hands `body` every item having all of `attributes` (in `collection`, or in all), a page
@@ -104,25 +135,18 @@ package enum KeychainAttributes {
     ) throws(KeychainError) -> Bool {
         try validate(attributes, allowEmpty: true)
         guard let paths = try LibSecret.itemPaths(attributes, alias: collection), !paths.isEmpty else { return true }
-        var start = 0
-        while start < paths.count {
-            let page = Array(paths[start..<min(paths.count, start + pageSize)])
-            guard let items = try LibSecret.readItems(page, secrets: loadSecrets) else {
-                if start == 0 { return false }
-                throw .protocolError(reason: "the provider stopped answering ReadItems")
-            }
+        let pages = stride(from: 0, to: paths.count, by: pageSize).map { Array(paths[$0..<min(paths.count, $0 + pageSize)]) }
+        return try LibSecret.readPages(pages, secrets: loadSecrets) { items throws(KeychainError) in
             try body(items.map { item in
                 Match(
                     path: item.path, label: item.label, attributes: item.attributes,
                     created: Date(timeIntervalSince1970: TimeInterval(item.created)),
                     modified: Date(timeIntervalSince1970: TimeInterval(item.modified)), secret: item.isLocked ? nil : item.secret)
             }, paths.count)
-            start += pageSize
         }
-        return true
     }
 
-    /// How many items one bulk call carries (``storeBatch(_:collection:replace:)``, ``forEachPage(_:in:loadSecrets:_:)``).
+    /// How many items one bulk call carries (``BatchStore``, ``forEachPage(_:in:loadSecrets:_:)``).
     package static var pageSize: Int { LibSecret.pageSize }
 
     /// libsecret's own store, as `secret-tool store` makes it: the provider replaces an item

@@ -19,7 +19,7 @@ extension LibSecret {
     /// How many items a bulk call carries: one `ImportItems` transaction, one `ReadItems` reply.
     static let pageSize = 1000
 
-    /// One item read by ``readItems(_:secrets:)``.
+    /// One item read by ``readPages(_:secrets:_:)``.
     struct BulkItem {
         var path: String
         var label: String
@@ -30,32 +30,72 @@ extension LibSecret {
         var secret: Data?
     }
 
-    /// Sends `items` (label, attributes, secret) to secretd's `ImportItems`, which writes them
-    /// in one transaction into the keyring of `alias` (the default one when nil). Returns how
-    /// many it wrote, replaced and skipped; nil when the provider has no such call, or the
-    /// keyring is locked or missing (the caller then stores them one by one).
-    static func importItems(_ items: [(label: String, attributes: [String: String], secret: Data)], alias: String?, replace: Bool)
+    /// One item for ``importItems(_:alias:replace:)``: label, attributes, secret.
+    typealias ImportItem = (label: String, attributes: [String: String], secret: Data)
+
+    /// A batch of items encoded for `ImportItems` with the session of one service.
+    final class EncodedBatch: @unchecked Sendable {
+        /// The `a(a{sv}(oayays))` argument.
+        let items: OwnedVariant
+        /// The service whose session encrypted the secrets.
+        let service: UnsafeMutablePointer<SecretService>
+
+        init(items: OwnedVariant, service: UnsafeMutablePointer<SecretService>) {
+            self.items = items
+            self.service = service
+        }
+    }
+
+    /// `items` encoded for `ImportItems` with `service`'s session.
+    static func encodedBatch(_ items: [ImportItem], _ service: UnsafeMutablePointer<SecretService>) throws(KeychainError)
+        -> EncodedBatch
+    {
+        let array = try encodedItems(service, count: items.count) { index throws(KeychainError) in
+            let item = items[index]
+            let contentType = String(data: item.secret, encoding: .utf8) != nil ? SecretCoding.textType : SecretCoding.binaryType
+            return (
+                [
+                    SecretServiceNames.Property.itemLabel: .string(item.label),
+                    SecretServiceNames.Property.itemAttributes: .stringMap(item.attributes),
+                ], secretValue(try SecretCoding.buffer(item.secret), contentType: contentType)
+            )
+        }
+        return EncodedBatch(items: OwnedVariant(sinking: array), service: service)
+    }
+
+    /// Sends `items` to secretd's `ImportItems`, which writes them in one transaction into the
+    /// keyring of `alias` (the default one when nil). Returns how many it wrote, replaced and
+    /// skipped; nil when the provider has no such call, or the keyring is locked or missing
+    /// (the caller then stores them one by one).
+    static func importItems(_ items: [ImportItem], alias: String?, replace: Bool)
         throws(KeychainError) -> (imported: Int, replaced: Int, skipped: Int)?
     {
+        try importItems(items, alias: alias, replace: replace, encodingMeanwhile: nil).counts
+    }
+
+    /// ``importItems(_:alias:replace:)``, encoding `next` (when given) with the same session
+    /// while secretd writes `items`, or sending `encoded` (the encoding of `items` made that
+    /// way, if its service is still the one in use) instead of encoding them again. Returns
+    /// the counts and the encoding of `next`.
+    static func importItems(
+        _ items: [ImportItem], alias: String?, replace: Bool, encoded: EncodedBatch? = nil, encodingMeanwhile next: [ImportItem]?
+    ) throws(KeychainError) -> (counts: (imported: Int, replaced: Int, skipped: Int)?, next: EncodedBatch?) {
         try withService { service throws(KeychainError) in
-            let array = try encodedItems(service, count: items.count) { index throws(KeychainError) in
-                let item = items[index]
-                let contentType = String(data: item.secret, encoding: .utf8) != nil ? SecretCoding.textType : SecretCoding.binaryType
-                return (
-                    [
-                        SecretServiceNames.Property.itemLabel: .string(item.label),
-                        SecretServiceNames.Property.itemAttributes: .stringMap(item.attributes),
-                    ], secretValue(try SecretCoding.buffer(item.secret), contentType: contentType)
-                )
+            let batch: EncodedBatch
+            if let encoded, encoded.service == service { batch = encoded } else { batch = try encodedBatch(items, service) }
+            let connection = connection(of: service)
+            let call = Prefetch(named: "secretctl-import") { () throws(KeychainError) -> OwnedVariant? in
+                try callForReply(
+                    connection, interface: SecretServiceNames.Interface.importing, method: "ImportItems",
+                    arguments: [.string(alias ?? ""), .boolean(replace)], encoded: [batch.items.pointer], absentWhen: noBulk)
             }
-            guard let reply = try call(
-                connection(of: service), interface: SecretServiceNames.Interface.importing, method: "ImportItems",
-                arguments: [.string(alias ?? ""), .boolean(replace)], encoded: [array], absentWhen: noBulk)
-            else { return nil }
-            guard reply.count == 3, case .uint32(let imported) = reply[0], case .uint32(let replaced) = reply[1],
-                case .uint32(let skipped) = reply[2]
+            // A batch that does not encode is left for its own turn, which reports it.
+            let nextBatch = next.flatMap { next in try? encodedBatch(next, service) }
+            guard let reply = try call.value() else { return (nil, nextBatch) }
+            guard let values = DBusValue.makeValue(reply.pointer)?.tuple, values.count == 3,
+                case .uint32(let imported) = values[0], case .uint32(let replaced) = values[1], case .uint32(let skipped) = values[2]
             else { throw .protocolError(reason: "the reply to ImportItems does not have the declared type") }
-            return (Int(imported), Int(replaced), Int(skipped))
+            return ((Int(imported), Int(replaced), Int(skipped)), nextBatch)
         }
     }
 
@@ -67,51 +107,125 @@ extension LibSecret {
         }
     }
 
-    /// One page of items read with secretd's `ReadItems`: label, attributes, times and, with
-    /// `secrets`, each unlocked item's secret. nil when the provider has no such call.
-    static func readItems(_ paths: [String], secrets: Bool) throws(KeychainError) -> [BulkItem]? {
-        try withService { service throws(KeychainError) -> [BulkItem]? in try readItems(service, paths, secrets: secrets) }
+    /// Reads `pages` of item paths in turn with secretd's `ReadItems` (label, attributes, times
+    /// and, with `secrets`, each unlocked item's secret) and hands each page to `body`, in
+    /// order. The call for the next page is under way while the reply before is read and
+    /// handed. Returns false, having handed nothing, when the provider has no such call; a
+    /// provider that stops answering it midway is an error.
+    static func readPages(_ pages: [[String]], secrets: Bool, _ body: ([BulkItem]) throws(KeychainError) -> Void)
+        throws(KeychainError) -> Bool
+    {
+        var handed = 0  // a retry on a fresh connection goes on from the first page not handed
+        return try withService { service throws(KeychainError) -> Bool in
+            try readPages(service, pages, secrets: secrets, handed: &handed, body)
+        }
     }
 
-    /// ``readItems(_:secrets:)`` through `service`.
-    static func readItems(_ service: UnsafeMutablePointer<SecretService>, _ paths: [String], secrets: Bool) throws(KeychainError)
-        -> [BulkItem]?
+    /// ``readPages(_:secrets:_:)`` through `service`, from page `handed` on, counting in
+    /// `handed` the pages handed to `body`.
+    static func readPages(
+        _ service: UnsafeMutablePointer<SecretService>, _ pages: [[String]], secrets: Bool, handed: inout Int,
+        _ body: ([BulkItem]) throws(KeychainError) -> Void
+    ) throws(KeychainError) -> Bool {
+        guard handed < pages.count else { return true }
+        let sessionPath = secrets ? try sessionPath(service) : SecretServiceNames.Path.none
+        let connection = connection(of: service)
+        func reading(_ index: Int) -> Prefetch<OwnedVariant?> {
+            Prefetch(named: "secretctl-read") { () throws(KeychainError) -> OwnedVariant? in
+                try callForReply(
+                    connection, interface: SecretServiceNames.Interface.importing, method: "ReadItems",
+                    arguments: [.objectPaths(pages[index]), .objectPath(sessionPath)], absentWhen: noBulk)
+            }
+        }
+        var next = reading(handed)
+        while handed < pages.count {
+            let reply = try next.value()
+            if handed + 1 < pages.count { next = reading(handed + 1) }
+            guard let reply else {
+                if handed == 0 { return false }
+                throw .protocolError(reason: "the provider stopped answering ReadItems")
+            }
+            try body(try bulkItems(in: reply, asked: pages[handed], service))
+            handed += 1
+        }
+        return true
+    }
+
+    /// The D-Bus path of libsecret's session with the provider, opened if need be.
+    private static func sessionPath(_ service: UnsafeMutablePointer<SecretService>) throws(KeychainError) -> String {
+        var error: UnsafeMutablePointer<GError>?
+        _ = secret_service_ensure_session_sync(service, Cancellation.current, &error)
+        if let error { throw takeError(error) }
+        guard let path = secret_service_get_session_dbus_path(service) else {
+            throw .protocolError(reason: "no session to read the secrets in")
+        }
+        return String(cString: path)
+    }
+
+    /// The items of a `ReadItems` reply (`(a{oa{sv}})`), read in place, in the order of
+    /// `asked`; an item gone meanwhile is left out. Each secret is decoded with `service`'s
+    /// session.
+    private static func bulkItems(in reply: OwnedVariant, asked: [String], _ service: UnsafeMutablePointer<SecretService>)
+        throws(KeychainError) -> [BulkItem]
     {
-            var sessionPath = SecretServiceNames.Path.none
-            if secrets {
-                var error: UnsafeMutablePointer<GError>?
-                _ = secret_service_ensure_session_sync(service, Cancellation.current, &error)
-                if let error { throw takeError(error) }
-                guard let path = secret_service_get_session_dbus_path(service) else {
-                    throw .protocolError(reason: "no session to read the secrets in")
-                }
-                sessionPath = String(cString: path)
-            }
-            guard let reply = try call(
-                connection(of: service), interface: SecretServiceNames.Interface.importing, method: "ReadItems",
-                arguments: [.objectPaths(paths), .objectPath(sessionPath)], absentWhen: noBulk)
-            else { return nil }
-            guard reply.count == 1, case .dictionary("o", "a{sv}", let entries) = reply[0] else {
-                throw .protocolError(reason: "the reply to ReadItems does not have the declared type")
-            }
-            var read: [String: BulkItem] = [:]
-            for entry in entries {
-                guard let path = entry.key.objectPath, let properties = entry.value.variantMap else { continue }
-                var item = BulkItem(
-                    path: path, label: properties["Label"]?.string ?? "", attributes: properties["Attributes"]?.stringMap ?? [:],
-                    created: properties["Created"]?.uint64 ?? 0, modified: properties["Modified"]?.uint64 ?? 0,
-                    isLocked: properties["Locked"]?.boolean ?? true, secret: nil)
-                if let encoded = properties["Secret"] {
-                    let variant = g_variant_ref_sink(DBusValue.makeVariant(encoded))
-                    defer { g_variant_unref(variant) }
-                    guard let value = secret_service_decode_dbus_secret(service, variant) else {  // transfer full
+        guard reply.isOfType("(a{oa{sv}})") else {
+            throw .protocolError(reason: "the reply to ReadItems does not have the declared type")
+        }
+        let entries = g_variant_get_child_value(reply.pointer, 0)!
+        defer { g_variant_unref(entries) }
+        var read: [String: BulkItem] = [:]
+        read.reserveCapacity(Int(g_variant_n_children(entries)))
+        for index in 0..<g_variant_n_children(entries) {
+            let entry = g_variant_get_child_value(entries, index)!
+            defer { g_variant_unref(entry) }
+            let path = string(child: 0, of: entry)
+            let properties = g_variant_get_child_value(entry, 1)!
+            defer { g_variant_unref(properties) }
+            var item = BulkItem(path: path, label: "", attributes: [:], created: 0, modified: 0, isLocked: true, secret: nil)
+            for propertyIndex in 0..<g_variant_n_children(properties) {
+                let property = g_variant_get_child_value(properties, propertyIndex)!
+                defer { g_variant_unref(property) }
+                let boxed = g_variant_get_child_value(property, 1)!
+                let value = g_variant_get_variant(boxed)!
+                g_variant_unref(boxed)
+                defer { g_variant_unref(value) }
+                let type = String(cString: g_variant_get_type_string(value))
+                switch (string(child: 0, of: property), type) {
+                case ("Label", "s"): item.label = String(cString: g_variant_get_string(value, nil))
+                case ("Attributes", "a{ss}"): item.attributes = stringMap(value)
+                case ("Created", "t"): item.created = UInt64(g_variant_get_uint64(value))
+                case ("Modified", "t"): item.modified = UInt64(g_variant_get_uint64(value))
+                case ("Locked", "b"): item.isLocked = g_variant_get_boolean(value) != 0
+                case ("Secret", "(oayays)"):
+                    guard let secret = secret_service_decode_dbus_secret(service, value) else {  // transfer full
                         throw .protocolError(reason: "a secret that the session does not decode")
                     }
-                    item.secret = try consume(value) { bytes, _ in Data(bytes) }
+                    item.secret = try consume(secret) { bytes, _ in Data(bytes) }
+                default: continue  // a property this client does not know
                 }
-                read[path] = item
             }
-            // In the order asked for; an item gone meanwhile is left out.
-            return paths.compactMap { read[$0] }
+            read[path] = item
+        }
+        return asked.compactMap { read[$0] }
+    }
+
+    /// The string (or object path) that is child `index` of the container `variant`.
+    private static func string(child index: Int, of variant: OpaquePointer) -> String {
+        let child = g_variant_get_child_value(variant, gsize(index))!
+        defer { g_variant_unref(child) }
+        return String(cString: g_variant_get_string(child, nil))
+    }
+
+    /// The `a{ss}` `variant` as a dictionary.
+    private static func stringMap(_ variant: OpaquePointer) -> [String: String] {
+        let count = g_variant_n_children(variant)
+        var map: [String: String] = [:]
+        map.reserveCapacity(Int(count))
+        for index in 0..<count {
+            let entry = g_variant_get_child_value(variant, index)!
+            defer { g_variant_unref(entry) }
+            map[string(child: 0, of: entry)] = string(child: 1, of: entry)
+        }
+        return map
     }
 }

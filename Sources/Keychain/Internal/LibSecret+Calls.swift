@@ -17,7 +17,8 @@ extension LibSecret {
     ///
     /// - Parameters:
     ///   - arguments: the call's arguments, followed by `encoded`: floating GVariants libsecret
-    ///     made (secrets encoded for its session), taken over by the call.
+    ///     made (secrets encoded for its session), taken over by the call; or held ones
+    ///     (``OwnedVariant``), which the call references while it runs.
     ///   - absentWhen: D-Bus error names that mean "no such thing" for this call: the function
     ///     then returns nil instead of throwing.
     ///   - timeout: milliseconds; -1 for GDBus's default (25 s), which prompts do not extend
@@ -29,6 +30,23 @@ extension LibSecret {
         path: String = SecretServiceNames.Path.service, interface: String, method: String,
         arguments: [DBusValue] = [], encoded: [OpaquePointer] = [], absentWhen: Set<String> = [], timeout: Int32 = -1
     ) throws(KeychainError) -> [DBusValue]? {
+        guard let reply = try callForReply(
+            connection, destination: destination, path: path, interface: interface, method: method, arguments: arguments,
+            encoded: encoded, absentWhen: absentWhen, timeout: timeout)
+        else { return nil }
+        guard let values = DBusValue.makeValue(reply.pointer)?.tuple else {
+            throw .protocolError(reason: "an unreadable reply to \(method)")
+        }
+        return values
+    }
+
+    /// ``call(_:destination:path:interface:method:arguments:encoded:absentWhen:timeout:)``,
+    /// with the reply as GDBus gave it, for the bulk calls that read a large reply in place.
+    static func callForReply(
+        _ connection: OpaquePointer?, destination: String = providerBusName,
+        path: String = SecretServiceNames.Path.service, interface: String, method: String,
+        arguments: [DBusValue] = [], encoded: [OpaquePointer] = [], absentWhen: Set<String> = [], timeout: Int32 = -1
+    ) throws(KeychainError) -> OwnedVariant? {
         let parameters = DBusValue.makeTuple(arguments, appending: encoded)  // floating, taken by the call
         var error: UnsafeMutablePointer<GError>?
         let reply = g_dbus_connection_call_sync(
@@ -46,11 +64,29 @@ extension LibSecret {
             throw takeError(error)
         }
         guard let reply else { throw .protocolError(reason: "no reply to \(method)") }
-        defer { g_variant_unref(reply) }
-        guard let values = DBusValue.makeValue(reply)?.tuple else {
-            throw .protocolError(reason: "an unreadable reply to \(method)")
+        return OwnedVariant(adopting: reply)
+    }
+
+    /// A `GVariant` this side holds a reference to (a method reply as GDBus gave it, a large
+    /// argument built ahead), unreferenced when released.
+    final class OwnedVariant: @unchecked Sendable {
+        /// The value (`GVariant *`).
+        let pointer: OpaquePointer
+
+        /// Takes over `pointer`'s reference (transfer full).
+        init(adopting pointer: OpaquePointer) { self.pointer = pointer }
+
+        /// Takes `floating`'s floating reference.
+        init(sinking floating: OpaquePointer) { pointer = g_variant_ref_sink(floating) }
+
+        deinit { g_variant_unref(pointer) }
+
+        /// Whether it is of the D-Bus type `signature`.
+        func isOfType(_ signature: String) -> Bool {
+            let type = g_variant_type_new(signature)
+            defer { g_variant_type_free(type) }
+            return g_variant_is_of_type(pointer, type) != 0
         }
-        return values
     }
 }
 

@@ -27,6 +27,18 @@ extension LibSecret {
             pthread_getspecific(threadKey).map { Unmanaged<Cancellation>.fromOpaque($0).takeUnretainedValue().pointer }
         }
 
+        /// `body`, made to run on another thread with this thread's cancellation (if any) as
+        /// that thread's own, which it keeps alive until `body` returns.
+        static func carried(_ body: @escaping () -> Void) -> () -> Void {
+            guard let slot = pthread_getspecific(threadKey) else { return body }
+            let cancellation = Unmanaged<Cancellation>.fromOpaque(slot).takeUnretainedValue()
+            return {
+                pthread_setspecific(threadKey, Unmanaged.passUnretained(cancellation).toOpaque())
+                body()
+                pthread_setspecific(threadKey, nil)
+            }
+        }
+
         /// The thread-specific slot that holds the running operation's cancellation.
         private static let threadKey: pthread_key_t = {
             var key = pthread_key_t()

@@ -83,23 +83,20 @@ enum LibSecret {
             var summaries: [ItemSummary] = []
             summaries.reserveCapacity(paths.count)
             // secretd reads a page of items a call (Import1.ReadItems); other providers, one GetAll each.
-            if let first = paths.first, try readItems(service, [first], secrets: false) != nil {
-                var start = 0
-                while start < paths.count {
-                    let page = Array(paths[start..<min(paths.count, start + Self.pageSize)])
-                    for item in try readItems(service, page, secrets: false) ?? [] {
-                        var summary = ItemSummary(objectPath: item.path)
-                        summary.isLocked = item.isLocked
-                        summary.label = item.label
-                        summary.attributes = item.attributes
-                        summary.created = Date(timeIntervalSince1970: TimeInterval(item.created))
-                        summary.modified = Date(timeIntervalSince1970: TimeInterval(item.modified))
-                        summaries.append(summary)
-                    }
-                    start += Self.pageSize
+            let pages = stride(from: 0, to: paths.count, by: Self.pageSize).map { Array(paths[$0..<min(paths.count, $0 + Self.pageSize)]) }
+            var handed = 0
+            let paged = try readPages(service, pages, secrets: false, handed: &handed) { page in
+                for item in page {
+                    var summary = ItemSummary(objectPath: item.path)
+                    summary.isLocked = item.isLocked
+                    summary.label = item.label
+                    summary.attributes = item.attributes
+                    summary.created = Date(timeIntervalSince1970: TimeInterval(item.created))
+                    summary.modified = Date(timeIntervalSince1970: TimeInterval(item.modified))
+                    summaries.append(summary)
                 }
-                return summaries
             }
+            if paged { return summaries }
             for path in paths {
                 if let summary = try itemSummary(bus, path: path) { summaries.append(summary) }
             }

@@ -151,14 +151,14 @@ enum ImportCommand: Verb {
         var replaced = 0
         var failed: [CommandLineError] = []
         var progress = ProgressBar("importing", total: items.count)
-        for batch in Self.batches(items) {
+        let batches = Self.batches(items)
+        let store = KeychainAttributes.BatchStore(
+            batches.map { items[$0].map { ($0.label, $0.attributes, $0.secret) } }, collection: collection, replace: replace)
+        for (index, batch) in batches.enumerated() {
             // A batch goes in one call and one transaction of secretd's (Import1.ImportItems);
             // a provider without it, a locked keyring or an item refused take the batch one
             // item at a time, as before.
-            let counts = try CommandLineError.keychain { () throws(KeychainError) in
-                try KeychainAttributes.storeBatch(
-                    items[batch].map { ($0.label, $0.attributes, $0.secret) }, collection: collection, replace: replace)
-            }
+            let counts = try CommandLineError.keychain { () throws(KeychainError) in try store.store(index) }
             if let counts {
                 imported += counts.stored
                 replaced += counts.replaced
