@@ -45,10 +45,7 @@ package enum ExportFile {
 
     /// Seals `items` under `passphrase`.
     package static func seal(_ items: [Item], passphrase: Data, parameters: KDFParameters = .standard) throws(CommandLineError) -> Data {
-        var json: Data
-        do { json = try JSONEncoder().encode(Payload(items: items)) } catch {
-            throw .failure("cannot encode the export", status: .failed)
-        }
+        var json = json(items)
         defer { json.wipe() }
         let salt = Gcrypt.randomBytes(count: 16)
         var header = magic + [version]

@@ -21,6 +21,28 @@ import Testing
         }
     }
 
+    @Test("the plaintext is JSON that JSONDecoder reads back exactly: escapes, control characters, non-ASCII, every base64 padding, no items; its length is known before it is written")
+    func plaintextJSON() throws {
+        let awkward = [
+            ExportFile.Item(label: "quote \" backslash \\ slash / tab \t newline \n cr \r nul \u{0} bell \u{7} esc \u{1B} del \u{7F}",
+                            attributes: ["ключ \u{1F511}": "значение \"é\"", "": "", "line\nbreak": "\u{1F}\u{10}"], secret: Data()),
+            ExportFile.Item(label: "", attributes: ["a": "b"], secret: Data([0xFF])),
+            ExportFile.Item(label: "two", attributes: [:], secret: Data([0, 0xFE])),
+            ExportFile.Item(label: "three", attributes: ["x": "y"], secret: Data([1, 2, 3])),
+            ExportFile.Item(label: "many", attributes: ["x": "y"], secret: Data((0..<1_000).map { UInt8(truncatingIfNeeded: $0 * 7) })),
+        ]
+        for items in [awkward, [], items] {
+            let json = ExportFile.json(items)
+            #expect(json.count == ExportFile.jsonLength(items))
+            #expect(try ExportFile.items(fromJSON: Data(json)) == items)
+            // What JSONEncoder wrote before reads back the same.
+            struct Payload: Encodable { var items: [ExportFile.Item] }
+            #expect(try ExportFile.items(fromJSON: try JSONEncoder().encode(Payload(items: items))) == items)
+        }
+        #expect(String(decoding: ExportFile.json([ExportFile.Item(label: "a\u{1}", attributes: [:], secret: Data("hi!?".utf8))]), as: UTF8.self)
+            == #"{"items":[{"label":"a\u0001","attributes":{},"secret":"aGkhPw=="}]}"#)
+    }
+
     @Test("a changed header, body or version is refused")
     func tampering() throws {
         let sealed = Array(try ExportFile.seal(items, passphrase: Data("p".utf8), parameters: .testing))
