@@ -37,13 +37,17 @@ extension LibSecret {
     final class EncodedBatch: @unchecked Sendable {
         /// The `a(a{sv}(oayays))` argument.
         let items: OwnedVariant
-        /// The service whose session encrypted the secrets.
+        /// The service whose session encrypted the secrets, referenced while the batch lives
+        /// (so that no later service can have its address).
         let service: UnsafeMutablePointer<SecretService>
 
         init(items: OwnedVariant, service: UnsafeMutablePointer<SecretService>) {
             self.items = items
             self.service = service
+            g_object_ref(service)
         }
+
+        deinit { g_object_unref(service) }
     }
 
     /// `items` encoded for `ImportItems` with `service`'s session.
