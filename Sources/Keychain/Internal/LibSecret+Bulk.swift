@@ -30,7 +30,7 @@ extension LibSecret {
         var secret: Data?
     }
 
-    /// One item for ``importItems(_:alias:replace:)``: label, attributes, secret.
+    /// One item for ``importItems(_:alias:replace:encoded:encodingMeanwhile:)``: label, attributes, secret.
     typealias ImportItem = (label: String, attributes: [String: String], secret: Data)
 
     /// A batch of items encoded for `ImportItems` with the session of one service.
@@ -68,19 +68,11 @@ extension LibSecret {
     }
 
     /// Sends `items` to secretd's `ImportItems`, which writes them in one transaction into the
-    /// keyring of `alias` (the default one when nil). Returns how many it wrote, replaced and
-    /// skipped; nil when the provider has no such call, or the keyring is locked or missing
-    /// (the caller then stores them one by one).
-    static func importItems(_ items: [ImportItem], alias: String?, replace: Bool)
-        throws(KeychainError) -> (imported: Int, replaced: Int, skipped: Int)?
-    {
-        try importItems(items, alias: alias, replace: replace, encodingMeanwhile: nil).counts
-    }
-
-    /// ``importItems(_:alias:replace:)``, encoding `next` (when given) with the same session
-    /// while secretd writes `items`, or sending `encoded` (the encoding of `items` made that
-    /// way, if its service is still the one in use) instead of encoding them again. Returns
-    /// the counts and the encoding of `next`.
+    /// keyring of `alias` (the default one when nil), and meanwhile encodes `next` (when given)
+    /// with the same session. `encoded` is the encoding of `items` made that way during the
+    /// call before, sent if its service is still the one in use. Returns how many secretd
+    /// wrote, replaced and skipped (nil when the provider has no such call, or the keyring is
+    /// locked or missing: the caller then stores them one by one) and the encoding of `next`.
     static func importItems(
         _ items: [ImportItem], alias: String?, replace: Bool, encoded: EncodedBatch? = nil, encodingMeanwhile next: [ImportItem]?
     ) throws(KeychainError) -> (counts: (imported: Int, replaced: Int, skipped: Int)?, next: EncodedBatch?) {
