@@ -342,8 +342,9 @@ public final class Store {
             .sorted { ($0.name == lastDriver ? 0 : 1, $0.name) < ($1.name == lastDriver ? 0 : 1, $1.name) }
         var values: [Database.Value] = []
         var query: Query<ItemColumn>
-        if let (name, driver) = try leastCommon(named) {
+        if let (name, driver, absent) = try leastCommon(named) {
             if named.count > 1 { lastDriver = name }
+            if absent { return [] }  // no item at all has this attribute
             query = Self.itemsByKey
             values.append(.blob(driver))
             for (_, key) in named where key != driver {
@@ -378,15 +379,16 @@ public final class Store {
     /// The attribute name whose key drove the last search of several attributes.
     private var lastDriver: String?
 
-    /// The key with the fewest index entries (and its attribute's name), or nil for none.
+    /// The key with the fewest index entries (and its attribute's name), or nil for none;
+    /// `absent` when it was counted and has no entry at all.
     /// Counting is adaptive and in the order given: every key is counted up to 2 entries first,
     /// and only if none has at most 1 are the rest counted further (to 32, then to
     /// ``selectivityProbeLimit``). The usual lookup, `service=S, account=A`, so reads a handful
     /// of index entries even when S has thousands, and counts one key when `account` comes first.
-    private func leastCommon(_ keys: [(name: String, key: [UInt8])]) throws(StoreError) -> (String, [UInt8])? {
-        guard keys.count > 1 else { return keys.first.map { ($0.name, $0.key) } }
+    private func leastCommon(_ keys: [(name: String, key: [UInt8])]) throws(StoreError) -> (String, [UInt8], absent: Bool)? {
+        guard keys.count > 1 else { return keys.first.map { ($0.name, $0.key, false) } }
         var candidates = keys
-        var best: (String, [UInt8])?
+        var best: (String, [UInt8], absent: Bool)?
         for limit in [2, 32, Self.selectivityProbeLimit] {
             var counted: [(name: String, key: [UInt8], count: Int64)] = []
             for (name, key) in candidates {
@@ -394,11 +396,11 @@ public final class Store {
                     "SELECT count(*) FROM (SELECT 1 FROM attribute_index WHERE hash = ? LIMIT ?)",
                     [.blob(key), .integer(Int64(limit))])
                 let count = rows.first?.first?.integer ?? 0
-                if count <= 1 { return (name, key) }  // at most one item to check: the cheapest possible driver
+                if count <= 1 { return (name, key, count == 0) }  // at most one item to check: the cheapest possible driver
                 counted.append((name, key, count))
             }
             let fewest = counted.map(\.count).min() ?? 0
-            best = counted.first { $0.count == fewest }.map { ($0.name, $0.key) }
+            best = counted.first { $0.count == fewest }.map { ($0.name, $0.key, false) }
             // Only those that reached the limit can still turn out to be rarer than the best.
             candidates = counted.filter { $0.count == fewest }.map { ($0.name, $0.key) }
             if fewest < Int64(limit) || candidates.count < 2 { break }
