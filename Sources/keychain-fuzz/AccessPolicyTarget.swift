@@ -46,8 +46,9 @@ enum AccessPolicyTarget {
                 edits = [(String(named[..<space]), String(named[named.index(after: space)...]))]
             }
         }
-        // secretd checks both before it edits (AccessGroupsObject.swift, Provider+Access.swift).
-        for edit in edits where AccessGroupNames.isGroupName(edit.group) {
+        // secretd checks these before it edits (AccessGroupsObject.swift, Provider+Access.swift):
+        // a group name, not a Flatpak app's own group, an identity.
+        for edit in edits where AccessGroupNames.isGroupName(edit.group) && !AccessGroupNames.isAppGroup(edit.group) {
             guard let identity = CallerIdentity(parsing: edit.identity) else { continue }
             checkEdits(text, policy: policy, group: edit.group, identity: identity)
         }
