@@ -75,8 +75,9 @@ package enum KeychainAttributes {
         private let batches: [[Item]]
         private let collection: String?
         private let replace: Bool
-        /// The next batch, encoded while the one before was written.
-        private var encoded: (index: Int, batch: LibSecret.EncodedBatch)?
+        /// The next batch, checked (and encoded, unless that failed) while the one before was
+        /// written.
+        private var ahead: (index: Int, items: [Item], encoded: LibSecret.EncodedBatch?)?
 
         /// Batches `batches` for the keyring of the alias `collection` (the default one when nil).
         package init(_ batches: [[Item]], collection: String?, replace: Bool) {
@@ -90,13 +91,14 @@ package enum KeychainAttributes {
         /// refuses), and then nothing of the batch was written.
         package func store(_ index: Int) throws(KeychainError) -> (stored: Int, replaced: Int, skipped: Int)? {
             do {
-                let items = try KeychainAttributes.prepared(batches[index])
+                let made = ahead?.index == index ? ahead : nil
+                ahead = nil
+                let items: [Item]
+                if let made { items = made.items } else { items = try KeychainAttributes.prepared(batches[index]) }
                 let next = index + 1 < batches.count ? try? KeychainAttributes.prepared(batches[index + 1]) : nil
-                let ahead = encoded?.index == index ? encoded?.batch : nil
-                encoded = nil
                 let (counts, nextBatch) = try LibSecret.importItems(
-                    items, alias: collection, replace: replace, encoded: ahead, encodingMeanwhile: next)
-                encoded = nextBatch.map { (index + 1, $0) }
+                    items, alias: collection, replace: replace, encoded: made?.encoded, encodingMeanwhile: next)
+                ahead = next.map { (index + 1, $0, nextBatch) }
                 guard let counts else { return nil }
                 return (counts.imported, counts.replaced, counts.skipped)
             } catch {
@@ -135,8 +137,7 @@ package enum KeychainAttributes {
     ) throws(KeychainError) -> Bool {
         try validate(attributes, allowEmpty: true)
         guard let paths = try LibSecret.itemPaths(attributes, alias: collection), !paths.isEmpty else { return true }
-        let pages = stride(from: 0, to: paths.count, by: pageSize).map { Array(paths[$0..<min(paths.count, $0 + pageSize)]) }
-        return try LibSecret.readPages(pages, secrets: loadSecrets) { items throws(KeychainError) in
+        return try LibSecret.readPages(paths, secrets: loadSecrets) { items throws(KeychainError) in
             try body(items.map { item in
                 Match(
                     path: item.path, label: item.label, attributes: item.attributes,

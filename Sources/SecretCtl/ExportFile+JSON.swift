@@ -76,9 +76,11 @@ extension ExportFile {
     /// How many characters base64 (with padding) writes for `count` bytes.
     private static func base64Length(_ count: Int) -> Int { (count + 2) / 3 * 4 }
 
+    /// The base64 alphabet (RFC 4648).
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
     /// `bytes` in base64 with padding (RFC 4648), as JSONEncoder writes `Data`.
     private static func appendBase64(_ bytes: Data, to out: inout [UInt8]) {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
         bytes.withUnsafeBytes { raw in
             var index = 0
             while index + 3 <= raw.count {

@@ -103,26 +103,27 @@ extension LibSecret {
         }
     }
 
-    /// Reads `pages` of item paths in turn with secretd's `ReadItems` (label, attributes, times
-    /// and, with `secrets`, each unlocked item's secret) and hands each page to `body`, in
-    /// order. The call for the next page is under way while the reply before is read and
-    /// handed. Returns false, having handed nothing, when the provider has no such call; a
-    /// provider that stops answering it midway is an error.
-    static func readPages(_ pages: [[String]], secrets: Bool, _ body: ([BulkItem]) throws(KeychainError) -> Void)
+    /// Reads the items at `paths` with secretd's `ReadItems`, ``pageSize`` a call (label,
+    /// attributes, times and, with `secrets`, each unlocked item's secret), and hands each page
+    /// to `body`, in order. The call for the next page is under way while the reply before is
+    /// read and handed. Returns false, having handed nothing, when the provider has no such
+    /// call; a provider that stops answering it midway is an error.
+    static func readPages(_ paths: [String], secrets: Bool, _ body: ([BulkItem]) throws(KeychainError) -> Void)
         throws(KeychainError) -> Bool
     {
         var handed = 0  // a retry on a fresh connection goes on from the first page not handed
         return try withService { service throws(KeychainError) -> Bool in
-            try readPages(service, pages, secrets: secrets, handed: &handed, body)
+            try readPages(service, paths, secrets: secrets, handed: &handed, body)
         }
     }
 
     /// ``readPages(_:secrets:_:)`` through `service`, from page `handed` on, counting in
     /// `handed` the pages handed to `body`.
     static func readPages(
-        _ service: UnsafeMutablePointer<SecretService>, _ pages: [[String]], secrets: Bool, handed: inout Int,
+        _ service: UnsafeMutablePointer<SecretService>, _ paths: [String], secrets: Bool, handed: inout Int,
         _ body: ([BulkItem]) throws(KeychainError) -> Void
     ) throws(KeychainError) -> Bool {
+        let pages = stride(from: 0, to: paths.count, by: pageSize).map { Array(paths[$0..<min(paths.count, $0 + pageSize)]) }
         guard handed < pages.count else { return true }
         let sessionPath = secrets ? try sessionPath(service) : SecretServiceNames.Path.none
         let connection = connection(of: service)

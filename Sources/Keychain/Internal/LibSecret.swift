@@ -83,9 +83,8 @@ enum LibSecret {
             var summaries: [ItemSummary] = []
             summaries.reserveCapacity(paths.count)
             // secretd reads a page of items a call (Import1.ReadItems); other providers, one GetAll each.
-            let pages = stride(from: 0, to: paths.count, by: Self.pageSize).map { Array(paths[$0..<min(paths.count, $0 + Self.pageSize)]) }
             var handed = 0
-            let paged = try readPages(service, pages, secrets: false, handed: &handed) { page in
+            let paged = try readPages(service, paths, secrets: false, handed: &handed) { page in
                 for item in page {
                     var summary = ItemSummary(objectPath: item.path)
                     summary.isLocked = item.isLocked
