@@ -16,17 +16,29 @@ dir=$(mktemp -d /tmp/keychain-stall.XXXXXX)
 scratch=$dir
 . scripts/private-bus.sh
 private_home
-export XDG_DATA_HOME="$HOME/.local/share" XDG_CONFIG_HOME="$HOME/.config"
-printf 'bench-password' | "$bin/secretd" --unlock >"$dir/secretd.log" 2>&1 &
-pids="$pids $!"
-wait_for_owner org.freedesktop.secrets "$dir/secretd.log" secretd
 clients=scripts/dbus-clients
+
+# Each shape starts on an empty keyring of its own, so that one shape's items (and the
+# writer's quota they use up) do not weigh on the next.
+start_secretd() {
+    export XDG_DATA_HOME="$HOME/$1/share" XDG_CONFIG_HOME="$HOME/$1/config"
+    printf 'bench-password' | "$bin/secretd" --unlock >"$dir/secretd.log" 2>&1 &
+    secretd_pid=$!
+    pids="$pids $secretd_pid"
+    wait_for_owner org.freedesktop.secrets "$dir/secretd.log" secretd
+}
+stop_secretd() {
+    kill "$secretd_pid"
+    wait "$secretd_pid" 2>/dev/null || true
+    rm -rf "$XDG_DATA_HOME"
+}
 
 # The shapes: name, attributes, bytes per attribute value, secret bytes.
 printf '%-34s %9s %9s %9s   %s\n' "writer's items" "median" "p99" "max" "writer (stores, median/max ms)"
 printf '%-34s %9s\n' "" "ReadAlias latency of the other client, ms"
 while read -r name count size secret; do
     [ -n "$name" ] || continue
+    start_secretd "$name"
     if [ "$name" = none ]; then
         writer=""
     else
@@ -43,6 +55,7 @@ while read -r name count size secret; do
         written="-"
     fi
     printf '%-34s %s   %s\n' "$name" "$summary" "$written"
+    stop_secretd
 done <<'SHAPES'
 none 0 0 0
 small:2x16B,32B 2 16 32

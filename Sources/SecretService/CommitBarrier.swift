@@ -33,8 +33,13 @@ final class CommitBarrier {
     init(store: Store?) { self.store = store }
 
     /// From now on the store's writes stay in an open transaction until the barrier commits
-    /// them (before that, at start, each write commits by itself).
-    func holdCommits() { store?.groupsCommits = true }
+    /// them (before that, at start, each write commits by itself), and a commit only appends
+    /// to the write-ahead log: the log is folded into the file off the loop
+    /// (``Store/checkpointInBackground()``).
+    func holdCommits() {
+        store?.groupsCommits = true
+        store?.checkpointInBackground()
+    }
 
     /// Whether anything waits: writes not yet committed, or replies held for them.
     var isHolding: Bool { store?.hasPendingCommit == true || !held.isEmpty }
@@ -66,6 +71,7 @@ final class CommitBarrier {
         } else {
             scheduleFlush()
         }
+        if !isHolding { store?.renewSnapshotIfCheckpointed() }
     }
 
     /// Commits after the calls already queued on the main loop have been handled, when there

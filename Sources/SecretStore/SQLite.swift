@@ -9,7 +9,12 @@ import Glibc
 /// Package-visible only so that the fuzz targets can build rows (``Value``); its methods
 /// stay internal to the store.
 package final class Database {
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
+    /// The file it opened.
+    let path: String
+    /// What folds the write-ahead log into the file, when not the commits themselves
+    /// (SQLite+Checkpoints.swift).
+    var checkpointer: BackgroundCheckpointer?
 
     /// Opens (creating if needed) the database at `path`; with `readOnly`, only opens it, and
     /// nothing is ever written to it (a backup being verified).
@@ -23,6 +28,7 @@ package final class Database {
             throw .database(code: status, message: message)
         }
         handle = db
+        self.path = path
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, 5_000)
     }
@@ -36,6 +42,7 @@ package final class Database {
     /// into the database file and removes the `-wal` and `-shm` files. Closing twice does nothing.
     func close() {
         guard !isClosed else { return }
+        stopBackgroundCheckpoints()  // so that this connection is the last, and folds the log in
         statements.removeAll()  // finalized before the connection closes
         sqlite3_close_v2(handle)
         isClosed = true
@@ -140,7 +147,7 @@ package final class Database {
     /// Whether the group's transaction is open, with writes or only reads.
     var hasOpenGroup: Bool { groupsCommits && !isClosed && sqlite3_get_autocommit(handle) == 0 }
     /// How many calls of ``transaction(_:)`` are running (nested ones are savepoints).
-    private var transactionDepth = 0
+    private(set) var transactionDepth = 0
     /// Whether commits are grouped and no transaction is open: the next statement opens the group's.
     private var awaitsGroup: Bool { groupsCommits && transactionDepth == 0 && sqlite3_get_autocommit(handle) != 0 }
 

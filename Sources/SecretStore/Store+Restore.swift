@@ -39,6 +39,9 @@ extension Store {
             throw .invalidInput("cannot read the backup \(path): \(String(cString: strerror(errno)))")
         }
 
+        // The background checkpoints' connection is closed while the pages are replaced.
+        let checkpointedInBackground = database.stopBackgroundCheckpoints()
+        defer { if checkpointedInBackground { database.checkpointInBackground() } }
         var source = try Database(path: path, readOnly: true)
         var migrated: String?
         defer {

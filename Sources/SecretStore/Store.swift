@@ -104,6 +104,18 @@ public final class Store {
         set { database.groupsCommits = newValue }
     }
 
+    /// From now on the write-ahead log is folded into the file on a thread of its own, with a
+    /// connection of its own, rather than by the commit that filled it, so that a commit costs
+    /// the writing of its own pages only (``BackgroundCheckpointer``). For the daemon, whose
+    /// commits hold other clients up; false when that thread cannot be had.
+    @discardableResult
+    public func checkpointInBackground() -> Bool { database.checkpointInBackground() }
+
+    /// Lets go of the group's read snapshot when nothing was written in it and a background
+    /// checkpoint has finished since it began, so that the log can start over rather than grow
+    /// (``Database/renewSnapshotIfCheckpointed()``). Call it between calls.
+    public func renewSnapshotIfCheckpointed() { database.renewSnapshotIfCheckpointed() }
+
     /// Whether grouped writes wait for ``commitPending()``.
     public var hasPendingCommit: Bool { database.hasPendingCommit }
 

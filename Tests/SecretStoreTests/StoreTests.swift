@@ -419,6 +419,51 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         }
     }
 
+    @Test("background checkpoints: commits only append to the log, another connection folds it in, the log starts over instead of growing, and a close still leaves the file alone with every item")
+    func backgroundCheckpoints() throws {
+        let (store, directory) = try makeStore()
+        let (login, keys) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        store.groupsCommits = true
+        #expect(store.checkpointInBackground())
+        let checkpointer = try #require(store.database.checkpointer)
+        let wal = store.databaseURL.path + "-wal"
+        func walSize() -> Int { ((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) ?? 0 }
+
+        // Eight rounds of a 2 MiB item (over 500 log pages each, 1,000 asks for a checkpoint):
+        // 16 MiB written in all. Each round reads at once (the next call's snapshot, begun
+        // before the checkpoint ends), waits for the checkpoint it asked for, then lets the
+        // snapshot go as a turn's end does.
+        let big = String(repeating: "s", count: 2 * 1024 * 1024)
+        var items: [Store.ItemRecord] = []
+        var largestLog = 0
+        for round in 0..<8 {
+            let before = checkpointer.finished
+            items.append(try store.createItem(in: login, keys: keys, contents: contents("Big \(round)", ["round": "\(round)"], big + "\(round)")))
+            try store.commitPending()
+            largestLog = max(largestLog, walSize())
+            #expect(try store.search(["round": "\(round)"], in: login).map(\.id) == [items[round].id])
+            if round % 2 == 1 {
+                let deadline = Date().addingTimeInterval(30)
+                while checkpointer.finished == before, Date() < deadline { usleep(1_000) }
+                #expect(checkpointer.finished > before, "no checkpoint after round \(round)")
+            }
+            store.renewSnapshotIfCheckpointed()
+        }
+        // Without the log starting over it would hold all 16 MiB; it holds about two rounds.
+        #expect(largestLog > 4 * 1024 * 1024 && largestLog < 6 * 1024 * 1024, "largest log: \(largestLog) bytes")
+        // Another connection reads what was folded into the file.
+        let observer = try Store(directory: directory)
+        #expect(try observer.search([:], in: login).count == 8)
+        observer.close()
+
+        store.close()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [Store.fileName])
+        let reopened = try Store(directory: directory)
+        for (round, item) in items.enumerated() {
+            #expect(text(try reopened.readItem(item, in: login, keys: keys).secret) == big + "\(round)")
+        }
+    }
+
     @Test("grouped work: reads share one snapshot that a write makes the pending commit; another connection sees nothing before commitPending, which ends the group")
     func groupedWork() throws {
         let (store, directory) = try makeStore()
