@@ -13,6 +13,7 @@ Integer attributes: gnome-keyring writes NAME as type 1 (uint32) when the item a
 (gkm-secret-fields.c). Needs only the standard library and python3-jeepney (Debian 12: gkr 42.1).
 """
 import base64, hashlib, json, os, shutil, signal, struct, subprocess, sys, tempfile, time
+from fixture_daemons import Daemons
 from jeepney import DBusAddress, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 from jeepney.wrappers import DBusErrorResponse, unwrap_msg
@@ -60,36 +61,8 @@ NOTES = [  # for the manifest's readers
     "Hashed attribute values: uint32 x -> 0x18273645 ^ x ^ rot16(x); string -> md5 hex.",
     "content_type is always text/plain: gnome-keyring stores none.",
 ]
-procs = []  # Popen objects we started; stop_all() ends them, newest first
-
-def die(msg):
-    raise SystemExit(f"make-gnome-keyrings: {msg}")
-
-def stop(p):
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
-
-def stop_all():
-    while procs:
-        stop(procs.pop())
-
-def start_bus(tmp, env):
-    """A private session bus: socket in tmp, no service dirs (nothing gets auto-activated)."""
-    conf = os.path.join(tmp, "bus.conf")
-    with open(conf, "w") as f:
-        f.write(f"""<busconfig><type>session</type><listen>unix:path={tmp}/bus</listen>
-<auth>EXTERNAL</auth><policy context="default"><allow send_destination="*" eavesdrop="true"/>
-<allow eavesdrop="true"/><allow own="*"/></policy></busconfig>""")
-    p = subprocess.Popen(["dbus-daemon", "--config-file=" + conf, "--nofork", "--nopidfile", "--print-address"],
-                         stdout=subprocess.PIPE, stderr=open(tmp + "/bus.log", "w"), env=env, text=True)
-    procs.append(p)
-    addr = p.stdout.readline().strip()  # SIGALRM bounds this
-    return addr or die("dbus-daemon did not start:\n" + open(tmp + "/bus.log").read())
+daemons = Daemons("make-gnome-keyrings")  # the processes started; daemons.stop_all() ends them, newest first
+procs, die, stop, stop_all, start_bus = daemons.procs, daemons.die, Daemons.stop, daemons.stop_all, daemons.start_bus
 
 def start_keyring(tmp, env, addr, login_pw, tag):
     """gnome-keyring-daemon; with login_pw, --unlock and the password on stdin (no newline)."""

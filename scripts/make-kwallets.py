@@ -19,6 +19,7 @@ maps, is MANIFEST.json, the result an importer must reproduce. Then wallets of t
 (kwalletd5, kwallet-query; Debian 12: 5.103), xvfb and xdotool.
 """
 import base64, hashlib, json, os, shutil, signal, subprocess, sys, tempfile, time
+from fixture_daemons import Daemons
 from jeepney import DBusAddress, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 from jeepney.wrappers import DBusErrorResponse, unwrap_msg
@@ -88,40 +89,8 @@ NOTES = [
     "value: the entry's stored bytes (readEntry), base64. password: readPassword. map: kwallet-query -r (JSON).",
     "key_hex: PBKDF2-HMAC-SHA512(password UTF-8, NAME.salt, 50000, 56), what pam_kwallet hands kwalletd.",
 ]
-procs = []  # Popen objects we started; stop_all() ends them, newest first
-
-
-def die(msg):
-    raise SystemExit(f"make-kwallets: {msg}")
-
-
-def stop(p):
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
-
-
-def stop_all():
-    while procs:
-        stop(procs.pop())
-
-
-def start_bus(tmp, env):
-    """A private session bus: socket in tmp, no service dirs (nothing gets auto-activated)."""
-    conf = os.path.join(tmp, "bus.conf")
-    with open(conf, "w") as f:
-        f.write(f"""<busconfig><type>session</type><listen>unix:path={tmp}/bus</listen>
-<auth>EXTERNAL</auth><policy context="default"><allow send_destination="*" eavesdrop="true"/>
-<allow eavesdrop="true"/><allow own="*"/></policy></busconfig>""")
-    p = subprocess.Popen(["dbus-daemon", "--config-file=" + conf, "--nofork", "--nopidfile", "--print-address"],
-                         stdout=subprocess.PIPE, stderr=open(tmp + "/bus.log", "w"), env=env, text=True)
-    procs.append(p)
-    addr = p.stdout.readline().strip()  # SIGALRM bounds this
-    return addr or die("dbus-daemon did not start:\n" + open(tmp + "/bus.log").read())
+daemons = Daemons("make-kwallets")  # the processes started; daemons.stop_all() ends them, newest first
+procs, die, stop, stop_all, start_bus = daemons.procs, daemons.die, Daemons.stop, daemons.stop_all, daemons.start_bus
 
 
 def start_kwalletd(tmp, env, tag):
