@@ -192,23 +192,45 @@ public enum Gcrypt {
     private static func openCipher(
         key: SecureBytes, nonce: [UInt8], associatedData: [UInt8]
     ) throws(CryptoError) -> gcry_cipher_hd_t {
-        initialize()
         guard key.count == keyLength else { throw .library("AES-256 needs a 32-byte key") }
-        var handle: gcry_cipher_hd_t?
-        var error = gcry_cipher_open(
-            &handle, Int32(GCRY_CIPHER_AES256.rawValue), Int32(GCRY_CIPHER_MODE_GCM.rawValue),
-            UInt32(GCRY_CIPHER_SECURE.rawValue))
-        guard error == 0, let handle else { throw .library("aes-gcm: \(describe(error))") }
-        error = key.withBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
-        if error == 0 { error = nonce.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
-        if error == 0 {
-            error = associatedData.withUnsafeBytes { gcry_cipher_authenticate(handle, $0.baseAddress, $0.count) }
-        }
+        let handle = try cipher(GCRY_CIPHER_AES256, GCRY_CIPHER_MODE_GCM, key: key, iv: nonce, what: "aes-gcm")
+        let error = associatedData.withUnsafeBytes { gcry_cipher_authenticate(handle, $0.baseAddress, $0.count) }
         guard error == 0 else {
             gcry_cipher_close(handle)
             throw .library("aes-gcm: \(describe(error))")
         }
         return handle
+    }
+
+    /// A libgcrypt cipher handle for `algorithm` in `mode`, with `key` set and, when given,
+    /// `iv`; the caller closes it. Its state is kept in secure memory unless `secure` is false
+    /// (a test's own cipher). `what` names the cipher in errors.
+    private static func cipher(
+        _ algorithm: gcry_cipher_algos, _ mode: gcry_cipher_modes, key: SecureBytes, iv: [UInt8]? = nil, secure: Bool = true,
+        what: String
+    ) throws(CryptoError) -> gcry_cipher_hd_t {
+        initialize()
+        var handle: gcry_cipher_hd_t?
+        var error = gcry_cipher_open(&handle, Int32(algorithm.rawValue), Int32(mode.rawValue), secure ? UInt32(GCRY_CIPHER_SECURE.rawValue) : 0)
+        guard error == 0, let handle else { throw .library("\(what): \(describe(error))") }
+        error = key.withBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
+        if error == 0, let iv { error = iv.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
+        guard error == 0 else {
+            gcry_cipher_close(handle)
+            throw .library("\(what): \(describe(error))")
+        }
+        return handle
+    }
+
+    /// `padded` without its PKCS#7 padding (1 to 16 bytes, each the padding's length);
+    /// `.invalidInput(invalid)` when it has none.
+    private static func removingPadding(_ padded: SecureBytes, invalid: String) throws(CryptoError) -> SecureBytes {
+        let padding = padded.withBytes { Int($0[$0.count - 1]) }
+        let valid = padded.withBytes { bytes in
+            (1...16).contains(padding) && padding <= bytes.count && bytes[(bytes.count - padding)...].allSatisfy { Int($0) == padding }
+        }
+        guard valid else { throw .invalidInput(invalid) }
+        return padded.withBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<($0.count - padding)])) }
     }
 
     // MARK: - Hashing
@@ -368,18 +390,13 @@ public enum Gcrypt {
         initialize()
         guard ciphertext.count % 8 == 0 else { throw .invalidInput("encrypted data is not a whole number of Blowfish blocks") }
         guard (1...56).contains(key.count) else { throw .invalidInput("a Blowfish key has 1 to 56 bytes") }
-        var handle: gcry_cipher_hd_t?
-        let gcryMode = mode == .cbc ? GCRY_CIPHER_MODE_CBC : GCRY_CIPHER_MODE_ECB
-        var error = gcry_cipher_open(
-            &handle, Int32(GCRY_CIPHER_BLOWFISH.rawValue), Int32(gcryMode.rawValue), UInt32(GCRY_CIPHER_SECURE.rawValue))
-        guard error == 0, let handle else { throw .library("blowfish: \(describe(error))") }
+        let handle = try cipher(
+            GCRY_CIPHER_BLOWFISH, mode == .cbc ? GCRY_CIPHER_MODE_CBC : GCRY_CIPHER_MODE_ECB, key: key,
+            iv: mode == .cbc ? [UInt8](repeating: 0, count: 8) : nil, what: "blowfish")
         defer { gcry_cipher_close(handle) }
-        error = key.withBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
-        if error == 0, mode == .cbc { error = [UInt8](repeating: 0, count: 8).withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, 8) } }
-        guard error == 0 else { throw .library("blowfish: \(describe(error))") }
         let plaintext = SecureBytes(count: ciphertext.count)
         guard !ciphertext.isEmpty else { return plaintext }
-        error = plaintext.withMutableBytes { out in
+        let error = plaintext.withMutableBytes { out in
             ciphertext.withUnsafeBytes { gcry_cipher_decrypt(handle, out.baseAddress, out.count, $0.baseAddress, $0.count) }
         }
         guard error == 0 else { throw .library("blowfish: \(describe(error))") }
@@ -461,19 +478,8 @@ public enum Gcrypt {
 
     /// AES-256-CBC with PKCS#7 padding under a 32-byte `key` (a KDBX database's payload).
     public static func encryptAES256CBC(_ plaintext: [UInt8], key: [UInt8], iv: [UInt8]) throws(CryptoError) -> [UInt8] {
-        initialize()
         guard key.count == 32, iv.count == 16 else { throw .invalidInput("AES-256-CBC needs a 32-byte key and a 16-byte IV") }
-        var handle: gcry_cipher_hd_t?
-        var error = gcry_cipher_open(&handle, Int32(GCRY_CIPHER_AES256.rawValue), Int32(GCRY_CIPHER_MODE_CBC.rawValue), UInt32(GCRY_CIPHER_SECURE.rawValue))
-        guard error == 0, let handle else { throw .library("aes-256-cbc: \(describe(error))") }
-        defer { gcry_cipher_close(handle) }
-        error = key.withUnsafeBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
-        if error == 0 { error = iv.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
-        let padding = 16 - plaintext.count % 16
-        var output = plaintext + [UInt8](repeating: UInt8(padding), count: padding)
-        if error == 0 { error = output.withUnsafeMutableBytes { gcry_cipher_encrypt(handle, $0.baseAddress, $0.count, nil, 0) } }
-        guard error == 0 else { throw .library("aes-256-cbc: \(describe(error))") }
-        return output
+        return try encryptCBC(GCRY_CIPHER_AES256, plaintext, key: SecureBytes(key), iv: iv, what: "aes-256-cbc")
     }
 
     // MARK: - KeePass databases (for reading KDBX files)
@@ -495,41 +501,33 @@ public enum Gcrypt {
         initialize()
         guard key.count == 32, iv.count == 16 else { throw .invalidInput("the cipher needs a 32-byte key and a 16-byte IV") }
         guard !ciphertext.isEmpty, ciphertext.count % 16 == 0 else { throw .invalidInput("encrypted data is not a whole number of blocks") }
-        let algorithm = cipher == .aes256 ? GCRY_CIPHER_AES256.rawValue : GCRY_CIPHER_TWOFISH.rawValue
-        var handle: gcry_cipher_hd_t?
-        var error = gcry_cipher_open(&handle, Int32(algorithm), Int32(GCRY_CIPHER_MODE_CBC.rawValue), UInt32(GCRY_CIPHER_SECURE.rawValue))
-        guard error == 0, let handle else { throw .library("cbc: \(describe(error))") }
+        let handle = try Self.cipher(
+            cipher == .aes256 ? GCRY_CIPHER_AES256 : GCRY_CIPHER_TWOFISH, GCRY_CIPHER_MODE_CBC, key: SecureBytes(key), iv: iv, what: "cbc")
         defer { gcry_cipher_close(handle) }
-        error = key.withUnsafeBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
-        if error == 0 { error = iv.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
         let padded = SecureBytes(count: ciphertext.count)
-        if error == 0 {
-            error = padded.withMutableBytes { out in
-                ciphertext.withUnsafeBytes { gcry_cipher_decrypt(handle, out.baseAddress, out.count, $0.baseAddress, $0.count) }
-            }
+        let error = padded.withMutableBytes { out in
+            ciphertext.withUnsafeBytes { gcry_cipher_decrypt(handle, out.baseAddress, out.count, $0.baseAddress, $0.count) }
         }
         guard error == 0 else { throw .library("cbc: \(describe(error))") }
-        let padding = padded.withBytes { Int($0[$0.count - 1]) }
-        let valid = padded.withBytes { bytes in
-            (1...16).contains(padding) && bytes[(bytes.count - padding)...].allSatisfy { Int($0) == padding }
-        }
-        guard valid else { throw .invalidInput("the decrypted data has invalid padding") }
-        return padded.withBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<($0.count - padding)])) }
+        return try removingPadding(padded, invalid: "the decrypted data has invalid padding")
     }
 
     /// Twofish-CBC with PKCS#7 padding, for tests that write a database with that cipher.
     package static func encryptTwofishCBC(_ plaintext: [UInt8], key: [UInt8], iv: [UInt8]) throws(CryptoError) -> [UInt8] {
-        initialize()
-        var handle: gcry_cipher_hd_t?
-        var error = gcry_cipher_open(&handle, Int32(GCRY_CIPHER_TWOFISH.rawValue), Int32(GCRY_CIPHER_MODE_CBC.rawValue), 0)
-        guard error == 0, let handle else { throw .library("twofish: \(describe(error))") }
+        try encryptCBC(GCRY_CIPHER_TWOFISH, plaintext, key: SecureBytes(key), iv: iv, secure: false, what: "twofish")
+    }
+
+    /// `plaintext` with PKCS#7 padding, encrypted with `algorithm` in CBC mode (not a secret
+    /// that stays: a database being written, whose plaintext the caller holds).
+    private static func encryptCBC(
+        _ algorithm: gcry_cipher_algos, _ plaintext: [UInt8], key: SecureBytes, iv: [UInt8], secure: Bool = true, what: String
+    ) throws(CryptoError) -> [UInt8] {
+        let handle = try cipher(algorithm, GCRY_CIPHER_MODE_CBC, key: key, iv: iv, secure: secure, what: what)
         defer { gcry_cipher_close(handle) }
-        error = key.withUnsafeBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
-        if error == 0 { error = iv.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
         let padding = 16 - plaintext.count % 16
         var output = plaintext + [UInt8](repeating: UInt8(padding), count: padding)
-        if error == 0 { error = output.withUnsafeMutableBytes { gcry_cipher_encrypt(handle, $0.baseAddress, $0.count, nil, 0) } }
-        guard error == 0 else { throw .library("twofish: \(describe(error))") }
+        let error = output.withUnsafeMutableBytes { gcry_cipher_encrypt(handle, $0.baseAddress, $0.count, nil, 0) }
+        guard error == 0 else { throw .library("\(what): \(describe(error))") }
         return output
     }
 
@@ -538,11 +536,9 @@ public enum Gcrypt {
     public static func aesKDF(_ key: [UInt8], seed: [UInt8], rounds: UInt64) throws(CryptoError) -> SecureBytes {
         initialize()
         guard key.count == 32, seed.count == 32 else { throw .invalidInput("AES-KDF needs a 32-byte key and seed") }
-        var handle: gcry_cipher_hd_t?
-        var error = gcry_cipher_open(&handle, Int32(GCRY_CIPHER_AES256.rawValue), Int32(GCRY_CIPHER_MODE_ECB.rawValue), UInt32(GCRY_CIPHER_SECURE.rawValue))
-        guard error == 0, let handle else { throw .library("aes-kdf: \(describe(error))") }
+        let handle = try cipher(GCRY_CIPHER_AES256, GCRY_CIPHER_MODE_ECB, key: SecureBytes(seed), what: "aes-kdf")
         defer { gcry_cipher_close(handle) }
-        error = seed.withUnsafeBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
+        var error: gcry_error_t = 0
         let block = SecureBytes(key)
         // One call a round: the key's two blocks, encrypted in place.
         var remaining = rounds
@@ -575,18 +571,9 @@ public enum Gcrypt {
         /// A stream under a 32-byte `key` and `nonce`.
         public init(_ algorithm: Algorithm, key: [UInt8], nonce: [UInt8]) throws(CryptoError) {
             initialize()
-            let (cipher, nonceLength) = algorithm == .chaCha20 ? (GCRY_CIPHER_CHACHA20.rawValue, 12) : (GCRY_CIPHER_SALSA20.rawValue, 8)
+            let (cipher, nonceLength) = algorithm == .chaCha20 ? (GCRY_CIPHER_CHACHA20, 12) : (GCRY_CIPHER_SALSA20, 8)
             guard key.count == 32, nonce.count == nonceLength else { throw .invalidInput("the stream cipher needs a 32-byte key and a \(nonceLength)-byte nonce") }
-            var handle: gcry_cipher_hd_t?
-            var error = gcry_cipher_open(&handle, Int32(cipher), Int32(GCRY_CIPHER_MODE_STREAM.rawValue), UInt32(GCRY_CIPHER_SECURE.rawValue))
-            guard error == 0, let handle else { throw .library("stream cipher: \(describe(error))") }
-            error = key.withUnsafeBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
-            if error == 0 { error = nonce.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
-            guard error == 0 else {
-                gcry_cipher_close(handle)
-                throw .library("stream cipher: \(describe(error))")
-            }
-            self.handle = handle
+            handle = try Gcrypt.cipher(cipher, GCRY_CIPHER_MODE_STREAM, key: SecureBytes(key), iv: nonce, what: "stream cipher")
         }
 
         deinit { gcry_cipher_close(handle) }
@@ -613,29 +600,12 @@ public enum Gcrypt {
             ciphertext.withUnsafeBytes { gcry_cipher_decrypt(cipher, out.baseAddress, out.count, $0.baseAddress, $0.count) }
         }
         guard error == 0 else { throw .library("aes-cbc: \(describe(error))") }
-        let padding = padded.withBytes { Int($0[$0.count - 1]) }
-        let valid = padded.withBytes { bytes in
-            (1...16).contains(padding) && bytes[(bytes.count - padding)...].allSatisfy { Int($0) == padding }
-        }
-        guard valid else { throw .invalidInput("encrypted secret has invalid padding") }
-        return padded.withBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<($0.count - padding)])) }
+        return try removingPadding(padded, invalid: "encrypted secret has invalid padding")
     }
 
     private static func cbcCipher(key: SecureBytes, iv: [UInt8]) throws(CryptoError) -> gcry_cipher_hd_t {
-        initialize()
         guard key.count == 16, iv.count == 16 else { throw .invalidInput("AES-128-CBC needs a 16-byte key and IV") }
-        var handle: gcry_cipher_hd_t?
-        var error = gcry_cipher_open(
-            &handle, Int32(GCRY_CIPHER_AES.rawValue), Int32(GCRY_CIPHER_MODE_CBC.rawValue),
-            UInt32(GCRY_CIPHER_SECURE.rawValue))
-        guard error == 0, let handle else { throw .library("aes-cbc: \(describe(error))") }
-        error = key.withBytes { gcry_cipher_setkey(handle, $0.baseAddress, $0.count) }
-        if error == 0 { error = iv.withUnsafeBytes { gcry_cipher_setiv(handle, $0.baseAddress, $0.count) } }
-        guard error == 0 else {
-            gcry_cipher_close(handle)
-            throw .library("aes-cbc: \(describe(error))")
-        }
-        return handle
+        return try cipher(GCRY_CIPHER_AES, GCRY_CIPHER_MODE_CBC, key: key, iv: iv, what: "aes-cbc")
     }
 
     /// A Diffie-Hellman key pair over RFC 2409's Second Oakley Group (1024-bit MODP, g = 2),
