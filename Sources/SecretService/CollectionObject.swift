@@ -17,12 +17,11 @@ extension Introspection {
         Method(name: "CreateItem", rule: .anyClient, arguments: [
             Argument(name: "properties", type: "a{sv}"), Argument(name: "secret", type: secret), Argument(name: "replace", type: "b"),
         ], results: [Argument(name: "item", type: "o"), Argument(name: "prompt", type: "o")],
-               handler: .now { provider, call throws(SecretServiceError) in
+               handler: .later { provider, call, reply throws(SecretServiceError) in
                    let (secret, contentType) = try provider.decodeSecret(call.argument(1), from: call.sender).get()
-                   return try CollectionObject(provider).createItem(
+                   try CollectionObject(provider).createItem(
                        in: call.collection(), properties: call.argument(0), secret: secret, contentType: contentType,
-                       replace: call.argument(2), sender: call.sender
-                   ).get()
+                       replace: call.argument(2), sender: call.sender, reply: reply)
                }),
     ], properties: [
         Property(name: "Items", type: "ao", read: { provider, read throws(SecretServiceError) in
@@ -78,43 +77,95 @@ struct CollectionObject {
         }
     }
 
+    /// `CreateItem`: answers through `reply` at once or, for a large secret, once the item has
+    /// been sealed off the loop (``SealingQueue``) and written. What fails at once is thrown, so
+    /// that a refusal is reported as every call's is (``CallRouter``).
     fileprivate func createItem(
         in collection: Store.CollectionRecord, properties: [String: DBusValue], secret: SecureBytes, contentType: String,
-        replace: Bool, sender: String
-    ) -> Result<DBusValue, SecretServiceError> {
+        replace: Bool, sender: String, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) throws(SecretServiceError) {
         // After an ordinary lock, the kept keys still create after-first-unlock items; the
         // store refuses any other class (`.locked`).
-        guard let key = provider.keyring.held(collection.id) else { return .failure(.isLocked("the collection is locked")) }
+        guard let keys = provider.keyring.held(collection.id) else { throw .isLocked("the collection is locked") }
         let labelValue = properties[SecretServiceNames.Property.itemLabel]
         let attributesValue = properties[SecretServiceNames.Property.itemAttributes]
         guard let label = labelValue.map(\.string) ?? "" else {
-            return .failure(.invalidArgs("\(SecretServiceNames.Property.itemLabel) must be a string (s)"))
+            throw .invalidArgs("\(SecretServiceNames.Property.itemLabel) must be a string (s)")
         }
         guard let requested = attributesValue.map(\.stringMap) ?? [:] else {
-            return .failure(.invalidArgs("\(SecretServiceNames.Property.itemAttributes) must be a{ss}"))
+            throw .invalidArgs("\(SecretServiceNames.Property.itemAttributes) must be a{ss}")
         }
-        if let problem = Provider.checkItemText(label: label, attributes: requested) { return .failure(problem) }
-        let attributes: [String: String]
-        switch provider.placeInGroup(requested, for: sender) {
-        case .success(let placed): attributes = placed
-        case .failure(let refusal): return .failure(refusal)
-        }
+        if let problem = Provider.checkItemText(label: label, attributes: requested) { throw problem }
+        let attributes = try provider.placeInGroup(requested, for: sender).get()
         let contents = ItemContents(label: label, attributes: attributes, secret: secret, contentType: contentType)
-        do {
-            if replace {
-                for (candidate, access) in provider.visible(try provider.keyring.search(attributes, in: collection), for: sender)
-                where access == .full {
-                    let existing = try provider.keyring.readItem(candidate, in: collection, keys: key)
-                    guard existing.attributes == attributes else { continue }
-                    _ = try provider.keyring.updateItem(candidate, in: collection, keys: key, contents: contents, within: provider.quota)
-                    let path = ObjectPaths.item(collection.name, candidate.id)
-                    return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
-                }
+        let creator = try? provider.caller(sender).get().identity.description
+        let write = ItemWrite(collection: collection, contents: contents, replace: replace, sender: sender, creator: creator)
+        var large = secret.count >= SealingQueue.threshold
+        if large && replace {
+            do throws(StoreError) {
+                large = try replaced(write, keys: keys) == nil
+            } catch {
+                throw provider.storeFailure(error)
             }
-            let creator = try? provider.caller(sender).get().identity.description
-            let item = try provider.keyring.createItem(in: collection, keys: key, contents: contents, creator: creator, within: provider.quota)
-            let path = ObjectPaths.item(collection.name, item.id)
-            return .success(.tuple([.objectPath(path), .objectPath(ObjectPaths.none)]))
+        }
+        guard large else { return reply(.success(try store(write, keys: keys, sealed: nil).get())) }
+        // Sealed off the loop for the id it will have; written on the loop once sealed, unless
+        // the keyring was locked (or locked and unlocked: other keys) meanwhile, or an item
+        // to replace turned up, when it is stored as a small one is.
+        let id: Int64
+        do throws(StoreError) {
+            id = try provider.keyring.store.reserveItemID()
+        } catch {
+            throw provider.storeFailure(error)
+        }
+        let accessor = provider.keyring.accessor
+        provider.sealing.seal({ Result { () throws(StoreError) in try Store.seal(contents, as: id, in: collection, keys: keys) } }) {
+            [provider] sealed in
+            provider.keyring.acting(as: accessor) {
+                let present = (try? provider.keyring.collections())?.contains { $0.id == collection.id && $0.uuid == collection.uuid } ?? false
+                guard present else { return reply(.failure(.noSuchObject("the collection was deleted while the item was written"))) }
+                guard let current = provider.keyring.held(collection.id) else { return reply(.failure(.isLocked("the keyring is locked"))) }
+                // The same key objects: not wiped by a lock and derived again since.
+                let same = current.master === keys.master && current.afterFirstUnlock === keys.afterFirstUnlock
+                reply(CollectionObject(provider).store(write, keys: current, sealed: same ? try? sealed.get() : nil))
+            }
+        }
+    }
+
+    /// What one `CreateItem` writes.
+    private struct ItemWrite {
+        var collection: Store.CollectionRecord
+        var contents: ItemContents
+        var replace: Bool
+        var sender: String
+        var creator: String?
+    }
+
+    /// The item `write` replaces (`replace`: one `write.sender` may use, with exactly its
+    /// attributes), if any.
+    private func replaced(_ write: ItemWrite, keys: Store.ItemKeys) throws(StoreError) -> Store.ItemRecord? {
+        for (candidate, access) in provider.visible(try provider.keyring.search(write.contents.attributes, in: write.collection), for: write.sender)
+        where access == .full {
+            let existing = try provider.keyring.readItem(candidate, in: write.collection, keys: keys)
+            if existing.attributes == write.contents.attributes { return candidate }
+        }
+        return nil
+    }
+
+    /// Stores `write`: replaces the item it replaces, or creates it, from `sealed` when that
+    /// was sealed for it and nothing is to be replaced; `CreateItem`'s reply.
+    private func store(_ write: ItemWrite, keys: Store.ItemKeys, sealed: Store.SealedItem?) -> Result<DBusValue, SecretServiceError> {
+        let collection = write.collection
+        do throws(StoreError) {
+            let item: Store.ItemRecord
+            if write.replace, let existing = try replaced(write, keys: keys) {
+                item = try provider.keyring.updateItem(existing, in: collection, keys: keys, contents: write.contents, within: provider.quota)
+            } else if let sealed {
+                item = try provider.keyring.createItem(sealed, in: collection, creator: write.creator, within: provider.quota)
+            } else {
+                item = try provider.keyring.createItem(in: collection, keys: keys, contents: write.contents, creator: write.creator, within: provider.quota)
+            }
+            return .success(.tuple([.objectPath(ObjectPaths.item(collection.name, item.id)), .objectPath(ObjectPaths.none)]))
         } catch {
             return .failure(provider.storeFailure(error))
         }

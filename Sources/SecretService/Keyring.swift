@@ -286,6 +286,16 @@ final class Keyring {
         return item
     }
 
+    /// Creates the item `sealed` holds (``Store/seal(_:as:in:keys:)``) in `collection` and
+    /// publishes it; as ``createItem(in:keys:contents:times:creator:within:)`` otherwise.
+    func createItem(
+        _ sealed: Store.SealedItem, in collection: Store.CollectionRecord, creator: String? = nil, within quota: Store.Quota? = nil
+    ) throws(StoreError) -> Store.ItemRecord {
+        let item = try store.createItem(sealed, in: collection, creator: creator, within: quota)
+        publish(.itemCreated(item, in: collection, label: sealed.label, attributes: sealed.attributes))
+        return item
+    }
+
     /// Gives `item` new `contents` and publishes the change.
     func updateItem(
         _ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys,

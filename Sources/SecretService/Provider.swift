@@ -59,6 +59,8 @@ final class Provider {
     let audit: AuditTrail
     /// Consent for new readers: who the person allowed to read which group (`secretctl consent`).
     let consents: ReaderConsents
+    /// Where large items are sealed, off the main loop.
+    let sealing: SealingQueue
     /// The automatic backups secretd.conf asks for (taken on ``Daemon``'s timer).
     private(set) lazy var automaticBackups = AutomaticBackups(provider: self)
 
@@ -87,6 +89,7 @@ final class Provider {
         sync = SyncCoordinator(
             keyring: keyring, dataDirectory: options.dataDirectory, interval: options.configuration.syncInterval)
         passwordChecks = PasswordChecks(keyring: keyring, clock: clock, offLoop: offLoop)
+        sealing = SealingQueue(offLoop: offLoop)
         audit = AuditTrail(
             keyring: keyring, commitBarrier: commitBarrier, clock: clock, keepDays: options.configuration.auditKeepDays)
         consents = ReaderConsents(keyring: keyring, defaultMode: options.configuration.readerConsent)

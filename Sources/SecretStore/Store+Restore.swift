@@ -71,6 +71,7 @@ extension Store {
         forgetRolledBack()
         do {
             try database.replaceContents(with: source)
+            nextItemID = nil  // the backup's ids
         } catch {
             forgetRolledBack()
             throw error

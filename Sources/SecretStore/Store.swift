@@ -471,23 +471,91 @@ public final class Store {
         in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents, times: Times? = nil, creator: String? = nil,
         within quota: Quota? = nil
     ) throws(StoreError) -> ItemRecord {
+        let sealed = try Self.seal(contents, as: try reserveItemID(), in: collection, keys: keys)
+        return try createItem(sealed, in: collection, times: times, creator: creator, within: quota)
+    }
+
+    /// Creates the item `sealed` holds (``seal(_:as:in:keys:)``, which can run on another
+    /// thread) in `collection`, under the id it was sealed for. With `quota`, an item that
+    /// would take its creator, or the database, past it is refused (`.overQuota`) and undone.
+    public func createItem(
+        _ sealed: SealedItem, in collection: CollectionRecord, times: Times? = nil, creator: String? = nil, within quota: Quota? = nil
+    ) throws(StoreError) -> ItemRecord {
+        guard sealed.collectionUUID == collection.uuid else { throw .invalidInput("the item was sealed for another keyring") }
         let now = Self.now()
         let created = times?.created ?? now
         let modified = times?.modified ?? now
         return try database.transaction { () throws(StoreError) -> ItemRecord in
-            // Sealed once the row has its id, which the sealed contents are bound to.
             try database.insert([
-                ItemColumn.collectionID: .integer(collection.id), .created: .integer(Int64(created)),
-                .modified: .integer(Int64(modified)), .sealed: .blob([]), .creator: creator.map { .blob(Self.creatorKey($0)) } ?? .null,
+                ItemColumn.id: .integer(sealed.id), .collectionID: .integer(collection.id), .created: .integer(Int64(created)),
+                .modified: .integer(Int64(modified)), .sealed: .blob(sealed.bytes),
+                .accessGroup: StoredAccessGroup.value(sealed.accessGroup), .survivesLock: sealed.survivesLock ? .integer(1) : .null,
+                .creator: creator.map { .blob(Self.creatorKey($0)) } ?? .null,
             ])
-            let record = ItemRecord(
-                id: database.lastInsertID, collectionID: collection.id, created: created, modified: modified,
-                accessGroup: contents.accessGroup, survivesLock: contents.accessibility.survivesLock)
-            try write(record, in: collection, keys: keys, contents: contents, modified: modified, replacing: false)
+            try index(sealed)
             if let quota { try check(quota, creator: creator.map(Self.creatorKey)) }
-            return record
+            return ItemRecord(
+                id: sealed.id, collectionID: collection.id, created: created, modified: modified,
+                accessGroup: sealed.accessGroup, survivesLock: sealed.survivesLock)
         }
     }
+
+    /// An item's contents sealed for the row it will have (``createItem(_:in:times:creator:within:)``).
+    public struct SealedItem: @unchecked Sendable {
+        /// The id it was sealed for (``reserveItemID()``).
+        public let id: Int64
+        /// The collection it was sealed for.
+        let collectionUUID: [UInt8]
+        /// Label, attributes and secret, sealed.
+        let bytes: [UInt8]
+        /// The label, for the keyring's event.
+        public let label: String
+        /// The attributes, for the index and for the keyring's event.
+        public let attributes: [String: String]
+        /// The access group, kept in the clear.
+        let accessGroup: String?
+        /// Whether it is sealed with the key kept after a lock.
+        let survivesLock: Bool
+    }
+
+    /// Seals `contents` for the item `id` of `collection` with the one of `keys` that its
+    /// class needs (`.locked` when it is not among them). Touches no database: it may run on
+    /// any thread while the store is used on its own.
+    public static func seal(_ contents: ItemContents, as id: Int64, in collection: CollectionRecord, keys: ItemKeys) throws(StoreError)
+        -> SealedItem
+    {
+        let survivesLock = contents.accessibility.survivesLock
+        guard let key = keys.key(survivingLock: survivesLock) else { throw .locked }
+        let plaintext = contents.encoded()
+        let bytes = try StoreError.fromCrypto { () throws(CryptoError) in
+            try plaintext.withBytes { (bytes) throws(CryptoError) in
+                try Gcrypt.seal(bytes, key: key, associatedData: Self.itemAssociatedData(collection.uuid, id))
+            }
+        }
+        return SealedItem(
+            id: id, collectionUUID: collection.uuid, bytes: bytes, label: contents.label, attributes: contents.attributes,
+            accessGroup: contents.accessGroup, survivesLock: survivesLock)
+    }
+
+    /// An id no item has had, for an item to be sealed for before its row is written: above
+    /// every id given so far (AUTOINCREMENT's record included), never handed out twice by this
+    /// store, whether or not an item is then written with it.
+    public func reserveItemID() throws(StoreError) -> Int64 {
+        let next: Int64
+        if let nextItemID {
+            next = nextItemID
+        } else {
+            let row = try database.rows(
+                "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'items'), 0), coalesce((SELECT max(id) FROM items), 0))")
+            next = (row.first?.first?.integer ?? 0) + 1
+        }
+        nextItemID = next + 1
+        return next
+    }
+
+    /// The id ``reserveItemID()`` gives next; nil until it first reads the database, and
+    /// after the database was replaced.
+    var nextItemID: Int64?
 
     /// Replaces an item's sealed contents (label, attributes, secret); `keys` must open both
     /// the item and what it becomes (its class may change). With `quota`, a change that would
@@ -566,28 +634,26 @@ public final class Store {
 
     // MARK: - Internals
 
-    /// Seals `contents` into the item's row, with the key its class calls for, and indexes its
-    /// attributes; `replacing` removes the index entries of what it held before.
+    /// Seals `contents` into the existing item's row, with the key its class calls for (`keys`
+    /// must open what it held too), and indexes its attributes instead of the old ones.
     private func write(
-        _ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents, modified: UInt64,
-        replacing: Bool = true
+        _ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents, modified: UInt64
     ) throws(StoreError) {
-        let survivesLock = contents.accessibility.survivesLock
-        guard let key = keys.key(survivingLock: survivesLock), !replacing || keys.opens(item) else { throw .locked }
-        let plaintext = contents.encoded()
-        let sealed = try StoreError.fromCrypto { () throws(CryptoError) in
-            try plaintext.withBytes { (bytes) throws(CryptoError) in
-                try Gcrypt.seal(bytes, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
-            }
-        }
-        if replacing { try removeIndexEntries(of: item, in: collection, keys: keys) }
+        guard keys.opens(item) else { throw .locked }
+        let sealed = try Self.seal(contents, as: item.id, in: collection, keys: keys)
+        try removeIndexEntries(of: item, in: collection, keys: keys)
         try database.update(
-            [ItemColumn.sealed: .blob(sealed), .modified: .integer(Int64(modified)),
-             .accessGroup: StoredAccessGroup.value(contents.accessGroup), .survivesLock: survivesLock ? .integer(1) : .null],
+            [ItemColumn.sealed: .blob(sealed.bytes), .modified: .integer(Int64(modified)),
+             .accessGroup: StoredAccessGroup.value(sealed.accessGroup), .survivesLock: sealed.survivesLock ? .integer(1) : .null],
             where: .id, is: .integer(item.id))
-        for (name, value) in contents.attributes {
+        try index(sealed)
+    }
+
+    /// Indexes the attributes of the item `sealed` is for.
+    private func index(_ sealed: SealedItem) throws(StoreError) {
+        for (name, value) in sealed.attributes {
             try database.insert(
-                [IndexColumn.hash: .blob(Self.attributeKey(name: name, value: value)), .itemID: .integer(item.id)],
+                [IndexColumn.hash: .blob(Self.attributeKey(name: name, value: value)), .itemID: .integer(sealed.id)],
                 onConflict: .ignore)
         }
     }

@@ -270,9 +270,9 @@ import Testing
         }
         fixture.endpoint.signals.removeAll()
         // Three stores that share a commit, then one more.
-        let items = try (0..<3).map { try #require(daemon.router.handle(create($0)).get().tuple?.first?.objectPath) }
+        let items = try (0..<3).map { try #require(InProcessDaemonTests.Fixture.call(daemon, create($0)).get().tuple?.first?.objectPath) }
         _ = daemon.commitPending()
-        let last = try #require(daemon.router.handle(create(3)).get().tuple?.first?.objectPath)
+        let last = try #require(InProcessDaemonTests.Fixture.call(daemon, create(3)).get().tuple?.first?.objectPath)
         _ = daemon.commitPending()
         let sent = fixture.endpoint.signals
         #expect(sent.allSatisfy { $0.destination != nil && ![app, never, storer].contains($0.destination) }, "\(sent)")

@@ -419,6 +419,41 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         }
     }
 
+    @Test("an item sealed apart (on another thread) is written under the id reserved for it; ids are never handed out twice, not even after a rollback or a restart; one sealed for another keyring is refused")
+    func sealedApart() throws {
+        let (store, directory) = try makeStore()
+        let (login, keys) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let (work, workKeys) = try store.createCollection(name: "work", label: "Work", password: password, parameters: .testing)
+        let first = try store.createItem(in: login, keys: keys, contents: contents("First", ["n": "1"], "one"))
+        let reserved = try store.reserveItemID()
+        #expect(reserved > first.id)
+        // Sealed while other items are created; they take other ids.
+        let sealed = try Store.seal(contents("Apart", ["n": "apart"], "sealed apart"), as: reserved, in: login, keys: keys)
+        let meanwhile = try store.createItem(in: login, keys: keys, contents: contents("Meanwhile", ["n": "2"], "two"))
+        #expect(meanwhile.id > reserved)
+        let apart = try store.createItem(sealed, in: login)
+        #expect(apart.id == reserved)
+        #expect(try store.search(["n": "apart"], in: login).map(\.id) == [reserved])
+        #expect(text(try store.readItem(apart, in: login, keys: keys).secret) == "sealed apart")
+        // A rolled-back create does not give its id again.
+        #expect(throws: StoreError.locked) {
+            try store.createItem(in: login, keys: keys.withoutMaster, contents: contents("Refused", ["n": "3"], "x"))
+        }
+        let after = try store.reserveItemID()
+        #expect(after > meanwhile.id)
+        // Sealed for one keyring, written into another: refused, nothing written.
+        let elsewhere = try Store.seal(contents("Elsewhere", ["n": "4"], "x"), as: after, in: login, keys: keys)
+        #expect(throws: StoreError.invalidInput("the item was sealed for another keyring")) { try store.createItem(elsewhere, in: work) }
+        #expect(try store.search(["n": "4"]).isEmpty)
+        _ = workKeys
+        // A new store over the same file goes on above every id an item had, a deleted one's
+        // too (ids reserved and never written may come again: no item had them).
+        try store.deleteItem(meanwhile, in: login, keys: keys)
+        store.close()
+        let reopened = try Store(directory: directory)
+        #expect(try reopened.reserveItemID() > meanwhile.id)
+    }
+
     @Test("background checkpoints: commits only append to the log, another connection folds it in, the log starts over instead of growing, and a close still leaves the file alone with every item")
     func backgroundCheckpoints() throws {
         let (store, directory) = try makeStore()

@@ -1,0 +1,164 @@
+import DBusValues
+import Foundation
+import KeychainCore
+@testable import SecretCrypto
+@testable import SecretService
+import SecretStore
+import Testing
+
+/// `CreateItem` of a large secret: sealed off the main loop (``SealingQueue``) for the id the
+/// item will have, then written on the loop. In this process, with the off-loop work kept until
+/// the test runs it, so what happens meanwhile is chosen by the test.
+@Suite struct LargeItemSealingTests {
+    typealias Fixture = InProcessDaemonTests.Fixture
+
+    /// Off-loop work kept in order until the test runs it.
+    final class Deferred: @unchecked Sendable {
+        var pending: [(() -> Void, () -> Void)] = []
+        func runNext() {
+            let (work, done) = pending.removeFirst()
+            work()
+            done()
+        }
+    }
+
+    /// A daemon whose off-loop work waits in `deferred`, its login keyring unlocked, and a plain
+    /// session for the clients `:1.1` and `:1.2`.
+    struct Setup {
+        let deferred = Deferred()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("inprocess-\(UUID().uuidString)")
+        let daemon: Provider
+        var sessions: [String: String] = [:]
+
+        init() throws {
+            let clock = InProcessDaemonTests.ManualClock()
+            daemon = try Provider(
+                options: Daemon.Options(dataDirectory: directory, kdf: .testing), store: Store(directory: directory), clock: { clock.now },
+                offLoop: OffLoop { [deferred] _, work, done in deferred.pending.append((work, done)) })
+            _ = try daemon.unlockLogin(password: SecureBytes(Array("right".utf8)))
+            daemon.serve(on: InProcessDaemonTests.RecordingEndpoint())
+            for client in [":1.1", ":1.2"] {
+                sessions[client] = try #require(
+                    call(client, Fixture.service, Introspection.service, "OpenSession", [.string("plain"), .variant(.string(""))])?
+                        .success?.tuple?.last?.objectPath)
+            }
+        }
+
+        /// Calls `method` as `client`; nil while its answer waits. Commits what it wrote, as
+        /// the server does before replying.
+        func call(_ client: String, _ path: String, _ interface: String, _ method: String, _ arguments: [DBusValue])
+            -> Result<DBusValue, SecretServiceError>?
+        {
+            var answer: Result<DBusValue, SecretServiceError>?
+            let call = MethodCall(sender: client, path: path, interface: interface, method: method, arguments: arguments)
+            if Introspection.interfaces[interface]?.method(method)?.repliesLater == true {
+                daemon.router.handle(call) { answer = $0 }
+            } else {
+                answer = daemon.router.handle(call)
+            }
+            _ = daemon.commitPending()
+            return answer
+        }
+
+        /// `CreateItem` in the login keyring as `client`; `answer` is set when it is answered.
+        func create(_ client: String, _ attributes: [String: String], _ secret: [UInt8], answer: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+            let arguments: [DBusValue] = [
+                .properties([SecretServiceNames.Property.itemLabel: .string("Large"), SecretServiceNames.Property.itemAttributes: .stringMap(attributes)]),
+                .tuple([.objectPath(sessions[client]!), .bytes(DBusBytes([])), .bytes(DBusBytes(secret)), .string("application/octet-stream")]),
+                .boolean(true),
+            ]
+            daemon.router.handle(MethodCall(sender: client, path: Fixture.login, interface: Introspection.collection, method: "CreateItem", arguments: arguments)) {
+                _ = daemon.commitPending()
+                answer($0)
+            }
+        }
+
+        /// The secret of the item at `path`, read by `client`.
+        func secret(_ client: String, of path: String) -> [UInt8]? {
+            call(client, path, Introspection.item, "GetSecret", [.objectPath(sessions[client]!)])?.success?.tuple?.first?.tuple?[2].bytes?.array
+        }
+
+        /// The paths of the login keyring's items with `attributes`, as `client` finds them.
+        func search(_ client: String, _ attributes: [String: String]) -> [String] {
+            call(client, Fixture.login, Introspection.collection, "SearchItems", [.stringMap(attributes)])?.success?.tuple?.first?.objectPaths ?? []
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    static let large = (0..<(SealingQueue.threshold + 1000)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+
+    @Test("a large item is sealed off the loop: other clients are answered meanwhile, an item created meanwhile takes another id, and both read back")
+    func othersGoOn() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        var large: Result<DBusValue, SecretServiceError>?
+        setup.create(":1.1", ["kind": "large"], Self.large) { large = $0 }
+        #expect(large == nil && setup.deferred.pending.count == 1, "the sealing waits off the loop")
+
+        // Meanwhile another client creates a small item (at once, on the loop) and reads.
+        var small: Result<DBusValue, SecretServiceError>?
+        setup.create(":1.2", ["kind": "small"], Array("small".utf8)) { small = $0 }
+        let smallPath = try #require(small?.success?.tuple?.first?.objectPath)
+        #expect(setup.call(":1.2", Fixture.service, Introspection.service, "ReadAlias", [.string("default")])?.success?.tuple?.first?.objectPath == Fixture.login)
+        #expect(setup.search(":1.2", ["kind": "large"]).isEmpty, "not there before it is written")
+
+        setup.deferred.runNext()
+        let largePath = try #require(large?.success?.tuple?.first?.objectPath)
+        #expect(largePath != smallPath)
+        // Its id was reserved before the small item's was given.
+        #expect(try #require(Int64(largePath.split(separator: "/").last!)) < (try #require(Int64(smallPath.split(separator: "/").last!))))
+        #expect(setup.search(":1.2", ["kind": "large"]) == [largePath])
+        #expect(setup.secret(":1.1", of: largePath) == Self.large)
+        #expect(setup.secret(":1.2", of: smallPath) == Array("small".utf8))
+
+        // Replacing it goes through the same path and keeps the item.
+        var replaced: Result<DBusValue, SecretServiceError>?
+        let other = Self.large.reversed().map { $0 }
+        setup.create(":1.1", ["kind": "large"], other) { replaced = $0 }
+        #expect(replaced?.success?.tuple?.first?.objectPath == largePath, "an item to replace is replaced on the loop")
+        #expect(setup.secret(":1.1", of: largePath) == other)
+    }
+
+    @Test("locked while its item is sealed: the reply says so and nothing is stored; locked and unlocked again: stored all the same, sealed again with the new keys")
+    func lockedMeanwhile() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        var answer: Result<DBusValue, SecretServiceError>?
+        setup.create(":1.1", ["kind": "large"], Self.large) { answer = $0 }
+        _ = try setup.call(":1.2", Fixture.service, Introspection.service, "Lock", [.objectPaths([Fixture.login])])?.get()
+        setup.deferred.runNext()
+        #expect(answer?.failure == .isLocked("the keyring is locked"))
+        _ = try setup.daemon.unlockLogin(password: SecureBytes(Array("right".utf8)))
+        #expect(setup.search(":1.1", ["kind": "large"]).isEmpty)
+
+        answer = nil
+        setup.create(":1.1", ["kind": "large"], Self.large) { answer = $0 }
+        _ = try setup.call(":1.2", Fixture.service, Introspection.service, "Lock", [.objectPaths([Fixture.login])])?.get()
+        _ = try setup.daemon.unlockLogin(password: SecureBytes(Array("right".utf8)))
+        setup.deferred.runNext()
+        let path = try #require(answer?.success?.tuple?.first?.objectPath)
+        #expect(setup.secret(":1.1", of: path) == Self.large)
+        #expect(setup.search(":1.1", ["kind": "large"]) == [path])
+    }
+
+    @Test("large items are sealed one at a time, in the order they came")
+    func oneAtATime() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        var answers: [Int: String] = [:]
+        for index in 0..<3 {
+            setup.create(":1.1", ["kind": "large", "n": "\(index)"], Self.large + [UInt8(index)]) { answers[index] = $0.success?.tuple?.first?.objectPath }
+        }
+        #expect(setup.deferred.pending.count == 1 && answers.isEmpty)
+        for expected in 1...3 {
+            setup.deferred.runNext()
+            #expect(answers.count == expected)
+            #expect(setup.deferred.pending.count == (expected < 3 ? 1 : 0))
+        }
+        for index in 0..<3 {
+            let path = try #require(answers[index])
+            #expect(setup.secret(":1.1", of: path) == Self.large + [UInt8(index)])
+        }
+    }
+}
