@@ -12,20 +12,10 @@ import Testing
 @Suite struct LargeItemSealingTests {
     typealias Fixture = InProcessDaemonTests.Fixture
 
-    /// Off-loop work kept in order until the test runs it.
-    final class Deferred: @unchecked Sendable {
-        var pending: [(() -> Void, () -> Void)] = []
-        func runNext() {
-            let (work, done) = pending.removeFirst()
-            work()
-            done()
-        }
-    }
-
     /// A daemon whose off-loop work waits in `deferred`, its login keyring unlocked, and a plain
     /// session for the clients `:1.1` and `:1.2`.
     struct Setup {
-        let deferred = Deferred()
+        let deferred = DeferredOffLoop()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("inprocess-\(UUID().uuidString)")
         let daemon: Provider
         var sessions: [String: String] = [:]
@@ -34,7 +24,7 @@ import Testing
             let clock = InProcessDaemonTests.ManualClock()
             daemon = try Provider(
                 options: Daemon.Options(dataDirectory: directory, kdf: .testing), store: Store(directory: directory), clock: { clock.now },
-                offLoop: OffLoop { [deferred] _, work, done in deferred.pending.append((work, done)) })
+                offLoop: deferred.offLoop)
             _ = try daemon.unlockLogin(password: SecureBytes(Array("right".utf8)))
             daemon.serve(on: InProcessDaemonTests.RecordingEndpoint())
             for client in [":1.1", ":1.2"] {

@@ -147,21 +147,13 @@ import Testing
 
     @Test("while a password's key is derived, other clients are answered; checks run one at a time, in order")
     func offTheLoop() throws {
-        final class Deferred: @unchecked Sendable {
-            var pending: [(() -> Void, () -> Void)] = []
-            func runNext() {
-                let (work, done) = pending.removeFirst()
-                work()
-                done()
-            }
-        }
-        let deferred = Deferred()
+        let deferred = DeferredOffLoop()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("inprocess-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let clock = InProcessDaemonTests.ManualClock()
         let daemon = try Provider(
             options: Daemon.Options(dataDirectory: directory, kdf: .testing), store: Store(directory: directory), clock: { clock.now },
-            offLoop: OffLoop { _, work, done in deferred.pending.append((work, done)) })
+            offLoop: deferred.offLoop)
         try daemon.unlockLogin(password: Self.bytes("right"))
         daemon.serve(on: InProcessDaemonTests.RecordingEndpoint())
         func call(_ sender: String, _ interface: String, _ method: String, _ arguments: [DBusValue]) -> Result<DBusValue, SecretServiceError>? {

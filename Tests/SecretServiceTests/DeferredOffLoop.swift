@@ -1,0 +1,18 @@
+@testable import SecretService
+
+/// Off-loop work (key derivations, sealing) kept in order until the test runs it, so that what
+/// happens meanwhile is the test's choice; ``offLoop`` is what the daemon is given.
+final class DeferredOffLoop: @unchecked Sendable {
+    /// The work waiting, each with what runs on the loop after it.
+    var pending: [(() -> Void, () -> Void)] = []
+
+    /// An ``OffLoop`` that keeps its work here.
+    var offLoop: OffLoop { OffLoop { [self] _, work, done in pending.append((work, done)) } }
+
+    /// Runs the oldest work, then what follows it on the loop.
+    func runNext() {
+        let (work, done) = pending.removeFirst()
+        work()
+        done()
+    }
+}
