@@ -2,7 +2,9 @@
 # What one client's large writes cost another: an ordinary client asks ReadAlias every 10 ms
 # (scripts/dbus-clients/pinger.py) alone, then beside a client that stores large items as fast as
 # secretd takes them (large-writer.py), for each shape of item below; prints the pinger's median,
-# 99th percentile and maximum latency, and the writer's store times, in ms.
+# 99th percentile and maximum latency, and the writer's store times, in ms. Beside each, the
+# floor: the same two clients against a stand-in that stores nothing (keychain-bench
+# --serve-stand-in, sd-bus on one thread as secretd), i.e. what the bus alone costs the pinger.
 #   bench/stall.sh [SECONDS]     default 10 s a shape
 # Uses the release build (make bench builds it, or: swift build -c release --static-swift-stdlib
 # --disable-local-rpath; BIN= another directory), on a private bus.
@@ -10,7 +12,9 @@ set -eu
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
 bin=${BIN:-$(swift build -c release --show-bin-path)}
-[ -x "$bin/secretd" ] || { echo "stall: no $bin/secretd; build the release first (make bench does)" >&2; exit 1; }
+for program in secretd keychain-bench; do
+    [ -x "$bin/$program" ] || { echo "stall: no $bin/$program; build the release first (make bench does)" >&2; exit 1; }
+done
 . scripts/exit-cleanup.sh
 dir=$(mktemp -d /tmp/keychain-stall.XXXXXX)
 scratch=$dir
@@ -19,26 +23,29 @@ private_home
 clients=scripts/dbus-clients
 
 # Each shape starts on an empty keyring of its own, so that one shape's items (and the
-# writer's quota they use up) do not weigh on the next.
-start_secretd() {
+# writer's quota they use up) do not weigh on the next. `start_provider NAME stand-in` starts the
+# floor's stand-in instead.
+start_provider() {
     export XDG_DATA_HOME="$HOME/$1/share" XDG_CONFIG_HOME="$HOME/$1/config"
-    printf 'bench-password' | "$bin/secretd" --unlock >"$dir/secretd.log" 2>&1 &
-    secretd_pid=$!
-    pids="$pids $secretd_pid"
-    wait_for_owner org.freedesktop.secrets "$dir/secretd.log" secretd
+    if [ "${2:-}" = stand-in ]; then
+        "$bin/keychain-bench" --serve-stand-in >"$dir/provider.log" 2>&1 &
+    else
+        printf 'bench-password' | "$bin/secretd" --unlock >"$dir/provider.log" 2>&1 &
+    fi
+    provider_pid=$!
+    pids="$pids $provider_pid"
+    wait_for_owner org.freedesktop.secrets "$dir/provider.log" "${2:-secretd}"
 }
-stop_secretd() {
-    kill "$secretd_pid"
-    wait "$secretd_pid" 2>/dev/null || true
+stop_provider() {
+    kill "$provider_pid"
+    wait "$provider_pid" 2>/dev/null || true
     rm -rf "$XDG_DATA_HOME"
 }
 
-# The shapes: name, attributes, bytes per attribute value, secret bytes.
-printf '%-34s %9s %9s %9s   %s\n' "writer's items" "median" "p99" "max" "writer (stores, median/max ms)"
-printf '%-34s %9s\n' "" "ReadAlias latency of the other client, ms"
-while read -r name count size secret; do
-    [ -n "$name" ] || continue
-    start_secretd "$name"
+# One measurement: the pinger alone or beside the writer of shape NAME (the rest of the shape's
+# line); sets `pinged` (median p99 max) and `written` (the writer's stores, or -).
+measure() {
+    name=$1 count=$2 size=$3 secret=$4
     if [ "$name" = none ]; then
         writer=""
     else
@@ -48,14 +55,27 @@ while read -r name count size secret; do
     fi
     pinger=$(/usr/bin/python3 -B "$clients/pinger.py" "$((seconds - 1))")
     [ -z "$writer" ] || wait "$writer"
-    summary=$(echo "$pinger" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("%9s %9s %9s" % (r["median_ms"], r["p99_ms"], r["max_ms"]))')
+    pinged=$(echo "$pinger" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("%9s %9s %9s" % (r["median_ms"], r["p99_ms"], r["max_ms"]))')
     if [ -n "$writer" ]; then
         written=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("%s, %s/%s%s" % (r["stored"], r["median_ms"], r["max_ms"], ", refused: " + r["refusal"] if r["refusal"] else ""))' "$dir/writer.json")
     else
         written="-"
     fi
-    printf '%-34s %s   %s\n' "$name" "$summary" "$written"
-    stop_secretd
+}
+
+# The shapes: name, attributes, bytes per attribute value, secret bytes.
+printf '%-34s %9s %9s %9s %9s   %s\n' "writer's items" "median" "p99" "max" "floor p99" "writer (stores, median/max ms; floor's)"
+printf '%-34s %9s\n' "" "ReadAlias latency of the other client, ms"
+while read -r name count size secret; do
+    [ -n "$name" ] || continue
+    start_provider "$name" stand-in
+    measure "$name" "$count" "$size" "$secret"
+    floor_p99=$(echo "$pinged" | awk '{print $2}') floor_written=$(echo "$written" | cut -d, -f1)
+    stop_provider
+    start_provider "$name"
+    measure "$name" "$count" "$size" "$secret"
+    stop_provider
+    printf '%-34s %s %9s   %s\n' "$name" "$pinged" "$floor_p99" "$written${writer:+; $floor_written}"
 done <<'SHAPES'
 none 0 0 0
 small:2x16B,32B 2 16 32

@@ -9,6 +9,7 @@
 //                                                   (one round against one provider; the floor service
 //                                                   must own its name on the same bus)
 //        keychain-bench --serve-floor               (the floor service: a no-op method, FloorService.swift)
+//        keychain-bench --serve-stand-in            (bench/stall.sh's floor: a Secret Service storing nothing, StandInService.swift)
 //        keychain-bench --store-worker ID COUNT     (one of the concurrent storing clients)
 //        keychain-bench --serve-no-work main-loop|worker-thread   (a provider that does no work)
 //        keychain-bench --lookups COUNT             (lookups and the round-trip floor only)
@@ -97,6 +98,7 @@ if arguments.first == "--store-worker", arguments.count == 3, let count = Int(ar
     exit(Workload.storeWorker(id: arguments[1], count: count))
 }
 if arguments == ["--serve-floor"] { FloorService.serve() }
+if arguments == ["--serve-stand-in"] { StandInService.serve() }
 if arguments.first == "--serve-no-work", arguments.count == 2, let mode = NoWorkProvider.Mode(rawValue: arguments[1]) {
     NoWorkProvider.serve(mode, secret: Workload(options: Options([])).secret(0))
 }
