@@ -82,6 +82,16 @@ public struct InternetKeychain: Sendable {
             defaultLabel: { account in "\(account)@\(server)\(labelSuffix)" }, accessibility: accessibility)
     }
 
+    /// Every internet password item of every server (no secrets), sorted by server and account;
+    /// ``KeychainItem/service`` is the server. Throws ``KeychainError/locked`` when some are in
+    /// a locked keyring, rather than leave them out.
+    public static func allAccounts() throws(KeychainError) -> [KeychainItem] {
+        try ItemScope(
+            schema: KeychainAttributeName.networkSchema, base: [:], keyNames: [], accountName: KeychainAttributeName.user,
+            mirrorAccountName: nil, serviceName: KeychainAttributeName.server, collection: nil, defaultLabel: { $0 }
+        ).items()
+    }
+
     /// The password stored for `account`, or `nil` when there is none.
     public func password(for account: String) throws(KeychainError) -> String? {
         try Validation.text(account, field: "account")
@@ -167,7 +177,12 @@ public struct InternetKeychain: Sendable {
         try await BlockingCall.run { () throws(KeychainError) in try removeValue(for: account) }
     }
 
-    /// Async variant of ``allAccounts()``.
+    /// Async variant of ``allAccounts()-swift.type.method``.
+    public static func allAccounts() async throws(KeychainError) -> [KeychainItem] {
+        try await BlockingCall.run { () throws(KeychainError) in try allAccounts() }
+    }
+
+    /// Async variant of ``allAccounts()-swift.method``.
     public func allAccounts() async throws(KeychainError) -> [KeychainItem] {
         try await BlockingCall.run { () throws(KeychainError) in try allAccounts() }
     }

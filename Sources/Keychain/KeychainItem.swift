@@ -2,6 +2,17 @@ public import FoundationEssentials
 
 /// What the keychain knows about a stored item, without its secret.
 public struct KeychainItem: Equatable, Sendable {
+    /// Which kind of password an item is, as the keychain's item classes tell them apart.
+    public enum Kind: String, Equatable, Sendable {
+        /// Found through ``Keychain``: a `service` and an `account`.
+        case genericPassword
+        /// Found through ``InternetKeychain``: a `server` and a `user`, perhaps a protocol,
+        /// port and path.
+        case internetPassword
+    }
+
+    /// Which kind of password the item is; ``service`` is its server when it is an internet password.
+    public var kind: Kind
     /// The service of a generic password, or the server of an internet password.
     public var service: String
     /// The account the secret belongs to.
@@ -26,8 +37,9 @@ public struct KeychainItem: Equatable, Sendable {
     public init(
         service: String, account: String, label: String, comment: String? = nil,
         accessGroup: String? = nil, accessibility: KeychainAccessibility = .whenUnlocked, created: Date, modified: Date,
-        attributes: [String: String]
+        attributes: [String: String], kind: Kind = .genericPassword
     ) {
+        self.kind = kind
         self.service = service
         self.account = account
         self.label = label

@@ -85,6 +85,36 @@ extension ProviderTests.SecretCtlEndToEnd {
         #expect(try run(["search", "no-such-text-\(UUID().uuidString)"]).status == 1)
     }
 
+    @Test("internet passwords are listed, found, read, shown and deleted by server and user; a generic password of the same name comes first")
+    func internetPasswords() throws {
+        let host = "inet-\(UUID().uuidString.prefix(8)).example.com"
+        try InternetKeychain(server: host, protocol: .https, port: 8443).set("web", for: "alice")
+        #expect(try run(["list", host]).text == "\(host)\talice\talice@\(host):8443\n")
+        let listed = try JSONSerialization.jsonObject(with: try run(["list", "--json", host]).output) as? [[String: Any]]
+        #expect(listed?.first?["kind"] as? String == "internet")
+        #expect(listed?.first?["url"] as? String == "https://\(host):8443/")
+        #expect(try run(["list"]).text.contains("\(host)\talice\t"))
+        #expect(try run(["search", host.uppercased()]).text == "\(host)\talice\talice@\(host):8443\n")
+        #expect(try run(["get", host, "alice"]).text == "web")
+        let show = try run(["show", host, "alice"])
+        #expect(show.text.contains("kind: internet\n") && show.text.contains("url: https://\(host):8443/\n"), "\(show.text)")
+        // The library tells the kinds apart too.
+        #expect(try InternetKeychain.allAccounts().first { $0.service == host }?.kind == .internetPassword)
+        #expect(try Keychain.allAccounts().allSatisfy { $0.kind == .genericPassword })
+
+        // A generic password of the same service and account is the one read and deleted first.
+        #expect(try run(["set", host, "alice"], input: "generic").status == 0)
+        #expect(try run(["get", host, "alice"]).text == "generic")
+        let both = try JSONSerialization.jsonObject(with: try run(["list", "--json", host]).output) as? [[String: Any]]
+        #expect(both?.map { $0["kind"] as? String } == ["generic", "internet"])
+        #expect(try run(["delete", host, "alice"]).status == 0)
+        #expect(try run(["get", host, "alice"]).text == "web")
+        #expect(try run(["delete", host, "alice"]).status == 0)
+        #expect(try InternetKeychain(server: host).allAccounts().isEmpty)
+        #expect(try run(["get", host, "alice"]).status == 1)
+        #expect(try run(["delete", host, "alice"]).status == 1)
+    }
+
     @Test("generate stores a random password of the asked length and character set and prints it")
     func generate() throws {
         let service = uniqueService()

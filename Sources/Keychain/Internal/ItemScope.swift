@@ -204,6 +204,7 @@ struct ItemScope: Sendable {
             comment: attributes[KeychainAttributeName.comment],
             accessGroup: attributes[KeychainAttributeName.accessGroup],
             accessibility: KeychainAccessibility(attributes: attributes),
-            created: item.created, modified: item.modified, attributes: attributes)
+            created: item.created, modified: item.modified, attributes: attributes,
+            kind: schema == KeychainAttributeName.networkSchema ? .internetPassword : .genericPassword)
     }
 }

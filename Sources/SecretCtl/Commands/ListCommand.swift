@@ -1,12 +1,13 @@
 import Keychain
 
 /// `secretctl list [SERVICE]`: the accounts of one service, or of every service; no secrets.
+/// Generic passwords and internet passwords both, an internet password's server as its service.
 enum ListCommand: Verb {
     /// `SERVICE`, optional here: without it every service is listed.
-    static let service = Positional<String?>("SERVICE", help: "Only this service.")
+    static let service = Positional<String?>("SERVICE", help: "Only this service (or an internet password's server).")
 
     static let spec = CommandSpec(
-        name: "list", abstract: "List the accounts of one service, or of all (no secrets).",
+        name: "list", abstract: "List the accounts of one service, or of all: generic and internet passwords (no secrets).",
         arguments: [service], options: [Common.group, Common.json],
         examples: ["secretctl list", "secretctl list --json com.example.mail"])
 
@@ -15,11 +16,12 @@ enum ListCommand: Verb {
         let items: [KeychainItem]
         if let service = parsed[Self.service] {
             let keychain = try Common.keychain(service: service, group: group)
-            items = try CommandLineError.keychain { () throws(KeychainError) in try keychain.allAccounts() }
+            items = try CommandLineError.keychain { () throws(KeychainError) in
+                try keychain.allAccounts() + InternetKeychain(server: service, accessGroup: group).allAccounts()
+            }
         } else {
-            items = try CommandLineError.keychain { () throws(KeychainError) in try Keychain.allAccounts() }
-                .filter { group == nil || $0.accessGroup == group }
+            items = try Output.allItems().filter { group == nil || $0.accessGroup == group }
         }
-        try Output.items(items, json: parsed[Common.json])
+        try Output.items(Output.sorted(items), json: parsed[Common.json])
     }
 }

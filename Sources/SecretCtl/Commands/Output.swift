@@ -21,6 +21,19 @@ enum Output {
         Terminal.writeOutput(text + "\n")
     }
 
+    /// Every generic and internet password of every keyring (no secrets), sorted.
+    static func allItems() throws(CommandLineError) -> [KeychainItem] {
+        try sorted(CommandLineError.keychain { () throws(KeychainError) in
+            try Keychain.allAccounts() + InternetKeychain.allAccounts()
+        })
+    }
+
+    /// `items` in the order `list` and `search` print them: by service (or server), account,
+    /// label, generic passwords before internet ones.
+    static func sorted(_ items: [KeychainItem]) -> [KeychainItem] {
+        items.sorted { ($0.service, $0.account, $0.label, $0.kind.rawValue) < ($1.service, $1.account, $1.label, $1.kind.rawValue) }
+    }
+
     /// Items as `list` and `search` print them: JSON, or service, account and label per line.
     static func items(_ items: [KeychainItem], json: Bool) throws(CommandLineError) {
         if json {
@@ -30,13 +43,24 @@ enum Output {
         }
     }
 
-    /// The JSON fields of an item; dates in ISO 8601, absent values null.
+    /// The JSON fields of an item; dates in ISO 8601, absent values null. `kind` is `generic` or
+    /// `internet`; an internet password's `service` is its server, and `url` its address.
     static func describe(_ item: KeychainItem) -> [String: Any?] {
-        [
+        var fields: [String: Any?] = [
             "service": item.service, "account": item.account, "label": item.label, "comment": item.comment,
             "group": item.accessGroup, "accessible": item.accessibility.name, "created": item.created.formatted(.iso8601),
-            "modified": item.modified.formatted(.iso8601),
+            "modified": item.modified.formatted(.iso8601), "kind": kindName(item.kind),
         ]
+        if item.kind == .internetPassword { fields["url"] = LoginAttributes.url(of: item.attributes) }
+        return fields
+    }
+
+    /// How `list`, `search` and `show` name an item's kind.
+    static func kindName(_ kind: KeychainItem.Kind) -> String {
+        switch kind {
+        case .genericPassword: "generic"
+        case .internetPassword: "internet"
+        }
     }
 
     /// The JSON fields of an item found by attributes: path, label, attributes, dates and, when

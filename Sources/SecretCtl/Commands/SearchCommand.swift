@@ -101,7 +101,7 @@ enum SearchCommand: Verb {
     /// One word: the items whose service, account or label contains it, ignoring case.
     private static func findText(_ text: String, json: Bool) throws(CommandLineError) {
         let needle = text.lowercased()
-        let items = try CommandLineError.keychain { () throws(KeychainError) in try Keychain.allAccounts() }.filter {
+        let items = try Output.allItems().filter {
             [$0.service, $0.account, $0.label].contains { $0.lowercased().contains(needle) }
         }
         if items.isEmpty && !json { throw .failure("nothing matches '\(text)'", status: .notFound) }
