@@ -100,7 +100,7 @@ struct CollectionObject {
         let contents = ItemContents(label: label, attributes: attributes, secret: secret, contentType: contentType)
         let creator = try? provider.caller(sender).get().identity.description
         let write = ItemWrite(collection: collection, contents: contents, replace: replace, sender: sender, creator: creator)
-        var large = secret.count >= SealingQueue.threshold
+        var large = contents.byteCount >= SealingQueue.threshold
         if large && replace {
             do throws(StoreError) {
                 large = try replaced(write, keys: keys) == nil
@@ -109,9 +109,11 @@ struct CollectionObject {
             }
         }
         guard large else { return reply(.success(try store(write, keys: keys, sealed: nil).get())) }
-        // Sealed off the loop for the id it will have; written on the loop once sealed, unless
-        // the keyring was locked (or locked and unlocked: other keys) meanwhile, or an item
-        // to replace turned up, when it is stored as a small one is.
+        // Sealed off the loop for the id it will have. Once sealed, checked again on the loop:
+        // the keyring was deleted or locked meanwhile (an error), locked and unlocked (other
+        // key objects) or an item to replace turned up (stored as a small one is, on the loop).
+        // Otherwise its row is written off the loop too, through the store's second connection
+        // (``ApartWriter``), and published once it is durable.
         let id: Int64
         do throws(StoreError) {
             id = try provider.keyring.store.reserveItemID()
@@ -120,16 +122,45 @@ struct CollectionObject {
         }
         let accessor = provider.keyring.accessor
         provider.sealing.seal({ Result { () throws(StoreError) in try Store.seal(contents, as: id, in: collection, keys: keys) } }) {
-            [provider] sealed in
-            provider.keyring.acting(as: accessor) {
+            [provider] sealed -> SealingQueue.AfterSealing in
+            provider.keyring.acting(as: accessor) { () -> SealingQueue.AfterSealing in
                 let present = (try? provider.keyring.collections())?.contains { $0.id == collection.id && $0.uuid == collection.uuid } ?? false
-                guard present else { return reply(.failure(.noSuchObject("the collection was deleted while the item was written"))) }
-                guard let current = provider.keyring.held(collection.id) else { return reply(.failure(.isLocked("the keyring is locked"))) }
+                guard present else {
+                    reply(.failure(.noSuchObject("the collection was deleted while the item was written")))
+                    return .finished
+                }
+                guard let current = provider.keyring.held(collection.id) else {
+                    reply(.failure(.isLocked("the keyring is locked")))
+                    return .finished
+                }
                 // The same key objects: not wiped by a lock and derived again since.
                 let same = current.master === keys.master && current.afterFirstUnlock === keys.afterFirstUnlock
-                reply(CollectionObject(provider).store(write, keys: current, sealed: same ? try? sealed.get() : nil))
+                let object = CollectionObject(provider)
+                guard same, case .success(let sealedItem) = sealed, !object.mayReplace(write, keys: current),
+                    let apart = provider.keyring.store.apartWriter()
+                else {
+                    reply(object.store(write, keys: current, sealed: same ? try? sealed.get() : nil))
+                    return .finished
+                }
+                let quota = provider.quota
+                let creator = write.creator
+                return .write({ Result { () throws(StoreError) in
+                    try apart.createItem(sealedItem, in: collection, creator: creator, within: quota)
+                } }, then: { written in
+                    provider.keyring.acting(as: accessor) {
+                        reply(written.map { item in
+                            provider.keyring.createdApart(item, from: sealedItem, in: collection)
+                            return object.reply(created: item, in: collection)
+                        }.mapError(provider.storeFailure))
+                    }
+                })
             }
         }
+    }
+
+    /// `CreateItem`'s reply for `item`: its path, and no prompt.
+    private func reply(created item: Store.ItemRecord, in collection: Store.CollectionRecord) -> DBusValue {
+        .tuple([.objectPath(ObjectPaths.item(collection.name, item.id)), .objectPath(ObjectPaths.none)])
     }
 
     /// What one `CreateItem` writes.
@@ -152,6 +183,17 @@ struct CollectionObject {
         return nil
     }
 
+    /// Whether `write` asks to replace and an item to replace is there, or cannot be looked for
+    /// (then ``store(_:keys:sealed:)``, on the loop, finds out and says).
+    private func mayReplace(_ write: ItemWrite, keys: Store.ItemKeys) -> Bool {
+        guard write.replace else { return false }
+        do throws(StoreError) {
+            return try replaced(write, keys: keys) != nil
+        } catch {
+            return true
+        }
+    }
+
     /// Stores `write`: replaces the item it replaces, or creates it, from `sealed` when that
     /// was sealed for it and nothing is to be replaced; `CreateItem`'s reply.
     private func store(_ write: ItemWrite, keys: Store.ItemKeys, sealed: Store.SealedItem?) -> Result<DBusValue, SecretServiceError> {
@@ -165,7 +207,7 @@ struct CollectionObject {
             } else {
                 item = try provider.keyring.createItem(in: collection, keys: keys, contents: write.contents, creator: write.creator, within: provider.quota)
             }
-            return .success(.tuple([.objectPath(ObjectPaths.item(collection.name, item.id)), .objectPath(ObjectPaths.none)]))
+            return .success(reply(created: item, in: collection))
         } catch {
             return .failure(provider.storeFailure(error))
         }

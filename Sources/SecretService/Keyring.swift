@@ -296,6 +296,13 @@ final class Keyring {
         return item
     }
 
+    /// Publishes `item`, which the store's second connection created from `sealed` off the
+    /// loop (``Store/ApartWriter``), as ``createItem(_:in:creator:within:)`` would have.
+    func createdApart(_ item: Store.ItemRecord, from sealed: Store.SealedItem, in collection: Store.CollectionRecord) {
+        store.noteWrittenApart()  // what follows, the subscribers and the next calls read it
+        publish(.itemCreated(item, in: collection, label: sealed.label, attributes: sealed.attributes))
+    }
+
     /// Gives `item` new `contents` and publishes the change.
     func updateItem(
         _ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys,

@@ -1,23 +1,37 @@
 import SecretStore
 
-/// Where large items are sealed before they are written: off the main loop (``OffLoop``), one
-/// at a time in the order asked, so that one client's large writes do not hold the others up
-/// for their sealing and encoding, and a client sending many cannot start a thread for each.
-/// The item's row is then written on the loop (``CollectionObject``).
+/// Where large items are sealed and written: off the main loop (``OffLoop``), one at a time in
+/// the order asked, so that one client's large writes do not hold the others up for their
+/// sealing, encoding, page copies and sync, and a client sending many cannot start a thread
+/// for each. An item is sealed first; back on the loop, what was checked when it was asked for
+/// is checked again, and its row is then written through the store's second connection
+/// (``ApartWriter``) off the loop too, or on the loop (``CollectionObject``).
 final class SealingQueue {
-    /// Secrets from this size on are sealed here; smaller ones cost less than the hand-over.
-    static let threshold = 256 * 1024
+    /// Items from this size on (secret, label and attributes: ``ItemContents/byteCount``) are
+    /// sealed and written here; smaller ones cost less than the hand-over.
+    static let threshold = 32 * 1024
+
+    /// What follows a seal, decided on the loop: nothing, or a write off the loop and then
+    /// `done` with its result on the loop.
+    enum AfterSealing {
+        case finished
+        case write(@Sendable () -> Result<Store.ItemRecord, StoreError>, then: (Result<Store.ItemRecord, StoreError>) -> Void)
+    }
 
     private let offLoop: OffLoop
-    private var waiting: [(work: @Sendable () -> Result<Store.SealedItem, StoreError>, done: (Result<Store.SealedItem, StoreError>) -> Void)] = []
+    private var waiting: [(work: @Sendable () -> Result<Store.SealedItem, StoreError>, done: (Result<Store.SealedItem, StoreError>) -> AfterSealing)] = []
     private var running = false
 
-    /// A queue whose sealing runs through `offLoop`.
+    /// A queue whose work runs through `offLoop`.
     init(offLoop: OffLoop) { self.offLoop = offLoop }
 
     /// Runs `work` (a ``Store/seal(_:as:in:keys:)``) off the loop after those asked before it,
-    /// then `done` with its result on the loop.
-    func seal(_ work: @escaping @Sendable () -> Result<Store.SealedItem, StoreError>, then done: @escaping (Result<Store.SealedItem, StoreError>) -> Void) {
+    /// then `done` with its result on the loop; the write `done` may ask for runs off the loop
+    /// before the next item's seal.
+    func seal(
+        _ work: @escaping @Sendable () -> Result<Store.SealedItem, StoreError>,
+        then done: @escaping (Result<Store.SealedItem, StoreError>) -> AfterSealing
+    ) {
         waiting.append((work, done))
         startNext()
     }
@@ -27,9 +41,20 @@ final class SealingQueue {
         let (work, done) = waiting.removeFirst()
         running = true
         offLoop.run(named: "secretd-seal", work) { [self] result in
-            running = false
-            done(result)
-            startNext()
+            switch done(result) {
+            case .finished:
+                finish()
+            case .write(let write, let written):
+                offLoop.run(named: "secretd-write", write) { [self] result in
+                    written(result)
+                    finish()
+                }
+            }
         }
+    }
+
+    private func finish() {
+        running = false
+        startNext()
     }
 }

@@ -19,6 +19,12 @@ public struct ItemContents: Sendable {
     /// decides the key the item is sealed with (``Store/ItemKeys``).
     package var accessibility: ItemAccessibility { ItemAccessibility(attributes: attributes) }
 
+    /// The bytes of its secret, label and attributes (names and values): what sealing it and
+    /// writing its row cost grows with.
+    public var byteCount: Int {
+        secret.count + label.utf8.count + attributes.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+    }
+
     /// Creates item contents.
     public init(label: String, attributes: [String: String], secret: SecureBytes, contentType: String) {
         self.label = label

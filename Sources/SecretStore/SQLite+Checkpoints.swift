@@ -148,8 +148,8 @@ extension Database {
 
     /// Lets go of a group's read snapshot (nothing written in it) when a background checkpoint
     /// has finished since it began: the next one then starts after the checkpoint, and the next
-    /// write can restart the log from its beginning instead of growing it. secretd is the
-    /// file's only writer, so the new snapshot sees the same data.
+    /// write can restart the log from its beginning instead of growing it. The new snapshot sees
+    /// the same data, and what the apart writer (``ApartWriter``) committed since, if anything.
     func renewSnapshotIfCheckpointed() {
         guard let checkpointer, hasOpenGroup, !hasPendingCommit, transactionDepth == 0, checkpointer.takeCompleted() else { return }
         try? commitPending()

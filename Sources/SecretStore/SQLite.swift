@@ -35,6 +35,10 @@ package final class Database {
 
     deinit { close() }
 
+    /// How long a statement waits for another connection's write lock before it fails
+    /// (5 s from the start).
+    func busyTimeout(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
+
     /// Whether ``close()`` ran; every call after it throws.
     private(set) var isClosed = false
 
@@ -95,7 +99,37 @@ package final class Database {
             statements[sql] = prepared
         }
         for (index, value) in values.enumerated() { try prepared.bind(value, at: Int32(index + 1)) }
+        if opensGroup && otherWriters && transactionDepth == 0 && hasOpenGroup && !hasPendingCommit && !prepared.isReadOnly {
+            // The group's first write, on a snapshot another connection may have written past:
+            // a fresh one, with the write lock (``otherWriters``).
+            try renewSnapshotForWrite()
+        }
         return prepared
+    }
+
+    /// Whether another connection of this process may write the file (``ApartWriter``): then
+    /// a group that has only read lets go of its snapshot before it writes, and takes a fresh
+    /// one with the write lock (`BEGIN IMMEDIATE`), rather than turn a snapshot that may be
+    /// stale into a write transaction (which SQLite refuses: `SQLITE_BUSY_SNAPSHOT`).
+    var otherWriters = false
+
+    /// Ends the group's transaction when it has only read (nothing to commit), so the next
+    /// statement begins on a fresh snapshot.
+    func endReadSnapshot() {
+        guard hasOpenGroup, !hasPendingCommit, transactionDepth == 0 else { return }
+        try? control("COMMIT")
+    }
+
+    /// Rolls back the open transaction, if any (what closing the connection would do).
+    func endTransaction() {
+        guard !isClosed, sqlite3_get_autocommit(handle) == 0 else { return }
+        try? execute("ROLLBACK")
+    }
+
+    /// Ends the group's read snapshot and opens its write transaction on a fresh one.
+    private func renewSnapshotForWrite() throws(StoreError) {
+        try control("COMMIT")
+        try control("BEGIN IMMEDIATE")
     }
 
     /// Runs a statement that opens, ends or marks a transaction (never opens the group's).
@@ -137,9 +171,10 @@ package final class Database {
     /// every later statement and ``transaction(_:)`` (a savepoint of it once it holds writes)
     /// runs inside it, and ``commitPending()`` ends it. So reads share one snapshot until the
     /// daemon ends the group (no WAL locks and no `BEGIN` per statement or per call), and writes
-    /// that arrive together share one sync to disk. secretd is the file's only writer
-    /// (``DataDirectoryLock``), so the snapshot is never stale and can always become the write
-    /// transaction.
+    /// that arrive together share one sync to disk. secretd is the file's only writing process
+    /// (``DataDirectoryLock``); while this is its only writing connection the snapshot is never
+    /// stale and becomes the write transaction, and once another one writes too
+    /// (``otherWriters``) the first write of a group takes a fresh one.
     var groupsCommits = false
     /// Whether the group's transaction holds writes not yet committed (a write of any kind:
     /// a ``transaction(_:)`` or a single statement).
@@ -177,7 +212,11 @@ package final class Database {
             // commits are grouped, the group's (it is not open, or has only read), which
             // ``commitPending()`` commits. A failure rolls it all back, which takes back this
             // one's writes alone. No savepoint (two statements a store).
-            if !groupsCommits || awaitsGroup { try control("BEGIN IMMEDIATE") }
+            if !groupsCommits || awaitsGroup {
+                try control("BEGIN IMMEDIATE")
+            } else if otherWriters {
+                try renewSnapshotForWrite()  // the group has only read, perhaps on a stale snapshot
+            }
             transactionDepth += 1
             defer { transactionDepth -= 1 }
             do {
@@ -322,6 +361,9 @@ package final class Database {
         }
 
         /// Advances to the next row; `false` when the statement is done.
+        /// Whether the statement writes nothing (SQLite's own judgement).
+        var isReadOnly: Bool { sqlite3_stmt_readonly(handle) != 0 }
+
         func step() throws(StoreError) -> Bool {
             let status = sqlite3_step(handle)
             switch status {

@@ -39,7 +39,9 @@ extension Store {
             throw .invalidInput("cannot read the backup \(path): \(String(cString: strerror(errno)))")
         }
 
-        // The background checkpoints' connection is closed while the pages are replaced.
+        // The background checkpoints' connection is closed while the pages are replaced, and
+        // the apart writer's (after its write in progress; reopened on its next use).
+        closeApartWriter()
         let checkpointedInBackground = database.stopBackgroundCheckpoints()
         defer { if checkpointedInBackground { database.checkpointInBackground() } }
         var source = try Database(path: path, readOnly: true)

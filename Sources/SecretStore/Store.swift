@@ -64,8 +64,42 @@ public final class Store {
     /// after a clean stop `secretd.sqlite3` alone holds every item. Every later call throws.
     public func close() {
         forgetCollections()
+        // A transaction left open would be rolled back by the close; ended first, so that a
+        // write of the apart writer waiting for its lock goes through, and the close after it.
+        database.endTransaction()
+        closeApartWriter()
         database.close()
     }
+
+    /// The second connection large items are written through off the main loop, opened on
+    /// first use (nil when it cannot be: the caller writes on this connection). From then on
+    /// this connection takes a fresh snapshot for each group's first write
+    /// (``Database/otherWriters``).
+    public func apartWriter() -> ApartWriter? {
+        if let apart { return apart }
+        guard !database.isClosed else { return nil }
+        do throws(StoreError) {
+            apart = try ApartWriter(url: databaseURL)
+            database.otherWriters = true
+        } catch {
+            return nil
+        }
+        return apart
+    }
+
+    /// Lets go of the group's read snapshot when it has only read, so that what the apart
+    /// writer committed is seen by the next read: call it on learning of that commit, before
+    /// anything reads the new row. (A group that holds writes began after that commit: the
+    /// apart writer waits for the write lock.)
+    public func noteWrittenApart() { database.endReadSnapshot() }
+
+    /// Closes the apart writer's connection, after its write in progress.
+    func closeApartWriter() {
+        apart?.close()
+        apart = nil
+    }
+
+    private var apart: ApartWriter?
 
     /// Creates `path` and any missing parents (0700), then makes `path` itself 0700. Each
     /// directory it creates is synced into its parent, so that a power cut after the first
@@ -98,7 +132,8 @@ public final class Store {
     /// that wrote when its main loop has nothing left to do, before it replies to a write:
     /// nothing is acknowledged before it is durable, and writes that arrive together share one
     /// sync. A group that only read stays open, so the reads between two writes share one
-    /// snapshot (secretd is the file's only writer, so it is never stale).
+    /// snapshot. It can miss only what the apart writer (``ApartWriter``) committed since: the
+    /// group's first write then takes a fresh snapshot, and ``noteWrittenApart()`` ends it.
     public var groupsCommits: Bool {
         get { database.groupsCommits }
         set { database.groupsCommits = newValue }
@@ -152,7 +187,8 @@ public final class Store {
 
     /// Collections and aliases as last read. Nearly every call names one, so they are kept
     /// rather than read per call; every write to either table forgets them, and so does a
-    /// failed group commit (its writes were rolled back). secretd is the file's only writer.
+    /// failed group commit (its writes were rolled back). Only this connection writes them (the
+    /// apart writer only creates items).
     private var cachedCollections: [CollectionRecord]?
     private var cachedAliases: [String: String]?
 

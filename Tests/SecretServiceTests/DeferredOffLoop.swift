@@ -9,10 +9,12 @@ final class DeferredOffLoop: @unchecked Sendable {
     /// An ``OffLoop`` that keeps its work here.
     var offLoop: OffLoop { OffLoop { [self] _, work, done in pending.append((work, done)) } }
 
-    /// Runs the oldest work, then what follows it on the loop.
-    func runNext() {
+    /// Runs the oldest work, then `meanwhile` (what the loop does before it hears the work
+    /// ended), then what follows the work on the loop.
+    func runNext(meanwhile: () -> Void = {}) {
         let (work, done) = pending.removeFirst()
         work()
+        meanwhile()
         done()
     }
 }

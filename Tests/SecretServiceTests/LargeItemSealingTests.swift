@@ -7,8 +7,9 @@ import SecretStore
 import Testing
 
 /// `CreateItem` of a large secret: sealed off the main loop (``SealingQueue``) for the id the
-/// item will have, then written on the loop. In this process, with the off-loop work kept until
-/// the test runs it, so what happens meanwhile is chosen by the test.
+/// item will have, then written off the loop too, through the store's second connection
+/// (``ApartWriter``). In this process, with the off-loop work kept until the test runs it, so
+/// what happens meanwhile is chosen by the test.
 @Suite struct LargeItemSealingTests {
     typealias Fixture = InProcessDaemonTests.Fixture
 
@@ -58,8 +59,8 @@ import Testing
                 .boolean(true),
             ]
             daemon.router.handle(MethodCall(sender: client, path: Fixture.login, interface: Introspection.collection, method: "CreateItem", arguments: arguments)) {
-                _ = daemon.commitPending()
                 answer($0)
+                _ = daemon.commitPending()
             }
         }
 
@@ -94,12 +95,27 @@ import Testing
         #expect(setup.search(":1.2", ["kind": "large"]).isEmpty, "not there before it is written")
 
         setup.deferred.runNext()
+        #expect(large == nil && setup.deferred.pending.count == 1, "sealed; the writing waits off the loop")
+        // A read snapshot of the main connection, begun before the write is committed (the
+        // group stays open: nothing commits it here).
+        let before = setup.daemon.router.handle(MethodCall(
+            sender: ":1.2", path: Fixture.login, interface: Introspection.collection, method: "SearchItems",
+            arguments: [.stringMap(["kind": "large"])]))
+        #expect(before.success?.tuple?.first?.objectPaths == [])
+        var later: Result<DBusValue, SecretServiceError>?
+        setup.deferred.runNext {
+            // Committed, and the loop has not heard yet: a write on the main connection takes a
+            // fresh snapshot rather than write over one that does not have the large item.
+            setup.create(":1.2", ["kind": "later"], Array("later".utf8)) { later = $0 }
+        }
+        #expect(later?.success?.tuple?.first?.objectPath != nil, "\(String(describing: later))")
         let largePath = try #require(large?.success?.tuple?.first?.objectPath)
         #expect(largePath != smallPath)
         // Its id was reserved before the small item's was given.
         #expect(try #require(Int64(largePath.split(separator: "/").last!)) < (try #require(Int64(smallPath.split(separator: "/").last!))))
         #expect(setup.search(":1.2", ["kind": "large"]) == [largePath])
         #expect(setup.secret(":1.1", of: largePath) == Self.large)
+        #expect(setup.search(":1.2", ["kind": "later"]).count == 1)
         #expect(setup.secret(":1.2", of: smallPath) == Array("small".utf8))
 
         // Replacing it goes through the same path and keeps the item.
@@ -137,13 +153,28 @@ import Testing
         let setup = try Setup()
         defer { setup.remove() }
         var answers: [Int: String] = [:]
+        var foundAtOnce: [Int: [String]] = [:]
         for index in 0..<3 {
-            setup.create(":1.1", ["kind": "large", "n": "\(index)"], Self.large + [UInt8(index)]) { answers[index] = $0.success?.tuple?.first?.objectPath }
+            setup.create(":1.1", ["kind": "large", "n": "\(index)"], Self.large + [UInt8(index)]) {
+                answers[index] = $0.success?.tuple?.first?.objectPath
+                // As the client's next call would, before anything ends the main connection's group.
+                foundAtOnce[index] = setup.daemon.router.handle(MethodCall(
+                    sender: ":1.1", path: Fixture.login, interface: Introspection.collection, method: "SearchItems",
+                    arguments: [.stringMap(["n": "\(index)"])])).success?.tuple?.first?.objectPaths
+            }
         }
         #expect(setup.deferred.pending.count == 1 && answers.isEmpty)
         for expected in 1...3 {
-            setup.deferred.runNext()
+            setup.deferred.runNext()  // sealed
+            #expect(answers.count == expected - 1 && setup.deferred.pending.count == 1)
+            // A read snapshot begun before the write (nothing commits it here) is let go of
+            // when the write is heard of, so the writer finds its item at once.
+            _ = setup.daemon.router.handle(MethodCall(
+                sender: ":1.2", path: Fixture.login, interface: Introspection.collection, method: "SearchItems",
+                arguments: [.stringMap(["kind": "large"])]))
+            setup.deferred.runNext()  // written
             #expect(answers.count == expected)
+            #expect(foundAtOnce[expected - 1] == [answers[expected - 1]].compactMap { $0 }, "the writer finds its item at once")
             #expect(setup.deferred.pending.count == (expected < 3 ? 1 : 0))
         }
         for index in 0..<3 {
