@@ -5,6 +5,8 @@
 # 99th percentile and maximum latency, and the writer's store times, in ms. Beside each, the
 # floor: the same two clients against a stand-in that stores nothing (keychain-bench
 # --serve-stand-in, sd-bus on one thread as secretd), i.e. what the bus alone costs the pinger.
+# The last shape adds a client storing small items as fast as it can beside the 8 MiB writer:
+# its writes wait for the large ones' (one SQLite writer at a time), and so does everyone after.
 #   bench/stall.sh [SECONDS]     default 10 s a shape
 # Uses the release build (make bench builds it, or: swift build -c release --static-swift-stdlib
 # --disable-local-rpath; BIN= another directory), on a private bus.
@@ -43,18 +45,23 @@ stop_provider() {
 }
 
 # One measurement: the pinger alone or beside the writer of shape NAME (the rest of the shape's
-# line); sets `pinged` (median p99 max) and `written` (the writer's stores, or -).
+# line; `with-small-writer` last: a second client storing small items as fast as it can too);
+# sets `pinged` (median p99 max) and `written` (the writer's stores, or -).
 measure() {
-    name=$1 count=$2 size=$3 secret=$4
-    if [ "$name" = none ]; then
-        writer=""
-    else
+    name=$1 count=$2 size=$3 secret=$4 also=${5:-}
+    writer="" small=""
+    if [ "$name" != none ]; then
         /usr/bin/python3 -B "$clients/large-writer.py" "$seconds" "$count" "$size" "$secret" "$name" >"$dir/writer.json" &
         writer=$!
-        sleep 0.5
     fi
+    if [ "$also" = with-small-writer ]; then
+        /usr/bin/python3 -B "$clients/large-writer.py" "$seconds" 2 16 32 small >/dev/null &
+        small=$!
+    fi
+    [ -z "$writer" ] || sleep 0.5
     pinger=$(/usr/bin/python3 -B "$clients/pinger.py" "$((seconds - 1))")
     [ -z "$writer" ] || wait "$writer"
+    [ -z "$small" ] || wait "$small"
     pinged=$(echo "$pinger" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("%9s %9s %9s" % (r["median_ms"], r["p99_ms"], r["max_ms"]))')
     if [ -n "$writer" ]; then
         written=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("%s, %s/%s%s" % (r["stored"], r["median_ms"], r["max_ms"], ", refused: " + r["refusal"] if r["refusal"] else ""))' "$dir/writer.json")
@@ -66,14 +73,14 @@ measure() {
 # The shapes: name, attributes, bytes per attribute value, secret bytes.
 printf '%-34s %9s %9s %9s %9s   %s\n' "writer's items" "median" "p99" "max" "floor p99" "writer (stores, median/max ms; floor's)"
 printf '%-34s %9s\n' "" "ReadAlias latency of the other client, ms"
-while read -r name count size secret; do
+while read -r name count size secret also; do
     [ -n "$name" ] || continue
     start_provider "$name" stand-in
-    measure "$name" "$count" "$size" "$secret"
+    measure "$name" "$count" "$size" "$secret" "$also"
     floor_p99=$(echo "$pinged" | awk '{print $2}') floor_written=$(echo "$written" | cut -d, -f1)
     stop_provider
     start_provider "$name"
-    measure "$name" "$count" "$size" "$secret"
+    measure "$name" "$count" "$size" "$secret" "$also"
     stop_provider
     printf '%-34s %s %9s   %s\n' "$name" "$pinged" "$floor_p99" "$written${writer:+; $floor_written}"
 done <<'SHAPES'
@@ -84,4 +91,5 @@ attributes:16x4KiB 16 4096 32
 attributes:limit(64KiB) 15 4000 32
 secret:1MiB 2 16 1048576
 secret:8MiB 2 16 8388608
+secret:8MiB+small-writer 2 16 8388608 with-small-writer
 SHAPES

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A second read-write connection to the store's file, for writing one large item off the
@@ -9,6 +10,13 @@ import Synchronization
 /// waits for the main connection's open group to be committed. The main connection takes a
 /// fresh snapshot for every write once this exists (``Database/otherWriters``), so it never
 /// writes over what it has not seen.
+///
+/// Its commit only writes the log (`synchronous = NORMAL`) and lets go of the write lock; the
+/// log is then synced by this thread with the lock released, before the write is reported
+/// durable. So a write of the main connection waits for the copying of the item's pages, not
+/// for their sync too. A power cut before that sync can take back only this item, which
+/// nobody was told was stored: SQLite's log stays consistent with a commit not synced, and a
+/// later commit of either connection syncs the log too.
 ///
 /// Used by one thread at a time; ``close()`` may come from another and waits for a write in
 /// progress.
@@ -22,7 +30,7 @@ public final class ApartWriter: @unchecked Sendable {
         let database = try Database(path: url.path)
         do throws(StoreError) {
             try database.execute("PRAGMA foreign_keys = ON")
-            try database.execute("PRAGMA synchronous = FULL")
+            try database.execute("PRAGMA synchronous = NORMAL")
             // The main connection commits its group when its loop is idle or its socket is
             // drained; under a long stream of calls that can take a while.
             database.busyTimeout(milliseconds: 30_000)
@@ -31,10 +39,29 @@ public final class ApartWriter: @unchecked Sendable {
             throw error
         }
         store = Mutex(Store(copyAt: url, database: database))
+        logPath = url.path + "-wal"
+    }
+
+    /// The write-ahead log's file, which ``createItem(_:in:creator:within:)`` syncs.
+    private let logPath: String
+
+    /// Syncs the write-ahead log's file, which holds the commit just made.
+    private func syncLog() throws(StoreError) {
+        let file = open(logPath, O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { throw .io("cannot open the write-ahead log to sync it: \(String(cString: strerror(errno)))") }
+        defer { Glibc.close(file) }
+        guard fdatasync(file) == 0 else {
+            let error = errno
+            if error == ENOSPC { throw .noSpace("cannot sync the write-ahead log") }
+            if error == EROFS { throw .readOnly("cannot sync the write-ahead log") }
+            throw .io("cannot sync the write-ahead log: \(String(cString: strerror(error)))")
+        }
     }
 
     /// Creates the item `sealed` holds in `collection`, in a transaction of this connection,
-    /// committed (durable) when it returns; as ``Store/createItem(_:in:times:creator:within:)``.
+    /// committed and synced (durable) when it returns; as ``Store/createItem(_:in:times:creator:within:)``.
+    /// When the sync fails the item is there but not known to be durable, and the error is
+    /// thrown: the caller is told the write failed, as when a commit fails.
     /// Refuses it (`.notFound`) when the collection was deleted (or replaced by a restore) since
     /// the item was sealed.
     public func createItem(
@@ -42,11 +69,13 @@ public final class ApartWriter: @unchecked Sendable {
     ) throws(StoreError) -> Store.ItemRecord {
         try store.withLock { store throws(StoreError) -> Store.ItemRecord in
             guard let store else { throw .io("the database is closed") }
-            return try store.database.transaction { () throws(StoreError) -> Store.ItemRecord in
+            let item = try store.database.transaction { () throws(StoreError) -> Store.ItemRecord in
                 let found = try store.database.rows("SELECT uuid FROM collections WHERE id = ?", [.integer(collection.id)])
                 guard case .blob(let uuid)? = found.first?.first, uuid == collection.uuid else { throw .notFound }
                 return try store.createItem(sealed, in: collection, creator: creator, within: quota)
             }
+            try syncLog()
+            return item
         }
     }
 

@@ -6,7 +6,7 @@ import Glibc
 /// The encrypted keyring database: collections with Argon2id-wrapped master keys, items sealed
 /// with AES-256-GCM, and a hash index of attributes so locked collections stay searchable.
 ///
-/// One SQLite file per user (WAL, `synchronous=FULL`, foreign keys on). Every write touches
+/// One SQLite file per user (WAL, `synchronous=FULL` but for ``ApartWriter``, which syncs its own commits; foreign keys on). Every write touches
 /// only its own rows. Not thread-safe: the daemon uses it from one thread at a time.
 public final class Store {
     /// The database file.
