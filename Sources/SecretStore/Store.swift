@@ -53,8 +53,10 @@ public final class Store {
         try Migrations.migrate(database)
     }
 
-    /// A store over `database`, a copy at `url` being verified (``verifyBackup(at:keys:)``):
-    /// not checked, migrated or switched to WAL, so nothing is written to it.
+    /// A store over `database`, which is not checked, migrated or switched to WAL here: a copy
+    /// at `url` being verified (``verifyBackup(at:keys:)``), to which nothing is written, or the
+    /// apart writer's second connection to the live file, which the main one checked
+    /// (``ApartWriter``).
     init(copyAt url: URL, database: Database) {
         databaseURL = url
         self.database = database
