@@ -360,10 +360,10 @@ package final class Database {
             guard status == SQLITE_OK else { throw database.error(status) }
         }
 
-        /// Advances to the next row; `false` when the statement is done.
         /// Whether the statement writes nothing (SQLite's own judgement).
         var isReadOnly: Bool { sqlite3_stmt_readonly(handle) != 0 }
 
+        /// Advances to the next row; `false` when the statement is done.
         func step() throws(StoreError) -> Bool {
             let status = sqlite3_step(handle)
             switch status {
