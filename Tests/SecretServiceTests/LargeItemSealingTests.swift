@@ -74,6 +74,14 @@ import Testing
             call(client, Fixture.login, Introspection.collection, "SearchItems", [.stringMap(attributes)])?.success?.tuple?.first?.objectPaths ?? []
         }
 
+        /// As ``search(_:_:)``, but nothing commits afterwards: the main connection's group
+        /// (its read snapshot) stays open, as it does from one call to the next in the daemon.
+        func searchLeavingGroupOpen(_ client: String, _ attributes: [String: String]) -> [String]? {
+            daemon.router.handle(MethodCall(
+                sender: client, path: Fixture.login, interface: Introspection.collection, method: "SearchItems",
+                arguments: [.stringMap(attributes)])).success?.tuple?.first?.objectPaths
+        }
+
         func remove() { try? FileManager.default.removeItem(at: directory) }
     }
 
@@ -98,10 +106,7 @@ import Testing
         #expect(large == nil && setup.deferred.pending.count == 1, "sealed; the writing waits off the loop")
         // A read snapshot of the main connection, begun before the write is committed (the
         // group stays open: nothing commits it here).
-        let before = setup.daemon.router.handle(MethodCall(
-            sender: ":1.2", path: Fixture.login, interface: Introspection.collection, method: "SearchItems",
-            arguments: [.stringMap(["kind": "large"])]))
-        #expect(before.success?.tuple?.first?.objectPaths == [])
+        #expect(setup.searchLeavingGroupOpen(":1.2", ["kind": "large"]) == [])
         var later: Result<DBusValue, SecretServiceError>?
         setup.deferred.runNext {
             // Committed, and the loop has not heard yet: a write on the main connection takes a
@@ -158,9 +163,7 @@ import Testing
             setup.create(":1.1", ["kind": "large", "n": "\(index)"], Self.large + [UInt8(index)]) {
                 answers[index] = $0.success?.tuple?.first?.objectPath
                 // As the client's next call would, before anything ends the main connection's group.
-                foundAtOnce[index] = setup.daemon.router.handle(MethodCall(
-                    sender: ":1.1", path: Fixture.login, interface: Introspection.collection, method: "SearchItems",
-                    arguments: [.stringMap(["n": "\(index)"])])).success?.tuple?.first?.objectPaths
+                foundAtOnce[index] = setup.searchLeavingGroupOpen(":1.1", ["n": "\(index)"])
             }
         }
         #expect(setup.deferred.pending.count == 1 && answers.isEmpty)
@@ -169,9 +172,7 @@ import Testing
             #expect(answers.count == expected - 1 && setup.deferred.pending.count == 1)
             // A read snapshot begun before the write (nothing commits it here) is let go of
             // when the write is heard of, so the writer finds its item at once.
-            _ = setup.daemon.router.handle(MethodCall(
-                sender: ":1.2", path: Fixture.login, interface: Introspection.collection, method: "SearchItems",
-                arguments: [.stringMap(["kind": "large"])]))
+            _ = setup.searchLeavingGroupOpen(":1.2", ["kind": "large"])
             setup.deferred.runNext()  // written
             #expect(answers.count == expected)
             #expect(foundAtOnce[expected - 1] == [answers[expected - 1]].compactMap { $0 }, "the writer finds its item at once")
