@@ -3,8 +3,9 @@ import Glibc
 /// The bytes of a D-Bus `ay`, in memory of their own that is overwritten with zeros when the
 /// last reference goes. Secrets of plain sessions and passwords travel as `ay`, so no copy the
 /// daemon makes of a call's arguments or a reply outlives its use (GDBus's own buffers are
-/// beyond its reach). Immutable; `array` makes an ordinary copy, for bytes that are no secret.
-package final class DBusBytes: Equatable, CustomStringConvertible {
+/// beyond its reach). Immutable, so it may be read on any thread; `array` makes an ordinary
+/// copy, for bytes that are no secret.
+package final class DBusBytes: Equatable, CustomStringConvertible, @unchecked Sendable {
     private let storage: UnsafeMutableRawBufferPointer
 
     /// `count` bytes, which `fill` writes.

@@ -18,9 +18,9 @@ extension Introspection {
             Argument(name: "properties", type: "a{sv}"), Argument(name: "secret", type: secret), Argument(name: "replace", type: "b"),
         ], results: [Argument(name: "item", type: "o"), Argument(name: "prompt", type: "o")],
                handler: .later { provider, call, reply throws(SecretServiceError) in
-                   let (secret, contentType) = try provider.decodeSecret(call.argument(1), from: call.sender).get()
+                   let secret = try provider.sentSecret(call.argument(1), from: call.sender).get()
                    try CollectionObject(provider).createItem(
-                       in: call.collection(), properties: call.argument(0), secret: secret, contentType: contentType,
+                       in: call.collection(), properties: call.argument(0), secret: secret,
                        replace: call.argument(2), sender: call.sender, reply: reply)
                }),
     ], properties: [
@@ -77,11 +77,11 @@ struct CollectionObject {
         }
     }
 
-    /// `CreateItem`: answers through `reply` at once or, for a large secret, once the item has
-    /// been sealed off the loop (``SealingQueue``) and written. What fails at once is thrown, so
-    /// that a refusal is reported as every call's is (``CallRouter``).
+    /// `CreateItem`: answers through `reply` at once or, for a large item, once its secret has
+    /// been decoded and the item sealed off the loop (``SealingQueue``) and written. What fails
+    /// at once is thrown, so that a refusal is reported as every call's is (``CallRouter``).
     fileprivate func createItem(
-        in collection: Store.CollectionRecord, properties: [String: DBusValue], secret: SecureBytes, contentType: String,
+        in collection: Store.CollectionRecord, properties: [String: DBusValue], secret: SentSecret,
         replace: Bool, sender: String, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
     ) throws(SecretServiceError) {
         // After an ordinary lock, the kept keys still create after-first-unlock items; the
@@ -97,23 +97,25 @@ struct CollectionObject {
         }
         if let problem = Provider.checkItemText(label: label, attributes: requested) { throw problem }
         let attributes = try provider.placeInGroup(requested, for: sender).get()
-        let contents = ItemContents(label: label, attributes: attributes, secret: secret, contentType: contentType)
         let creator = try? provider.caller(sender).get().identity.description
-        let write = ItemWrite(collection: collection, contents: contents, replace: replace, sender: sender, creator: creator)
-        var large = contents.byteCount >= SealingQueue.threshold
+        var large = ItemContents.byteCount(secret: secret.byteCount, label: label, attributes: attributes) >= SealingQueue.threshold
         if large && replace {
             do throws(StoreError) {
-                large = try replaced(write, keys: keys) == nil
+                large = try replaced(attributes, in: collection, for: sender, keys: keys) == nil
             } catch {
                 throw provider.storeFailure(error)
             }
         }
-        guard large else { return reply(.success(try store(write, keys: keys, sealed: nil).get())) }
-        // Sealed off the loop for the id it will have. Once sealed, checked again on the loop:
-        // the keyring was deleted or locked meanwhile (an error), locked and unlocked (other
-        // key objects) or an item to replace turned up (stored as a small one is, on the loop).
-        // Otherwise its row is written off the loop too, through the store's second connection
-        // (``ApartWriter``), and published once it is durable.
+        guard large else {
+            let contents = ItemContents(label: label, attributes: attributes, secret: try secret.decode().get(), contentType: secret.contentType)
+            let write = ItemWrite(collection: collection, contents: contents, replace: replace, sender: sender, creator: creator)
+            return reply(.success(try store(write, keys: keys, sealed: nil).get()))
+        }
+        // Decoded and sealed off the loop for the id it will have. Once sealed, checked again on
+        // the loop: the keyring was deleted or locked meanwhile (an error), locked and unlocked
+        // (other key objects) or an item to replace turned up (stored as a small one is, on the
+        // loop). Otherwise its row is written off the loop too, through the store's second
+        // connection (``ApartWriter``), and published once it is durable.
         let id: Int64
         do throws(StoreError) {
             id = try provider.keyring.store.reserveItemID()
@@ -121,9 +123,23 @@ struct CollectionObject {
             throw provider.storeFailure(error)
         }
         let accessor = provider.keyring.accessor
-        provider.sealing.seal({ Result { () throws(StoreError) in try Store.seal(contents, as: id, in: collection, keys: keys) } }) {
-            [provider] sealed -> SealingQueue.AfterSealing in
+        provider.sealing.seal({
+            secret.decode().map { decoded in
+                let contents = ItemContents(label: label, attributes: attributes, secret: decoded, contentType: secret.contentType)
+                return SealingQueue.Sealed(contents: contents, row: Result { () throws(StoreError) in
+                    try Store.seal(contents, as: id, in: collection, keys: keys)
+                })
+            }
+        }) { [provider] sealing -> SealingQueue.AfterSealing in
             provider.keyring.acting(as: accessor) { () -> SealingQueue.AfterSealing in
+                let sealed: SealingQueue.Sealed
+                switch sealing {
+                case .success(let item): sealed = item
+                case .failure(let problem):
+                    reply(.failure(problem))
+                    return .finished
+                }
+                let write = ItemWrite(collection: collection, contents: sealed.contents, replace: replace, sender: sender, creator: creator)
                 let present = (try? provider.keyring.collections())?.contains { $0.id == collection.id && $0.uuid == collection.uuid } ?? false
                 guard present else {
                     reply(.failure(.noSuchObject("the collection was deleted while the item was written")))
@@ -136,14 +152,13 @@ struct CollectionObject {
                 // The same key objects: not wiped by a lock and derived again since.
                 let same = current.master === keys.master && current.afterFirstUnlock === keys.afterFirstUnlock
                 let object = CollectionObject(provider)
-                guard same, case .success(let sealedItem) = sealed, !object.mayReplace(write, keys: current),
+                guard same, case .success(let sealedItem) = sealed.row, !object.mayReplace(write, keys: current),
                     let apart = provider.keyring.store.apartWriter()
                 else {
-                    reply(object.store(write, keys: current, sealed: same ? try? sealed.get() : nil))
+                    reply(object.store(write, keys: current, sealed: same ? try? sealed.row.get() : nil))
                     return .finished
                 }
                 let quota = provider.quota
-                let creator = write.creator
                 return .write({ Result { () throws(StoreError) in
                     try apart.createItem(sealedItem, in: collection, creator: creator, within: quota)
                 } }, then: { written in
@@ -172,13 +187,15 @@ struct CollectionObject {
         var creator: String?
     }
 
-    /// The item `write` replaces (`replace`: one `write.sender` may use, with exactly its
-    /// attributes), if any.
-    private func replaced(_ write: ItemWrite, keys: Store.ItemKeys) throws(StoreError) -> Store.ItemRecord? {
-        for (candidate, access) in provider.visible(try provider.keyring.search(write.contents.attributes, in: write.collection), for: write.sender)
+    /// The item a write of an item with `attributes` by `sender` replaces (`replace`: one
+    /// `sender` may use, with exactly those attributes), if any.
+    private func replaced(
+        _ attributes: [String: String], in collection: Store.CollectionRecord, for sender: String, keys: Store.ItemKeys
+    ) throws(StoreError) -> Store.ItemRecord? {
+        for (candidate, access) in provider.visible(try provider.keyring.search(attributes, in: collection), for: sender)
         where access == .full {
-            let existing = try provider.keyring.readItem(candidate, in: write.collection, keys: keys)
-            if existing.attributes == write.contents.attributes { return candidate }
+            let existing = try provider.keyring.readItem(candidate, in: collection, keys: keys)
+            if existing.attributes == attributes { return candidate }
         }
         return nil
     }
@@ -188,7 +205,7 @@ struct CollectionObject {
     private func mayReplace(_ write: ItemWrite, keys: Store.ItemKeys) -> Bool {
         guard write.replace else { return false }
         do throws(StoreError) {
-            return try replaced(write, keys: keys) != nil
+            return try replaced(write.contents.attributes, in: write.collection, for: write.sender, keys: keys) != nil
         } catch {
             return true
         }
@@ -200,7 +217,7 @@ struct CollectionObject {
         let collection = write.collection
         do throws(StoreError) {
             let item: Store.ItemRecord
-            if write.replace, let existing = try replaced(write, keys: keys) {
+            if write.replace, let existing = try replaced(write.contents.attributes, in: collection, for: write.sender, keys: keys) {
                 item = try provider.keyring.updateItem(existing, in: collection, keys: keys, contents: write.contents, within: provider.quota)
             } else if let sealed {
                 item = try provider.keyring.createItem(sealed, in: collection, creator: write.creator, within: provider.quota)

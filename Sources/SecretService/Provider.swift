@@ -221,18 +221,22 @@ final class Provider {
 
     /// Decodes a `(oayays)` secret sent by `sender`.
     func decodeSecret(_ value: DBusValue, from sender: String) -> Result<(SecureBytes, String), SecretServiceError> {
+        sentSecret(value, from: sender).flatMap { sent in sent.decode().map { ($0, sent.contentType) } }
+    }
+
+    /// A `(oayays)` secret sent by `sender`, checked against its session and the size limit,
+    /// to be decoded (``SentSecret/decode()``) on the loop or off it.
+    func sentSecret(_ value: DBusValue, from sender: String) -> Result<SentSecret, SecretServiceError> {
         guard let fields = value.tuple, fields.count == 4, let path = fields[0].objectPath, let parameters = fields[1].bytes,
             let bytes = fields[2].bytes, let contentType = fields[3].string
         else { return .failure(.invalidArgs("a secret must be (oayays)")) }
         guard bytes.count <= KeychainLimits.secretSize + 32 else {
             return .failure(.invalidArgs("the secret is larger than \(KeychainLimits.secretSize) bytes"))
         }
-        return session(at: path, for: sender).flatMap { $0.decode(parameters: parameters, value: bytes) }
-            .flatMap { secret in
-                secret.count <= KeychainLimits.secretSize
-                    ? .success((secret, contentType.isEmpty ? "text/plain" : contentType))
-                    : .failure(.invalidArgs("the secret is larger than \(KeychainLimits.secretSize) bytes"))
-            }
+        return session(at: path, for: sender).map { session in
+            SentSecret(algorithm: session.algorithm, parameters: parameters, value: bytes,
+                       contentType: contentType.isEmpty ? "text/plain" : contentType)
+        }
     }
 
     // MARK: - Lookup

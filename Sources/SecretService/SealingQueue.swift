@@ -1,9 +1,10 @@
 import SecretStore
 
-/// Where large items are sealed and written: off the main loop (``OffLoop``), one at a time in
-/// the order asked, so that one client's large writes do not hold the others up for their
-/// sealing, encoding, page copies and sync, and a client sending many cannot start a thread
-/// for each. An item is sealed first; back on the loop, what was checked when it was asked for
+/// Where large items are decoded, sealed and written: off the main loop (``OffLoop``), one at
+/// a time in the order asked, so that one client's large writes do not hold the others up for
+/// copying their secret into locked memory (or decrypting it), sealing, encoding, page copies
+/// and sync, and a client sending many cannot start a thread for each. An item's secret is
+/// decoded and the item sealed first; back on the loop, what was checked when it was asked for
 /// is checked again, and its row is then written through the store's second connection
 /// (``ApartWriter``) off the loop too, or on the loop (``CollectionObject``).
 final class SealingQueue {
@@ -18,20 +19,27 @@ final class SealingQueue {
         case write(@Sendable () -> Result<Store.ItemRecord, StoreError>, then: (Result<Store.ItemRecord, StoreError>) -> Void)
     }
 
+    /// An item as its seal left it: its contents, decoded off the loop, and its sealed row,
+    /// or why it could not be sealed there (then it is stored on the loop).
+    struct Sealed: Sendable {
+        var contents: ItemContents
+        var row: Result<Store.SealedItem, StoreError>
+    }
+
+    /// What a seal gives: the item, or why its secret cannot be decoded.
+    typealias Sealing = Result<Sealed, SecretServiceError>
+
     private let offLoop: OffLoop
-    private var waiting: [(work: @Sendable () -> Result<Store.SealedItem, StoreError>, done: (Result<Store.SealedItem, StoreError>) -> AfterSealing)] = []
+    private var waiting: [(work: @Sendable () -> Sealing, done: (Sealing) -> AfterSealing)] = []
     private var running = false
 
     /// A queue whose work runs through `offLoop`.
     init(offLoop: OffLoop) { self.offLoop = offLoop }
 
-    /// Runs `work` (a ``Store/seal(_:as:in:keys:)``) off the loop after those asked before it,
-    /// then `done` with its result on the loop; the write `done` may ask for runs off the loop
-    /// before the next item's seal.
-    func seal(
-        _ work: @escaping @Sendable () -> Result<Store.SealedItem, StoreError>,
-        then done: @escaping (Result<Store.SealedItem, StoreError>) -> AfterSealing
-    ) {
+    /// Runs `work` (a decode and ``Store/seal(_:as:in:keys:)``) off the loop after those asked
+    /// before it, then `done` with its result on the loop; the write `done` may ask for runs off
+    /// the loop before the next item's seal.
+    func seal(_ work: @escaping @Sendable () -> Sealing, then done: @escaping (Sealing) -> AfterSealing) {
         waiting.append((work, done))
         startNext()
     }

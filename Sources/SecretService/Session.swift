@@ -7,7 +7,7 @@ package import SecretStore
 /// A client's transfer session: how secrets are encoded between it and the daemon.
 package final class Session {
     /// The negotiated algorithm.
-    package enum Algorithm {
+    package enum Algorithm: Sendable {
         /// Secrets travel as they are.
         case plain
         /// `dh-ietf1024-sha256-aes128-cbc-pkcs7`: AES-128-CBC under a DH-derived key.
@@ -73,7 +73,15 @@ package final class Session {
 
     /// Decodes the value of a `(oayays)` struct sent in this session.
     package func decode(parameters: DBusBytes, value: DBusBytes) -> Result<SecureBytes, SecretServiceError> {
-        switch algorithm {
+        algorithm.decode(parameters: parameters, value: value)
+    }
+}
+
+extension Session.Algorithm {
+    /// Decodes the value of a `(oayays)` struct sent in a session of this algorithm: copies
+    /// it into locked memory, or decrypts it there.
+    package func decode(parameters: DBusBytes, value: DBusBytes) -> Result<SecureBytes, SecretServiceError> {
+        switch self {
         case .plain:
             guard parameters.isEmpty else { return .failure(.invalidArgs("a plain session takes no secret parameters")) }
             return .success(value.withUnsafeBytes { SecureBytes(copying: $0) })

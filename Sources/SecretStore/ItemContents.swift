@@ -21,8 +21,12 @@ public struct ItemContents: Sendable {
 
     /// The bytes of its secret, label and attributes (names and values): what sealing it and
     /// writing its row cost grows with.
-    public var byteCount: Int {
-        secret.count + label.utf8.count + attributes.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+    public var byteCount: Int { Self.byteCount(secret: secret.count, label: label, attributes: attributes) }
+
+    /// ``byteCount`` of contents with a secret of `secret` bytes, `label` and `attributes`,
+    /// for contents whose secret is not yet decoded.
+    public static func byteCount(secret: Int, label: String, attributes: [String: String]) -> Int {
+        secret + label.utf8.count + attributes.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
     }
 
     /// Creates item contents.
