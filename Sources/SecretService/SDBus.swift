@@ -92,10 +92,18 @@ final class BusServer {
     /// The server of this process.
     nonisolated(unsafe) private(set) static weak var active: BusServer?
 
+    /// Calls whose arguments take this many bytes or more (``SDBusValues/payloadSize(_:)``:
+    /// a large secret, an import) are read off the main loop: copying them out of the message
+    /// would hold up every other client's call for milliseconds. The size from which items are
+    /// sealed and written off the loop too (``SealingQueue``).
+    static let readApartFrom = SealingQueue.threshold
+    /// Where large calls are read.
+    private let offLoop: OffLoop
+
     /// Connects to the session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`)
     /// and serves every path under `/org/freedesktop/secrets` and `/org/freedesktop/portal/desktop`
     /// through `handler`.
-    init(handler: any BusHandler, quota: CallQuota.Limits) throws(SecretServiceError) {
+    init(handler: any BusHandler, quota: CallQuota.Limits, offLoop: OffLoop = .thread) throws(SecretServiceError) {
         var connection: OpaquePointer?
         let opened = sd_bus_open_user(&connection)
         guard opened >= 0, let connection else {
@@ -106,6 +114,7 @@ final class BusServer {
         self.handler = handler
         barrier = handler.commitBarrier
         self.quota = CallQuota(limits: quota)
+        self.offLoop = offLoop
         // The Secret Service's objects, and the desktop portal's Secret backend with its requests.
         for root in [SecretServiceNames.Path.service, PortalNames.path] {
             let exported = sd_bus_add_fallback(bus, nil, root, { message, userData, _ in
@@ -249,6 +258,14 @@ final class BusServer {
     /// each queue.
     private var queued: [String: CallQueue] = [:]
     private var turns: [String] = []
+    /// Each client one of whose large calls is being read off the loop or handled, with that
+    /// call: its next calls wait in its queue until the large one is answered, so that they are
+    /// handled in the order sent (a read right behind a large write sees it, as behind a small
+    /// one) and one client reads one large call at a time.
+    private var largeCallOf: [String: OpaquePointer] = [:]
+    /// The clients whose large call was answered since the calls were last served: they get
+    /// their turns back then.
+    private var released: [String] = []
 
     /// One client's calls waiting for their turns, first in first out; taking the first does
     /// not move the others (a flooder's queue holds thousands).
@@ -285,16 +302,19 @@ final class BusServer {
     }
 
     /// Whether calls are waiting for their turn.
-    var hasQueuedCalls: Bool { !turns.isEmpty }
+    var hasQueuedCalls: Bool { !turns.isEmpty || !released.isEmpty }
 
-    /// Handles up to `budget` queued calls, one per client in turn.
+    /// Handles up to `budget` queued calls, one per client in turn; a client whose large call
+    /// is not yet answered has no turn (it gets it back when it is: ``release(_:from:)``).
     func serveQueuedCalls(upTo budget: Int) {
+        for sender in released where queued[sender]?.isEmpty == false && !turns.contains(sender) { turns.append(sender) }
+        released = []
         var left = budget
         while left > 0, !turns.isEmpty {
             let round = turns
             turns = []
             for sender in round {
-                guard queued[sender]?.isEmpty == false else { continue }
+                guard queued[sender]?.isEmpty == false, largeCallOf[sender] == nil else { continue }
                 if left > 0, let message = queued[sender]?.removeFirst() {
                     left -= 1
                     dispatch(message, from: sender)
@@ -303,6 +323,14 @@ final class BusServer {
                 if queued[sender]?.isEmpty == false { turns.append(sender) } else { queued[sender] = nil }
             }
         }
+    }
+
+    /// Gives `sender` its turns back if `message` is the large call they waited for.
+    private func release(_ message: OpaquePointer, from sender: String) {
+        guard largeCallOf[sender] == message else { return }
+        largeCallOf[sender] = nil
+        released.append(sender)
+        hasMoreToProcess = true
     }
 
     /// Drops the calls of a client that left the bus: nobody would read their replies.
@@ -339,10 +367,8 @@ final class BusServer {
     private func route(_ message: OpaquePointer, from sender: String, _ handler: any BusHandler)
         -> Result<DBusValue, SecretServiceError>?
     {
-        let path = String(cString: sd_bus_message_get_path(message))
-        let method = String(cString: sd_bus_message_get_member(message))
-        let requested = sd_bus_message_get_interface(message).map { String(cString: $0) }
-        let signature = String(cString: sd_bus_message_get_signature(message, 1))
+        let header = CallHeader(message)
+        let (path, method, requested, signature) = (header.path, header.method, header.interface, header.signature)
         let served = handler.interfaces(at: path)
 
         if requested == Introspection.introspectable || (requested == nil && method == "Introspect" && served.isEmpty) {
@@ -352,7 +378,36 @@ final class BusServer {
             return .success(.tuple([.string(xml)]))
         }
         guard !served.isEmpty else { return .failure(.noSuchObject("no object \(path)")) }
-        guard let arguments = SDBusValues.readAll(message) else {
+        guard SDBusValues.payloadSize(message) >= Self.readApartFrom else {
+            return answer(message, header, arguments: SDBusValues.readAll(message), from: sender, served: served, handler)
+        }
+        // A large call: its arguments are read off the loop, and its client's next calls wait
+        // until it is answered (``largeCallOf``). Nothing else touches the message meanwhile.
+        largeCallOf[sender] = message
+        sd_bus_message_ref(message)
+        let read = UncheckedBox(message)
+        offLoop.run(named: "secretd-read", { UncheckedBox(SDBusValues.readAll(read.value)) }) { [weak self] arguments in
+            defer { sd_bus_message_unref(message) }
+            guard let self else { return }
+            guard let handler = self.handler, !self.stopping else {
+                self.reply(to: message, from: sender, with: .failure(.failed("secretd is shutting down")))
+                return
+            }
+            if let result = self.answer(message, header, arguments: arguments.value, from: sender, served: served, handler) {
+                self.reply(to: message, from: sender, with: result)
+            }
+        }
+        return nil
+    }
+
+    /// The handler's answer to `message` (its `header`), whose `arguments` were read (nil:
+    /// they cannot be); nil when the handler replies later.
+    private func answer(
+        _ message: OpaquePointer, _ header: CallHeader, arguments: [DBusValue]?, from sender: String, served: [String],
+        _ handler: any BusHandler
+    ) -> Result<DBusValue, SecretServiceError>? {
+        let (path, method, requested, signature) = (header.path, header.method, header.interface, header.signature)
+        guard let arguments else {
             return .failure(.invalidArgs("the arguments of \(method) cannot be read"))
         }
         let call = MethodCall(sender: sender, path: path, interface: requested ?? "", method: method, arguments: arguments)
@@ -366,6 +421,22 @@ final class BusServer {
             return result
         default:
             return result
+        }
+    }
+
+    /// What a call's header names: the object, the method, its interface (if given) and the
+    /// arguments' signature.
+    private struct CallHeader {
+        var path: String
+        var method: String
+        var interface: String?
+        var signature: String
+
+        init(_ message: OpaquePointer) {
+            path = String(cString: sd_bus_message_get_path(message))
+            method = String(cString: sd_bus_message_get_member(message))
+            interface = sd_bus_message_get_interface(message).map { String(cString: $0) }
+            signature = String(cString: sd_bus_message_get_signature(message, 1))
         }
     }
 
@@ -403,6 +474,7 @@ final class BusServer {
     /// Replies to `message` (unless it expects no reply) once the writes before it are
     /// committed; the call no longer counts against its sender's quota.
     private func reply(to message: OpaquePointer, from sender: String, with result: Result<DBusValue, SecretServiceError>) {
+        release(message, from: sender)
         var serial: UInt64 = 0
         sd_bus_message_get_cookie(message, &serial)
         let quota = self.quota

@@ -200,12 +200,15 @@ import Testing
         daemon.stop()
     }
 
-    @Test("a read sent right behind a write on the same connection sees the write, as with gnome-keyring")
-    func readBehindWrite() throws {
+    /// 64 KiB secrets are read, sealed and written off secretd's main loop, and the call behind
+    /// waits for their answer.
+    @Test("a read sent right behind a write on the same connection sees the write, as with gnome-keyring; small and large secrets",
+          arguments: [0, 64 * 1024])
+    func readBehindWrite(secretBytes: Int) throws {
         let fixture = try SecretdFixture()
         let daemon = try fixture.start()
         defer { daemon.stop() }
-        let result = try fixture.runClient("pipelined.py")
+        let result = try fixture.runClient("pipelined.py", secretBytes > 0 ? [String(secretBytes)] : [])
         #expect(result.status == 0, "\(result.errorOutput)")
         #expect(result.text == "failures: [] 0\n", "\(result.errorOutput)")
         #expect(daemon.isRunning)
