@@ -22,33 +22,56 @@ final class CallRouter: BusHandler {
 
     func handle(_ call: MethodCall) -> Result<DBusValue, SecretServiceError> {
         provider.lastActivity = provider.clock()
-        return acting(for: call) {
-            admitted(call).flatMap { admitted, handler in
-                guard case .now(let answer) = handler else { return .failure(.failed("\(call.method) answers later")) }
-                return Result { () throws(SecretServiceError) in try answer(provider, admitted) }
+        return waitingForWrites {
+            acting(for: call) {
+                admitted(call).flatMap { admitted, handler in
+                    guard case .now(let answer) = handler else { return .failure(.failed("\(call.method) answers later")) }
+                    return Result { () throws(SecretServiceError) in try answer(provider, admitted) }
+                }
             }
         } ?? .failure(.failed("\(call.method) gave no answer"))
     }
 
     func handle(_ call: MethodCall, replyLater reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
         provider.lastActivity = provider.clock()
-        let answered = acting(for: call) { () -> Result<DBusValue, SecretServiceError>? in
-            switch admitted(call) {
-            case .failure(let refusal):
-                return .failure(refusal)
-            case .success((let admitted, .now(let answer))):
-                return Result { () throws(SecretServiceError) in try answer(provider, admitted) }
-            case .success((let admitted, .later(let answer))):
-                do throws(SecretServiceError) {
-                    try answer(provider, admitted, reply)
-                    return nil
-                } catch {
-                    return .failure(error)
+        // What the handler answers before it returns is held until then: the call may yet run
+        // again (``waitingForWrites(_:)``), and then any answer of this run is dropped.
+        let answer = LaterAnswer(reply)
+        let answered = waitingForWrites {
+            acting(for: call) { () -> Result<DBusValue, SecretServiceError>? in
+                switch admitted(call) {
+                case .failure(let refusal):
+                    return .failure(refusal)
+                case .success((let admitted, .now(let handler))):
+                    return Result { () throws(SecretServiceError) in try handler(provider, admitted) }
+                case .success((let admitted, .later(let handler))):
+                    do throws(SecretServiceError) {
+                        try handler(provider, admitted, answer.reply)
+                        return nil
+                    } catch {
+                        return .failure(error)
+                    }
                 }
             }
         }
-        answered.map(reply)
+        answer.returned(with: answered)
     }
+
+    /// Runs `body` (a call's handling), and while a large item's write may hold the database's
+    /// write lock (``SealingQueue/isWriting``) with the loop's writes failing at once rather
+    /// than wait for it: a call whose write so failed is answered ``SecretServiceError/waitForWrite``,
+    /// which the bus server does not send but runs the call again once that write has ended
+    /// (``whenWritesEnd(_:)``). Until then it waits in its client's queue and the loop goes on
+    /// with other clients' calls. (The write that failed was its first: nothing was written.)
+    private func waitingForWrites(
+        _ body: () -> Result<DBusValue, SecretServiceError>?
+    ) -> Result<DBusValue, SecretServiceError>? {
+        guard provider.sealing.isWriting else { return body() }
+        let (answered, metBusy) = provider.keyring.store.failingWritesWhenBusy(body)
+        return metBusy ? .failure(.waitForWrite) : answered
+    }
+
+    func whenWritesEnd(_ body: @escaping () -> Void) { provider.sealing.whenWriteEnds(body) }
 
     /// Runs `body` (a call's answer, nil when it answers later) with the caller of `call` as
     /// the keyring's accessor, the audit trail's "who", and tells the keyring when the answer
@@ -196,5 +219,38 @@ final class CallRouter: BusHandler {
 
     func interfaces(at path: String) -> [String] {
         ObjectPaths.parse(path).kind.map(Introspection.interfaces(of:)) ?? []
+    }
+}
+
+/// The reply of a call whose handler answers later (``CallRouter/handle(_:replyLater:)``): an
+/// answer given before the handler returns is held until it does, and sent then unless the
+/// call is to run again (``SecretServiceError/waitForWrite``), in which case every answer of
+/// this run is dropped.
+private final class LaterAnswer {
+    private let send: (Result<DBusValue, SecretServiceError>) -> Void
+    private var handlerReturned = false
+    private var held: Result<DBusValue, SecretServiceError>?
+    private var dropped = false
+
+    init(_ send: @escaping (Result<DBusValue, SecretServiceError>) -> Void) { self.send = send }
+
+    /// What the handler is given to answer with.
+    var reply: (Result<DBusValue, SecretServiceError>) -> Void {
+        { [self] result in
+            guard !dropped else { return }
+            if handlerReturned { send(result) } else { held = result }
+        }
+    }
+
+    /// The handler returned, with `answered` (nil: it answers later, or did through ``reply``).
+    func returned(with answered: Result<DBusValue, SecretServiceError>?) {
+        handlerReturned = true
+        if case .failure(.waitForWrite)? = answered {
+            dropped = true
+            send(.failure(.waitForWrite))
+        } else if let answer = answered ?? held {
+            send(answer)
+        }
+        held = nil
     }
 }

@@ -94,4 +94,6 @@ public final class RefusingService: BusHandler {
 
     /// Nothing is written: replies go out at once.
     let commitBarrier = CommitBarrier(store: nil)
+    /// Nothing is written here.
+    func whenWritesEnd(_ body: @escaping () -> Void) { body() }
 }

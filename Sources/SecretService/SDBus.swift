@@ -59,6 +59,9 @@ protocol BusHandler: AnyObject {
     func objectExists(at path: String, sender: String) -> Bool
     /// What replies and signals wait behind until the writes before them are committed.
     var commitBarrier: CommitBarrier { get }
+    /// Runs `body` once the write that made calls answer ``SecretServiceError/waitForWrite``
+    /// has ended (at once if none is in progress); those calls then run again.
+    func whenWritesEnd(_ body: @escaping () -> Void)
 }
 
 /// The daemon's connection to the session bus and the objects it serves under
@@ -266,6 +269,10 @@ final class BusServer {
     /// The clients whose large call was answered since the calls were last served: they get
     /// their turns back then.
     private var released: [String] = []
+    /// The clients with a call waiting to run again once a large item's write has ended
+    /// (``SecretServiceError/waitForWrite``): it is first in their queue, and they have no
+    /// turn until then.
+    private var waitingForWrite: Set<String> = []
 
     /// One client's calls waiting for their turns, first in first out; taking the first does
     /// not move the others (a flooder's queue holds thousands).
@@ -288,6 +295,16 @@ final class BusServer {
         mutating func removeFirst() -> OpaquePointer {
             defer { head += 1 }
             return calls[head]
+        }
+
+        /// Puts `call` back before the others (a call taken that is to run again).
+        mutating func prepend(_ call: OpaquePointer) {
+            if head > 0 {
+                head -= 1
+                calls[head] = call
+            } else {
+                calls.insert(call, at: 0)
+            }
         }
 
         /// The calls not yet taken.
@@ -314,7 +331,7 @@ final class BusServer {
             let round = turns
             turns = []
             for sender in round {
-                guard queued[sender]?.isEmpty == false, largeCallOf[sender] == nil else { continue }
+                guard queued[sender]?.isEmpty == false, largeCallOf[sender] == nil, !waitingForWrite.contains(sender) else { continue }
                 if left > 0, let message = queued[sender]?.removeFirst() {
                     left -= 1
                     dispatch(message, from: sender)
@@ -322,6 +339,25 @@ final class BusServer {
                 }
                 if queued[sender]?.isEmpty == false { turns.append(sender) } else { queued[sender] = nil }
             }
+        }
+    }
+
+    /// Puts `message` back first in its sender's queue, to run again once the write that
+    /// made it answer ``SecretServiceError/waitForWrite`` has ended; the sender's calls wait
+    /// until then, the other clients' go on.
+    private func runAfterWrite(_ message: OpaquePointer, from sender: String) {
+        sd_bus_message_ref(message)
+        sd_bus_message_rewind(message, 1)
+        if largeCallOf[sender] == message { largeCallOf[sender] = nil }
+        queued[sender, default: CallQueue()].prepend(message)
+        let first = waitingForWrite.isEmpty
+        waitingForWrite.insert(sender)
+        guard first, let handler else { return }
+        handler.whenWritesEnd { [weak self] in
+            guard let self else { return }
+            released.append(contentsOf: waitingForWrite)
+            waitingForWrite = []
+            hasMoreToProcess = true
         }
     }
 
@@ -474,6 +510,7 @@ final class BusServer {
     /// Replies to `message` (unless it expects no reply) once the writes before it are
     /// committed; the call no longer counts against its sender's quota.
     private func reply(to message: OpaquePointer, from sender: String, with result: Result<DBusValue, SecretServiceError>) {
+        if case .failure(.waitForWrite) = result, !stopping { return runAfterWrite(message, from: sender) }
         release(message, from: sender)
         var serial: UInt64 = 0
         sd_bus_message_get_cookie(message, &serial)

@@ -29,6 +29,12 @@ final class SealingQueue {
     /// What a seal gives: the item, or why its secret cannot be decoded.
     typealias Sealing = Result<Sealed, SecretServiceError>
 
+    /// Whether an item's row is being written off the loop (its write may hold the
+    /// database's write lock: the loop's own writes then fail at once rather than wait for it,
+    /// and their calls run again once it ends: ``whenWriteEnds(_:)``).
+    private(set) var isWriting = false
+    private var afterWrite: [() -> Void] = []
+
     private let offLoop: OffLoop
     private var waiting: [(work: @Sendable () -> Sealing, done: (Sealing) -> AfterSealing)] = []
     private var running = false
@@ -53,12 +59,22 @@ final class SealingQueue {
             case .finished:
                 finish()
             case .write(let write, let written):
+                isWriting = true
                 offLoop.run(named: "secretd-write", write) { [self] result in
+                    isWriting = false
                     written(result)
+                    let waiting = afterWrite
+                    afterWrite = []
+                    for body in waiting { body() }
                     finish()
                 }
             }
         }
+    }
+
+    /// Runs `body` on the loop once the write in progress has ended, or at once if none is.
+    func whenWriteEnds(_ body: @escaping () -> Void) {
+        if isWriting { afterWrite.append(body) } else { body() }
     }
 
     private func finish() {

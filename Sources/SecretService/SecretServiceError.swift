@@ -32,6 +32,10 @@ public enum SecretServiceError: Error, Equatable {
     case unusableDatabase(String)
     /// Anything else; the message is safe to show (no secrets).
     case failed(String)
+    /// Not an answer: the call's write met a large item's write holding the database's write
+    /// lock, and the call runs again once that write ends (``BusServer``, ``CallRouter``), so
+    /// that waiting for it does not hold up the main loop. No client is sent it.
+    case waitForWrite
 
     /// The D-Bus error name.
     public var dbusName: String {
@@ -49,7 +53,7 @@ public enum SecretServiceError: Error, Equatable {
         case .unknownProperty: return "org.freedesktop.DBus.Error.UnknownProperty"
         case .propertyReadOnly: return "org.freedesktop.DBus.Error.PropertyReadOnly"
         case .unusableDatabase: return SecretServiceNames.ErrorName.unusableDatabase
-        case .failed: return "org.freedesktop.DBus.Error.Failed"
+        case .failed, .waitForWrite: return "org.freedesktop.DBus.Error.Failed"
         }
     }
 
@@ -66,6 +70,8 @@ public enum SecretServiceError: Error, Equatable {
             .unknownMethod(let message), .unknownInterface(let message), .unknownProperty(let message),
             .propertyReadOnly(let message), .unusableDatabase(let message), .failed(let message):
             return message
+        case .waitForWrite:
+            return "secretd is busy writing; try again"
         }
     }
 }
@@ -78,6 +84,7 @@ extension SecretServiceError {
         case .invalidInput(let message): self = .invalidArgs(message)
         case .wrongPassword: self = .accessDenied("the password is wrong")
         case .locked: self = .isLocked("the keyring is locked")
+        case .busy: self = .waitForWrite  // not logged: the call runs again
         case .overQuota(let limit):
             Log.warning("refused a write over the quota (\(limit))")
             self = .limitsExceeded("the write would go over secretd.conf's \(limit) (see secretd.conf(5)); nothing was written")

@@ -30,14 +30,17 @@ package final class Database {
         handle = db
         self.path = path
         sqlite3_extended_result_codes(db, 1)
-        sqlite3_busy_timeout(db, 5_000)
+        sqlite3_busy_timeout(db, 5_000)  // as ``failsWhenBusy`` restores it
     }
 
     deinit { close() }
 
     /// How long a statement waits for another connection's write lock before it fails
     /// (5 s from the start).
-    func busyTimeout(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
+    func busyTimeout(milliseconds: Int32) {
+        guard !isClosed else { return }
+        sqlite3_busy_timeout(handle, milliseconds)
+    }
 
     /// Whether ``close()`` ran; every call after it throws.
     private(set) var isClosed = false
@@ -129,7 +132,30 @@ package final class Database {
     /// Ends the group's read snapshot and opens its write transaction on a fresh one.
     private func renewSnapshotForWrite() throws(StoreError) {
         try control("COMMIT")
-        try control("BEGIN IMMEDIATE")
+        try beginImmediate()
+    }
+
+    /// Whether a write that finds another connection holding the write lock fails at once
+    /// with ``StoreError/busy`` rather than wait for it (up to 5 s). It can only find it so
+    /// when it takes the lock: at `BEGIN IMMEDIATE`, its group's first write.
+    var failsWhenBusy = false {
+        didSet { busyTimeout(milliseconds: failsWhenBusy ? 0 : 5_000) }
+    }
+
+    /// How many writes failed with ``StoreError/busy`` (``failsWhenBusy``); it only grows.
+    private(set) var busyFailures = 0
+
+    /// Opens a write transaction, taking the write lock (``failsWhenBusy``).
+    private func beginImmediate() throws(StoreError) {
+        do {
+            try control("BEGIN IMMEDIATE")
+        } catch {
+            if failsWhenBusy, case .database(let code, _) = error, code == SQLITE_BUSY {
+                busyFailures += 1
+                throw .busy
+            }
+            throw error
+        }
     }
 
     /// Runs a statement that opens, ends or marks a transaction (never opens the group's).
@@ -213,7 +239,7 @@ package final class Database {
             // ``commitPending()`` commits. A failure rolls it all back, which takes back this
             // one's writes alone. No savepoint (two statements a store).
             if !groupsCommits || awaitsGroup {
-                try control("BEGIN IMMEDIATE")
+                try beginImmediate()
             } else if otherWriters {
                 try renewSnapshotForWrite()  // the group has only read, perhaps on a stale snapshot
             }

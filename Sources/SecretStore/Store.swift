@@ -95,6 +95,18 @@ public final class Store {
     /// apart writer waits for the write lock.)
     public func noteWrittenApart() { database.endReadSnapshot() }
 
+    /// Runs `body` with every write of this connection that would wait for another one's
+    /// write lock (the apart writer's) failing at once with ``StoreError/busy`` instead, so
+    /// that the main loop is not held up; returns what `body` returned and whether a write so
+    /// failed (that write wrote nothing).
+    public func failingWritesWhenBusy<T>(_ body: () -> T) -> (value: T, metBusy: Bool) {
+        let before = database.busyFailures
+        database.failsWhenBusy = true
+        defer { database.failsWhenBusy = false }
+        let value = body()
+        return (value, database.busyFailures != before)
+    }
+
     /// Closes the apart writer's connection, after its write in progress.
     func closeApartWriter() {
         apart?.close()

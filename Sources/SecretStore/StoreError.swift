@@ -31,6 +31,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The write would take its program, or the database, past a quota (``Store/Quota``);
     /// nothing was written.
     case overQuota(Store.Quota.Limit)
+    /// Another connection of this process held the write lock (``ApartWriter``) and the write
+    /// was not to wait for it (``Store/failingWritesWhenBusy(_:)``); nothing was written.
+    case busy
 
     /// A one-line description.
     public var description: String {
@@ -49,6 +52,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .readOnly(let message): return "read-only file system: \(message)"
         case .inUse(let pid): return "the keyring database is in use by another secretd" + (pid.map { " (pid \($0))" } ?? "")
         case .overQuota(let limit): return "over the quota: \(limit)"
+        case .busy: return "another write holds the database's write lock"
         }
     }
 

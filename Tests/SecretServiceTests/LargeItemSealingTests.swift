@@ -3,7 +3,7 @@ import Foundation
 import KeychainCore
 @testable import SecretCrypto
 @testable import SecretService
-import SecretStore
+@testable import SecretStore
 import Testing
 
 /// `CreateItem` of a large secret: sealed off the main loop (``SealingQueue``) for the id the
@@ -182,5 +182,38 @@ import Testing
             let path = try #require(answers[index])
             #expect(setup.secret(":1.1", of: path) == Self.large + [UInt8(index)])
         }
+    }
+
+    @Test("while a large item's write holds the database's write lock, another client's write does not wait for it: its call is answered waitForWrite (not sent; the server runs it again), nothing is written, and it goes through once the write has ended")
+    func writesMeetingTheLargeWrite() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        var large: Result<DBusValue, SecretServiceError>?
+        setup.create(":1.1", ["kind": "large"], Self.large) { large = $0 }
+        setup.deferred.runNext()  // sealed; its write waits off the loop
+        #expect(setup.daemon.sealing.isWriting)
+        var ended = false
+        setup.daemon.router.whenWritesEnd { ended = true }
+        #expect(!ended)
+
+        // The write lock, held as the apart writer holds it while it copies the item's pages.
+        let holder = try Database(path: setup.daemon.keyring.store.databaseURL.path)
+        try holder.run("BEGIN IMMEDIATE")
+        var small: Result<DBusValue, SecretServiceError>?
+        setup.create(":1.2", ["kind": "small"], Array("small".utf8)) { small = $0 }
+        #expect(small?.failure == .waitForWrite)
+        let alias = setup.call(":1.2", Fixture.service, Introspection.service, "ReadAlias", [.string("default")])
+        #expect(alias?.success?.tuple?.first?.objectPath == Fixture.login, "a call that only reads goes on")
+        try holder.run("ROLLBACK")
+        holder.close()
+        #expect(setup.search(":1.2", ["kind": "small"]).isEmpty, "nothing of it was written")
+
+        setup.deferred.runNext()  // the large item written
+        #expect(ended && !setup.daemon.sealing.isWriting)
+        #expect(large?.success != nil, "\(String(describing: large))")
+        // Run again, as the server does: written now, and the lock waits as before.
+        setup.create(":1.2", ["kind": "small"], Array("small".utf8)) { small = $0 }
+        let path = try #require(small?.success?.tuple?.first?.objectPath)
+        #expect(setup.secret(":1.2", of: path) == Array("small".utf8))
     }
 }
