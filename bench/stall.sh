@@ -5,8 +5,9 @@
 # 99th percentile and maximum latency, and the writer's store times, in ms. Beside each, the
 # floor: the same two clients against a stand-in that stores nothing (keychain-bench
 # --serve-stand-in, sd-bus on one thread as secretd), i.e. what the bus alone costs the pinger.
-# The last shape adds a client storing small items as fast as it can beside the 8 MiB writer:
-# its writes wait for the large ones' (one SQLite writer at a time), and so does everyone after.
+# The 8 MiB writer's shape is run twice more: beside a client storing small items as fast as it
+# can (its writes wait for the large ones': one SQLite writer at a time; the pinger should not),
+# and as one item whose secret is set again and again (Item.SetSecret) rather than new items.
 #   bench/stall.sh [SECONDS]     default 10 s a shape
 # Uses the release build (make bench builds it, or: swift build -c release --static-swift-stdlib
 # --disable-local-rpath; BIN= another directory), on a private bus.
@@ -45,13 +46,16 @@ stop_provider() {
 }
 
 # One measurement: the pinger alone or beside the writer of shape NAME (the rest of the shape's
-# line; `with-small-writer` last: a second client storing small items as fast as it can too);
+# line; last, `with-small-writer`: a second client storing small items as fast as it can too,
+# or `set-secret`: the writer sets one item's secret again and again);
 # sets `pinged` (median p99 max) and `written` (the writer's stores, or -).
 measure() {
     name=$1 count=$2 size=$3 secret=$4 also=${5:-}
     writer="" small=""
     if [ "$name" != none ]; then
-        /usr/bin/python3 -B "$clients/large-writer.py" "$seconds" "$count" "$size" "$secret" "$name" >"$dir/writer.json" &
+        mode=""
+        [ "$also" != set-secret ] || mode=set-secret
+        /usr/bin/python3 -B "$clients/large-writer.py" "$seconds" "$count" "$size" "$secret" "$name" $mode >"$dir/writer.json" &
         writer=$!
     fi
     if [ "$also" = with-small-writer ]; then
@@ -92,4 +96,5 @@ attributes:limit(64KiB) 15 4000 32
 secret:1MiB 2 16 1048576
 secret:8MiB 2 16 8388608
 secret:8MiB+small-writer 2 16 8388608 with-small-writer
+secret:8MiB-set-again 2 16 8388608 set-secret
 SHAPES

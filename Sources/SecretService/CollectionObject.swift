@@ -98,18 +98,37 @@ struct CollectionObject {
         if let problem = Provider.checkItemText(label: label, attributes: requested) { throw problem }
         let attributes = try provider.placeInGroup(requested, for: sender).get()
         let creator = try? provider.caller(sender).get().identity.description
-        var large = ItemContents.byteCount(secret: secret.byteCount, label: label, attributes: attributes) >= SealingQueue.threshold
-        if large && replace {
+        let large = ItemContents.byteCount(secret: secret.byteCount, label: label, attributes: attributes) >= SealingQueue.threshold
+        // On the loop, with the keys held then: stored as a small item is.
+        let onLoop = { [provider] () -> Result<DBusValue, SecretServiceError> in
+            guard let keys = provider.keyring.held(collection.id) else { return .failure(.isLocked("the keyring is locked")) }
+            return secret.decode().flatMap { decoded in
+                let contents = ItemContents(label: label, attributes: attributes, secret: decoded, contentType: secret.contentType)
+                let write = ItemWrite(collection: collection, contents: contents, replace: replace, sender: sender, creator: creator)
+                return CollectionObject(provider).store(write, keys: keys, sealed: nil)
+            }
+        }
+        guard large else { return reply(.success(try onLoop().get())) }
+        if replace {
+            let target: Store.ItemRecord?
             do throws(StoreError) {
-                large = try replaced(attributes, in: collection, for: sender, keys: keys) == nil
+                target = try replaced(attributes, in: collection, for: sender, keys: keys)
             } catch {
                 throw provider.storeFailure(error)
             }
-        }
-        guard large else {
-            let contents = ItemContents(label: label, attributes: attributes, secret: try secret.decode().get(), contentType: secret.contentType)
-            let write = ItemWrite(collection: collection, contents: contents, replace: replace, sender: sender, creator: creator)
-            return reply(.success(try store(write, keys: keys, sealed: nil).get()))
+            if let target {
+                // Replaced off the loop as well (``LargeItemUpdate``).
+                LargeItemUpdate(provider: provider).update(target, in: collection, keys: keys, change: { contents in
+                    switch secret.decode() {
+                    case .success(let decoded):
+                        contents = ItemContents(label: label, attributes: attributes, secret: decoded, contentType: secret.contentType)
+                        return nil
+                    case .failure(let refusal):
+                        return refusal
+                    }
+                }, answer: { [self] in self.reply(created: $0, in: collection) }, onLoop: onLoop, reply: reply)
+                return
+            }
         }
         // Decoded and sealed off the loop for the id it will have. Once sealed, checked again on
         // the loop: the keyring was deleted or locked meanwhile (an error), locked and unlocked

@@ -15,12 +15,10 @@ extension Introspection {
                    try ItemObject(provider).getSecret(call.item(), sessionPath: call.argument(0, as: ObjectPath.self).path, sender: call.sender)
                }),
         Method(name: "SetSecret", rule: .itemGroup, arguments: [Argument(name: "secret", type: secret)],
-               handler: .now { provider, call throws(SecretServiceError) in
+               handler: .later { provider, call, reply throws(SecretServiceError) in
                    let (item, collection) = try call.item()
-                   let itemKeys = try ItemObject(provider).keys(opening: item)
-                   let (secret, contentType) = try provider.decodeSecret(call.argument(0), from: call.sender).get()
-                   try ItemObject(provider).update(item, collection, itemKeys) { $0.secret = secret; $0.contentType = contentType }.get()
-                   return .tuple([])
+                   let secret = try provider.sentSecret(call.argument(0), from: call.sender).get()
+                   try ItemObject(provider).setSecret(secret, of: item, in: collection, reply: reply)
                }),
     ], properties: [
         Property(name: "Locked", type: "b", read: { provider, read throws(SecretServiceError) in
@@ -37,7 +35,10 @@ extension Introspection {
         }, setter: .init(rule: .itemGroup) { provider, write throws(SecretServiceError) in
             let (item, collection) = try write.item()
             let label = try write.value(as: String.self)
-            try ItemObject(provider).update(item, collection, ItemObject(provider).keys(opening: item)) { $0.label = label }.get()
+            _ = try ItemObject(provider).update(item, collection, ItemObject(provider).keys(opening: item)) { contents in
+                contents.label = label
+                return nil
+            }.get()
         }),
         Property(name: "Type", type: "s", read: { provider, read throws(SecretServiceError) in
             .string(try ItemObject(provider).description(read)?.attributes["xdg:schema"] ?? "")
@@ -92,18 +93,54 @@ struct ItemObject {
     }
 
     /// Reads, changes and re-seals an item (the keyring publishes the change).
+    /// `SetSecret`: answers through `reply` at once or, when the item is large before or after
+    /// (``SealingQueue/threshold``), once its update has been sealed and written off the loop
+    /// (``LargeItemUpdate``). What fails at once is thrown.
+    fileprivate func setSecret(
+        _ secret: SentSecret, of item: Store.ItemRecord, in collection: Store.CollectionRecord,
+        reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) throws(SecretServiceError) {
+        let itemKeys = try keys(opening: item)
+        let change: @Sendable (inout ItemContents) -> SecretServiceError? = { contents in
+            switch secret.decode() {
+            case .success(let decoded):
+                contents.secret = decoded
+                contents.contentType = secret.contentType
+                return nil
+            case .failure(let refusal):
+                return refusal
+            }
+        }
+        // With the keys as they are then (the keyring may have been locked and unlocked).
+        let onLoop = { [provider] () -> Result<DBusValue, SecretServiceError> in
+            let object = ItemObject(provider)
+            return Result { () throws(SecretServiceError) in try object.keys(opening: item) }
+                .flatMap { object.update(item, collection, $0, change) }.map { _ in .tuple([]) }
+        }
+        let stored: Int
+        do throws(StoreError) {
+            stored = try provider.keyring.store.sealedByteCount(of: item)
+        } catch {
+            throw provider.storeFailure(error)
+        }
+        guard max(secret.byteCount, stored) >= SealingQueue.threshold else { return reply(onLoop()) }
+        LargeItemUpdate(provider: provider).update(
+            item, in: collection, keys: itemKeys, change: change, answer: { _ in .tuple([]) }, onLoop: onLoop, reply: reply)
+    }
+
+    /// Gives `item` the contents `change` makes of its current ones (or says why not), on the
+    /// loop; the updated item, or why there is none.
     fileprivate func update(
         _ item: Store.ItemRecord, _ collection: Store.CollectionRecord, _ itemKeys: Store.ItemKeys,
-        _ change: (inout ItemContents) -> Void
-    ) -> Result<Void, SecretServiceError> {
+        _ change: (inout ItemContents) -> SecretServiceError?
+    ) -> Result<Store.ItemRecord, SecretServiceError> {
         do {
             var contents = try provider.keyring.readItem(item, in: collection, keys: itemKeys)
-            change(&contents)
+            if let refusal = change(&contents) { return .failure(refusal) }
             if let problem = Provider.checkItemText(label: contents.label, attributes: contents.attributes) {
                 return .failure(problem)
             }
-            _ = try provider.keyring.updateItem(item, in: collection, keys: itemKeys, contents: contents, within: provider.quota)
-            return .success(())
+            return .success(try provider.keyring.updateItem(item, in: collection, keys: itemKeys, contents: contents, within: provider.quota))
         } catch {
             return .failure(provider.storeFailure(error))
         }
@@ -142,11 +179,12 @@ struct ItemObject {
     ) throws(SecretServiceError) {
         let itemKeys = try keys(opening: item)
         var placed = try provider.placeInGroup(requested, for: sender, unnamed: item.accessGroup ?? AccessGroupNames.defaultGroup).get()
-        try update(item, collection, itemKeys) { contents in
+        _ = try update(item, collection, itemKeys) { contents in
             if requested[ItemAccessibility.attribute] == nil, let kept = contents.attributes[ItemAccessibility.attribute] {
                 placed[ItemAccessibility.attribute] = kept
             }
             contents.attributes = placed
+            return nil
         }.get()
     }
 }

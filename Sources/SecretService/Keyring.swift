@@ -303,6 +303,13 @@ final class Keyring {
         publish(.itemCreated(item, in: collection, label: sealed.label, attributes: sealed.attributes))
     }
 
+    /// Publishes the change of `before` into `after`, which the store's second connection
+    /// wrote from `sealed` off the loop (``Store/ApartWriter``), as ``updateItem(_:in:keys:contents:within:)`` would have.
+    func updatedApart(_ before: Store.ItemRecord, into after: Store.ItemRecord, from sealed: Store.SealedItem, in collection: Store.CollectionRecord) {
+        store.noteWrittenApart()
+        publish(.itemChanged(before: before, after: after, label: sealed.label, attributes: sealed.attributes, in: collection))
+    }
+
     /// Gives `item` new `contents` and publishes the change.
     func updateItem(
         _ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys,

@@ -36,7 +36,8 @@ final class SealingQueue {
     private var afterWrite: [() -> Void] = []
 
     private let offLoop: OffLoop
-    private var waiting: [(work: @Sendable () -> Sealing, done: (Sealing) -> AfterSealing)] = []
+    /// The seals asked for and not started, each started with what is to run after it.
+    private var waiting: [(_ next: @escaping (AfterSealing) -> Void) -> Void] = []
     private var running = false
 
     /// A queue whose work runs through `offLoop`.
@@ -45,17 +46,17 @@ final class SealingQueue {
     /// Runs `work` (a decode and ``Store/seal(_:as:in:keys:)``) off the loop after those asked
     /// before it, then `done` with its result on the loop; the write `done` may ask for runs off
     /// the loop before the next item's seal.
-    func seal(_ work: @escaping @Sendable () -> Sealing, then done: @escaping (Sealing) -> AfterSealing) {
-        waiting.append((work, done))
+    func seal<Sealed>(_ work: @escaping @Sendable () -> Sealed, then done: @escaping (Sealed) -> AfterSealing) {
+        waiting.append { [offLoop] next in offLoop.run(named: "secretd-seal", work) { next(done($0)) } }
         startNext()
     }
 
     private func startNext() {
         guard !running, !waiting.isEmpty else { return }
-        let (work, done) = waiting.removeFirst()
+        let start = waiting.removeFirst()
         running = true
-        offLoop.run(named: "secretd-seal", work) { [self] result in
-            switch done(result) {
+        start { [self] after in
+            switch after {
             case .finished:
                 finish()
             case .write(let write, let written):

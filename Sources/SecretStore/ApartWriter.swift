@@ -67,12 +67,45 @@ public final class ApartWriter: @unchecked Sendable {
     public func createItem(
         _ sealed: Store.SealedItem, in collection: Store.CollectionRecord, creator: String?, within quota: Store.Quota?
     ) throws(StoreError) -> Store.ItemRecord {
+        try write(in: collection) { store throws(StoreError) in try store.createItem(sealed, in: collection, creator: creator, within: quota) }
+    }
+
+    /// Reads `item`'s contents and the version of its row, for an update of it sealed off the
+    /// loop (``updateItem(_:replacing:version:previous:in:within:)``).
+    public func readItem(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys: Store.ItemKeys) throws(StoreError)
+        -> (contents: ItemContents, version: [UInt8])
+    {
+        try store.withLock { store throws(StoreError) in
+            guard let store else { throw .io("the database is closed") }
+            return try store.readItemAndVersion(item, in: collection, keys: keys)
+        }
+    }
+
+    /// Gives `item` the contents `sealed` holds, in a transaction of this connection, durable
+    /// when it returns, as ``createItem(_:in:creator:within:)`` is; its row had `version` and
+    /// attributes `previous` when read (``readItem(_:in:keys:)``). Refuses it (`.notFound`)
+    /// when the item or its collection is gone, or the item was written since.
+    public func updateItem(
+        _ sealed: Store.SealedItem, replacing item: Store.ItemRecord, version: [UInt8], previous: [String: String],
+        in collection: Store.CollectionRecord, within quota: Store.Quota?
+    ) throws(StoreError) -> Store.ItemRecord {
+        try write(in: collection) { store throws(StoreError) in
+            try store.updateItem(sealed, replacing: item, version: version, previous: previous, in: collection, within: quota)
+        }
+    }
+
+    /// Runs `body` in a transaction of this connection, committed and then synced; refuses it
+    /// (`.notFound`) when `collection` was deleted (or replaced by a restore) since its item
+    /// was sealed.
+    private func write(
+        in collection: Store.CollectionRecord, _ body: @Sendable (Store) throws(StoreError) -> Store.ItemRecord
+    ) throws(StoreError) -> Store.ItemRecord {
         try store.withLock { store throws(StoreError) -> Store.ItemRecord in
             guard let store else { throw .io("the database is closed") }
             let item = try store.database.transaction { () throws(StoreError) -> Store.ItemRecord in
                 let found = try store.database.rows("SELECT uuid FROM collections WHERE id = ?", [.integer(collection.id)])
                 guard case .blob(let uuid)? = found.first?.first, uuid == collection.uuid else { throw .notFound }
-                return try store.createItem(sealed, in: collection, creator: creator, within: quota)
+                return try body(store)
             }
             try syncLog()
             return item

@@ -630,6 +630,21 @@ public final class Store {
     public func readItem(_ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys) throws(StoreError)
         -> ItemContents
     {
+        try readItemAndVersion(item, in: collection, keys: keys).contents
+    }
+
+    /// The size of `item`'s sealed contents, in bytes (read without reading them).
+    public func sealedByteCount(of item: ItemRecord) throws(StoreError) -> Int {
+        let found = try database.rows("SELECT length(sealed) FROM items WHERE id = ?", [.integer(item.id)])
+        guard case .integer(let count)? = found.first?.first else { throw .notFound }
+        return Int(count)
+    }
+
+    /// As ``readItem(_:in:keys:)``, with the version of the row read: its seal's nonce, new
+    /// with every write of the item (``updateItem(_:replacing:version:previous:in:within:)``).
+    func readItemAndVersion(_ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys) throws(StoreError)
+        -> (contents: ItemContents, version: [UInt8])
+    {
         guard let key = keys.key(survivingLock: item.survivesLock) else { throw .locked }
         let sealed: [UInt8]
         if let lastRead, lastRead.id == item.id, lastRead.collectionID == collection.id, lastRead.changeCount == changeCount {
@@ -639,6 +654,13 @@ public final class Store {
             guard let found, let read = found else { throw .notFound }
             sealed = read
         }
+        return (try Self.openSealed(sealed, of: item, in: collection, key: key), Array(sealed.prefix(Gcrypt.nonceLength)))
+    }
+
+    /// The contents `sealed`, the row of `item`, holds, opened with `key`.
+    private static func openSealed(_ sealed: [UInt8], of item: ItemRecord, in collection: CollectionRecord, key: SecureBytes) throws(StoreError)
+        -> ItemContents
+    {
         let plaintext = try StoreError.fromCrypto { () throws(CryptoError) in
             try Gcrypt.open(sealed, key: key, associatedData: Self.itemAssociatedData(collection.uuid, item.id))
         }
@@ -647,6 +669,8 @@ public final class Store {
 
     private static let sealedContents = Query(
         Selection<ItemColumn>([.sealed]), "FROM items WHERE id = ? AND collection_id = ?")
+    /// The version of an item's row (``readItemAndVersion(_:in:keys:)``): its seal's nonce.
+    private static let sealedVersion = "SELECT substr(sealed, 1, \(Gcrypt.nonceLength)) FROM items WHERE id = ? AND collection_id = ?"
 
     /// Records the access group of items written before schema version 2 (which kept it only
     /// in the sealed attributes); returns how many were assigned. Runs when `collection` is
@@ -692,11 +716,43 @@ public final class Store {
         guard keys.opens(item) else { throw .locked }
         let sealed = try Self.seal(contents, as: item.id, in: collection, keys: keys)
         try removeIndexEntries(of: item, in: collection, keys: keys)
+        try write(sealed, modified: modified)
+    }
+
+    /// Writes the row and index entries of the item `sealed` is for, whose old entries are gone.
+    private func write(_ sealed: SealedItem, modified: UInt64) throws(StoreError) {
         try database.update(
             [ItemColumn.sealed: .blob(sealed.bytes), .modified: .integer(Int64(modified)),
              .accessGroup: StoredAccessGroup.value(sealed.accessGroup), .survivesLock: sealed.survivesLock ? .integer(1) : .null],
-            where: .id, is: .integer(item.id))
+            where: .id, is: .integer(sealed.id))
         try index(sealed)
+    }
+
+    /// Gives `item` the contents `sealed` holds (sealed for it: ``seal(_:as:in:keys:)``); its
+    /// row had `version` (``readItemAndVersion(_:in:keys:)``) and attributes `previous`,
+    /// whose index entries are removed; as ``updateItem(_:in:keys:contents:within:)`` otherwise.
+    /// Refuses it (`.notFound`) when the item is gone or was written since that version, so
+    /// that nothing written meanwhile is lost.
+    func updateItem(
+        _ sealed: SealedItem, replacing item: ItemRecord, version: [UInt8], previous: [String: String],
+        in collection: CollectionRecord, within quota: Quota?
+    ) throws(StoreError) -> ItemRecord {
+        guard sealed.id == item.id, sealed.collectionUUID == collection.uuid else {
+            throw .invalidInput("the item was sealed for another item")
+        }
+        let now = max(Self.now(), item.modified)
+        try database.transaction { () throws(StoreError) in
+            let found = try database.rows(Self.sealedVersion, [.integer(item.id), .integer(collection.id)])
+            guard case .blob(let current)? = found.first?.first, current == version else { throw .notFound }
+            try removeIndexEntries(of: item.id, attributes: previous)
+            try write(sealed, modified: now)
+            if let quota { try check(quota, creator: try creatorKey(of: item)) }
+        }
+        var updated = item
+        updated.modified = now
+        updated.accessGroup = sealed.accessGroup
+        updated.survivesLock = sealed.survivesLock
+        return updated
     }
 
     /// Indexes the attributes of the item `sealed` is for.
@@ -724,12 +780,16 @@ public final class Store {
             try database.run("DELETE FROM attribute_index WHERE item_id = ?", [.integer(item.id)])
             return nil
         }
-        for (name, value) in contents.attributes {
-            try database.run(
-                "DELETE FROM attribute_index WHERE hash = ? AND item_id = ?",
-                [.blob(Self.attributeKey(name: name, value: value)), .integer(item.id)])
-        }
+        try removeIndexEntries(of: item.id, attributes: contents.attributes)
         return (contents.label, contents.attributes)
+    }
+
+    /// Removes the index entries of the item `id` for `attributes`.
+    private func removeIndexEntries(of id: Int64, attributes: [String: String]) throws(StoreError) {
+        for (name, value) in attributes {
+            try database.run(
+                "DELETE FROM attribute_index WHERE hash = ? AND item_id = ?", [.blob(Self.attributeKey(name: name, value: value)), .integer(id)])
+        }
     }
 
     // MARK: - Quotas

@@ -123,12 +123,66 @@ import Testing
         #expect(setup.search(":1.2", ["kind": "later"]).count == 1)
         #expect(setup.secret(":1.2", of: smallPath) == Array("small".utf8))
 
-        // Replacing it goes through the same path and keeps the item.
+        // Replacing it is done off the loop too (LargeItemUpdate), and keeps the item.
         var replaced: Result<DBusValue, SecretServiceError>?
         let other = Self.large.reversed().map { $0 }
         setup.create(":1.1", ["kind": "large"], other) { replaced = $0 }
-        #expect(replaced?.success?.tuple?.first?.objectPath == largePath, "an item to replace is replaced on the loop")
+        #expect(replaced == nil && setup.deferred.pending.count == 1)
+        setup.deferred.runNext()
+        setup.deferred.runNext()
+        #expect(replaced?.success?.tuple?.first?.objectPath == largePath, "\(String(describing: replaced))")
         #expect(setup.secret(":1.1", of: largePath) == other)
+        #expect(setup.search(":1.2", ["kind": "large"]) == [largePath])
+    }
+
+    /// `SetSecret` as `client` on the item at `path`; `answer` is set when it is answered.
+    private func setSecret(_ setup: Setup, _ client: String, _ path: String, _ secret: [UInt8], answer: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+        let value: DBusValue = .tuple([.objectPath(setup.sessions[client]!), .bytes(DBusBytes([])), .bytes(DBusBytes(secret)), .string("application/octet-stream")])
+        setup.daemon.router.handle(MethodCall(sender: client, path: path, interface: Introspection.item, method: "SetSecret", arguments: [value])) {
+            answer($0)
+            _ = setup.daemon.commitPending()
+        }
+    }
+
+    @Test("a large secret set on an item is sealed and written off the loop; the item keeps its label and attributes; one written by another client meanwhile is updated again on the loop, losing neither write")
+    func setSecretOffTheLoop() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        var created: Result<DBusValue, SecretServiceError>?
+        setup.create(":1.1", ["kind": "set"], Array("small".utf8)) { created = $0 }
+        let path = try #require(created?.success?.tuple?.first?.objectPath)
+
+        var answer: Result<DBusValue, SecretServiceError>?
+        setSecret(setup, ":1.1", path, Self.large) { answer = $0 }
+        #expect(answer == nil && setup.deferred.pending.count == 1, "read and sealed off the loop")
+        #expect(setup.secret(":1.2", of: path) == Array("small".utf8), "others read the old secret meanwhile")
+        setup.deferred.runNext()
+        #expect(answer == nil && setup.deferred.pending.count == 1, "sealed; written off the loop")
+        setup.deferred.runNext()
+        #expect(answer?.success == .tuple([]), "\(String(describing: answer))")
+        #expect(setup.secret(":1.2", of: path) == Self.large)
+        #expect(setup.search(":1.2", ["kind": "set"]) == [path])
+        #expect(setup.daemon.router.property("Label", interface: Introspection.item, path: path, sender: ":1.2").success == .string("Large"))
+
+        // Another client writes the label after the row was read and sealed, before it is written.
+        answer = nil
+        let again = Self.large.reversed().map { $0 }
+        setSecret(setup, ":1.1", path, again) { answer = $0 }
+        setup.deferred.runNext()
+        #expect(setup.daemon.router.setProperty("Label", interface: Introspection.item, path: path, value: .string("Renamed"), sender: ":1.2") == nil)
+        _ = setup.daemon.commitPending()
+        setup.deferred.runNext()
+        #expect(answer?.success == .tuple([]), "\(String(describing: answer))")
+        #expect(setup.secret(":1.2", of: path) == again)
+        #expect(setup.daemon.router.property("Label", interface: Introspection.item, path: path, sender: ":1.2").success == .string("Renamed"))
+
+        // A secret that cannot be decoded is refused and changes nothing.
+        answer = nil
+        let broken: DBusValue = .tuple([.objectPath(setup.sessions[":1.1"]!), .bytes(DBusBytes([1])), .bytes(DBusBytes(Self.large)), .string("text/plain")])
+        setup.daemon.router.handle(MethodCall(sender: ":1.1", path: path, interface: Introspection.item, method: "SetSecret", arguments: [broken])) { answer = $0 }
+        while !setup.deferred.pending.isEmpty { setup.deferred.runNext() }
+        #expect(answer?.failure == .invalidArgs("a plain session takes no secret parameters"))
+        #expect(setup.secret(":1.2", of: path) == again)
     }
 
     @Test("locked while its item is sealed: the reply says so and nothing is stored; locked and unlocked again: stored all the same, sealed again with the new keys")

@@ -1,17 +1,20 @@
 """A client that stores large items for SECONDS, to measure what its writes cost others
 (bench/stall.sh) and to be refused by the quotas (QuotaTests).
-    large-writer.py SECONDS ATTRIBUTES ATTRIBUTE_BYTES SECRET_BYTES [NAME]
+    large-writer.py SECONDS ATTRIBUTES ATTRIBUTE_BYTES SECRET_BYTES [NAME [set-secret]]
 Each item has ATTRIBUTES attributes of ATTRIBUTE_BYTES-byte values and a SECRET_BYTES secret.
+With set-secret, one item is created and its secret then set again and again (Item.SetSecret),
+each set counting as a store.
 Prints as JSON how many items were stored, the first refusal (its D-Bus error name) and the
 median and maximum time a store took, in ms."""
 import json
 import sys
 import time
 
-from prelude import COLLECTION, call, connect, plain_session
+from prelude import COLLECTION, address, call, connect, plain_session
 
 seconds, count, size, secret_size = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 name = sys.argv[5] if len(sys.argv) > 5 else "large"
+sets = len(sys.argv) > 6 and sys.argv[6] == "set-secret"
 conn = connect()
 session = plain_session(conn)
 stored, refusal, times, end = 0, None, [], time.time() + seconds
@@ -21,9 +24,12 @@ while time.time() < end:
     properties = {"org.freedesktop.Secret.Item.Label": ("s", "%s %d" % (name, stored)),
                   "org.freedesktop.Secret.Item.Attributes": ("a{ss}", attributes)}
     started = time.time()
+    secret = (session, b"", b"s" * secret_size, "application/octet-stream")
     try:
-        call(conn, COLLECTION, "CreateItem", "a{sv}(oayays)b",
-             (properties, (session, b"", b"s" * secret_size, "application/octet-stream"), False), timeout=120)
+        if sets and stored > 0:
+            call(conn, address(item, "org.freedesktop.Secret.Item"), "SetSecret", "(oayays)", (secret,), timeout=120)
+        else:
+            item = call(conn, COLLECTION, "CreateItem", "a{sv}(oayays)b", (properties, secret, False), timeout=120)[0]
     except RuntimeError as error:
         refusal = str(error)
         break

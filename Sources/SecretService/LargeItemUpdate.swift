@@ -1,0 +1,88 @@
+// A large item's update, sealed and written off the main loop.
+
+import SecretStore
+
+/// Gives an existing large item (``SealingQueue/threshold`` bytes or more, before or after)
+/// new contents off the main loop, as ``SealingQueue`` does for a new one: its row is read
+/// and opened, changed and sealed on the sealing thread through the store's second connection
+/// (``ApartWriter``); back on the loop the keyring is checked again; the row is then written
+/// off the loop, provided nothing wrote it since it was read; the change is published and
+/// answered. Whatever cannot be done so (the keyring locked and unlocked meanwhile, the item
+/// written by someone else in between) is done again on the loop with the item as it is then.
+struct LargeItemUpdate {
+    /// What the objects share.
+    let provider: Provider
+
+    /// What the sealing thread made of the item.
+    private enum Sealed {
+        /// The new row, and the attributes and version of the row it replaces.
+        case ready(Store.SealedItem, previous: [String: String], version: [UInt8])
+        /// The change refused the item's contents (a secret that cannot be decoded, text too long).
+        case refused(SecretServiceError)
+        /// Not done: the item could not be read or sealed there; the loop does it all.
+        case onLoop
+    }
+
+    /// Gives `item` of `collection` the contents `change` makes of its current ones (or says
+    /// why not), opened and sealed with `keys`. `reply` runs on the loop with the `answer` for
+    /// the updated item, or why there is none; `onLoop` is the same call done on the loop, with
+    /// the item and keys as they are then.
+    func update<Answer>(
+        _ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys: Store.ItemKeys,
+        change: @escaping @Sendable (inout ItemContents) -> SecretServiceError?,
+        answer: @escaping (Store.ItemRecord) -> Answer,
+        onLoop: @escaping () -> Result<Answer, SecretServiceError>,
+        reply: @escaping (Result<Answer, SecretServiceError>) -> Void
+    ) {
+        guard let apart = provider.keyring.store.apartWriter() else { return reply(onLoop()) }
+        let accessor = provider.keyring.accessor
+        provider.sealing.seal({ () -> Sealed in
+            guard let (current, version) = try? apart.readItem(item, in: collection, keys: keys) else { return .onLoop }
+            var contents = current
+            if let refusal = change(&contents) ?? Provider.checkItemText(label: contents.label, attributes: contents.attributes) {
+                return .refused(refusal)
+            }
+            guard let sealed = try? Store.seal(contents, as: item.id, in: collection, keys: keys) else { return .onLoop }
+            return .ready(sealed, previous: current.attributes, version: version)
+        }) { [provider] sealed -> SealingQueue.AfterSealing in
+            provider.keyring.acting(as: accessor) { () -> SealingQueue.AfterSealing in
+                let present = (try? provider.keyring.collections())?.contains { $0.id == collection.id && $0.uuid == collection.uuid } ?? false
+                guard present else {
+                    reply(.failure(.noSuchObject("the collection was deleted while the item was written")))
+                    return .finished
+                }
+                guard let held = provider.keyring.held(collection.id) else {
+                    reply(.failure(.isLocked("the keyring is locked")))
+                    return .finished
+                }
+                // The same key objects: not wiped by a lock and derived again since.
+                let same = held.master === keys.master && held.afterFirstUnlock === keys.afterFirstUnlock
+                switch sealed {
+                case .refused(let refusal):
+                    reply(.failure(refusal))
+                    return .finished
+                case .ready(let row, let previous, let version) where same:
+                    let quota = provider.quota
+                    return .write({ Result { () throws(StoreError) in
+                        try apart.updateItem(row, replacing: item, version: version, previous: previous, in: collection, within: quota)
+                    } }, then: { written in
+                        provider.keyring.acting(as: accessor) {
+                            switch written {
+                            case .success(let updated):
+                                provider.keyring.updatedApart(item, into: updated, from: row, in: collection)
+                                reply(.success(answer(updated)))
+                            case .failure(.notFound):
+                                reply(onLoop())  // written or deleted meanwhile: again, with what is there now
+                            case .failure(let error):
+                                reply(.failure(provider.storeFailure(error)))
+                            }
+                        }
+                    })
+                case .ready, .onLoop:
+                    reply(onLoop())
+                    return .finished
+                }
+            }
+        }
+    }
+}
