@@ -229,7 +229,7 @@ final class BusServer {
         let bytes = SDBusValues.payloadSize(message)
         switch quota.admit(sender: sender, serial: UInt32(truncatingIfNeeded: serial), bytes: bytes, silent: silent) {
         case .admitted:
-            queue(message, from: sender)
+            queue(message, from: sender, bytes: bytes)
         case .refused(let first):
             if first {
                 let limits = quota.limits
@@ -277,12 +277,12 @@ final class BusServer {
     /// One client's calls waiting for their turns, first in first out; taking the first does
     /// not move the others (a flooder's queue holds thousands).
     private struct CallQueue {
-        private var calls: [OpaquePointer] = []
+        private var calls: [QueuedCall] = []
         private var head = 0
 
         var isEmpty: Bool { head == calls.count }
 
-        mutating func append(_ call: OpaquePointer) {
+        mutating func append(_ call: QueuedCall) {
             // The taken calls' slots are given back once they are most of the array: each call
             // is moved at most once on average, and a queue that never empties stays small.
             if head >= 64 && head * 2 >= calls.count {
@@ -292,13 +292,13 @@ final class BusServer {
             calls.append(call)
         }
 
-        mutating func removeFirst() -> OpaquePointer {
+        mutating func removeFirst() -> QueuedCall {
             defer { head += 1 }
             return calls[head]
         }
 
         /// Puts `call` back before the others (a call taken that is to run again).
-        mutating func prepend(_ call: OpaquePointer) {
+        mutating func prepend(_ call: QueuedCall) {
             if head > 0 {
                 head -= 1
                 calls[head] = call
@@ -308,14 +308,21 @@ final class BusServer {
         }
 
         /// The calls not yet taken.
-        var remaining: ArraySlice<OpaquePointer> { calls[head...] }
+        var remaining: ArraySlice<QueuedCall> { calls[head...] }
     }
 
-    /// Keeps `message` (a call from `sender`) for its turn.
-    private func queue(_ message: OpaquePointer, from sender: String) {
+    /// A call read and waiting for its turn: the message (referenced while it waits) and the
+    /// bytes its arguments take (``SDBusValues/payloadSize(_:)``, measured once, as it was read).
+    private struct QueuedCall {
+        let message: OpaquePointer
+        let argumentBytes: Int
+    }
+
+    /// Keeps `message` (a call from `sender` whose arguments take `bytes`) for its turn.
+    private func queue(_ message: OpaquePointer, from sender: String, bytes: Int) {
         sd_bus_message_ref(message)
         if queued[sender]?.isEmpty ?? true { turns.append(sender) }
-        queued[sender, default: CallQueue()].append(message)
+        queued[sender, default: CallQueue()].append(QueuedCall(message: message, argumentBytes: bytes))
     }
 
     /// Whether calls are waiting for their turn.
@@ -332,10 +339,10 @@ final class BusServer {
             turns = []
             for sender in round {
                 guard queued[sender]?.isEmpty == false, largeCallOf[sender] == nil, !waitingForWrite.contains(sender) else { continue }
-                if left > 0, let message = queued[sender]?.removeFirst() {
+                if left > 0, let call = queued[sender]?.removeFirst() {
                     left -= 1
-                    dispatch(message, from: sender)
-                    sd_bus_message_unref(message)
+                    dispatch(call, from: sender)
+                    sd_bus_message_unref(call.message)
                 }
                 if queued[sender]?.isEmpty == false { turns.append(sender) } else { queued[sender] = nil }
             }
@@ -349,7 +356,7 @@ final class BusServer {
         sd_bus_message_ref(message)
         sd_bus_message_rewind(message, 1)
         if largeCallOf[sender] == message { largeCallOf[sender] = nil }
-        queued[sender, default: CallQueue()].prepend(message)
+        queued[sender, default: CallQueue()].prepend(QueuedCall(message: message, argumentBytes: SDBusValues.payloadSize(message)))
         let first = waitingForWrite.isEmpty
         waitingForWrite.insert(sender)
         guard first, let handler else { return }
@@ -372,12 +379,13 @@ final class BusServer {
     /// Drops the calls of a client that left the bus: nobody would read their replies.
     func dropQueuedCalls(of sender: String) {
         guard let calls = queued.removeValue(forKey: sender) else { return }
-        for message in calls.remaining { sd_bus_message_unref(message) }
+        for call in calls.remaining { sd_bus_message_unref(call.message) }
         turns.removeAll { $0 == sender }
     }
 
     /// Identifies the caller (once per client), then routes and answers the call.
-    private func dispatch(_ message: OpaquePointer, from sender: String) {
+    private func dispatch(_ call: QueuedCall, from sender: String) {
+        let message = call.message
         memory.trimLater(after: MemoryTrimmer.interval)
         guard let handler, !stopping else {
             reply(to: message, from: sender, with: .failure(.failed("secretd is shutting down")))
@@ -390,19 +398,20 @@ final class BusServer {
             if let refusal {
                 self.reply(to: message, from: sender, with: .failure(refusal))
             } else {
-                self.dispatch(message, from: sender)
+                self.dispatch(call, from: sender)
             }
         }
         if waiting { return }
         sd_bus_message_unref(message)
-        if let result = route(message, from: sender, handler) { reply(to: message, from: sender, with: result) }
+        if let result = route(call, from: sender, handler) { reply(to: message, from: sender, with: result) }
     }
 
     /// What the call asks, checked against the declared interfaces, and the handler's answer;
     /// nil when the handler replies later (a method declared ``BusInterface/Method/repliesLater``).
-    private func route(_ message: OpaquePointer, from sender: String, _ handler: any BusHandler)
+    private func route(_ call: QueuedCall, from sender: String, _ handler: any BusHandler)
         -> Result<DBusValue, SecretServiceError>?
     {
+        let message = call.message
         let header = CallHeader(message)
         let (path, method, requested, signature) = (header.path, header.method, header.interface, header.signature)
         let served = handler.interfaces(at: path)
@@ -414,7 +423,7 @@ final class BusServer {
             return .success(.tuple([.string(xml)]))
         }
         guard !served.isEmpty else { return .failure(.noSuchObject("no object \(path)")) }
-        guard SDBusValues.payloadSize(message) >= Self.readApartFrom else {
+        guard call.argumentBytes >= Self.readApartFrom else {
             return answer(message, header, arguments: SDBusValues.readAll(message), from: sender, served: served, handler)
         }
         // A large call: its arguments are read off the loop, and its client's next calls wait
