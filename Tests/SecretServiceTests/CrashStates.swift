@@ -67,6 +67,14 @@ struct CrashStates {
         case .rename(let from, let to):
             names[to] = names[from]
             names[from] = nil
+        case .found(let name, let bytes):
+            // What the next start finds, taken as on disk (the files a kill leaves are those
+            // of the page cache; the next start's first commit syncs the log).
+            let file = File()
+            file.current = bytes
+            file.durable = bytes
+            names[name] = file
+            durableNames[name] = file
         case .began, .acknowledged, .failed, .makeDirectory:
             break  // a directory holds none of the database's files
         }

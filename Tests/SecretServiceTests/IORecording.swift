@@ -26,11 +26,14 @@ struct IORecording {
         case acknowledged(key: String, token: String)
         /// The call failed: it may have been written or not.
         case failed(key: String, token: String)
+        /// The harness found the file with these bytes after a kill, before the next start
+        /// (``PowerCutTests/recordFiles(in:to:)``): no cut is made before it.
+        case found(String, bytes: [UInt8])
 
         /// Whether it changes files (a cut before it can leave a state no other cut leaves).
         var isFileOperation: Bool {
             switch self {
-            case .began, .acknowledged, .failed: return false
+            case .began, .acknowledged, .failed, .found: return false
             default: return true
             }
         }
@@ -56,6 +59,12 @@ struct IORecording {
                     throw RecordingError.malformed(fields.joined(separator: " "))
                 }
                 events.append(.write(fields[1], offset: offset, bytes: Array(data[index..<index + count])))
+                index += count
+            case ("K", 3):
+                guard let count = Int(fields[2]), index + count <= data.count else {
+                    throw RecordingError.malformed(fields.joined(separator: " "))
+                }
+                events.append(.found(fields[1], bytes: Array(data[index..<index + count])))
                 index += count
             case ("T", 3):
                 guard let size = Int(fields[2]) else { throw RecordingError.malformed(fields.joined(separator: " ")) }

@@ -113,6 +113,8 @@ import Testing
             if phase % 3 == 1 {
                 daemon.crash()
                 for writer in writers { writer.stop() }
+                try fixture.waitUntilNameIsFree()
+                try Self.recordFiles(in: fixture.dataDirectory, to: log)
             } else {
                 for writer in writers { writer.stop() }
                 daemon.stop(timeout: 20)
@@ -223,6 +225,27 @@ import Testing
         if let made {
             #expect(events[made...].contains { if case .sync(".") = $0 { true } else { false } },
                     "the data directory was not synced after backups was made")
+        }
+    }
+
+    /// Appends to the recording `log` the files of `directory` as they are (``IORecording/Event/found(_:bytes:)``),
+    /// after a kill. The shim records an operation once it has returned, so a SIGKILL between
+    /// the two leaves the file changed and the recording without it, and the next phase's
+    /// writes would be replayed onto files other than those they were made on (seen once under
+    /// load: a write-ahead log's last frame missing from the replay, so that every frame the
+    /// next phase added after it was unreadable, and the state lacked its acknowledged writes).
+    /// A kill is no power cut: what was written stays in the page cache, so the files as they
+    /// are is what the next start finds.
+    static func recordFiles(in directory: URL, to log: URL) throws {
+        let handle = try FileHandle(forWritingTo: log)
+        defer { try? handle.close() }
+        try handle.seekToEnd()
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() where !name.hasSuffix("-shm") {
+            var isDirectory: ObjCBool = false
+            let path = directory.appendingPathComponent(name).path
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            try handle.write(contentsOf: Data("K \(name) \(bytes.count)\n".utf8) + bytes)
         }
     }
 
