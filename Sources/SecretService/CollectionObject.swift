@@ -159,17 +159,13 @@ struct CollectionObject {
                     return .finished
                 }
                 let write = ItemWrite(collection: collection, contents: sealed.contents, replace: replace, sender: sender, creator: creator)
-                let present = (try? provider.keyring.collections())?.contains { $0.id == collection.id && $0.uuid == collection.uuid } ?? false
-                guard present else {
-                    reply(.failure(.noSuchObject("the collection was deleted while the item was written")))
+                let (current, same): (Store.ItemKeys, Bool)
+                switch provider.keyring.keysAfterSealing(in: collection, sealedWith: keys) {
+                case .success(let held): (current, same) = held
+                case .failure(let problem):
+                    reply(.failure(problem))
                     return .finished
                 }
-                guard let current = provider.keyring.held(collection.id) else {
-                    reply(.failure(.isLocked("the keyring is locked")))
-                    return .finished
-                }
-                // The same key objects: not wiped by a lock and derived again since.
-                let same = current.master === keys.master && current.afterFirstUnlock === keys.afterFirstUnlock
                 let object = CollectionObject(provider)
                 guard same, case .success(let sealedItem) = sealed.row, !object.mayReplace(write, keys: current),
                     let apart = provider.keyring.store.apartWriter()

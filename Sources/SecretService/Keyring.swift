@@ -87,6 +87,18 @@ final class Keyring {
     /// Whether `collection` is locked.
     func isLocked(_ collection: Store.CollectionRecord) -> Bool { keys[collection.id] == nil }
 
+    /// For an item of `collection` sealed off the loop with `keys` (``SealingQueue``): the keys
+    /// held now, and whether they are those same key objects (not wiped by a lock and derived
+    /// again since); or why it cannot be stored at all (the keyring deleted or locked meanwhile).
+    func keysAfterSealing(
+        in collection: Store.CollectionRecord, sealedWith keys: Store.ItemKeys
+    ) -> Result<(current: Store.ItemKeys, same: Bool), SecretServiceError> {
+        let present = (try? collections())?.contains { $0.id == collection.id && $0.uuid == collection.uuid } ?? false
+        guard present else { return .failure(.noSuchObject("the collection was deleted while the item was written")) }
+        guard let current = held(collection.id) else { return .failure(.isLocked("the keyring is locked")) }
+        return .success((current, current.master === keys.master && current.afterFirstUnlock === keys.afterFirstUnlock))
+    }
+
     // MARK: - Reading
 
     /// How many rows the store has changed so far (a read of it is current while this stays).

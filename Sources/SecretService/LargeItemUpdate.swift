@@ -46,17 +46,13 @@ struct LargeItemUpdate {
             return .ready(sealed, previous: current.attributes, version: version)
         }) { [provider] sealed -> SealingQueue.AfterSealing in
             provider.keyring.acting(as: accessor) { () -> SealingQueue.AfterSealing in
-                let present = (try? provider.keyring.collections())?.contains { $0.id == collection.id && $0.uuid == collection.uuid } ?? false
-                guard present else {
-                    reply(.failure(.noSuchObject("the collection was deleted while the item was written")))
+                let same: Bool
+                switch provider.keyring.keysAfterSealing(in: collection, sealedWith: keys) {
+                case .success(let held): same = held.same
+                case .failure(let problem):
+                    reply(.failure(problem))
                     return .finished
                 }
-                guard let held = provider.keyring.held(collection.id) else {
-                    reply(.failure(.isLocked("the keyring is locked")))
-                    return .finished
-                }
-                // The same key objects: not wiped by a lock and derived again since.
-                let same = held.master === keys.master && held.afterFirstUnlock === keys.afterFirstUnlock
                 switch sealed {
                 case .refused(let refusal):
                     reply(.failure(refusal))
