@@ -102,8 +102,7 @@ struct CollectionObject {
         // On the loop, with the keys held then: stored as a small item is.
         let onLoop = { [provider] () -> Result<DBusValue, SecretServiceError> in
             guard let keys = provider.keyring.held(collection.id) else { return .failure(.isLocked("the keyring is locked")) }
-            return secret.decode().flatMap { decoded in
-                let contents = ItemContents(label: label, attributes: attributes, secret: decoded, contentType: secret.contentType)
+            return secret.contents(label: label, attributes: attributes).flatMap { contents in
                 let write = ItemWrite(collection: collection, contents: contents, replace: replace, sender: sender, creator: creator)
                 return CollectionObject(provider).store(write, keys: keys, sealed: nil)
             }
@@ -119,9 +118,9 @@ struct CollectionObject {
             if let target {
                 // Replaced off the loop as well (``LargeItemUpdate``).
                 LargeItemUpdate(provider: provider).update(target, in: collection, keys: keys, change: { contents in
-                    switch secret.decode() {
-                    case .success(let decoded):
-                        contents = ItemContents(label: label, attributes: attributes, secret: decoded, contentType: secret.contentType)
+                    switch secret.contents(label: label, attributes: attributes) {
+                    case .success(let replacing):
+                        contents = replacing
                         return nil
                     case .failure(let refusal):
                         return refusal
@@ -143,15 +142,14 @@ struct CollectionObject {
         }
         let accessor = provider.keyring.accessor
         provider.sealing.seal({
-            secret.decode().map { decoded in
-                let contents = ItemContents(label: label, attributes: attributes, secret: decoded, contentType: secret.contentType)
-                return SealingQueue.Sealed(contents: contents, row: Result { () throws(StoreError) in
+            secret.contents(label: label, attributes: attributes).map { contents in
+                SealedCreate(contents: contents, row: Result { () throws(StoreError) in
                     try Store.seal(contents, as: id, in: collection, keys: keys)
                 })
             }
         }) { [provider] sealing -> SealingQueue.AfterSealing in
             provider.keyring.acting(as: accessor) { () -> SealingQueue.AfterSealing in
-                let sealed: SealingQueue.Sealed
+                let sealed: SealedCreate
                 switch sealing {
                 case .success(let item): sealed = item
                 case .failure(let problem):
@@ -186,6 +184,13 @@ struct CollectionObject {
                 })
             }
         }
+    }
+
+    /// A large new item as its seal left it (``SealingQueue``): its contents, decoded off the
+    /// loop, and its sealed row, or why it could not be sealed there (then it is stored on the loop).
+    private struct SealedCreate: Sendable {
+        var contents: ItemContents
+        var row: Result<Store.SealedItem, StoreError>
     }
 
     /// `CreateItem`'s reply for `item`: its path, and no prompt.

@@ -101,16 +101,7 @@ struct ItemObject {
         reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
     ) throws(SecretServiceError) {
         let itemKeys = try keys(opening: item)
-        let change: @Sendable (inout ItemContents) -> SecretServiceError? = { contents in
-            switch secret.decode() {
-            case .success(let decoded):
-                contents.secret = decoded
-                contents.contentType = secret.contentType
-                return nil
-            case .failure(let refusal):
-                return refusal
-            }
-        }
+        let change: @Sendable (inout ItemContents) -> SecretServiceError? = { secret.replaceSecret(in: &$0) }
         // With the keys as they are then (the keyring may have been locked and unlocked).
         let onLoop = { [provider] () -> Result<DBusValue, SecretServiceError> in
             let object = ItemObject(provider)

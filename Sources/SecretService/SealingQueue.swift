@@ -19,16 +19,6 @@ final class SealingQueue {
         case write(@Sendable () -> Result<Store.ItemRecord, StoreError>, then: (Result<Store.ItemRecord, StoreError>) -> Void)
     }
 
-    /// An item as its seal left it: its contents, decoded off the loop, and its sealed row,
-    /// or why it could not be sealed there (then it is stored on the loop).
-    struct Sealed: Sendable {
-        var contents: ItemContents
-        var row: Result<Store.SealedItem, StoreError>
-    }
-
-    /// What a seal gives: the item, or why its secret cannot be decoded.
-    typealias Sealing = Result<Sealed, SecretServiceError>
-
     /// Whether an item's row is being written off the loop (its write may hold the
     /// database's write lock: the loop's own writes then fail at once rather than wait for it,
     /// and their calls run again once it ends: ``whenWriteEnds(_:)``).

@@ -614,14 +614,20 @@ public final class Store {
         _ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents, within quota: Quota? = nil
     ) throws(StoreError) -> ItemRecord {
         let now = max(Self.now(), item.modified)
-        try database.transaction { () throws(StoreError) in
-            try write(item, in: collection, keys: keys, contents: contents, modified: now)
+        let sealed = try database.transaction { () throws(StoreError) -> SealedItem in
+            let sealed = try write(item, in: collection, keys: keys, contents: contents, modified: now)
             if let quota { try check(quota, creator: try creatorKey(of: item)) }
+            return sealed
         }
+        return Self.record(of: item, rewrittenFrom: sealed, modified: now)
+    }
+
+    /// `item`'s record once its row holds `sealed`, written at `modified`.
+    private static func record(of item: ItemRecord, rewrittenFrom sealed: SealedItem, modified: UInt64) -> ItemRecord {
         var updated = item
-        updated.modified = now
-        updated.accessGroup = contents.accessGroup
-        updated.survivesLock = contents.accessibility.survivesLock
+        updated.modified = modified
+        updated.accessGroup = sealed.accessGroup
+        updated.survivesLock = sealed.survivesLock
         return updated
     }
 
@@ -709,14 +715,16 @@ public final class Store {
     // MARK: - Internals
 
     /// Seals `contents` into the existing item's row, with the key its class calls for (`keys`
-    /// must open what it held too), and indexes its attributes instead of the old ones.
+    /// must open what it held too), and indexes its attributes instead of the old ones; the row written.
+    @discardableResult
     private func write(
         _ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys, contents: ItemContents, modified: UInt64
-    ) throws(StoreError) {
+    ) throws(StoreError) -> SealedItem {
         guard keys.opens(item) else { throw .locked }
         let sealed = try Self.seal(contents, as: item.id, in: collection, keys: keys)
         try removeIndexEntries(of: item, in: collection, keys: keys)
         try write(sealed, modified: modified)
+        return sealed
     }
 
     /// Writes the row and index entries of the item `sealed` is for, whose old entries are gone.
@@ -748,11 +756,7 @@ public final class Store {
             try write(sealed, modified: now)
             if let quota { try check(quota, creator: try creatorKey(of: item)) }
         }
-        var updated = item
-        updated.modified = now
-        updated.accessGroup = sealed.accessGroup
-        updated.survivesLock = sealed.survivesLock
-        return updated
+        return Self.record(of: item, rewrittenFrom: sealed, modified: now)
     }
 
     /// Indexes the attributes of the item `sealed` is for.
