@@ -55,6 +55,18 @@ enum MainLoop {
             }, box, { data in Unmanaged<Box<() -> Void>>.fromOpaque(data!).release() })
     }
 
+    /// Runs `body` on the loop's next turn, after the sources ready now (calls waiting are
+    /// served first), without committing afterwards as timers do: for loop work cut into turns.
+    static func nextTurn(_ body: @escaping () -> Void) {
+        let box = Unmanaged.passRetained(Box<() -> Void>(body)).toOpaque()
+        g_timeout_add_full(
+            G_PRIORITY_DEFAULT, 0,
+            { data in
+                Unmanaged<Box<() -> Void>>.fromOpaque(data!).takeUnretainedValue().value()
+                return 0
+            }, box, { data in Unmanaged<Box<() -> Void>>.fromOpaque(data!).release() })
+    }
+
     /// Runs `body` once the loop has nothing else to do (after every call queued before it).
     static func whenIdle(_ body: @escaping () -> Void) {
         let box = Unmanaged.passRetained(Box<() -> Void>(body)).toOpaque()

@@ -10,20 +10,55 @@ extension ImportObject {
     /// The most item paths one `ReadItems` call may name, so that no reply grows with the keyring.
     static let readLimit = 10_000
 
-    /// One item of an `ImportItems` call, checked.
-    private struct BatchItem {
-        var label: String
-        var attributes: [String: String]
-        var secret: SecureBytes
-        var contentType: String
-    }
-
     /// `ImportItems`: writes a batch of items into the keyring of the alias `alias` (the default
     /// keyring when it is empty) in one transaction. An item whose attributes (`xdg:schema`
     /// aside) an item holds already (in that keyring; with an empty alias, in any unlocked one)
     /// is skipped, or with `replace` gets the new label and secret. Every item is checked first:
-    /// one bad item refuses the batch and nothing is written.
-    func importBatch(collection alias: String, replace: Bool, items itemValues: [DBusValue], sender: String)
+    /// one bad item refuses the batch and nothing is written. A batch of ``SealingQueue/threshold``
+    /// bytes or more is sealed and written off the main loop (``ItemBatchWrite``); `reply` runs
+    /// on the loop with the reply.
+    func importBatch(
+        collection alias: String, replace: Bool, items itemValues: [DBusValue], sender: String,
+        reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) throws(SecretServiceError) {
+        let everywhere = alias.isEmpty
+        guard let target = provider.resolveAlias(everywhere ? "default" : alias) else {
+            throw .noSuchObject("no keyring has the alias \(everywhere ? "default" : alias)")
+        }
+        guard let targetKeys = provider.keyring.held(target.id) else { throw .isLocked("the keyring \(target.name) is locked") }
+        var batch: [ItemBatchWrite.Item] = []
+        batch.reserveCapacity(itemValues.count)
+        var byteCount = 0
+        for value in itemValues {
+            guard let fields = value.tuple, fields.count == 2, let properties = fields[0].variantMap else {
+                throw .invalidArgs("each item must be (a{sv}(oayays))")
+            }
+            guard let label = properties[SecretServiceNames.Property.itemLabel].map(\.string) ?? "",
+                let requested = properties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
+            else { throw .invalidArgs("an item's Label must be s and its Attributes a{ss}") }
+            guard !Self.withoutSchema(requested).isEmpty else { throw .invalidArgs("an item needs attributes") }
+            if let problem = Provider.checkItemText(label: label, attributes: requested) { throw problem }
+            let item = ItemBatchWrite.Item(
+                label: label, attributes: try provider.placeInGroup(requested, for: sender).get(),
+                secret: try provider.sentSecret(fields[1], from: sender).get())
+            byteCount += item.byteCount
+            batch.append(item)
+        }
+        let creator = try? provider.caller(sender).get().identity.description
+        let onLoop = { [provider] () -> Result<DBusValue, SecretServiceError> in
+            ImportObject(provider).storeOnLoop(batch, into: alias, replace: replace, sender: sender, creator: creator)
+        }
+        guard byteCount >= SealingQueue.threshold else { return reply(onLoop()) }
+        ItemBatchWrite(provider: provider).store(
+            batch, into: target, keys: targetKeys, replace: replace, creator: creator,
+            find: { [provider] item throws(StoreError) in
+                try ImportObject(provider).sameItem(item.attributes, in: everywhere ? nil : target, sender: sender)
+            }, onLoop: onLoop, reply: reply)
+    }
+
+    /// Writes `batch` into the keyring of the alias `alias` on the loop, in one transaction,
+    /// as ``importBatch(collection:replace:items:sender:reply:)`` describes.
+    private func storeOnLoop(_ batch: [ItemBatchWrite.Item], into alias: String, replace: Bool, sender: String, creator: String?)
         -> Result<DBusValue, SecretServiceError>
     {
         let everywhere = alias.isEmpty
@@ -31,35 +66,19 @@ extension ImportObject {
             return .failure(.noSuchObject("no keyring has the alias \(everywhere ? "default" : alias)"))
         }
         guard let targetKeys = provider.keyring.held(target.id) else { return .failure(.isLocked("the keyring \(target.name) is locked")) }
-        var batch: [BatchItem] = []
-        batch.reserveCapacity(itemValues.count)
-        for value in itemValues {
-            guard let fields = value.tuple, fields.count == 2, let properties = fields[0].variantMap else {
-                return .failure(.invalidArgs("each item must be (a{sv}(oayays))"))
-            }
-            guard let label = properties[SecretServiceNames.Property.itemLabel].map(\.string) ?? "",
-                let requested = properties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
-            else { return .failure(.invalidArgs("an item's Label must be s and its Attributes a{ss}")) }
-            guard !Self.withoutSchema(requested).isEmpty else { return .failure(.invalidArgs("an item needs attributes")) }
-            if let problem = Provider.checkItemText(label: label, attributes: requested) { return .failure(problem) }
-            let placed: [String: String]
-            switch provider.placeInGroup(requested, for: sender) {
-            case .failure(let refusal): return .failure(refusal)
-            case .success(let attributes): placed = attributes
-            }
-            switch provider.decodeSecret(fields[1], from: sender) {
+        var decoded: [ItemContents] = []
+        decoded.reserveCapacity(batch.count)
+        for item in batch {
+            switch item.secret.contents(label: item.label, attributes: item.attributes) {
             case .failure(let problem): return .failure(problem)
-            case .success(let (secret, contentType)):
-                batch.append(BatchItem(label: label, attributes: placed, secret: secret, contentType: contentType))
+            case .success(let contents): decoded.append(contents)
             }
         }
-        let creator = try? provider.caller(sender).get().identity.description
         do {
             let (imported, replaced, skipped) = try provider.keyring.transaction { () throws(StoreError) -> (Int, Int, Int) in
                 var (imported, replaced, skipped) = (0, 0, 0)
-                for item in batch {
-                    let contents = ItemContents(label: item.label, attributes: item.attributes, secret: item.secret, contentType: item.contentType)
-                    if let (existing, collection, keys) = try sameItem(item.attributes, in: everywhere ? nil : target, sender: sender) {
+                for contents in decoded {
+                    if let (existing, collection, keys, _, _) = try sameItem(contents.attributes, in: everywhere ? nil : target, sender: sender) {
                         guard replace else {
                             skipped += 1
                             continue
@@ -94,9 +113,9 @@ extension ImportObject {
     }
 
     /// The first item `sender` may read, in `collection` or in any, whose attributes are
-    /// `attributes` (`xdg:schema` aside), with its collection and keys.
+    /// `attributes` (`xdg:schema` aside), as it is now.
     private func sameItem(_ attributes: [String: String], in collection: Store.CollectionRecord?, sender: String) throws(StoreError)
-        -> (Store.ItemRecord, Store.CollectionRecord, Store.ItemKeys)?
+        -> ItemBatchWrite.Match?
     {
         let wanted = Self.withoutSchema(attributes)
         let collections = try provider.keyring.collections()
@@ -104,14 +123,14 @@ extension ImportObject {
             guard let keys = provider.keyring.opening(candidate),
                 let home = collections.first(where: { $0.id == candidate.collectionID })
             else { continue }
-            let contents = try provider.keyring.readItem(candidate, in: home, keys: keys)
-            if Self.withoutSchema(contents.attributes) == wanted { return (candidate, home, keys) }
+            let (contents, version) = try provider.keyring.readItemAndVersion(candidate, in: home, keys: keys)
+            if Self.withoutSchema(contents.attributes) == wanted { return (candidate, home, keys, contents.attributes, version) }
         }
         return nil
     }
 
-    /// `attributes` without `xdg:schema`.
-    private static func withoutSchema(_ attributes: [String: String]) -> [String: String] {
+    /// `attributes` without `xdg:schema`: what makes two imported items the same.
+    static func withoutSchema(_ attributes: [String: String]) -> [String: String] {
         attributes.filter { $0.key != "xdg:schema" }
     }
 

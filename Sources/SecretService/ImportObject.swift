@@ -23,10 +23,9 @@ extension Introspection {
             Argument(name: "items", type: "a(a{sv}\(secret))"),
         ], results: [
             Argument(name: "imported", type: "u"), Argument(name: "replaced", type: "u"), Argument(name: "skipped", type: "u"),
-        ], handler: .now { provider, call throws(SecretServiceError) in
+        ], handler: .later { provider, call, reply throws(SecretServiceError) in
             try ImportObject(provider).importBatch(
-                collection: call.argument(0), replace: call.argument(1), items: call.argument(2), sender: call.sender
-            ).get()
+                collection: call.argument(0), replace: call.argument(1), items: call.argument(2), sender: call.sender, reply: reply)
         }),
         Method(name: "ReadItems", rule: .unconfined, arguments: [
             Argument(name: "items", type: "ao"), Argument(name: "session", type: "o"),
@@ -169,7 +168,7 @@ struct ImportObject {
         do {
             var created: [Store.ItemRecord] = []
             var skipped = 0
-            let (collection, key) = try provider.keyring.transaction { () throws(StoreError) -> (Store.CollectionRecord, Store.ItemKeys) in
+            let (collection, _) = try provider.keyring.transaction { () throws(StoreError) -> (Store.CollectionRecord, Store.ItemKeys) in
                 let (collection, key): (Store.CollectionRecord, Store.ItemKeys)
                 if let existing {
                     guard let known = provider.keyring[existing.id] else { throw .locked }

@@ -195,6 +195,13 @@ final class Keyring {
         try store.readItem(item, in: collection, keys: itemKeys)
     }
 
+    /// As ``readItem(_:in:keys:)``, with the version of the row read (``Store/readItemAndVersion(_:in:keys:)``).
+    func readItemAndVersion(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys itemKeys: Store.ItemKeys)
+        throws(StoreError) -> (contents: ItemContents, version: [UInt8])
+    {
+        try store.readItemAndVersion(item, in: collection, keys: itemKeys)
+    }
+
     /// `item`'s contents, opened with `itemKeys`, to hand its secret to the accessor through
     /// `route`: published as read (the audit trail records it). Reads that keep the secret in
     /// secretd (a label, a change) use ``readItem(_:in:keys:)``.

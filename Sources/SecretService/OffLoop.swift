@@ -7,15 +7,22 @@ import KeychainCore
 struct OffLoop: Sendable {
     /// Runs `work` off the loop, then `done` with its result on the loop.
     private let start: @Sendable (_ name: String, _ work: @escaping @Sendable () -> Void, _ done: @escaping () -> Void) -> Void
+    /// Runs its body on the loop's next turn.
+    private let later: @Sendable (_ body: @escaping () -> Void) -> Void
 
     /// An off-loop runner that starts each piece of work (named for its thread) with `start`,
-    /// which must run `done` on the main loop after `work` (tests keep the work to run it later).
-    init(start: @escaping @Sendable (_ name: String, _ work: @escaping @Sendable () -> Void, _ done: @escaping () -> Void) -> Void) {
+    /// which must run `done` on the main loop after `work` (tests keep the work to run it later),
+    /// and whose ``nextTurn(_:)`` is `nextTurn` (at once by default).
+    init(
+        start: @escaping @Sendable (_ name: String, _ work: @escaping @Sendable () -> Void, _ done: @escaping () -> Void) -> Void,
+        nextTurn: @escaping @Sendable (_ body: @escaping () -> Void) -> Void = { $0() }
+    ) {
         self.start = start
+        self.later = nextTurn
     }
 
     /// A thread of its own per piece of work; `done` runs on the main loop.
-    static let thread = OffLoop { name, work, done in
+    static let thread = OffLoop(start: { name, work, done in
         let back = UncheckedBox(done)
         let started = DetachedThread.start(named: name) {
             work()
@@ -26,13 +33,17 @@ struct OffLoop: Sendable {
             work()
             done()
         }
-    }
+    }, nextTurn: { MainLoop.nextTurn($0) })
 
     /// In place, at once (in-process tests).
-    static let inline = OffLoop { _, work, done in
+    static let inline = OffLoop(start: { _, work, done in
         work()
         done()
-    }
+    })
+
+    /// Runs `body` on the loop after the calls and other work waiting now: for loop work cut
+    /// into turns, so that other clients are served between them. In place in tests.
+    func nextTurn(_ body: @escaping () -> Void) { later(body) }
 
     /// Runs `work` off the loop (on a thread called `name`), then `done` with its value on the loop.
     func run<T>(named name: String, _ work: @escaping @Sendable () -> T, done: @escaping (T) -> Void) {

@@ -61,6 +61,8 @@ final class Provider {
     let consents: ReaderConsents
     /// Where large items are sealed, off the main loop.
     let sealing: SealingQueue
+    /// Where slow work runs off the loop, and how loop work cut into turns waits for the next.
+    let offLoop: OffLoop
     /// The automatic backups secretd.conf asks for (taken on ``Daemon``'s timer).
     private(set) lazy var automaticBackups = AutomaticBackups(provider: self)
 
@@ -90,6 +92,7 @@ final class Provider {
             keyring: keyring, dataDirectory: options.dataDirectory, interval: options.configuration.syncInterval)
         passwordChecks = PasswordChecks(keyring: keyring, clock: clock, offLoop: offLoop)
         sealing = SealingQueue(offLoop: offLoop)
+        self.offLoop = offLoop
         audit = AuditTrail(
             keyring: keyring, commitBarrier: commitBarrier, clock: clock, keepDays: options.configuration.auditKeepDays)
         consents = ReaderConsents(keyring: keyring, defaultMode: options.configuration.readerConsent)

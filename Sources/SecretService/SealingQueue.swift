@@ -13,10 +13,31 @@ final class SealingQueue {
     static let threshold = 32 * 1024
 
     /// What follows a seal, decided on the loop: nothing, or a write off the loop and then
-    /// `done` with its result on the loop.
+    /// what follows it on the loop (``write(_:then:)``).
     enum AfterSealing {
         case finished
-        case write(@Sendable () -> Result<Store.ItemRecord, StoreError>, then: (Result<Store.ItemRecord, StoreError>) -> Void)
+        /// Starts the write through the queue's ``OffLoop``; what follows it on the loop runs
+        /// `ended` once it has ended.
+        case writing(_ start: (_ offLoop: OffLoop, _ ended: @escaping () -> Void) -> Void)
+
+        /// `write` off the loop, then `done` with what it returned on the loop.
+        static func write<Written>(_ write: @escaping @Sendable () -> Written, then done: @escaping (Written) -> Void) -> AfterSealing {
+            .write(write, thenInTurns: { written, finished in
+                done(written)
+                finished()
+            })
+        }
+
+        /// `write` off the loop, then `done` with what it returned on the loop, which calls
+        /// `finished` once it has ended (on a later turn of the loop, if it likes): until then
+        /// the write counts as in progress (``isWriting``).
+        static func write<Written>(
+            _ write: @escaping @Sendable () -> Written, thenInTurns done: @escaping (Written, _ finished: @escaping () -> Void) -> Void
+        ) -> AfterSealing {
+            .writing { offLoop, ended in
+                offLoop.run(named: "secretd-write", write) { written in done(written, ended) }
+            }
+        }
     }
 
     /// Whether an item's row is being written off the loop (its write may hold the
@@ -49,11 +70,10 @@ final class SealingQueue {
             switch after {
             case .finished:
                 finish()
-            case .write(let write, let written):
+            case .writing(let write):
                 isWriting = true
-                offLoop.run(named: "secretd-write", write) { [self] result in
+                write(offLoop) { [self] in
                     isWriting = false
-                    written(result)
                     let waiting = afterWrite
                     afterWrite = []
                     for body in waiting { body() }

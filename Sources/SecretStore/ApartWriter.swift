@@ -67,7 +67,7 @@ public final class ApartWriter: @unchecked Sendable {
     public func createItem(
         _ sealed: Store.SealedItem, in collection: Store.CollectionRecord, creator: String?, within quota: Store.Quota?
     ) throws(StoreError) -> Store.ItemRecord {
-        try write(in: collection) { store throws(StoreError) in try store.createItem(sealed, in: collection, creator: creator, within: quota) }
+        try write(in: [collection]) { store throws(StoreError) in try store.createItem(sealed, in: collection, creator: creator, within: quota) }
     }
 
     /// Reads `item`'s contents and the version of its row, for an update of it sealed off the
@@ -89,26 +89,55 @@ public final class ApartWriter: @unchecked Sendable {
         _ sealed: Store.SealedItem, replacing item: Store.ItemRecord, version: [UInt8], previous: [String: String],
         in collection: Store.CollectionRecord, within quota: Store.Quota?
     ) throws(StoreError) -> Store.ItemRecord {
-        try write(in: collection) { store throws(StoreError) in
+        try write(in: [collection]) { store throws(StoreError) in
             try store.updateItem(sealed, replacing: item, version: version, previous: previous, in: collection, within: quota)
         }
     }
 
+    /// Writes a batch of items in one transaction of this connection, durable when it returns:
+    /// the items `creating` holds are created in `collection` (`creator` counts them for its
+    /// quota) and each of `replacing` gives its item new contents, as
+    /// ``updateItem(_:replacing:version:previous:in:within:)`` does; the quota is checked once,
+    /// after the whole batch, which it refuses whole. Refuses it (`.notFound`) when a
+    /// collection is gone or an item to replace was written since it was read; nothing is
+    /// written then.
+    public func writeItems(
+        creating: [Store.SealedItem], in collection: Store.CollectionRecord, replacing: [Store.SealedReplacement],
+        creator: String?, within quota: Store.Quota?
+    ) throws(StoreError) -> (created: [Store.ItemRecord], replaced: [Store.ItemRecord]) {
+        try write(in: [collection] + replacing.map(\.collection)) { store throws(StoreError) in
+            var created: [Store.ItemRecord] = []
+            created.reserveCapacity(creating.count)
+            for sealed in creating { created.append(try store.createItem(sealed, in: collection, creator: creator, within: nil)) }
+            var replaced: [Store.ItemRecord] = []
+            for change in replacing {
+                replaced.append(try store.updateItem(
+                    change.sealed, replacing: change.item, version: change.version, previous: change.previous,
+                    in: change.collection, within: nil))
+            }
+            if let quota { try store.check(quota, creator: creator.map(Store.creatorKey)) }
+            return (created, replaced)
+        }
+    }
+
     /// Runs `body` in a transaction of this connection, committed and then synced; refuses it
-    /// (`.notFound`) when `collection` was deleted (or replaced by a restore) since its item
-    /// was sealed.
-    private func write(
-        in collection: Store.CollectionRecord, _ body: @Sendable (Store) throws(StoreError) -> Store.ItemRecord
-    ) throws(StoreError) -> Store.ItemRecord {
-        try store.withLock { store throws(StoreError) -> Store.ItemRecord in
+    /// (`.notFound`) when one of `collections` was deleted (or replaced by a restore) since
+    /// its items were sealed.
+    private func write<Written>(
+        in collections: [Store.CollectionRecord], _ body: @Sendable (Store) throws(StoreError) -> Written
+    ) throws(StoreError) -> Written {
+        try store.withLock { store throws(StoreError) -> Written in
             guard let store else { throw .io("the database is closed") }
-            let item = try store.database.transaction { () throws(StoreError) -> Store.ItemRecord in
-                let found = try store.database.rows("SELECT uuid FROM collections WHERE id = ?", [.integer(collection.id)])
-                guard case .blob(let uuid)? = found.first?.first, uuid == collection.uuid else { throw .notFound }
+            let written = try store.database.transaction { () throws(StoreError) -> Written in
+                var checked: Set<Int64> = []
+                for collection in collections where checked.insert(collection.id).inserted {
+                    let found = try store.database.rows("SELECT uuid FROM collections WHERE id = ?", [.integer(collection.id)])
+                    guard case .blob(let uuid)? = found.first?.first, uuid == collection.uuid else { throw .notFound }
+                }
                 return try body(store)
             }
             try syncLog()
-            return item
+            return written
         }
     }
 

@@ -568,6 +568,26 @@ public final class Store {
         let survivesLock: Bool
     }
 
+    /// An existing item's new contents, sealed, with what it replaces as it was read
+    /// (``readItemAndVersion(_:in:keys:)``): for ``ApartWriter/writeItems(creating:in:replacing:creator:within:)``.
+    public struct SealedReplacement: Sendable {
+        /// The new contents, sealed for `item`.
+        public let sealed: SealedItem
+        /// The item replaced, in `collection`.
+        public let item: ItemRecord
+        /// Its row's version when read: the write is refused if it changed.
+        public let version: [UInt8]
+        /// Its attributes when read, whose index entries go.
+        public let previous: [String: String]
+        /// Its collection.
+        public let collection: CollectionRecord
+
+        /// `item` of `collection`, read at `version` with attributes `previous`, to become `sealed`.
+        public init(_ sealed: SealedItem, replacing item: ItemRecord, version: [UInt8], previous: [String: String], in collection: CollectionRecord) {
+            (self.sealed, self.item, self.version, self.previous, self.collection) = (sealed, item, version, previous, collection)
+        }
+    }
+
     /// Seals `contents` for the item `id` of `collection` with the one of `keys` that its
     /// class needs (`.locked` when it is not among them). Touches no database: it may run on
     /// any thread while the store is used on its own.
@@ -648,7 +668,7 @@ public final class Store {
 
     /// As ``readItem(_:in:keys:)``, with the version of the row read: its seal's nonce, new
     /// with every write of the item (``updateItem(_:replacing:version:previous:in:within:)``).
-    func readItemAndVersion(_ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys) throws(StoreError)
+    public func readItemAndVersion(_ item: ItemRecord, in collection: CollectionRecord, keys: ItemKeys) throws(StoreError)
         -> (contents: ItemContents, version: [UInt8])
     {
         guard let key = keys.key(survivingLock: item.survivesLock) else { throw .locked }
@@ -819,7 +839,7 @@ public final class Store {
 
     /// Refuses, inside the write's own transaction (so that it is undone), a write that took
     /// the program `creator` (its key), or the whole database, past `quota`.
-    private func check(_ quota: Quota, creator: [UInt8]?) throws(StoreError) {
+    func check(_ quota: Quota, creator: [UInt8]?) throws(StoreError) {
         if let creator {
             let found = try database.firstRow(Self.creatorUsage, [.blob(creator)]) { row in
                 (items: Int(row.integer(.items) ?? 0), bytes: Int(row.integer(.bytes) ?? 0))

@@ -6,8 +6,16 @@ final class DeferredOffLoop: @unchecked Sendable {
     /// The work waiting, each with what runs on the loop after it.
     var pending: [(() -> Void, () -> Void)] = []
 
-    /// An ``OffLoop`` that keeps its work here.
-    var offLoop: OffLoop { OffLoop { [self] _, work, done in pending.append((work, done)) } }
+    /// The loop's next turns waiting (``OffLoop/nextTurn(_:)``), oldest first.
+    var turns: [() -> Void] = []
+
+    /// An ``OffLoop`` that keeps its work and its next turns here.
+    var offLoop: OffLoop {
+        OffLoop(start: { [self] _, work, done in pending.append((work, done)) }, nextTurn: { [self] body in turns.append(body) })
+    }
+
+    /// Runs the oldest turn waiting.
+    func runTurn() { turns.removeFirst()() }
 
     /// Runs the oldest work, then `meanwhile` (what the loop does before it hears the work
     /// ended), then what follows the work on the loop.

@@ -21,10 +21,11 @@ import Testing
         let daemon: Provider
         var sessions: [String: String] = [:]
 
-        init() throws {
+        init(configuration: Configuration = Configuration()) throws {
             let clock = InProcessDaemonTests.ManualClock()
             daemon = try Provider(
-                options: Daemon.Options(dataDirectory: directory, kdf: .testing), store: Store(directory: directory), clock: { clock.now },
+                options: Daemon.Options(dataDirectory: directory, kdf: .testing, configuration: configuration), store: Store(directory: directory),
+                clock: { clock.now },
                 offLoop: deferred.offLoop)
             _ = try daemon.unlockLogin(password: SecureBytes(Array("right".utf8)))
             daemon.serve(on: InProcessDaemonTests.RecordingEndpoint())

@@ -1,0 +1,238 @@
+// An `ImportItems` batch, sealed and written off the main loop.
+
+import DBusValues
+import SecretStore
+
+/// Stores a batch of items (`Import1.ImportItems`: `secretctl import`) off the main loop, as
+/// ``SealingQueue`` does for one large item, so that a bulk import does not hold other clients
+/// up for the batch's seals, inserts and sync: what needs the loop's state (who may see which
+/// item, which items the batch replaces or skips) is worked out there first (``Plan``), a few
+/// hundred items a turn (``itemsPerTurn``) with other clients' calls served between turns; the
+/// secrets are decoded and the items sealed on the sealing thread; back on the loop the
+/// keyrings are checked again; the whole batch is then written in one transaction of the
+/// store's second connection (``ApartWriter/writeItems(creating:in:replacing:creator:within:)``)
+/// off the loop, and published on it, again in turns, before the reply. Whatever cannot be done
+/// so (a keyring locked, or locked and unlocked, meanwhile; an item to replace written by
+/// someone else in between) is done again on the loop.
+struct ItemBatchWrite {
+    /// What the objects share.
+    let provider: Provider
+
+    /// How many items are planned, or published, in one turn of the main loop: about a
+    /// millisecond's work (a search and an audit entry each).
+    static let itemsPerTurn = 200
+
+    /// One item of a batch, checked (label, attributes, group); its secret as sent, decoded
+    /// where it is sealed.
+    struct Item: Sendable {
+        var label: String
+        var attributes: [String: String]
+        var secret: SentSecret
+
+        /// Its size as stored (``ItemContents/byteCount(secret:label:attributes:)``).
+        var byteCount: Int { ItemContents.byteCount(secret: secret.byteCount, label: label, attributes: attributes) }
+    }
+
+    /// What a batch does, worked out on the loop: which of its items are new, which replace
+    /// an item (read at which version), and the counts its reply gives.
+    struct Plan {
+        /// The keyring new items go into, and the keys held for it.
+        var target: Store.CollectionRecord
+        var keys: Store.ItemKeys
+        /// The new items, each with the id it is sealed for (``Store/reserveItemID()``).
+        var creating: [(id: Int64, item: Item)] = []
+        /// The items replaced, each by the batch's last item with its attributes.
+        var replacing: [Replacement] = []
+        /// How many items the reply says were imported, replaced (an item the batch itself
+        /// created and then replaced counts in both) and skipped.
+        var imported = 0, replaced = 0, skipped = 0
+
+        /// Where each set of attributes (`xdg:schema` aside) went, for a later item with the same.
+        fileprivate var planned: [[String: String]: Planned] = [:]
+        fileprivate enum Planned { case creating(Int), replacing(Int) }
+
+        /// An item the batch replaces, as read on the loop.
+        struct Replacement {
+            var existing: Store.ItemRecord
+            var collection: Store.CollectionRecord
+            var keys: Store.ItemKeys
+            var version: [UInt8]
+            var previous: [String: String]
+            var item: Item
+        }
+    }
+
+    /// An item there already with an item's attributes (`xdg:schema` aside), which it replaces
+    /// or is skipped for: as read on the loop.
+    typealias Match = (existing: Store.ItemRecord, collection: Store.CollectionRecord, keys: Store.ItemKeys, previous: [String: String], version: [UInt8])
+
+    /// Stores `batch` in `target` (whose keys are `keys`): each item whose attributes
+    /// (`xdg:schema` aside) `find` finds there already, or an earlier item of the batch has, is
+    /// skipped, or with `replace` replaces it; the others are created (counting for `creator`'s
+    /// quota). `reply` runs on the loop with the reply to `ImportItems` or why there is none;
+    /// `onLoop` is the same batch stored on the loop at once, with the keyrings as they are then.
+    func store(
+        _ batch: [Item], into target: Store.CollectionRecord, keys: Store.ItemKeys, replace: Bool, creator: String?,
+        find: @escaping (Item) throws(StoreError) -> Match?,
+        onLoop: @escaping () -> Result<DBusValue, SecretServiceError>,
+        reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) {
+        let accessor = provider.keyring.accessor
+        var plan = Plan(target: target, keys: keys)
+        var next = 0
+        func planTurn() {
+            provider.keyring.acting(as: accessor) {
+                // Between turns the keyring may have been locked (its items would no longer be found) or deleted.
+                guard case .success(let held) = provider.keyring.keysAfterSealing(in: target, sealedWith: keys), held.same else {
+                    return reply(onLoop())
+                }
+                do throws(StoreError) {
+                    for item in batch[next..<min(next + Self.itemsPerTurn, batch.count)] {
+                        try add(item, to: &plan, replace: replace, find: find)
+                    }
+                } catch {
+                    return reply(.failure(provider.storeFailure(error)))
+                }
+                next += Self.itemsPerTurn
+                if next < batch.count {
+                    provider.offLoop.nextTurn(planTurn)
+                } else {
+                    write(plan, creator: creator, onLoop: onLoop, reply: reply)
+                }
+            }
+        }
+        planTurn()
+    }
+
+    /// Adds `item` to `plan`: as a new item, a replacement (with `replace`) or one skipped.
+    private func add(_ item: Item, to plan: inout Plan, replace: Bool, find: (Item) throws(StoreError) -> Match?) throws(StoreError) {
+        let wanted = ImportObject.withoutSchema(item.attributes)
+        if let earlier = plan.planned[wanted] {
+            guard replace else { return plan.skipped += 1 }
+            switch earlier {
+            case .creating(let index): plan.creating[index].item = item
+            case .replacing(let index): plan.replacing[index].item = item
+            }
+            plan.replaced += 1
+        } else if let match = try find(item) {
+            guard replace else { return plan.skipped += 1 }
+            plan.planned[wanted] = .replacing(plan.replacing.count)
+            plan.replacing.append(.init(
+                existing: match.existing, collection: match.collection, keys: match.keys, version: match.version, previous: match.previous,
+                item: item))
+            plan.replaced += 1
+        } else {
+            plan.planned[wanted] = .creating(plan.creating.count)
+            plan.creating.append((try provider.keyring.store.reserveItemID(), item))
+            plan.imported += 1
+        }
+    }
+
+    /// What the sealing thread made of a plan's items.
+    private enum Sealed {
+        case ready(creating: [Store.SealedItem], replacing: [Store.SealedReplacement])
+        /// An item's secret could not be decoded: the batch is refused.
+        case refused(SecretServiceError)
+        /// Not done: an item could not be sealed there; the loop does it all.
+        case onLoop
+    }
+
+    /// Seals and writes `plan`, then publishes it; as ``store(_:into:keys:replace:creator:find:onLoop:reply:)``.
+    private func write(
+        _ plan: Plan, creator: String?,
+        onLoop: @escaping () -> Result<DBusValue, SecretServiceError>,
+        reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) {
+        guard let apart = provider.keyring.store.apartWriter() else { return reply(onLoop()) }
+        let accessor = provider.keyring.accessor
+        let (target, keys) = (plan.target, plan.keys)
+        let creating = plan.creating
+        let replacing = plan.replacing.map { ($0.existing, $0.collection, $0.keys, $0.version, $0.previous, $0.item) }
+        provider.sealing.seal({ () -> Sealed in
+            var sealedNew: [Store.SealedItem] = []
+            sealedNew.reserveCapacity(creating.count)
+            for (id, item) in creating {
+                switch item.secret.contents(label: item.label, attributes: item.attributes) {
+                case .failure(let refusal): return .refused(refusal)
+                case .success(let contents):
+                    guard let sealed = try? Store.seal(contents, as: id, in: target, keys: keys) else { return .onLoop }
+                    sealedNew.append(sealed)
+                }
+            }
+            var sealedChanges: [Store.SealedReplacement] = []
+            for (existing, collection, itemKeys, version, previous, item) in replacing {
+                switch item.secret.contents(label: item.label, attributes: item.attributes) {
+                case .failure(let refusal): return .refused(refusal)
+                case .success(let contents):
+                    guard let sealed = try? Store.seal(contents, as: existing.id, in: collection, keys: itemKeys) else { return .onLoop }
+                    sealedChanges.append(Store.SealedReplacement(sealed, replacing: existing, version: version, previous: previous, in: collection))
+                }
+            }
+            return .ready(creating: sealedNew, replacing: sealedChanges)
+        }) { [provider] sealed -> SealingQueue.AfterSealing in
+            provider.keyring.acting(as: accessor) { () -> SealingQueue.AfterSealing in
+                // Every keyring written must still be there, unlocked, with the keys the items were sealed with.
+                var same = true
+                for (collection, sealedWith) in [(target, keys)] + replacing.map({ ($0.1, $0.2) }) {
+                    switch provider.keyring.keysAfterSealing(in: collection, sealedWith: sealedWith) {
+                    case .success(let held): same = same && held.same
+                    case .failure(let problem):
+                        reply(.failure(problem))
+                        return .finished
+                    }
+                }
+                switch sealed {
+                case .refused(let refusal):
+                    reply(.failure(refusal))
+                    return .finished
+                case .ready(let sealedNew, let sealedChanges) where same:
+                    let quota = provider.quota
+                    let counts = DBusValue.tuple([.uint32(UInt32(plan.imported)), .uint32(UInt32(plan.replaced)), .uint32(UInt32(plan.skipped))])
+                    return .write({ Result { () throws(StoreError) in
+                        try apart.writeItems(creating: sealedNew, in: target, replacing: sealedChanges, creator: creator, within: quota)
+                    } }, thenInTurns: { written, finished in
+                        provider.keyring.acting(as: accessor) {
+                            switch written {
+                            case .success(let (created, replaced)):
+                                publish(
+                                    created.indices.map { index in { provider.keyring.createdApart(created[index], from: sealedNew[index], in: target) } }
+                                        + replaced.indices.map { index in
+                                            let change = sealedChanges[index]
+                                            return { provider.keyring.updatedApart(change.item, into: replaced[index], from: change.sealed, in: change.collection) }
+                                        },
+                                    as: accessor
+                                ) {
+                                    reply(.success(counts))
+                                    finished()
+                                }
+                            case .failure(.notFound):
+                                reply(onLoop())  // written or deleted meanwhile: again, with what is there now
+                                finished()
+                            case .failure(let error):
+                                reply(.failure(provider.storeFailure(error)))
+                                finished()
+                            }
+                        }
+                    })
+                case .ready, .onLoop:
+                    reply(onLoop())
+                    return .finished
+                }
+            }
+        }
+    }
+
+    /// Runs `events` (each publishes an item written) as `accessor`, ``itemsPerTurn`` a turn of
+    /// the loop, then `done`.
+    private func publish(_ events: [() -> Void], as accessor: Accessor, then done: @escaping () -> Void) {
+        var next = 0
+        func publishTurn() {
+            provider.keyring.acting(as: accessor) {
+                for event in events[next..<min(next + Self.itemsPerTurn, events.count)] { event() }
+            }
+            next += Self.itemsPerTurn
+            if next < events.count { provider.offLoop.nextTurn(publishTurn) } else { done() }
+        }
+        publishTurn()
+    }
+}

@@ -1,0 +1,201 @@
+import DBusValues
+import Foundation
+import KeychainCore
+@testable import SecretCrypto
+@testable import SecretService
+@testable import SecretStore
+import Testing
+
+/// `Import1.ImportItems` of a batch of 32 KiB or more (``ItemBatchWrite``): planned on the loop,
+/// sealed and written off it in one transaction of the store's second connection, published
+/// back on it; with the same outcome as a small batch stored on the loop. In this process, with
+/// the off-loop work kept until the test runs it (``LargeItemSealingTests/Setup``).
+@Suite struct ImportBatchTests {
+    typealias Setup = LargeItemSealingTests.Setup
+    typealias Fixture = InProcessDaemonTests.Fixture
+
+    /// A secret of about 400 bytes, different for each `n` and `version`: a hundred items make
+    /// a batch over ``SealingQueue/threshold``.
+    static func secret(_ n: Int, version: Int) -> [UInt8] {
+        Array("secret \(n) version \(version) ".utf8) + [UInt8](repeating: UInt8(truncatingIfNeeded: n &+ version), count: 380)
+    }
+
+    /// An item of a batch: attributes `kind = batch`, `n = n`.
+    static func item(_ n: Int, _ secret: [UInt8], session: String, label: String? = nil, parameters: [UInt8] = []) -> DBusValue {
+        .tuple([
+            .properties([
+                SecretServiceNames.Property.itemLabel: .string(label ?? "item \(n)"),
+                SecretServiceNames.Property.itemAttributes: .stringMap(["kind": "batch", "n": "\(n)"]),
+            ]),
+            .tuple([.objectPath(session), .bytes(DBusBytes(parameters)), .bytes(DBusBytes(secret)), .string("text/plain")]),
+        ])
+    }
+
+    /// Sends `ImportItems` (into the default keyring) as `client`; `answer` is set when it is answered.
+    static func importItems(_ setup: Setup, _ client: String, _ items: [DBusValue], replace: Bool,
+                            answer: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+        let call = MethodCall(
+            sender: client, path: SecretServiceNames.Path.service, interface: SecretServiceNames.Interface.importing, method: "ImportItems",
+            arguments: [.string(""), .boolean(replace), .array(element: "(a{sv}(oayays))", items)])
+        setup.daemon.router.handle(call) {
+            answer($0)
+            _ = setup.daemon.commitPending()
+        }
+    }
+
+    /// The secret of the item `n`, read by `client` (nil: no such item, or more than one).
+    static func secret(_ setup: Setup, _ client: String, item n: Int) -> [UInt8]? {
+        let found = setup.search(client, ["kind": "batch", "n": "\(n)"])
+        guard found.count == 1 else { return nil }
+        return setup.secret(client, of: found[0])
+    }
+
+    @Test("a large batch is sealed and written off the loop: others are answered meanwhile and see none of it until it is written; then every item reads back, and an item there already or twice in the batch is skipped, or replaced with replace, as on the loop")
+    func offTheLoop() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        let session = setup.sessions[":1.1"]!
+        var first: Result<DBusValue, SecretServiceError>?
+        Self.importItems(setup, ":1.1", [Self.item(0, Self.secret(0, version: 0), session: session)], replace: false) { first = $0 }
+        #expect(first?.success == .tuple([.uint32(1), .uint32(0), .uint32(0)]), "a small batch is stored at once, on the loop")
+
+        var answer: Result<DBusValue, SecretServiceError>?
+        let batch = (0..<100).map { Self.item($0, Self.secret($0, version: 1), session: session) }
+            + [Self.item(5, Self.secret(5, version: 2), session: session)]
+        Self.importItems(setup, ":1.1", batch, replace: false, answer: { answer = $0 })
+        #expect(answer == nil && setup.deferred.pending.count == 1, "sealed off the loop")
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == 1, "another client is answered meanwhile, and sees none of the batch")
+        setup.deferred.runNext()
+        #expect(answer == nil && setup.deferred.pending.count == 1, "sealed; written off the loop")
+        setup.deferred.runNext()
+        #expect(answer?.success == .tuple([.uint32(99), .uint32(0), .uint32(2)]), "\(String(describing: answer))")
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == 100)
+        #expect(Self.secret(setup, ":1.2", item: 0) == Self.secret(0, version: 0), "there already: skipped")
+        #expect(Self.secret(setup, ":1.2", item: 5) == Self.secret(5, version: 1), "the batch's second item 5 is skipped")
+        #expect(Self.secret(setup, ":1.2", item: 99) == Self.secret(99, version: 1))
+
+        // With replace: every item gets the new secret, the batch's last item 5 wins.
+        answer = nil
+        let again = (0..<100).map { Self.item($0, Self.secret($0, version: 3), session: session, label: "again \($0)") }
+            + [Self.item(5, Self.secret(5, version: 4), session: session)]
+        Self.importItems(setup, ":1.1", again, replace: true, answer: { answer = $0 })
+        setup.deferred.runNext()
+        setup.deferred.runNext()
+        #expect(answer?.success == .tuple([.uint32(0), .uint32(101), .uint32(0)]), "\(String(describing: answer))")
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == 100)
+        #expect(Self.secret(setup, ":1.2", item: 0) == Self.secret(0, version: 3))
+        #expect(Self.secret(setup, ":1.2", item: 5) == Self.secret(5, version: 4))
+        #expect(Self.secret(setup, ":1.2", item: 42) == Self.secret(42, version: 3))
+        let path = setup.search(":1.2", ["kind": "batch", "n": "42"])[0]
+        #expect(setup.daemon.router.property("Label", interface: Introspection.item, path: path, sender: ":1.2").success == .string("again 42"))
+    }
+
+    @Test("a large batch with one secret that cannot be decoded is refused whole; locked while it is sealed, it is refused; nothing of either is written")
+    func refusedWhole() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        let session = setup.sessions[":1.1"]!
+        var answer: Result<DBusValue, SecretServiceError>?
+        let broken = (0..<99).map { Self.item($0, Self.secret($0, version: 1), session: session) }
+            + [Self.item(99, Self.secret(99, version: 1), session: session, parameters: [1])]
+        Self.importItems(setup, ":1.1", broken, replace: false, answer: { answer = $0 })
+        while !setup.deferred.pending.isEmpty { setup.deferred.runNext() }
+        #expect(answer?.failure == .invalidArgs("a plain session takes no secret parameters"))
+        #expect(setup.search(":1.2", ["kind": "batch"]).isEmpty)
+
+        answer = nil
+        let batch = (0..<100).map { Self.item($0, Self.secret($0, version: 1), session: session) }
+        Self.importItems(setup, ":1.1", batch, replace: false, answer: { answer = $0 })
+        _ = try setup.call(":1.2", Fixture.service, Introspection.service, "Lock", [.objectPaths([Fixture.login])])?.get()
+        while !setup.deferred.pending.isEmpty { setup.deferred.runNext() }
+        #expect(answer?.failure == .isLocked("the keyring is locked"))
+        _ = try setup.daemon.unlockLogin(password: SecureBytes(Array("right".utf8)))
+        #expect(setup.search(":1.2", ["kind": "batch"]).isEmpty)
+    }
+
+    @Test("a large batch that would take its program past quota-items is refused whole, in its own transaction")
+    func overQuota() throws {
+        var configuration = Configuration()
+        configuration.quota = Store.Quota(items: 150, bytes: 1 << 30, databaseBytes: 1 << 40)
+        let setup = try Setup(configuration: configuration)
+        defer { setup.remove() }
+        setup.daemon.callers.add(Caller(identity: CallerIdentity(kind: .exe, name: "/usr/bin/importer"), pid: getpid()), as: ":1.1")
+        let session = setup.sessions[":1.1"]!
+        var answer: Result<DBusValue, SecretServiceError>?
+        Self.importItems(setup, ":1.1", (0..<100).map { Self.item($0, Self.secret($0, version: 1), session: session) }, replace: false) { answer = $0 }
+        while !setup.deferred.pending.isEmpty { setup.deferred.runNext() }
+        #expect(answer?.success == .tuple([.uint32(100), .uint32(0), .uint32(0)]), "\(String(describing: answer))")
+
+        answer = nil
+        Self.importItems(setup, ":1.1", (100..<200).map { Self.item($0, Self.secret($0, version: 1), session: session) }, replace: false) { answer = $0 }
+        while !setup.deferred.pending.isEmpty { setup.deferred.runNext() }
+        #expect(answer?.failure?.message.contains("quota-items = 150") == true, "\(String(describing: answer))")
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == 100)
+        #expect(try setup.daemon.keyring.store.usage(of: "exe:/usr/bin/importer").items == 100)
+    }
+
+    @Test("an item the batch replaces, given other attributes by another client after it was read: the batch is stored again on the loop, over what is there then (that item no longer matches, so a new one is made), and the index stays true")
+    func writtenMeanwhile() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        let session = setup.sessions[":1.1"]!
+        var answer: Result<DBusValue, SecretServiceError>?
+        Self.importItems(setup, ":1.1", (0..<100).map { Self.item($0, Self.secret($0, version: 1), session: session) }, replace: false) { answer = $0 }
+        while !setup.deferred.pending.isEmpty { setup.deferred.runNext() }
+        #expect(answer?.success == .tuple([.uint32(100), .uint32(0), .uint32(0)]))
+
+        answer = nil
+        Self.importItems(setup, ":1.1", (0..<100).map { Self.item($0, Self.secret($0, version: 2), session: session) }, replace: true) { answer = $0 }
+        setup.deferred.runNext()  // sealed
+        let path = setup.search(":1.2", ["kind": "batch", "n": "3"])[0]
+        let changed = setup.daemon.router.setProperty(
+            "Attributes", interface: Introspection.item, path: path, value: .stringMap(["kind": "batch", "n": "3", "extra": "x"]), sender: ":1.2")
+        #expect(changed == nil)
+        _ = setup.daemon.commitPending()
+        setup.deferred.runNext()  // refused, as item 3 changed; stored on the loop
+        #expect(answer?.success == .tuple([.uint32(1), .uint32(99), .uint32(0)]), "\(String(describing: answer))")
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == 101)
+        #expect(setup.search(":1.2", ["extra": "x"]) == [path])
+        #expect(setup.secret(":1.2", of: path) == Self.secret(3, version: 1), "the item changed meanwhile keeps its secret")
+        #expect(Self.secret(setup, ":1.2", item: 77) == Self.secret(77, version: 2))
+    }
+}
+
+extension ImportBatchTests {
+    @Test("a batch of more items than a turn takes is planned, and published, a few hundred items a turn of the loop, with other clients served between turns; answered once all is published; locked between turns, it is refused and nothing is written")
+    func inTurns() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        let session = setup.sessions[":1.1"]!
+        let count = 2 * ItemBatchWrite.itemsPerTurn + 50
+        var answer: Result<DBusValue, SecretServiceError>?
+        Self.importItems(setup, ":1.1", (0..<count).map { Self.item($0, Self.secret($0, version: 1), session: session) }, replace: false) { answer = $0 }
+        #expect(setup.deferred.turns.count == 1 && setup.deferred.pending.isEmpty, "one turn planned, the next waits")
+        #expect(setup.search(":1.2", ["kind": "batch"]).isEmpty, "another client is served between turns")
+        setup.deferred.runTurn()
+        #expect(setup.deferred.turns.count == 1 && setup.deferred.pending.isEmpty)
+        setup.deferred.runTurn()
+        #expect(setup.deferred.turns.isEmpty && setup.deferred.pending.count == 1, "planned; sealed off the loop")
+        setup.deferred.runNext()
+        setup.deferred.runNext()
+        #expect(answer == nil && setup.deferred.turns.count == 1, "written; the first turn of it published, the rest waits")
+        #expect(setup.daemon.sealing.isWriting, "until it is all published, the write is in progress")
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == count, "all of it is there")
+        setup.deferred.runTurn()
+        #expect(answer == nil)
+        setup.deferred.runTurn()
+        #expect(answer?.success == .tuple([.uint32(UInt32(count)), .uint32(0), .uint32(0)]), "\(String(describing: answer))")
+        #expect(!setup.daemon.sealing.isWriting && setup.deferred.turns.isEmpty && setup.deferred.pending.isEmpty)
+        #expect(Self.secret(setup, ":1.2", item: count - 1) == Self.secret(count - 1, version: 1))
+
+        // Locked between two turns of its plan: refused, nothing written.
+        answer = nil
+        Self.importItems(setup, ":1.1", (count..<(2 * count)).map { Self.item($0, Self.secret($0, version: 1), session: session) }, replace: false) { answer = $0 }
+        _ = try setup.call(":1.2", Fixture.service, Introspection.service, "Lock", [.objectPaths([Fixture.login])])?.get()
+        setup.deferred.runTurn()
+        #expect(answer?.failure == .isLocked("the keyring is locked"), "\(String(describing: answer))")
+        #expect(setup.deferred.turns.isEmpty && setup.deferred.pending.isEmpty)
+        _ = try setup.daemon.unlockLogin(password: SecureBytes(Array("right".utf8)))
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == count)
+    }
+}
