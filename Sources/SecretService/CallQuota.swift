@@ -10,8 +10,11 @@ import Synchronization
 /// its pending replies) would make that backlog grow without bound. ``BusServer`` asks
 /// ``admit(sender:serial:bytes:silent:)`` for every call and refuses the ones over the limits
 /// at once; ``replied(to:serial:)`` sees every reply go out. A call counts the bytes of its
-/// arguments (``SDBusValues/payloadSize(_:)``: sd-bus does not say a message's size) plus
-/// ``Limits/overhead``.
+/// arguments (``SDBusValues/payloadSize(_:upTo:)``: sd-bus does not say a message's size) plus
+/// ``Limits/overhead``. A large call is admitted by what its first ``BusServer/readApartFrom``
+/// bytes take, and counted whole (``recount(sender:serial:bytes:)``) once its arguments are read
+/// off the loop; its client's next calls are measured whole meanwhile, so at most one call of a
+/// client is counted short, and never by more than one message.
 ///
 /// Calls waiting from all clients together have a limit too
 /// (``Limits/descriptorBound(openFiles:)``), because any call may carry file descriptors and
@@ -146,6 +149,17 @@ final class CallQuota: Sendable {
             state.clients[sender] = client
             state.total += 1
             return .admitted
+        }
+    }
+
+    /// Counts call `serial` of `sender`, admitted with less, as `bytes` of arguments from now on.
+    func recount(sender: String, serial: UInt32, bytes: Int) {
+        state.withLock { state in
+            guard var client = state.clients[sender], let counted = client.waiting[serial] else { return }
+            let cost = bytes + limits.overhead
+            client.waiting[serial] = cost
+            client.bytes += cost - counted
+            state.clients[sender] = client
         }
     }
 

@@ -24,21 +24,23 @@ enum SDBusValues {
     }
 
     /// What a message's arguments take: strings and byte arrays by their length, every other
-    /// value as 8 bytes. It reads the whole body from its start, then rewinds the message to
-    /// its start again, as received; a body it cannot read counts what was read up to there (``readAll(_:)`` then
-    /// refuses the call).
-    static func payloadSize(_ message: OpaquePointer) -> Int {
+    /// value as 8 bytes. It reads the body from its start, then rewinds the message to its start
+    /// again, as received; a body it cannot read counts what was read up to there (``readAll(_:)``
+    /// then refuses the call). It stops once the count reaches `limit`, and returns that count:
+    /// a large call's many small values are not all walked on the main loop.
+    static func payloadSize(_ message: OpaquePointer, upTo limit: Int = .max) -> Int {
         var total = 0
         sd_bus_message_rewind(message, 1)
-        _ = addSizes(message, to: &total)
+        _ = addSizes(message, to: &total, upTo: limit)
         sd_bus_message_rewind(message, 1)
         return total
     }
 
     /// Adds the sizes of the values from the current position to the end of the current
-    /// container to `total`; false when one cannot be read.
-    private static func addSizes(_ message: OpaquePointer, to total: inout Int) -> Bool {
-        while true {
+    /// container to `total`, until it reaches `limit`; false when one cannot be read or the
+    /// limit was reached.
+    private static func addSizes(_ message: OpaquePointer, to total: inout Int, upTo limit: Int) -> Bool {
+        while total < limit {
             var type: CChar = 0
             var contents: UnsafePointer<CChar>?
             let more = sd_bus_message_peek_type(message, &type, &contents)
@@ -50,7 +52,7 @@ enum SDBusValues {
                 guard sd_bus_message_read_array(message, CChar(UInt8(ascii: "y")), &bytes, &count) >= 0 else { return false }
                 total += count
             case UInt8(ascii: "a"), UInt8(ascii: "r"), UInt8(ascii: "v"), UInt8(ascii: "e"):
-                guard sd_bus_message_enter_container(message, type, contents) >= 0, addSizes(message, to: &total),
+                guard sd_bus_message_enter_container(message, type, contents) >= 0, addSizes(message, to: &total, upTo: limit),
                     sd_bus_message_exit_container(message) >= 0
                 else { return false }
             case UInt8(ascii: "s"), UInt8(ascii: "o"), UInt8(ascii: "g"):
@@ -64,6 +66,7 @@ enum SDBusValues {
                 total += 8
             }
         }
+        return false
     }
 
     /// The next value, whose type `peek_type` gave.

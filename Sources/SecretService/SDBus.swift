@@ -226,9 +226,13 @@ final class BusServer {
         var serial: UInt64 = 0
         sd_bus_message_get_cookie(message, &serial)
         let silent = sd_bus_message_get_expect_reply(message) <= 0
-        let bytes = SDBusValues.payloadSize(message)
+        // A large call is measured up to the size that has it read off the loop, and whole there
+        // (``partlyMeasured``); a client's next calls meanwhile are measured whole here.
+        let whole = partlyMeasured[sender] != nil
+        let bytes = SDBusValues.payloadSize(message, upTo: whole ? .max : Self.readApartFrom)
         switch quota.admit(sender: sender, serial: UInt32(truncatingIfNeeded: serial), bytes: bytes, silent: silent) {
         case .admitted:
+            if !whole, bytes >= Self.readApartFrom { partlyMeasured[sender] = message }
             queue(message, from: sender, bytes: bytes)
         case .refused(let first):
             if first {
@@ -266,6 +270,10 @@ final class BusServer {
     /// handled in the order sent (a read right behind a large write sees it, as behind a small
     /// one) and one client reads one large call at a time.
     private var largeCallOf: [String: OpaquePointer] = [:]
+    /// Each client with a large call admitted by what its first ``readApartFrom`` bytes take
+    /// (``CallQuota``), with that call: it is measured whole as its arguments are read off the
+    /// loop, and the client's next calls are measured whole until then.
+    private var partlyMeasured: [String: OpaquePointer] = [:]
     /// The clients whose large call was answered since the calls were last served: they get
     /// their turns back then.
     private var released: [String] = []
@@ -356,7 +364,8 @@ final class BusServer {
         sd_bus_message_ref(message)
         sd_bus_message_rewind(message, 1)
         if largeCallOf[sender] == message { largeCallOf[sender] = nil }
-        queued[sender, default: CallQueue()].prepend(QueuedCall(message: message, argumentBytes: SDBusValues.payloadSize(message)))
+        queued[sender, default: CallQueue()].prepend(
+            QueuedCall(message: message, argumentBytes: SDBusValues.payloadSize(message, upTo: Self.readApartFrom)))
         let first = waitingForWrite.isEmpty
         waitingForWrite.insert(sender)
         guard first, let handler else { return }
@@ -378,6 +387,7 @@ final class BusServer {
 
     /// Drops the calls of a client that left the bus: nobody would read their replies.
     func dropQueuedCalls(of sender: String) {
+        partlyMeasured[sender] = nil
         guard let calls = queued.removeValue(forKey: sender) else { return }
         for call in calls.remaining { sd_bus_message_unref(call.message) }
         turns.removeAll { $0 == sender }
@@ -431,9 +441,19 @@ final class BusServer {
         largeCallOf[sender] = message
         sd_bus_message_ref(message)
         let read = UncheckedBox(message)
-        offLoop.run(named: "secretd-read", { UncheckedBox(SDBusValues.readAll(read.value)) }) { [weak self] arguments in
+        let measure = partlyMeasured[sender] == message
+        offLoop.run(named: "secretd-read", {
+            (bytes: measure ? SDBusValues.payloadSize(read.value) : nil, arguments: UncheckedBox(SDBusValues.readAll(read.value)))
+        }) { [weak self] read in
             defer { sd_bus_message_unref(message) }
             guard let self else { return }
+            let arguments = read.arguments
+            if let bytes = read.bytes, partlyMeasured[sender] == message {
+                partlyMeasured[sender] = nil
+                var serial: UInt64 = 0
+                sd_bus_message_get_cookie(message, &serial)
+                quota.recount(sender: sender, serial: UInt32(truncatingIfNeeded: serial), bytes: bytes)
+            }
             guard let handler = self.handler, !self.stopping else {
                 self.reply(to: message, from: sender, with: .failure(.failed("secretd is shutting down")))
                 return
@@ -521,6 +541,7 @@ final class BusServer {
     private func reply(to message: OpaquePointer, from sender: String, with result: Result<DBusValue, SecretServiceError>) {
         if case .failure(.waitForWrite) = result, !stopping { return runAfterWrite(message, from: sender) }
         release(message, from: sender)
+        if partlyMeasured[sender] == message { partlyMeasured[sender] = nil }
         var serial: UInt64 = 0
         sd_bus_message_get_cookie(message, &serial)
         let quota = self.quota

@@ -22,6 +22,20 @@ import Testing
         #expect(quota.waiting(for: ":1.1").calls == 3)
     }
 
+    @Test("a call admitted by part of its size is counted whole once measured: the client's next calls see it, and its reply frees all of it")
+    func recount() {
+        #expect(quota.admit(sender: ":1.1", serial: 1, bytes: 1_000, silent: false) == .admitted)
+        quota.recount(sender: ":1.1", serial: 1, bytes: 9_000)
+        #expect(quota.waiting(for: ":1.1").bytes == 9_100)
+        #expect(quota.admit(sender: ":1.1", serial: 2, bytes: 1_000, silent: false) == .refused(first: true))
+        #expect(quota.admit(sender: ":1.1", serial: 3, bytes: 500, silent: false) == .admitted)
+        quota.recount(sender: ":1.1", serial: 99, bytes: 1)  // not waiting: nothing changes
+        #expect(quota.waiting(for: ":1.1").bytes == 9_700)
+        _ = quota.replied(to: ":1.1", serial: 1)
+        _ = quota.replied(to: ":1.1", serial: 3)
+        #expect(quota.waiting(for: ":1.1") == (0, 0))
+    }
+
     @Test("calls expecting no reply have a lower limit, and the reply secretd sends them is dropped")
     func silentCalls() {
         #expect(quota.admit(sender: ":1.1", serial: 1, bytes: 0, silent: true) == .admitted)

@@ -52,4 +52,21 @@ import Testing
         #expect(SDBusValues.readAll(message) == values)  // rewound: the call is read as received
         #expect(SDBusValues.payloadSize(message) == texts + 100_000 + 8)
     }
+
+    @Test("measured up to a limit, a call of many small values stops once it is reached, and reads whole after")
+    func payloadSizeUpToLimit() throws {
+        let items = (0..<1000).map { n in DBusValue.tuple([.string("label \(n)"), .bytes(DBusBytes(Array(repeating: 1, count: 100)))]) }
+        let values: [DBusValue] = [.string(""), .array(element: "(say)", items)]
+        let (bus, message) = try Self.sealedCall(values)
+        defer {
+            sd_bus_message_unref(message)
+            sd_bus_unref(bus)
+        }
+        let whole = SDBusValues.payloadSize(message)
+        #expect(whole == items.indices.reduce(0) { $0 + "label \($1)".utf8.count + 100 })
+        let bounded = SDBusValues.payloadSize(message, upTo: 32 * 1024)
+        #expect(bounded >= 32 * 1024 && bounded < 32 * 1024 + 200, "\(bounded)")
+        #expect(SDBusValues.payloadSize(message, upTo: whole + 1) == whole)
+        #expect(SDBusValues.readAll(message) == values)
+    }
 }
