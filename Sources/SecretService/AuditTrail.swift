@@ -51,6 +51,7 @@ final class AuditTrail {
         keep = TimeInterval(keepDays) * 86_400
         guard keepDays > 0 else { return }
         keyring.subscribe { [weak self] event in self?.follow(event) }
+        keyring.recordApartWrites { [weak self] writes in self?.recording(writes) }
     }
 
     /// Whether the trail is kept (`audit-keep` is not 0).
@@ -62,6 +63,8 @@ final class AuditTrail {
     private func follow(_ event: KeyringEvent) {
         let session = SecretServiceNames.sessionCollection
         switch event {
+        case .itemCreated where keyring.publishingRecorded, .itemChanged where keyring.publishingRecorded:
+            break  // its entry was written with it (``recording(_:)``)
         case .itemCreated(let item, let collection, let label, let attributes):
             record(.create, item: item, in: collection, contents: (label, attributes), durable: true)
         case .itemChanged(_, let after, let label, let attributes, let collection):
@@ -97,6 +100,28 @@ final class AuditTrail {
         _ event: Store.AuditEntry.Event, item: Store.ItemRecord?, in collection: Store.CollectionRecord?,
         contents: (label: String, attributes: [String: String])?, detail: String? = nil, durable: Bool
     ) {
+        add(entry(event, item: item.map { ($0.id, $0.accessGroup) }, in: collection, contents: contents, detail: detail), durable: durable)
+    }
+
+    /// The entries of items about to be written off the loop, written in the write's own
+    /// transaction (``Keyring/recordApartWrites(with:)``), so that a write and its entry are
+    /// durable together and the loop writes nothing after it; nil while there is no key to
+    /// seal for yet (they are then recorded when their events are published).
+    private func recording(_ writes: [Keyring.ApartItemWrite]) -> ApartWriter.Recording? {
+        guard let writer = currentWriter() else { return nil }
+        let entries = writes.map { write in
+            entry(write.isNew ? .create : .change, item: (write.sealed.id, write.sealed.accessGroup), in: write.collection,
+                  contents: (write.sealed.label, write.sealed.attributes), detail: nil)
+        }
+        return { store throws(StoreError) in try store.appendAudit(entries, by: writer) }
+    }
+
+    /// The entry of `event` about the item `item` (its id and group), with its label and
+    /// attributes when they are known.
+    private func entry(
+        _ event: Store.AuditEntry.Event, item: (id: Int64, accessGroup: String?)?, in collection: Store.CollectionRecord?,
+        contents: (label: String, attributes: [String: String])?, detail: String?
+    ) -> Store.AuditEntry {
         var entry = entry(event, keyring: collection, detail: detail)
         if let item {
             entry.itemID = item.id
@@ -107,7 +132,7 @@ final class AuditTrail {
             entry.service = contents.attributes["service"] ?? contents.attributes["server"]
             entry.account = contents.attributes["account"] ?? contents.attributes["username"] ?? contents.attributes["user"]
         }
-        add(entry, durable: durable)
+        return entry
     }
 
     private func record(_ event: Store.AuditEntry.Event, keyring collection: Store.CollectionRecord, durable: Bool) {

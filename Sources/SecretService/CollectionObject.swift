@@ -172,12 +172,13 @@ struct CollectionObject {
                     return .finished
                 }
                 let quota = provider.quota
+                let recording = provider.keyring.recording([.init(sealed: sealedItem, collection: collection, isNew: true)])
                 return .write({ Result { () throws(StoreError) in
-                    try apart.createItem(sealedItem, in: collection, creator: creator, within: quota)
+                    try apart.createItem(sealedItem, in: collection, creator: creator, within: quota, recording: recording)
                 } }, then: { written in
                     provider.keyring.acting(as: accessor) {
                         reply(written.map { item in
-                            provider.keyring.createdApart(item, from: sealedItem, in: collection)
+                            provider.keyring.createdApart(item, from: sealedItem, in: collection, recorded: recording != nil)
                             return object.reply(created: item, in: collection)
                         }.mapError(provider.storeFailure))
                     }

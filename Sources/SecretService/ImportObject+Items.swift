@@ -14,9 +14,10 @@ extension ImportObject {
     /// keyring when it is empty) in one transaction. An item whose attributes (`xdg:schema`
     /// aside) an item holds already (in that keyring; with an empty alias, in any unlocked one)
     /// is skipped, or with `replace` gets the new label and secret. Every item is checked first:
-    /// one bad item refuses the batch and nothing is written. A batch of ``SealingQueue/threshold``
-    /// bytes or more is sealed and written off the main loop (``ItemBatchWrite``); `reply` runs
-    /// on the loop with the reply.
+    /// one bad item refuses the batch and nothing is written. A batch of more than
+    /// ``ItemBatchWrite/itemsPerTurn`` items or of ``SealingQueue/threshold`` bytes is stored off
+    /// the main loop (``ItemBatchWrite``), a smaller one on it at once; `reply` runs on the loop
+    /// with the reply.
     func importBatch(
         collection alias: String, replace: Bool, items itemValues: [DBusValue], sender: String,
         reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
@@ -26,34 +27,40 @@ extension ImportObject {
             throw .noSuchObject("no keyring has the alias \(everywhere ? "default" : alias)")
         }
         guard let targetKeys = provider.keyring.held(target.id) else { throw .isLocked("the keyring \(target.name) is locked") }
-        var batch: [ItemBatchWrite.Item] = []
-        batch.reserveCapacity(itemValues.count)
-        var byteCount = 0
-        for value in itemValues {
-            guard let fields = value.tuple, fields.count == 2, let properties = fields[0].variantMap else {
-                throw .invalidArgs("each item must be (a{sv}(oayays))")
-            }
-            guard let label = properties[SecretServiceNames.Property.itemLabel].map(\.string) ?? "",
-                let requested = properties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
-            else { throw .invalidArgs("an item's Label must be s and its Attributes a{ss}") }
-            guard !Self.withoutSchema(requested).isEmpty else { throw .invalidArgs("an item needs attributes") }
-            if let problem = Provider.checkItemText(label: label, attributes: requested) { throw problem }
-            let item = ItemBatchWrite.Item(
-                label: label, attributes: try provider.placeInGroup(requested, for: sender).get(),
-                secret: try provider.sentSecret(fields[1], from: sender).get())
-            byteCount += item.byteCount
-            batch.append(item)
-        }
         let creator = try? provider.caller(sender).get().identity.description
-        let onLoop = { [provider] () -> Result<DBusValue, SecretServiceError> in
+        let onLoop = { [provider] (batch: [ItemBatchWrite.Item]) -> Result<DBusValue, SecretServiceError> in
             ImportObject(provider).storeOnLoop(batch, into: alias, replace: replace, sender: sender, creator: creator)
         }
-        guard byteCount >= SealingQueue.threshold else { return reply(onLoop()) }
+        var item = { [provider] (index: Int) throws(SecretServiceError) -> ItemBatchWrite.Item in
+            try ImportObject(provider).batchItem(itemValues[index], sender: sender)
+        }
+        if itemValues.count <= ItemBatchWrite.itemsPerTurn {
+            var batch: [ItemBatchWrite.Item] = []
+            for index in itemValues.indices { batch.append(try item(index)) }
+            guard batch.reduce(0, { $0 + $1.byteCount }) >= SealingQueue.threshold else { return reply(onLoop(batch)) }
+            item = { index in batch[index] }
+        }
         ItemBatchWrite(provider: provider).store(
-            batch, into: target, keys: targetKeys, replace: replace, creator: creator,
+            count: itemValues.count, item: item, into: target, keys: targetKeys, replace: replace, creator: creator,
             find: { [provider] item throws(StoreError) in
                 try ImportObject(provider).sameItem(item.attributes, in: everywhere ? nil : target, sender: sender)
             }, onLoop: onLoop, reply: reply)
+    }
+
+    /// One item of an `ImportItems` call from `sender`, `(a{sv}(oayays))`, checked (its secret
+    /// against its session and the size limit, not yet decoded) and placed in a group.
+    private func batchItem(_ value: DBusValue, sender: String) throws(SecretServiceError) -> ItemBatchWrite.Item {
+        guard let fields = value.tuple, fields.count == 2, let properties = fields[0].variantMap else {
+            throw .invalidArgs("each item must be (a{sv}(oayays))")
+        }
+        guard let label = properties[SecretServiceNames.Property.itemLabel].map(\.string) ?? "",
+            let requested = properties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
+        else { throw .invalidArgs("an item's Label must be s and its Attributes a{ss}") }
+        guard !Self.withoutSchema(requested).isEmpty else { throw .invalidArgs("an item needs attributes") }
+        if let problem = Provider.checkItemText(label: label, attributes: requested) { throw problem }
+        return ItemBatchWrite.Item(
+            label: label, attributes: try provider.placeInGroup(requested, for: sender).get(),
+            secret: try provider.sentSecret(fields[1], from: sender).get())
     }
 
     /// Writes `batch` into the keyring of the alias `alias` on the loop, in one transaction,

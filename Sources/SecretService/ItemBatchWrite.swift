@@ -6,8 +6,9 @@ import SecretStore
 /// Stores a batch of items (`Import1.ImportItems`: `secretctl import`) off the main loop, as
 /// ``SealingQueue`` does for one large item, so that a bulk import does not hold other clients
 /// up for the batch's seals, inserts and sync: what needs the loop's state (who may see which
-/// item, which items the batch replaces or skips) is worked out there first (``Plan``), a few
-/// hundred items a turn (``itemsPerTurn``) with other clients' calls served between turns; the
+/// item, which items the batch replaces or skips) is worked out there first (``Plan``) as the
+/// items are read from the call, a few hundred a turn (``itemsPerTurn``) with other clients'
+/// calls served between turns; the
 /// secrets are decoded and the items sealed on the sealing thread; back on the loop the
 /// keyrings are checked again; the whole batch is then written in one transaction of the
 /// store's second connection (``ApartWriter/writeItems(creating:in:replacing:creator:within:)``)
@@ -18,9 +19,9 @@ struct ItemBatchWrite {
     /// What the objects share.
     let provider: Provider
 
-    /// How many items are planned, or published, in one turn of the main loop: about a
-    /// millisecond's work (a search and an audit entry each).
-    static let itemsPerTurn = 200
+    /// How many items are read and planned, or published, in one turn of the main loop: about
+    /// a millisecond's work (a search and an audit entry each).
+    static let itemsPerTurn = 64
 
     /// One item of a batch, checked (label, attributes, group); its secret as sent, decoded
     /// where it is sealed.
@@ -66,38 +67,47 @@ struct ItemBatchWrite {
     /// or is skipped for: as read on the loop.
     typealias Match = (existing: Store.ItemRecord, collection: Store.CollectionRecord, keys: Store.ItemKeys, previous: [String: String], version: [UInt8])
 
-    /// Stores `batch` in `target` (whose keys are `keys`): each item whose attributes
-    /// (`xdg:schema` aside) `find` finds there already, or an earlier item of the batch has, is
-    /// skipped, or with `replace` replaces it; the others are created (counting for `creator`'s
-    /// quota). `reply` runs on the loop with the reply to `ImportItems` or why there is none;
-    /// `onLoop` is the same batch stored on the loop at once, with the keyrings as they are then.
+    /// Stores the `count` items `item` gives (parsing and checking it, or throwing why it is
+    /// refused, which refuses the batch) in `target` (whose keys are `keys`): each item whose
+    /// attributes (`xdg:schema` aside) `find` finds there already, or an earlier item of the
+    /// batch has, is skipped, or with `replace` replaces it; the others are created (counting
+    /// for `creator`'s quota). `reply` runs on the loop with the reply to `ImportItems` or why
+    /// there is none; `onLoop` stores the items given on the loop at once, with the keyrings as
+    /// they are then.
     func store(
-        _ batch: [Item], into target: Store.CollectionRecord, keys: Store.ItemKeys, replace: Bool, creator: String?,
+        count: Int, item: @escaping (Int) throws(SecretServiceError) -> Item,
+        into target: Store.CollectionRecord, keys: Store.ItemKeys, replace: Bool, creator: String?,
         find: @escaping (Item) throws(StoreError) -> Match?,
-        onLoop: @escaping () -> Result<DBusValue, SecretServiceError>,
+        onLoop: @escaping ([Item]) -> Result<DBusValue, SecretServiceError>,
         reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
     ) {
         let accessor = provider.keyring.accessor
         var plan = Plan(target: target, keys: keys)
-        var next = 0
+        var items: [Item] = []
+        items.reserveCapacity(count)
         func planTurn() {
             provider.keyring.acting(as: accessor) {
-                // Between turns the keyring may have been locked (its items would no longer be found) or deleted.
-                guard case .success(let held) = provider.keyring.keysAfterSealing(in: target, sealedWith: keys), held.same else {
-                    return reply(onLoop())
-                }
-                do throws(StoreError) {
-                    for item in batch[next..<min(next + Self.itemsPerTurn, batch.count)] {
-                        try add(item, to: &plan, replace: replace, find: find)
+                do throws(SecretServiceError) {
+                    // Between turns the keyring may have been locked (its items would no longer be found) or deleted.
+                    guard case .success(let held) = provider.keyring.keysAfterSealing(in: target, sealedWith: keys), held.same else {
+                        while items.count < count { items.append(try item(items.count)) }
+                        return reply(onLoop(items))
+                    }
+                    for index in items.count..<min(items.count + Self.itemsPerTurn, count) {
+                        items.append(try item(index))
+                        do throws(StoreError) {
+                            try add(items[index], to: &plan, replace: replace, find: find)
+                        } catch {
+                            throw provider.storeFailure(error)
+                        }
                     }
                 } catch {
-                    return reply(.failure(provider.storeFailure(error)))
+                    return reply(.failure(error))
                 }
-                next += Self.itemsPerTurn
-                if next < batch.count {
+                if items.count < count {
                     provider.offLoop.nextTurn(planTurn)
                 } else {
-                    write(plan, creator: creator, onLoop: onLoop, reply: reply)
+                    write(plan, creator: creator, onLoop: { [items] in onLoop(items) }, reply: reply)
                 }
             }
         }
@@ -137,7 +147,7 @@ struct ItemBatchWrite {
         case onLoop
     }
 
-    /// Seals and writes `plan`, then publishes it; as ``store(_:into:keys:replace:creator:find:onLoop:reply:)``.
+    /// Seals and writes `plan`, then publishes it; as ``store(count:item:into:keys:replace:creator:find:onLoop:reply:)``.
     private func write(
         _ plan: Plan, creator: String?,
         onLoop: @escaping () -> Result<DBusValue, SecretServiceError>,
@@ -188,17 +198,27 @@ struct ItemBatchWrite {
                 case .ready(let sealedNew, let sealedChanges) where same:
                     let quota = provider.quota
                     let counts = DBusValue.tuple([.uint32(UInt32(plan.imported)), .uint32(UInt32(plan.replaced)), .uint32(UInt32(plan.skipped))])
+                    let recording = provider.keyring.recording(
+                        sealedNew.map { .init(sealed: $0, collection: target, isNew: true) }
+                            + sealedChanges.map { .init(sealed: $0.sealed, collection: $0.collection, isNew: false) })
+                    let recorded = recording != nil
                     return .write({ Result { () throws(StoreError) in
-                        try apart.writeItems(creating: sealedNew, in: target, replacing: sealedChanges, creator: creator, within: quota)
+                        try apart.writeItems(
+                            creating: sealedNew, in: target, replacing: sealedChanges, creator: creator, within: quota, recording: recording)
                     } }, thenInTurns: { written, finished in
                         provider.keyring.acting(as: accessor) {
                             switch written {
                             case .success(let (created, replaced)):
                                 publish(
-                                    created.indices.map { index in { provider.keyring.createdApart(created[index], from: sealedNew[index], in: target) } }
+                                    created.indices.map { index in
+                                        { provider.keyring.createdApart(created[index], from: sealedNew[index], in: target, recorded: recorded) }
+                                    }
                                         + replaced.indices.map { index in
                                             let change = sealedChanges[index]
-                                            return { provider.keyring.updatedApart(change.item, into: replaced[index], from: change.sealed, in: change.collection) }
+                                            return {
+                                                provider.keyring.updatedApart(
+                                                    change.item, into: replaced[index], from: change.sealed, in: change.collection, recorded: recorded)
+                                            }
                                         },
                                     as: accessor
                                 ) {

@@ -316,17 +316,61 @@ final class Keyring {
     }
 
     /// Publishes `item`, which the store's second connection created from `sealed` off the
-    /// loop (``Store/ApartWriter``), as ``createItem(_:in:creator:within:)`` would have.
-    func createdApart(_ item: Store.ItemRecord, from sealed: Store.SealedItem, in collection: Store.CollectionRecord) {
+    /// loop (``Store/ApartWriter``), as ``createItem(_:in:creator:within:)`` would have;
+    /// `recorded`: the write's transaction recorded it (``recording(_:)``).
+    func createdApart(_ item: Store.ItemRecord, from sealed: Store.SealedItem, in collection: Store.CollectionRecord, recorded: Bool) {
         store.noteWrittenApart()  // what follows, the subscribers and the next calls read it
-        publish(.itemCreated(item, in: collection, label: sealed.label, attributes: sealed.attributes))
+        publishing(recorded: recorded) {
+            publish(.itemCreated(item, in: collection, label: sealed.label, attributes: sealed.attributes))
+        }
     }
 
     /// Publishes the change of `before` into `after`, which the store's second connection
-    /// wrote from `sealed` off the loop (``Store/ApartWriter``), as ``updateItem(_:in:keys:contents:within:)`` would have.
-    func updatedApart(_ before: Store.ItemRecord, into after: Store.ItemRecord, from sealed: Store.SealedItem, in collection: Store.CollectionRecord) {
+    /// wrote from `sealed` off the loop (``Store/ApartWriter``), as ``updateItem(_:in:keys:contents:within:)`` would have;
+    /// `recorded`: the write's transaction recorded it (``recording(_:)``).
+    func updatedApart(
+        _ before: Store.ItemRecord, into after: Store.ItemRecord, from sealed: Store.SealedItem, in collection: Store.CollectionRecord,
+        recorded: Bool
+    ) {
         store.noteWrittenApart()
-        publish(.itemChanged(before: before, after: after, label: sealed.label, attributes: sealed.attributes, in: collection))
+        publishing(recorded: recorded) {
+            publish(.itemChanged(before: before, after: after, label: sealed.label, attributes: sealed.attributes, in: collection))
+        }
+    }
+
+    // MARK: - Recording writes made off the loop
+
+    /// An item about to be written off the loop (``Store/ApartWriter``): its sealed row, its
+    /// collection, and whether it is new (else it replaces the item of its id).
+    struct ApartItemWrite {
+        let sealed: Store.SealedItem
+        let collection: Store.CollectionRecord
+        let isNew: Bool
+    }
+
+    /// The subscriber that records item writes in the store itself (the audit trail).
+    private var apartRecorder: (([ApartItemWrite]) -> ApartWriter.Recording?)?
+
+    /// Has `recorder` (the audit trail) asked, before items are written off the loop, for the
+    /// work that records them in that write's own transaction, so that a write and its record
+    /// are durable together and the loop does not write the record after it; nil: it records
+    /// them as any write, when their events are published.
+    func recordApartWrites(with recorder: @escaping ([ApartItemWrite]) -> ApartWriter.Recording?) {
+        apartRecorder = recorder
+    }
+
+    /// The work that records `writes` in the transaction that makes them, if the recorder
+    /// gives any; their events are then published as recorded (``publishingRecorded``).
+    func recording(_ writes: [ApartItemWrite]) -> ApartWriter.Recording? { apartRecorder?(writes) }
+
+    /// Whether the item events published now are of writes the recorder recorded in their
+    /// own transaction (``recording(_:)``): it does not record them again.
+    private(set) var publishingRecorded = false
+
+    private func publishing(recorded: Bool, _ body: () -> Void) {
+        publishingRecorded = recorded
+        defer { publishingRecorded = false }
+        body()
     }
 
     /// Gives `item` new `contents` and publishes the change.

@@ -59,13 +59,15 @@ struct LargeItemUpdate {
                     return .finished
                 case .ready(let row, let previous, let version) where same:
                     let quota = provider.quota
+                    let recording = provider.keyring.recording([.init(sealed: row, collection: collection, isNew: false)])
                     return .write({ Result { () throws(StoreError) in
-                        try apart.updateItem(row, replacing: item, version: version, previous: previous, in: collection, within: quota)
+                        try apart.updateItem(
+                            row, replacing: item, version: version, previous: previous, in: collection, within: quota, recording: recording)
                     } }, then: { written in
                         provider.keyring.acting(as: accessor) {
                             switch written {
                             case .success(let updated):
-                                provider.keyring.updatedApart(item, into: updated, from: row, in: collection)
+                                provider.keyring.updatedApart(item, into: updated, from: row, in: collection, recorded: recording != nil)
                                 reply(.success(answer(updated)))
                             case .failure(.notFound):
                                 reply(onLoop())  // written or deleted meanwhile: again, with what is there now

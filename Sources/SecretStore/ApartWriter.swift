@@ -63,12 +63,20 @@ public final class ApartWriter: @unchecked Sendable {
     /// When the sync fails the item is there but not known to be durable, and the error is
     /// thrown: the caller is told the write failed, as when a commit fails.
     /// Refuses it (`.notFound`) when the collection was deleted (or replaced by a restore) since
-    /// the item was sealed.
+    /// the item was sealed. `recording` (the audit trail's entry) is written in the same
+    /// transaction.
     public func createItem(
-        _ sealed: Store.SealedItem, in collection: Store.CollectionRecord, creator: String?, within quota: Store.Quota?
+        _ sealed: Store.SealedItem, in collection: Store.CollectionRecord, creator: String?, within quota: Store.Quota?,
+        recording: Recording? = nil
     ) throws(StoreError) -> Store.ItemRecord {
-        try write(in: [collection]) { store throws(StoreError) in try store.createItem(sealed, in: collection, creator: creator, within: quota) }
+        try write(in: [collection], recording: recording) { store throws(StoreError) in
+            try store.createItem(sealed, in: collection, creator: creator, within: quota)
+        }
     }
+
+    /// Work that records a write in the store (the audit trail's entries), run in the write's
+    /// own transaction after it.
+    public typealias Recording = @Sendable (Store) throws(StoreError) -> Void
 
     /// Reads `item`'s contents and the version of its row, for an update of it sealed off the
     /// loop (``updateItem(_:replacing:version:previous:in:within:)``).
@@ -87,9 +95,9 @@ public final class ApartWriter: @unchecked Sendable {
     /// when the item or its collection is gone, or the item was written since.
     public func updateItem(
         _ sealed: Store.SealedItem, replacing item: Store.ItemRecord, version: [UInt8], previous: [String: String],
-        in collection: Store.CollectionRecord, within quota: Store.Quota?
+        in collection: Store.CollectionRecord, within quota: Store.Quota?, recording: Recording? = nil
     ) throws(StoreError) -> Store.ItemRecord {
-        try write(in: [collection]) { store throws(StoreError) in
+        try write(in: [collection], recording: recording) { store throws(StoreError) in
             try store.updateItem(sealed, replacing: item, version: version, previous: previous, in: collection, within: quota)
         }
     }
@@ -100,12 +108,12 @@ public final class ApartWriter: @unchecked Sendable {
     /// ``updateItem(_:replacing:version:previous:in:within:)`` does; the quota is checked once,
     /// after the whole batch, which it refuses whole. Refuses it (`.notFound`) when a
     /// collection is gone or an item to replace was written since it was read; nothing is
-    /// written then.
+    /// written then. `recording` is written in the same transaction.
     public func writeItems(
         creating: [Store.SealedItem], in collection: Store.CollectionRecord, replacing: [Store.SealedReplacement],
-        creator: String?, within quota: Store.Quota?
+        creator: String?, within quota: Store.Quota?, recording: Recording? = nil
     ) throws(StoreError) -> (created: [Store.ItemRecord], replaced: [Store.ItemRecord]) {
-        try write(in: [collection] + replacing.map(\.collection)) { store throws(StoreError) in
+        try write(in: [collection] + replacing.map(\.collection), recording: recording) { store throws(StoreError) in
             var created: [Store.ItemRecord] = []
             created.reserveCapacity(creating.count)
             for sealed in creating { created.append(try store.createItem(sealed, in: collection, creator: creator, within: nil)) }
@@ -120,11 +128,11 @@ public final class ApartWriter: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` in a transaction of this connection, committed and then synced; refuses it
-    /// (`.notFound`) when one of `collections` was deleted (or replaced by a restore) since
-    /// its items were sealed.
+    /// Runs `body`, then `recording`, in a transaction of this connection, committed and then
+    /// synced; refuses it (`.notFound`) when one of `collections` was deleted (or replaced by a
+    /// restore) since its items were sealed.
     private func write<Written>(
-        in collections: [Store.CollectionRecord], _ body: @Sendable (Store) throws(StoreError) -> Written
+        in collections: [Store.CollectionRecord], recording: Recording?, _ body: @Sendable (Store) throws(StoreError) -> Written
     ) throws(StoreError) -> Written {
         try store.withLock { store throws(StoreError) -> Written in
             guard let store else { throw .io("the database is closed") }
@@ -134,7 +142,9 @@ public final class ApartWriter: @unchecked Sendable {
                     let found = try store.database.rows("SELECT uuid FROM collections WHERE id = ?", [.integer(collection.id)])
                     guard case .blob(let uuid)? = found.first?.first, uuid == collection.uuid else { throw .notFound }
                 }
-                return try body(store)
+                let written = try body(store)
+                try recording?(store)
+                return written
             }
             try syncLog()
             return written

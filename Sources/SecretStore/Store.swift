@@ -563,7 +563,7 @@ public final class Store {
         /// The attributes, for the index and for the keyring's event.
         public let attributes: [String: String]
         /// The access group, kept in the clear.
-        let accessGroup: String?
+        public let accessGroup: String?
         /// Whether it is sealed with the key kept after a lock.
         let survivesLock: Bool
     }

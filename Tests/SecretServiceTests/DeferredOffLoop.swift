@@ -17,6 +17,16 @@ final class DeferredOffLoop: @unchecked Sendable {
     /// Runs the oldest turn waiting.
     func runTurn() { turns.removeFirst()() }
 
+    /// Runs the turns waiting, then the oldest work, until neither is left.
+    func runAll() {
+        while !turns.isEmpty || !pending.isEmpty {
+            if turns.isEmpty { runNext() } else { runTurn() }
+        }
+    }
+
+    /// Runs the turns waiting until none is left.
+    func runTurns() { while !turns.isEmpty { runTurn() } }
+
     /// Runs the oldest work, then `meanwhile` (what the loop does before it hears the work
     /// ended), then what follows the work on the loop.
     func runNext(meanwhile: () -> Void = {}) {

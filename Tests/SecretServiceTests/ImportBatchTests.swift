@@ -50,6 +50,11 @@ import Testing
         return setup.secret(client, of: found[0])
     }
 
+    /// How many entries of `event` the audit trail holds, read through the main connection.
+    static func auditEntries(_ setup: Setup, _ event: Store.AuditEntry.Event) throws -> Int {
+        try setup.daemon.keyring.store.readAudit(since: 0) { setup.daemon.keyring.held($0.id) }.entries.filter { $0.event == event }.count
+    }
+
     @Test("a large batch is sealed and written off the loop: others are answered meanwhile and see none of it until it is written; then every item reads back, and an item there already or twice in the batch is skipped, or replaced with replace, as on the loop")
     func offTheLoop() throws {
         let setup = try Setup()
@@ -63,11 +68,13 @@ import Testing
         let batch = (0..<100).map { Self.item($0, Self.secret($0, version: 1), session: session) }
             + [Self.item(5, Self.secret(5, version: 2), session: session)]
         Self.importItems(setup, ":1.1", batch, replace: false, answer: { answer = $0 })
+        setup.deferred.runTurns()
         #expect(answer == nil && setup.deferred.pending.count == 1, "sealed off the loop")
         #expect(setup.search(":1.2", ["kind": "batch"]).count == 1, "another client is answered meanwhile, and sees none of the batch")
         setup.deferred.runNext()
         #expect(answer == nil && setup.deferred.pending.count == 1, "sealed; written off the loop")
         setup.deferred.runNext()
+        setup.deferred.runTurns()
         #expect(answer?.success == .tuple([.uint32(99), .uint32(0), .uint32(2)]), "\(String(describing: answer))")
         #expect(setup.search(":1.2", ["kind": "batch"]).count == 100)
         #expect(Self.secret(setup, ":1.2", item: 0) == Self.secret(0, version: 0), "there already: skipped")
@@ -79,9 +86,10 @@ import Testing
         let again = (0..<100).map { Self.item($0, Self.secret($0, version: 3), session: session, label: "again \($0)") }
             + [Self.item(5, Self.secret(5, version: 4), session: session)]
         Self.importItems(setup, ":1.1", again, replace: true, answer: { answer = $0 })
-        setup.deferred.runNext()
-        setup.deferred.runNext()
+        setup.deferred.runAll()
         #expect(answer?.success == .tuple([.uint32(0), .uint32(101), .uint32(0)]), "\(String(describing: answer))")
+        #expect(try Self.auditEntries(setup, .change) == 100, "one entry for each item written (item 5 once)")
+        #expect(try Self.auditEntries(setup, .create) == 100)
         #expect(setup.search(":1.2", ["kind": "batch"]).count == 100)
         #expect(Self.secret(setup, ":1.2", item: 0) == Self.secret(0, version: 3))
         #expect(Self.secret(setup, ":1.2", item: 5) == Self.secret(5, version: 4))
@@ -99,7 +107,7 @@ import Testing
         let broken = (0..<99).map { Self.item($0, Self.secret($0, version: 1), session: session) }
             + [Self.item(99, Self.secret(99, version: 1), session: session, parameters: [1])]
         Self.importItems(setup, ":1.1", broken, replace: false, answer: { answer = $0 })
-        while !setup.deferred.pending.isEmpty { setup.deferred.runNext() }
+        setup.deferred.runAll()
         #expect(answer?.failure == .invalidArgs("a plain session takes no secret parameters"))
         #expect(setup.search(":1.2", ["kind": "batch"]).isEmpty)
 
@@ -107,7 +115,7 @@ import Testing
         let batch = (0..<100).map { Self.item($0, Self.secret($0, version: 1), session: session) }
         Self.importItems(setup, ":1.1", batch, replace: false, answer: { answer = $0 })
         _ = try setup.call(":1.2", Fixture.service, Introspection.service, "Lock", [.objectPaths([Fixture.login])])?.get()
-        while !setup.deferred.pending.isEmpty { setup.deferred.runNext() }
+        setup.deferred.runAll()
         #expect(answer?.failure == .isLocked("the keyring is locked"))
         _ = try setup.daemon.unlockLogin(password: SecureBytes(Array("right".utf8)))
         #expect(setup.search(":1.2", ["kind": "batch"]).isEmpty)
@@ -123,12 +131,12 @@ import Testing
         let session = setup.sessions[":1.1"]!
         var answer: Result<DBusValue, SecretServiceError>?
         Self.importItems(setup, ":1.1", (0..<100).map { Self.item($0, Self.secret($0, version: 1), session: session) }, replace: false) { answer = $0 }
-        while !setup.deferred.pending.isEmpty { setup.deferred.runNext() }
+        setup.deferred.runAll()
         #expect(answer?.success == .tuple([.uint32(100), .uint32(0), .uint32(0)]), "\(String(describing: answer))")
 
         answer = nil
         Self.importItems(setup, ":1.1", (100..<200).map { Self.item($0, Self.secret($0, version: 1), session: session) }, replace: false) { answer = $0 }
-        while !setup.deferred.pending.isEmpty { setup.deferred.runNext() }
+        setup.deferred.runAll()
         #expect(answer?.failure?.message.contains("quota-items = 150") == true, "\(String(describing: answer))")
         #expect(setup.search(":1.2", ["kind": "batch"]).count == 100)
         #expect(try setup.daemon.keyring.store.usage(of: "exe:/usr/bin/importer").items == 100)
@@ -141,18 +149,19 @@ import Testing
         let session = setup.sessions[":1.1"]!
         var answer: Result<DBusValue, SecretServiceError>?
         Self.importItems(setup, ":1.1", (0..<100).map { Self.item($0, Self.secret($0, version: 1), session: session) }, replace: false) { answer = $0 }
-        while !setup.deferred.pending.isEmpty { setup.deferred.runNext() }
+        setup.deferred.runAll()
         #expect(answer?.success == .tuple([.uint32(100), .uint32(0), .uint32(0)]))
 
         answer = nil
         Self.importItems(setup, ":1.1", (0..<100).map { Self.item($0, Self.secret($0, version: 2), session: session) }, replace: true) { answer = $0 }
+        setup.deferred.runTurns()  // planned
         setup.deferred.runNext()  // sealed
         let path = setup.search(":1.2", ["kind": "batch", "n": "3"])[0]
         let changed = setup.daemon.router.setProperty(
             "Attributes", interface: Introspection.item, path: path, value: .stringMap(["kind": "batch", "n": "3", "extra": "x"]), sender: ":1.2")
         #expect(changed == nil)
         _ = setup.daemon.commitPending()
-        setup.deferred.runNext()  // refused, as item 3 changed; stored on the loop
+        setup.deferred.runAll()  // refused, as item 3 changed; stored on the loop
         #expect(answer?.success == .tuple([.uint32(1), .uint32(99), .uint32(0)]), "\(String(describing: answer))")
         #expect(setup.search(":1.2", ["kind": "batch"]).count == 101)
         #expect(setup.search(":1.2", ["extra": "x"]) == [path])
@@ -162,7 +171,7 @@ import Testing
 }
 
 extension ImportBatchTests {
-    @Test("a batch of more items than a turn takes is planned, and published, a few hundred items a turn of the loop, with other clients served between turns; answered once all is published; locked between turns, it is refused and nothing is written")
+    @Test("a batch of more items than a turn takes is read and planned, and published, a few hundred items a turn of the loop, with other clients served between turns; answered once all is published; locked between turns, or with a bad item in a later turn, it is refused and nothing is written")
     func inTurns() throws {
         let setup = try Setup()
         defer { setup.remove() }
@@ -181,12 +190,14 @@ extension ImportBatchTests {
         #expect(answer == nil && setup.deferred.turns.count == 1, "written; the first turn of it published, the rest waits")
         #expect(setup.daemon.sealing.isWriting, "until it is all published, the write is in progress")
         #expect(setup.search(":1.2", ["kind": "batch"]).count == count, "all of it is there")
+        #expect(try Self.auditEntries(setup, .create) == count, "each item's audit entry was written with it, before its event is published")
         setup.deferred.runTurn()
         #expect(answer == nil)
         setup.deferred.runTurn()
         #expect(answer?.success == .tuple([.uint32(UInt32(count)), .uint32(0), .uint32(0)]), "\(String(describing: answer))")
         #expect(!setup.daemon.sealing.isWriting && setup.deferred.turns.isEmpty && setup.deferred.pending.isEmpty)
         #expect(Self.secret(setup, ":1.2", item: count - 1) == Self.secret(count - 1, version: 1))
+        #expect(try Self.auditEntries(setup, .create) == count, "and not again when it was published")
 
         // Locked between two turns of its plan: refused, nothing written.
         answer = nil
@@ -196,6 +207,19 @@ extension ImportBatchTests {
         #expect(answer?.failure == .isLocked("the keyring is locked"), "\(String(describing: answer))")
         #expect(setup.deferred.turns.isEmpty && setup.deferred.pending.isEmpty)
         _ = try setup.daemon.unlockLogin(password: SecureBytes(Array("right".utf8)))
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == count)
+
+        // An item of a later turn that is refused refuses the batch: nothing is written.
+        answer = nil
+        var items = (count..<(2 * count)).map { Self.item($0, Self.secret($0, version: 1), session: session) }
+        items[ItemBatchWrite.itemsPerTurn + 10] = .tuple([
+            .properties([SecretServiceNames.Property.itemLabel: .string("no attributes")]),
+            .tuple([.objectPath(session), .bytes(DBusBytes([])), .bytes(DBusBytes([1])), .string("text/plain")]),
+        ])
+        Self.importItems(setup, ":1.1", items, replace: false) { answer = $0 }
+        while !setup.deferred.turns.isEmpty { setup.deferred.runTurn() }
+        #expect(answer?.failure == .invalidArgs("an item needs attributes"), "\(String(describing: answer))")
+        #expect(setup.deferred.pending.isEmpty && !setup.daemon.sealing.isWriting)
         #expect(setup.search(":1.2", ["kind": "batch"]).count == count)
     }
 }

@@ -134,6 +134,11 @@ import Testing
         #expect(replaced?.success?.tuple?.first?.objectPath == largePath, "\(String(describing: replaced))")
         #expect(setup.secret(":1.1", of: largePath) == other)
         #expect(setup.search(":1.2", ["kind": "large"]) == [largePath])
+
+        // Each write off the loop has one audit entry, written in the write's own transaction.
+        let largeID = try #require(Int64(largePath.split(separator: "/").last!))
+        let entries = try setup.daemon.keyring.store.readAudit(since: 0) { setup.daemon.keyring.held($0.id) }.entries.filter { $0.itemID == largeID }
+        #expect(entries.map(\.event) == [.create, .change], "\(entries.map(\.event))")
     }
 
     /// `SetSecret` as `client` on the item at `path`; `answer` is set when it is answered.
