@@ -7,7 +7,9 @@
 # --serve-stand-in, sd-bus on one thread as secretd), i.e. what the bus alone costs the pinger.
 # The 8 MiB writer's shape is run twice more: beside a client storing small items as fast as it
 # can (its writes wait for the large ones': one SQLite writer at a time; the pinger should not),
-# and as one item whose secret is set again and again (Item.SetSecret) rather than new items.
+# and as one item whose secret is set again and again (Item.SetSecret) rather than new items;
+# the last shape sends batches of 1,000 small items at once (secretd's Import1.ImportItems, as
+# `secretctl import` does; the stand-in answers it at once).
 #   bench/stall.sh [SECONDS]     default 10 s a shape
 # Uses the release build (make bench builds it, or: swift build -c release --static-swift-stdlib
 # --disable-local-rpath; BIN= another directory), on a private bus.
@@ -54,7 +56,7 @@ measure() {
     writer="" small=""
     if [ "$name" != none ]; then
         mode=""
-        [ "$also" != set-secret ] || mode=set-secret
+        [ "$also" != set-secret ] && [ "$also" != import ] || mode=$also
         /usr/bin/python3 -B "$clients/large-writer.py" "$seconds" "$count" "$size" "$secret" "$name" $mode >"$dir/writer.json" &
         writer=$!
     fi
@@ -97,4 +99,5 @@ secret:1MiB 2 16 1048576
 secret:8MiB 2 16 8388608
 secret:8MiB+small-writer 2 16 8388608 with-small-writer
 secret:8MiB-set-again 2 16 8388608 set-secret
+import:1000x(3x24B,24B) 3 24 24 import
 SHAPES

@@ -7,12 +7,12 @@ import SecretStore
 /// ``SealingQueue`` does for one large item, so that a bulk import does not hold other clients
 /// up for the batch's seals, inserts and sync: what needs the loop's state (who may see which
 /// item, which items the batch replaces or skips) is worked out there first (``Plan``) as the
-/// items are read from the call, a few hundred a turn (``itemsPerTurn``) with other clients'
-/// calls served between turns; the
-/// secrets are decoded and the items sealed on the sealing thread; back on the loop the
-/// keyrings are checked again; the whole batch is then written in one transaction of the
-/// store's second connection (``ApartWriter/writeItems(creating:in:replacing:creator:within:)``)
-/// off the loop, and published on it, again in turns, before the reply. Whatever cannot be done
+/// items are read from the call, a few dozen a turn (``itemsPerTurn``) with other clients'
+/// calls served between turns; the secrets are decoded and the items sealed on the sealing
+/// thread; back on the loop the keyrings are checked again; the whole batch is then written,
+/// with its audit entries (``Keyring/recording(_:)``), in one transaction of the store's second
+/// connection (``ApartWriter/writeItems(creating:in:replacing:creator:within:recording:)``) off
+/// the loop, and published on it, again in turns, before the reply. Whatever cannot be done
 /// so (a keyring locked, or locked and unlocked, meanwhile; an item to replace written by
 /// someone else in between) is done again on the loop.
 struct ItemBatchWrite {
@@ -20,7 +20,7 @@ struct ItemBatchWrite {
     let provider: Provider
 
     /// How many items are read and planned, or published, in one turn of the main loop: about
-    /// a millisecond's work (a search and an audit entry each).
+    /// half a millisecond's work (reading an item from the call and a search each).
     static let itemsPerTurn = 64
 
     /// One item of a batch, checked (label, attributes, group); its secret as sent, decoded

@@ -42,7 +42,7 @@ public final class ApartWriter: @unchecked Sendable {
         logPath = url.path + "-wal"
     }
 
-    /// The write-ahead log's file, which ``createItem(_:in:creator:within:)`` syncs.
+    /// The write-ahead log's file, which ``createItem(_:in:creator:within:recording:)`` syncs.
     private let logPath: String
 
     /// Syncs the write-ahead log's file, which holds the commit just made.
@@ -79,7 +79,7 @@ public final class ApartWriter: @unchecked Sendable {
     public typealias Recording = @Sendable (Store) throws(StoreError) -> Void
 
     /// Reads `item`'s contents and the version of its row, for an update of it sealed off the
-    /// loop (``updateItem(_:replacing:version:previous:in:within:)``).
+    /// loop (``updateItem(_:replacing:version:previous:in:within:recording:)``).
     public func readItem(_ item: Store.ItemRecord, in collection: Store.CollectionRecord, keys: Store.ItemKeys) throws(StoreError)
         -> (contents: ItemContents, version: [UInt8])
     {
@@ -90,7 +90,7 @@ public final class ApartWriter: @unchecked Sendable {
     }
 
     /// Gives `item` the contents `sealed` holds, in a transaction of this connection, durable
-    /// when it returns, as ``createItem(_:in:creator:within:)`` is; its row had `version` and
+    /// when it returns, as ``createItem(_:in:creator:within:recording:)`` is; its row had `version` and
     /// attributes `previous` when read (``readItem(_:in:keys:)``). Refuses it (`.notFound`)
     /// when the item or its collection is gone, or the item was written since.
     public func updateItem(
@@ -105,7 +105,7 @@ public final class ApartWriter: @unchecked Sendable {
     /// Writes a batch of items in one transaction of this connection, durable when it returns:
     /// the items `creating` holds are created in `collection` (`creator` counts them for its
     /// quota) and each of `replacing` gives its item new contents, as
-    /// ``updateItem(_:replacing:version:previous:in:within:)`` does; the quota is checked once,
+    /// ``updateItem(_:replacing:version:previous:in:within:recording:)`` does; the quota is checked once,
     /// after the whole batch, which it refuses whole. Refuses it (`.notFound`) when a
     /// collection is gone or an item to replace was written since it was read; nothing is
     /// written then. `recording` is written in the same transaction.

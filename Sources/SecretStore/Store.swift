@@ -569,7 +569,7 @@ public final class Store {
     }
 
     /// An existing item's new contents, sealed, with what it replaces as it was read
-    /// (``readItemAndVersion(_:in:keys:)``): for ``ApartWriter/writeItems(creating:in:replacing:creator:within:)``.
+    /// (``readItemAndVersion(_:in:keys:)``): for ``ApartWriter/writeItems(creating:in:replacing:creator:within:recording:)``.
     public struct SealedReplacement: Sendable {
         /// The new contents, sealed for `item`.
         public let sealed: SealedItem
