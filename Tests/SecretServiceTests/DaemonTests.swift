@@ -214,6 +214,28 @@ import Testing
         #expect(daemon.isRunning)
     }
 
+    @Test("a client sending 8 MB ImportItems batches (2,000 items each) without waiting for the replies has at most 64 MiB of them waiting in secretd, though each is measured on the loop only up to 32 KiB: the calls past that are refused with LimitsExceeded, every other one is stored, and secretd goes on serving")
+    func largeCallsPipelined() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let count = 32
+        let result = try fixture.runClient("large-pipeliner.py", [String(count), "2000"])
+        #expect(result.status == 0, "\(result.errorOutput)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.text.utf8)) as? [String: Any], "\(result.text)")
+        print("large calls pipelined: \(report)")
+        let stored = report["stored"] as? Int ?? -1, refused = report["refused"] as? Int ?? -1
+        #expect(report["other"] as? [String] == [], "\(report)")
+        #expect(stored + refused == count, "\(report)")
+        // Counted by their first 32 KiB alone, all 32 would wait (a mutant that never measures
+        // them whole stored 32 and refused none); 64 MiB holds 7 whole, besides the one counted
+        // short and those handled meanwhile.
+        #expect(refused > 0 && stored >= 8, "\(report)")
+        #expect(daemon.log.contains("refused with LimitsExceeded"), "the call quota never came into play")
+        #expect(try fixture.call(Self.service, Self.serviceInterface, "ReadAlias", "('default',)") == "(objectpath '\(Self.login)',)")
+        #expect(daemon.isRunning)
+    }
+
     @Test("every write sends ItemCreated before its reply; the collection's Items, with the value, at once after a quiet spell, else gathered: a few lists for 100 writes, the last with every item")
     func itemsPerWrite() throws {
         let fixture = try SecretdFixture()
