@@ -53,7 +53,7 @@ struct ItemBatchWrite {
         fileprivate enum Planned { case creating(Int), replacing(Int) }
 
         /// An item the batch replaces, as read on the loop.
-        struct Replacement {
+        struct Replacement: Sendable {
             var existing: Store.ItemRecord
             var collection: Store.CollectionRecord
             var keys: Store.ItemKeys
@@ -156,34 +156,31 @@ struct ItemBatchWrite {
         guard let apart = provider.keyring.store.apartWriter() else { return reply(onLoop()) }
         let accessor = provider.keyring.accessor
         let (target, keys) = (plan.target, plan.keys)
-        let creating = plan.creating
-        let replacing = plan.replacing.map { ($0.existing, $0.collection, $0.keys, $0.version, $0.previous, $0.item) }
+        let (creating, replacing) = (plan.creating, plan.replacing)
         provider.sealing.seal({ () -> Sealed in
             var sealedNew: [Store.SealedItem] = []
+            var sealedChanges: [Store.SealedReplacement] = []
             sealedNew.reserveCapacity(creating.count)
-            for (id, item) in creating {
-                switch item.secret.contents(label: item.label, attributes: item.attributes) {
-                case .failure(let refusal): return .refused(refusal)
-                case .success(let contents):
-                    guard let sealed = try? Store.seal(contents, as: id, in: target, keys: keys) else { return .onLoop }
+            do throws(SecretServiceError) {
+                for (id, item) in creating {
+                    guard let sealed = try Self.seal(item, as: id, in: target, keys: keys) else { return .onLoop }
                     sealedNew.append(sealed)
                 }
-            }
-            var sealedChanges: [Store.SealedReplacement] = []
-            for (existing, collection, itemKeys, version, previous, item) in replacing {
-                switch item.secret.contents(label: item.label, attributes: item.attributes) {
-                case .failure(let refusal): return .refused(refusal)
-                case .success(let contents):
-                    guard let sealed = try? Store.seal(contents, as: existing.id, in: collection, keys: itemKeys) else { return .onLoop }
-                    sealedChanges.append(Store.SealedReplacement(sealed, replacing: existing, version: version, previous: previous, in: collection))
+                for change in replacing {
+                    guard let sealed = try Self.seal(change.item, as: change.existing.id, in: change.collection, keys: change.keys)
+                    else { return .onLoop }
+                    sealedChanges.append(Store.SealedReplacement(
+                        sealed, replacing: change.existing, version: change.version, previous: change.previous, in: change.collection))
                 }
+            } catch {
+                return .refused(error)
             }
             return .ready(creating: sealedNew, replacing: sealedChanges)
         }) { [provider] sealed -> SealingQueue.AfterSealing in
             provider.keyring.acting(as: accessor) { () -> SealingQueue.AfterSealing in
                 // Every keyring written must still be there, unlocked, with the keys the items were sealed with.
                 var same = true
-                for (collection, sealedWith) in [(target, keys)] + replacing.map({ ($0.1, $0.2) }) {
+                for (collection, sealedWith) in [(target, keys)] + replacing.map({ ($0.collection, $0.keys) }) {
                     switch provider.keyring.keysAfterSealing(in: collection, sealedWith: sealedWith) {
                     case .success(let held): same = same && held.same
                     case .failure(let problem):
@@ -240,6 +237,15 @@ struct ItemBatchWrite {
                 }
             }
         }
+    }
+
+    /// `item` decoded and sealed for the item `id` of `collection` with `keys` (on the sealing
+    /// thread); nil when it cannot be sealed there; throws when its secret cannot be decoded.
+    private static func seal(_ item: Item, as id: Int64, in collection: Store.CollectionRecord, keys: Store.ItemKeys)
+        throws(SecretServiceError) -> Store.SealedItem?
+    {
+        let contents = try item.secret.contents(label: item.label, attributes: item.attributes).get()
+        return try? Store.seal(contents, as: id, in: collection, keys: keys)
     }
 
     /// Runs `events` (each publishes an item written) as `accessor`, ``itemsPerTurn`` a turn of
