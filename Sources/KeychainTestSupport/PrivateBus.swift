@@ -17,10 +17,14 @@ public final class PrivateBus: @unchecked Sendable {
     /// user's bus: as root it asks for 65,536 instead and, where it may not raise the hard limit
     /// (a container: systemd-nspawn's soft 1024, hard 20,000 here), keeps 1024, then cuts off
     /// clients whose descriptors it cannot take (ClientFaultTests.descriptorFlood on Debian 13).
-    public init(directory: URL, otherUsers: Bool = false) throws {
+    /// With `descriptorsPerClient`, the bus stops reading from a client while that many of the
+    /// descriptors it sent are still held in the bus, as a real session bus does with its
+    /// 250,000,000: where the bus's own limit of open files is far below a user's bus's
+    /// (524,288 under systemd), a flood of descriptors would otherwise cut the flooders off.
+    public init(directory: URL, otherUsers: Bool = false, descriptorsPerClient: Int? = nil) throws {
         let socket = directory.appendingPathComponent("bus").path
         let config = directory.appendingPathComponent("bus.conf")
-        try Self.config(socket: socket, otherUsers: otherUsers)
+        try Self.config(socket: socket, otherUsers: otherUsers, descriptorsPerClient: descriptorsPerClient)
             .write(to: config, atomically: true, encoding: .utf8)
         address = "unix:path=\(socket)"
         daemon = try SupervisedProcess(
@@ -49,8 +53,11 @@ public final class PrivateBus: @unchecked Sendable {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("scripts/session-bus-limits.conf").path
 
-    private static func config(socket: String, otherUsers: Bool) -> String {
-        let limits = "\n  <include>\(sessionLimitsFile)</include>"
+    private static func config(socket: String, otherUsers: Bool, descriptorsPerClient: Int?) -> String {
+        var limits = "\n  <include>\(sessionLimitsFile)</include>"
+        if let descriptorsPerClient {
+            limits += "\n  <limit name=\"max_incoming_unix_fds\">\(descriptorsPerClient)</limit>"
+        }
         return """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">

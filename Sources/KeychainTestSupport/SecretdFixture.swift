@@ -30,8 +30,9 @@ public final class SecretdFixture: @unchecked Sendable {
     }
 
     /// Creates a fresh tree and bus (with a real session bus's limits, see ``PrivateBus``); with
-    /// `otherUsers`, clients of other uids may reach the bus.
-    public init(otherUsers: Bool = false) throws {
+    /// `otherUsers`, clients of other uids may reach the bus; `busDescriptorsPerClient` is
+    /// ``PrivateBus``'s `descriptorsPerClient`.
+    public init(otherUsers: Bool = false, busDescriptorsPerClient: Int? = nil) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("secretd-tests-\(UUID().uuidString.prefix(12))")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let runtime = root.appendingPathComponent("run")
@@ -40,7 +41,7 @@ public final class SecretdFixture: @unchecked Sendable {
         configDirectory = root.appendingPathComponent("config")
         try FileManager.default.createDirectory(at: configDirectory, withIntermediateDirectories: true)
         if otherUsers { chmod(root.path, 0o711) }
-        bus = try PrivateBus(directory: root, otherUsers: otherUsers)
+        bus = try PrivateBus(directory: root, otherUsers: otherUsers, descriptorsPerClient: busDescriptorsPerClient)
         control = try BusConnection(address: bus.address)
         passwordClock = try PasswordClockFile(in: root)
         environment = [

@@ -249,7 +249,15 @@ import Testing
         // them while the call waits its turn. When the kernel cannot hand the next ones over,
         // sd-bus gives up the whole connection; secretd raises its soft limit to the hard one.
         try #require(OpenFileLimit.hard >= 8192, "this test needs a hard limit of open files of 8192 or more (ulimit -Hn), as systemd gives")
-        let fixture = try SecretdFixture()
+        // Clients enough to pass all clients' limit, each as far as its own: held, their
+        // descriptors would be many times the hard limit; all clients together are held to it.
+        let quota = Limits.callQuota(openFiles: OpenFileLimit.hard)
+        let calls = quota.calls + 100
+        let flooderCount = quota.allClients / quota.calls + 2
+        // The bus has the same hard limit as secretd (20,000 in a container, where a user's bus
+        // under systemd has 524,288): it takes each flooder's descriptors only while its share
+        // is free, or it would cut the flooders off when it can take no more.
+        let fixture = try SecretdFixture(busDescriptorsPerClient: (OpenFileLimit.hard - 1024) / (flooderCount + 1))
         let daemon = try SupervisedProcess(
             ["/bin/sh", "-c", "ulimit -Sn 1024 && exec \"$0\" \"$@\"", SecretdFixture.secretdPath, "--foreground",
              "--data-dir", fixture.dataDirectory.path, "--config-dir", fixture.configDirectory.path, "--unlock"],
@@ -261,13 +269,15 @@ import Testing
         let flood = try fixture.runClient("fd-flooder.py", ["300", "16"])
         let report = try #require(try JSONSerialization.jsonObject(with: Data(flood.text.utf8)) as? [String: Any], "\(flood.text) \(flood.errorOutput)")
         #expect(report["outcomes"] as? [String: Int] == ["reply": 300], "\(report) \(daemon.log.suffix(2000))")
-        // Clients enough to pass all clients' limit, each as far as its own: held, their
-        // descriptors would be many times the hard limit; all clients together are held to it.
-        let quota = Limits.callQuota(openFiles: OpenFileLimit.hard)
-        let calls = quota.calls + 100
-        let flooders = try (0...(quota.allClients / quota.calls + 1)).map {
+        let flooders = try (0..<flooderCount).map {
             try Self.python(fixture, "fd-flooder.py", [String(calls), "16"], log: "fd-flood-\($0).out")
         }
+        // secretd busy for a while as the floods begin (as on a loaded machine): they pile up
+        // in the bus, then all reach secretd at once.
+        let secretd = try #require(daemon.helperPID)
+        kill(secretd, SIGSTOP)
+        usleep(2_000_000)
+        kill(secretd, SIGCONT)
         for flooder in flooders {
             #expect(flooder.waitForExit(timeout: 120) == 0, "\(flooder.log)")
             let report = try? JSONSerialization.jsonObject(with: Data(flooder.log.utf8)) as? [String: Any]
