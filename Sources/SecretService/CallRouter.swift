@@ -177,14 +177,17 @@ final class CallRouter: BusHandler {
         case .failure(let refusal):
             return refusal
         case .success(let target):
-            return provider.keyring.acting(as: provider.callers[sender]?.accessor ?? .secretd) {
-                do throws(SecretServiceError) {
-                    try setter.write(provider, PropertyWrite(target: target, value: value, sender: sender))
-                    return nil
-                } catch {
-                    return error
+            // Run again once a write in progress has ended, as a call's write is.
+            let written = waitingForWrites {
+                provider.keyring.acting(as: provider.callers[sender]?.accessor ?? .secretd) {
+                    Result { () throws(SecretServiceError) in
+                        try setter.write(provider, PropertyWrite(target: target, value: value, sender: sender))
+                        return DBusValue.tuple([])
+                    }
                 }
             }
+            if case .failure(let error)? = written { return error }
+            return nil
         }
     }
 

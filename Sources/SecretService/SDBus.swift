@@ -45,7 +45,8 @@ protocol BusHandler: AnyObject {
     /// call goes ahead at once). Otherwise `then` runs once the bus has answered, with the
     /// refusal to send if the sender may not use secretd.
     func identify(_ sender: String, then: @escaping (SecretServiceError?) -> Void) -> Bool
-    /// Writes a property.
+    /// Writes a property; ``SecretServiceError/waitForWrite`` as a call's handling may answer
+    /// (the server runs it again once the write in progress has ended).
     func setProperty(_ name: String, interface: String, path: String, value: DBusValue, sender: String) -> SecretServiceError?
     /// The child node names under `path` that are objects (for `Introspect`).
     func children(of path: String, sender: String) -> [String]

@@ -276,4 +276,37 @@ import Testing
         let path = try #require(small?.success?.tuple?.first?.objectPath)
         #expect(setup.secret(":1.2", of: path) == Array("small".utf8))
     }
+
+    @Test("while a large item's write holds the write lock, Properties.Set of another item's label is answered waitForWrite too (run again by the server), changes nothing, and goes through once the write has ended")
+    func propertySetMeetingTheLargeWrite() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        var small: Result<DBusValue, SecretServiceError>?
+        setup.create(":1.2", ["kind": "small"], Array("small".utf8)) { small = $0 }
+        let item = try #require(small?.success?.tuple?.first?.objectPath)
+        func label() -> String? {
+            setup.daemon.router.property("Label", interface: Introspection.item, path: item, sender: ":1.2").success?.string
+        }
+        setup.create(":1.1", ["kind": "large"], Self.large) { _ in }
+        setup.deferred.runNext()  // sealed; its write waits off the loop
+        #expect(setup.daemon.sealing.isWriting)
+
+        let holder = try Database(path: setup.daemon.keyring.store.databaseURL.path)
+        try holder.run("BEGIN IMMEDIATE")
+        let refused = setup.daemon.router.setProperty(
+            "Label", interface: Introspection.item, path: item, value: .string("Renamed"), sender: ":1.2")
+        #expect(refused == .waitForWrite)
+        try holder.run("ROLLBACK")
+        holder.close()
+        _ = setup.daemon.commitPending()
+        #expect(label() == "Large", "nothing of it was written")
+
+        setup.deferred.runNext()  // the large item written
+        #expect(!setup.daemon.sealing.isWriting)
+        let set = setup.daemon.router.setProperty(
+            "Label", interface: Introspection.item, path: item, value: .string("Renamed"), sender: ":1.2")
+        #expect(set == nil)
+        _ = setup.daemon.commitPending()
+        #expect(label() == "Renamed")
+    }
 }
