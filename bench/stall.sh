@@ -8,8 +8,9 @@
 # The 8 MiB writer's shape is run twice more: beside a client storing small items as fast as it
 # can (its writes wait for the large ones': one SQLite writer at a time; the pinger should not),
 # and as one item whose secret is set again and again (Item.SetSecret) rather than new items;
-# the last shape sends batches of 1,000 small items at once (secretd's Import1.ImportItems, as
-# `secretctl import` does; the stand-in answers it at once).
+# the last shapes send batches of 1,000 small items at once (secretd's Import1.ImportItems, as
+# `secretctl import` does; the stand-in answers it at once), the second beside a client renaming
+# an item of its own every 5 ms (Properties.Set, a write that is not a Secret Service method).
 #   bench/stall.sh [SECONDS]     default 10 s a shape
 # Uses the release build (make bench builds it, or: swift build -c release --static-swift-stdlib
 # --disable-local-rpath; BIN= another directory), on a private bus.
@@ -56,12 +57,15 @@ measure() {
     writer="" small=""
     if [ "$name" != none ]; then
         mode=""
-        [ "$also" != set-secret ] && [ "$also" != import ] || mode=$also
+        case $also in set-secret | import) mode=$also ;; import+label-setter) mode=import ;; esac
         /usr/bin/python3 -B "$clients/large-writer.py" "$seconds" "$count" "$size" "$secret" "$name" $mode >"$dir/writer.json" &
         writer=$!
     fi
     if [ "$also" = with-small-writer ]; then
         /usr/bin/python3 -B "$clients/large-writer.py" "$seconds" 2 16 32 small >/dev/null &
+        small=$!
+    elif [ "$also" = import+label-setter ]; then
+        /usr/bin/python3 -B "$clients/label-setter.py" "$seconds" >/dev/null &
         small=$!
     fi
     [ -z "$writer" ] || sleep 0.5
@@ -100,4 +104,5 @@ secret:8MiB 2 16 8388608
 secret:8MiB+small-writer 2 16 8388608 with-small-writer
 secret:8MiB-set-again 2 16 8388608 set-secret
 import:1000x(3x24B,24B) 3 24 24 import
+import+label-setter 3 24 24 import+label-setter
 SHAPES

@@ -172,8 +172,10 @@ final class AuditTrail {
         guard !flushScheduled else { return }
         flushScheduled = true
         MainLoop.after(seconds: Self.flushDelay) { [weak self] in
-            guard let self, flushScheduled else { return }
-            flush()
+            self?.keyring.apartWrites.whenWriteEnds { [weak self] in
+                guard let self, flushScheduled else { return }
+                flush()
+            }
         }
     }
 

@@ -58,7 +58,7 @@ final class CallRouter: BusHandler {
     }
 
     /// Runs `body` (a call's handling), and while a large item's write may hold the database's
-    /// write lock (``SealingQueue/isWriting``) with the loop's writes failing at once rather
+    /// write lock (``ApartWriteGate/isWriting``) with the loop's writes failing at once rather
     /// than wait for it: a call whose write so failed is answered ``SecretServiceError/waitForWrite``,
     /// which the bus server does not send but runs the call again once that write has ended
     /// (``whenWritesEnd(_:)``). Until then it waits in its client's queue and the loop goes on
@@ -66,12 +66,12 @@ final class CallRouter: BusHandler {
     private func waitingForWrites(
         _ body: () -> Result<DBusValue, SecretServiceError>?
     ) -> Result<DBusValue, SecretServiceError>? {
-        guard provider.sealing.isWriting else { return body() }
+        guard provider.keyring.apartWrites.isWriting else { return body() }
         let (answered, metBusy) = provider.keyring.store.failingWritesWhenBusy(body)
         return metBusy ? .failure(.waitForWrite) : answered
     }
 
-    func whenWritesEnd(_ body: @escaping () -> Void) { provider.sealing.whenWriteEnds(body) }
+    func whenWritesEnd(_ body: @escaping () -> Void) { provider.keyring.apartWrites.whenWriteEnds(body) }
 
     /// Runs `body` (a call's answer, nil when it answers later) with the caller of `call` as
     /// the keyring's accessor, the audit trail's "who", and tells the keyring when the answer

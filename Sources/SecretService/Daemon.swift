@@ -127,7 +127,10 @@ public final class Daemon {
         if busName == SecretServiceNames.busName {
             loginControl = LoginControlSocket(runtimeDirectory: options.runtimeDirectory) { [weak self] request, origin, reply in
                 guard let self else { return reply(.failed) }
-                self.provider.loginKeyring.handle(request, origin: origin, reply: reply)
+                self.provider.keyring.apartWrites.whenWriteEnds { [weak self] in
+                    guard let self else { return reply(.failed) }
+                    self.provider.loginKeyring.handle(request, origin: origin, reply: reply)
+                }
             }
         }
         if busName == SecretServiceNames.busName {

@@ -20,6 +20,9 @@ final class Keyring {
     private var heldEvents: [KeyringEvent]?
     /// Who asked for what the keyring does now (``acting(as:_:)``); secretd itself between requests.
     private(set) var accessor = Accessor.secretd
+    /// Whether a write off the loop is in progress; what writes on the loop outside a call
+    /// waits for it (``ApartWriteGate/whenWriteEnds(_:)``).
+    let apartWrites = ApartWriteGate()
 
     /// A keyring over `store`, every collection locked.
     init(store: Store) {

@@ -164,10 +164,13 @@ final class PasswordChecks {
     }
 
     /// Runs `work` off the main loop, then `done` on it for the accessor who asked (the
-    /// keyring's now), so that what `done` changes is theirs.
+    /// keyring's now), so that what `done` changes is theirs, once no write off the loop is in
+    /// progress (what it unlocks or re-wraps is written on the loop).
     private func runOffLoop<T>(_ work: @escaping @Sendable () -> T, done: @escaping (T) -> Void) {
         let accessor = keyring.accessor
-        offLoop.run(named: "secretd-kdf", work) { [keyring] value in keyring.acting(as: accessor) { done(value) } }
+        offLoop.run(named: "secretd-kdf", work) { [keyring] value in
+            keyring.apartWrites.whenWriteEnds { keyring.acting(as: accessor) { done(value) } }
+        }
     }
 
     // MARK: - The queue

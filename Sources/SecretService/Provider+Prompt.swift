@@ -38,7 +38,7 @@ extension Provider {
         prompt.finished = true
         prompts.remove(id)
         prompt.cancellation.cancel()
-        if let completion = prompt.completion { return completion(result) }
+        if let completion = prompt.completion { return keyring.apartWrites.whenWriteEnds { completion(result) } }
         server.emitSignal(
             path: ObjectPaths.prompt(id), interface: Introspection.prompt, name: "Completed",
             arguments: [.boolean(result == nil), .variant(result ?? prompt.emptyResult)], destination: prompt.owner)
@@ -47,12 +47,21 @@ extension Provider {
     /// Runs on the prompt's own thread: asks through pinentry, and hops to the main loop for
     /// everything that touches the daemon's state.
     /// ``MainLoop/awaiting(_:)`` for prompt `id`'s client: what `start` changes (an unlock, a
-    /// new keyring, a new password) is done for it, the keyring's accessor.
+    /// new keyring, a new password) is done for it, the keyring's accessor, once no write off
+    /// the loop is in progress.
     private func awaiting<T>(forPrompt id: Int, _ start: @escaping (_ completion: @escaping (T) -> Void) -> Void) -> T {
         MainLoop.awaiting { done in
-            let accessor = self.prompts[id].flatMap { self.callers[$0.owner]?.accessor } ?? .secretd
-            self.keyring.acting(as: accessor) { start(done) }
+            self.keyring.apartWrites.whenWriteEnds {
+                let accessor = self.prompts[id].flatMap { self.callers[$0.owner]?.accessor } ?? .secretd
+                self.keyring.acting(as: accessor) { start(done) }
+            }
         }
+    }
+
+    /// Runs `body` on the main loop once no write off the loop is in progress (it writes), and
+    /// returns its value to the prompt's thread.
+    private func onLoopOutsideWrites<T>(_ body: @escaping () -> T) -> T {
+        MainLoop.awaiting { done in self.keyring.apartWrites.whenWriteEnds { done(body()) } }
     }
 
     fileprivate func converse(promptID id: Int, program: String) {
@@ -87,7 +96,7 @@ extension Provider {
                 return
             }
             let created = self.awaiting(forPrompt: id) { done in self.createCollection(label: label, password: password, completion: done) }
-            MainLoop.onMainLoop {
+            onLoopOutsideWrites {
                 guard case .success(let path) = created else {
                     self.complete(id: id, result: nil)
                     return
@@ -119,7 +128,7 @@ extension Provider {
                     ? "read the secrets of the access group “\(group)”, which you have not allowed it to read yet."
                     : "use the secrets of the access group “\(group)”, which it does not belong to."),
             ok: "Always allow", notOK: "Allow once", cancel: "Deny")
-        return MainLoop.onMainLoop {
+        return onLoopOutsideWrites {
             // Dismissed, or its client gone: the person's answer (if any) no longer counts.
             guard self.prompts[id] != nil else { return false }
             switch choice {

@@ -91,7 +91,7 @@ final class Provider {
         sync = SyncCoordinator(
             keyring: keyring, dataDirectory: options.dataDirectory, interval: options.configuration.syncInterval)
         passwordChecks = PasswordChecks(keyring: keyring, clock: clock, offLoop: offLoop)
-        sealing = SealingQueue(offLoop: offLoop)
+        sealing = SealingQueue(offLoop: offLoop, gate: keyring.apartWrites)
         self.offLoop = offLoop
         audit = AuditTrail(
             keyring: keyring, commitBarrier: commitBarrier, clock: clock, keepDays: options.configuration.auditKeepDays)

@@ -30,7 +30,7 @@ final class SealingQueue {
 
         /// `write` off the loop, then `done` with what it returned on the loop, which calls
         /// `finished` once it has ended (on a later turn of the loop, if it likes): until then
-        /// the write counts as in progress (``isWriting``).
+        /// the write counts as in progress (``ApartWriteGate/isWriting``).
         static func write<Written>(
             _ write: @escaping @Sendable () -> Written, thenInTurns done: @escaping (Written, _ finished: @escaping () -> Void) -> Void
         ) -> AfterSealing {
@@ -40,19 +40,19 @@ final class SealingQueue {
         }
     }
 
-    /// Whether an item's row is being written off the loop (its write may hold the
-    /// database's write lock: the loop's own writes then fail at once rather than wait for it,
-    /// and their calls run again once it ends: ``whenWriteEnds(_:)``).
-    private(set) var isWriting = false
-    private var afterWrite: [() -> Void] = []
-
+    /// Opened while a write runs off the loop (it may hold the database's write lock: the
+    /// loop's own writes then wait for it to end).
+    private let gate: ApartWriteGate
     private let offLoop: OffLoop
     /// The seals asked for and not started, each started with what is to run after it.
     private var waiting: [(_ next: @escaping (AfterSealing) -> Void) -> Void] = []
     private var running = false
 
-    /// A queue whose work runs through `offLoop`.
-    init(offLoop: OffLoop) { self.offLoop = offLoop }
+    /// A queue whose work runs through `offLoop`, its writes shown by `gate`.
+    init(offLoop: OffLoop, gate: ApartWriteGate) {
+        self.offLoop = offLoop
+        self.gate = gate
+    }
 
     /// Runs `work` (a decode and ``Store/seal(_:as:in:keys:)``) off the loop after those asked
     /// before it, then `done` with its result on the loop; the write `done` may ask for runs off
@@ -71,21 +71,13 @@ final class SealingQueue {
             case .finished:
                 finish()
             case .writing(let write):
-                isWriting = true
+                gate.began()
                 write(offLoop) { [self] in
-                    isWriting = false
-                    let waiting = afterWrite
-                    afterWrite = []
-                    for body in waiting { body() }
+                    gate.ended()
                     finish()
                 }
             }
         }
-    }
-
-    /// Runs `body` on the loop once the write in progress has ended, or at once if none is.
-    func whenWriteEnds(_ body: @escaping () -> Void) {
-        if isWriting { afterWrite.append(body) } else { body() }
     }
 
     private func finish() {

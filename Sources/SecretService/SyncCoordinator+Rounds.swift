@@ -517,8 +517,11 @@ extension SyncCoordinator {
     }
 
     /// Runs `work` on a thread of its own (git talks to the network) and gives its result to
-    /// `done` on the main loop.
+    /// `done` on the main loop, once no write off the loop is in progress (`done` writes what
+    /// arrived).
     func offMainLoop<T>(_ work: @escaping @Sendable () -> T, done: @escaping (T) -> Void) {
-        OffLoop.thread.run(named: "secretd-sync", work, done: done)
+        OffLoop.thread.run(named: "secretd-sync", work) { [keyring] value in
+            keyring.apartWrites.whenWriteEnds { done(value) }
+        }
     }
 }

@@ -188,14 +188,14 @@ extension ImportBatchTests {
         setup.deferred.runNext()
         setup.deferred.runNext()
         #expect(answer == nil && setup.deferred.turns.count == 1, "written; the first turn of it published, the rest waits")
-        #expect(setup.daemon.sealing.isWriting, "until it is all published, the write is in progress")
+        #expect(setup.daemon.keyring.apartWrites.isWriting, "until it is all published, the write is in progress")
         #expect(setup.search(":1.2", ["kind": "batch"]).count == count, "all of it is there")
         #expect(try Self.auditEntries(setup, .create) == count, "each item's audit entry was written with it, before its event is published")
         setup.deferred.runTurn()
         #expect(answer == nil)
         setup.deferred.runTurn()
         #expect(answer?.success == .tuple([.uint32(UInt32(count)), .uint32(0), .uint32(0)]), "\(String(describing: answer))")
-        #expect(!setup.daemon.sealing.isWriting && setup.deferred.turns.isEmpty && setup.deferred.pending.isEmpty)
+        #expect(!setup.daemon.keyring.apartWrites.isWriting && setup.deferred.turns.isEmpty && setup.deferred.pending.isEmpty)
         #expect(Self.secret(setup, ":1.2", item: count - 1) == Self.secret(count - 1, version: 1))
         #expect(try Self.auditEntries(setup, .create) == count, "and not again when it was published")
 
@@ -219,7 +219,7 @@ extension ImportBatchTests {
         Self.importItems(setup, ":1.1", items, replace: false) { answer = $0 }
         while !setup.deferred.turns.isEmpty { setup.deferred.runTurn() }
         #expect(answer?.failure == .invalidArgs("an item needs attributes"), "\(String(describing: answer))")
-        #expect(setup.deferred.pending.isEmpty && !setup.daemon.sealing.isWriting)
+        #expect(setup.deferred.pending.isEmpty && !setup.daemon.keyring.apartWrites.isWriting)
         #expect(setup.search(":1.2", ["kind": "batch"]).count == count)
     }
 }

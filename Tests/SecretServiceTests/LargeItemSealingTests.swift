@@ -251,7 +251,7 @@ import Testing
         var large: Result<DBusValue, SecretServiceError>?
         setup.create(":1.1", ["kind": "large"], Self.large) { large = $0 }
         setup.deferred.runNext()  // sealed; its write waits off the loop
-        #expect(setup.daemon.sealing.isWriting)
+        #expect(setup.daemon.keyring.apartWrites.isWriting)
         var ended = false
         setup.daemon.router.whenWritesEnd { ended = true }
         #expect(!ended)
@@ -269,7 +269,7 @@ import Testing
         #expect(setup.search(":1.2", ["kind": "small"]).isEmpty, "nothing of it was written")
 
         setup.deferred.runNext()  // the large item written
-        #expect(ended && !setup.daemon.sealing.isWriting)
+        #expect(ended && !setup.daemon.keyring.apartWrites.isWriting)
         #expect(large?.success != nil, "\(String(describing: large))")
         // Run again, as the server does: written now, and the lock waits as before.
         setup.create(":1.2", ["kind": "small"], Array("small".utf8)) { small = $0 }
@@ -289,7 +289,7 @@ import Testing
         }
         setup.create(":1.1", ["kind": "large"], Self.large) { _ in }
         setup.deferred.runNext()  // sealed; its write waits off the loop
-        #expect(setup.daemon.sealing.isWriting)
+        #expect(setup.daemon.keyring.apartWrites.isWriting)
 
         let holder = try Database(path: setup.daemon.keyring.store.databaseURL.path)
         try holder.run("BEGIN IMMEDIATE")
@@ -302,11 +302,49 @@ import Testing
         #expect(label() == "Large", "nothing of it was written")
 
         setup.deferred.runNext()  // the large item written
-        #expect(!setup.daemon.sealing.isWriting)
+        #expect(!setup.daemon.keyring.apartWrites.isWriting)
         let set = setup.daemon.router.setProperty(
             "Label", interface: Introspection.item, path: item, value: .string("Renamed"), sender: ":1.2")
         #expect(set == nil)
         _ = setup.daemon.commitPending()
         #expect(label() == "Renamed")
+    }
+
+    @Test("while a large item's write holds the write lock, what follows a key derivation on the loop (here a new keyring's creation) waits for it to end rather than hold the loop on the lock, then goes through")
+    func derivationMeetingTheLargeWrite() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        setup.create(":1.1", ["kind": "large"], Self.large) { _ in }
+        setup.deferred.runNext()  // sealed; its write waits off the loop
+        #expect(setup.daemon.keyring.apartWrites.isWriting)
+
+        let password: DBusValue = .tuple([
+            .objectPath(setup.sessions[":1.2"]!), .bytes(DBusBytes([])), .bytes(DBusBytes(Array("new-pass".utf8))), .string("text/plain"),
+        ])
+        let create = MethodCall(
+            sender: ":1.2", path: Fixture.service, interface: Introspection.gnomeExtension, method: "CreateWithMasterPassword",
+            arguments: [.properties([SecretServiceNames.Property.collectionLabel: .string("Other")]), password])
+        var created: Result<DBusValue, SecretServiceError>?
+        setup.daemon.router.handle(create) { created = $0 }
+        #expect(setup.deferred.pending.count == 2, "the large write, then the new keyring's derivation")
+
+        // The write lock, held as the apart writer holds it; the derivation ends first.
+        let holder = try Database(path: setup.daemon.keyring.store.databaseURL.path)
+        try holder.run("BEGIN IMMEDIATE")
+        let started = Date()
+        let (derive, derived) = setup.deferred.pending.remove(at: 1)
+        derive()
+        derived()
+        #expect(Date().timeIntervalSince(started) < 2, "the loop waited on the lock")
+        #expect(created == nil, "it waits for the write to end")
+        try holder.run("ROLLBACK")
+        holder.close()
+        #expect((try setup.daemon.keyring.collections()).allSatisfy { $0.label != "Other" })
+
+        setup.deferred.runNext()  // the large item written: the creation goes on
+        #expect(!setup.daemon.keyring.apartWrites.isWriting)
+        _ = setup.daemon.commitPending()
+        #expect(created?.success != nil, "\(String(describing: created))")
+        #expect((try setup.daemon.keyring.collections()).contains { $0.label == "Other" })
     }
 }

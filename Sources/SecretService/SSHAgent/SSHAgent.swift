@@ -266,7 +266,10 @@ final class SSHAgent {
             Log.warning("refused a malformed SSH agent message: \(error)")
             return reply(failure)
         }
-        keyring.acting(as: peer.accessor) { answer(request, from: peer, reply: reply) }
+        // It may write (an added, removed or confined key): not while a write off the loop is.
+        keyring.apartWrites.whenWriteEnds { [self] in
+            keyring.acting(as: peer.accessor) { answer(request, from: peer, reply: reply) }
+        }
     }
 
     /// Answers `request` for `peer` (the keyring's accessor).
@@ -448,7 +451,9 @@ final class SSHAgent {
             guard let self else { return done(false) }
             switch result {
             case .success(let parsed):
-                done(self.keep(parsed, fields: key.fields, comment: comment, constraints: constraints))
+                self.keyring.apartWrites.whenWriteEnds {
+                    done(self.keep(parsed, fields: key.fields, comment: comment, constraints: constraints))
+                }
             case .failure(let failure):
                 Log.info("refused to add an SSH key: \(failure)")
                 done(false)
