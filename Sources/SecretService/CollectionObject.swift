@@ -172,17 +172,20 @@ struct CollectionObject {
                     return .finished
                 }
                 let quota = provider.quota
-                let recording = provider.keyring.recording([.init(sealed: sealedItem, collection: collection, isNew: true)])
-                return .write({ Result { () throws(StoreError) in
-                    try apart.createItem(sealedItem, in: collection, creator: creator, within: quota, recording: recording)
-                } }, then: { written in
-                    provider.keyring.acting(as: accessor) {
-                        reply(written.map { item in
-                            provider.keyring.createdApart(item, from: sealedItem, in: collection, recorded: recording != nil)
-                            return object.reply(created: item, in: collection)
-                        }.mapError(provider.storeFailure))
-                    }
-                })
+                return ApartWriteStep(provider: provider, accessor: accessor).write(
+                    [.init(sealed: sealedItem, collection: collection, isNew: true)],
+                    { (recording) throws(StoreError) -> Store.ItemRecord in
+                        try apart.createItem(sealedItem, in: collection, creator: creator, within: quota, recording: recording)
+                    },
+                    published: { item, recorded, done in
+                        provider.keyring.createdApart(item, from: sealedItem, in: collection, recorded: recorded)
+                        done(object.reply(created: item, in: collection))
+                    },
+                    onLoop: {
+                        guard let keys = provider.keyring.held(collection.id) else { return .failure(.isLocked("the keyring is locked")) }
+                        return object.store(write, keys: keys, sealed: nil)
+                    },
+                    reply: reply)
             }
         }
     }

@@ -195,42 +195,28 @@ struct ItemBatchWrite {
                 case .ready(let sealedNew, let sealedChanges) where same:
                     let quota = provider.quota
                     let counts = DBusValue.tuple([.uint32(UInt32(plan.imported)), .uint32(UInt32(plan.replaced)), .uint32(UInt32(plan.skipped))])
-                    let recording = provider.keyring.recording(
+                    return ApartWriteStep(provider: provider, accessor: accessor).write(
                         sealedNew.map { .init(sealed: $0, collection: target, isNew: true) }
-                            + sealedChanges.map { .init(sealed: $0.sealed, collection: $0.collection, isNew: false) })
-                    let recorded = recording != nil
-                    return .write({ Result { () throws(StoreError) in
-                        try apart.writeItems(
-                            creating: sealedNew, in: target, replacing: sealedChanges, creator: creator, within: quota, recording: recording)
-                    } }, thenInTurns: { written, finished in
-                        provider.keyring.acting(as: accessor) {
-                            switch written {
-                            case .success(let (created, replaced)):
-                                publish(
-                                    created.indices.map { index in
-                                        { provider.keyring.createdApart(created[index], from: sealedNew[index], in: target, recorded: recorded) }
-                                    }
-                                        + replaced.indices.map { index in
-                                            let change = sealedChanges[index]
-                                            return {
-                                                provider.keyring.updatedApart(
-                                                    change.item, into: replaced[index], from: change.sealed, in: change.collection, recorded: recorded)
-                                            }
-                                        },
-                                    as: accessor
-                                ) {
-                                    reply(.success(counts))
-                                    finished()
-                                }
-                            case .failure(.notFound):
-                                reply(onLoop())  // written or deleted meanwhile: again, with what is there now
-                                finished()
-                            case .failure(let error):
-                                reply(.failure(provider.storeFailure(error)))
-                                finished()
+                            + sealedChanges.map { .init(sealed: $0.sealed, collection: $0.collection, isNew: false) },
+                        { (recording) throws(StoreError) in
+                            try apart.writeItems(
+                                creating: sealedNew, in: target, replacing: sealedChanges, creator: creator, within: quota, recording: recording)
+                        },
+                        published: { written, recorded, done in
+                            let (created, replaced) = written
+                            let events = created.indices.map { index in
+                                { provider.keyring.createdApart(created[index], from: sealedNew[index], in: target, recorded: recorded) }
                             }
-                        }
-                    })
+                                + replaced.indices.map { index in
+                                    let change = sealedChanges[index]
+                                    return {
+                                        provider.keyring.updatedApart(
+                                            change.item, into: replaced[index], from: change.sealed, in: change.collection, recorded: recorded)
+                                    }
+                                }
+                            publish(events, as: accessor) { done(counts) }
+                        },
+                        onLoop: onLoop, reply: reply)
                 case .ready, .onLoop:
                     reply(onLoop())
                     return .finished

@@ -59,23 +59,17 @@ struct LargeItemUpdate {
                     return .finished
                 case .ready(let row, let previous, let version) where same:
                     let quota = provider.quota
-                    let recording = provider.keyring.recording([.init(sealed: row, collection: collection, isNew: false)])
-                    return .write({ Result { () throws(StoreError) in
-                        try apart.updateItem(
-                            row, replacing: item, version: version, previous: previous, in: collection, within: quota, recording: recording)
-                    } }, then: { written in
-                        provider.keyring.acting(as: accessor) {
-                            switch written {
-                            case .success(let updated):
-                                provider.keyring.updatedApart(item, into: updated, from: row, in: collection, recorded: recording != nil)
-                                reply(.success(answer(updated)))
-                            case .failure(.notFound):
-                                reply(onLoop())  // written or deleted meanwhile: again, with what is there now
-                            case .failure(let error):
-                                reply(.failure(provider.storeFailure(error)))
-                            }
-                        }
-                    })
+                    return ApartWriteStep(provider: provider, accessor: accessor).write(
+                        [.init(sealed: row, collection: collection, isNew: false)],
+                        { (recording) throws(StoreError) -> Store.ItemRecord in
+                            try apart.updateItem(
+                                row, replacing: item, version: version, previous: previous, in: collection, within: quota, recording: recording)
+                        },
+                        published: { updated, recorded, done in
+                            provider.keyring.updatedApart(item, into: updated, from: row, in: collection, recorded: recorded)
+                            done(answer(updated))
+                        },
+                        onLoop: onLoop, reply: reply)
                 case .ready, .onLoop:
                     reply(onLoop())
                     return .finished

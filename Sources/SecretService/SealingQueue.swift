@@ -13,20 +13,13 @@ final class SealingQueue {
     static let threshold = 32 * 1024
 
     /// What follows a seal, decided on the loop: nothing, or a write off the loop and then
-    /// what follows it on the loop (``write(_:then:)``).
+    /// what follows it on the loop (``write(_:thenInTurns:)``; ``ApartWriteStep`` makes it for
+    /// item rows).
     enum AfterSealing {
         case finished
         /// Starts the write through the queue's ``OffLoop``; what follows it on the loop runs
         /// `ended` once it has ended.
         case writing(_ start: (_ offLoop: OffLoop, _ ended: @escaping () -> Void) -> Void)
-
-        /// `write` off the loop, then `done` with what it returned on the loop.
-        static func write<Written>(_ write: @escaping @Sendable () -> Written, then done: @escaping (Written) -> Void) -> AfterSealing {
-            .write(write, thenInTurns: { written, finished in
-                done(written)
-                finished()
-            })
-        }
 
         /// `write` off the loop, then `done` with what it returned on the loop, which calls
         /// `finished` once it has ended (on a later turn of the loop, if it likes): until then
