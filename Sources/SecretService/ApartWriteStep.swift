@@ -13,6 +13,26 @@ struct ApartWriteStep {
     /// Who asked for the write: the keyring's accessor when it is published.
     let accessor: Accessor
 
+    /// Whether every keyring `written` names, with the keys its rows were sealed with, is still
+    /// there and unlocked (nil when not: the problem is then answered through `reply`) and still
+    /// has those keys (false when it was locked and unlocked meanwhile: the rows are sealed for
+    /// keys it no longer has, and the call is to be done on the loop instead).
+    func keysUnchanged<Answer>(
+        _ written: [(collection: Store.CollectionRecord, sealedWith: Store.ItemKeys)],
+        reply: (Result<Answer, SecretServiceError>) -> Void
+    ) -> Bool? {
+        var same = true
+        for (collection, keys) in written {
+            switch provider.keyring.keysAfterSealing(in: collection, sealedWith: keys) {
+            case .success(let held): same = same && held.same
+            case .failure(let problem):
+                reply(.failure(problem))
+                return nil
+            }
+        }
+        return same
+    }
+
     /// What follows the seal: `writes` (each row, for the audit trail) written by `write`, which
     /// gets the work that records them; then `published` with what it returned and whether the
     /// audit trail recorded them (their events are then published as recorded), which gives

@@ -109,11 +109,19 @@ final class AuditTrail {
     /// seal for yet (they are then recorded when their events are published).
     private func recording(_ writes: [Keyring.ApartItemWrite]) -> ApartWriter.Recording? {
         guard let writer = currentWriter() else { return nil }
-        let entries = writes.map { write in
-            entry(write.isNew ? .create : .change, item: (write.sealed.id, write.sealed.accessGroup), in: write.collection,
-                  contents: (write.sealed.label, write.sealed.attributes), detail: nil)
+        // Who and when, from the loop; each write's entry is made where it is written (20,000
+        // of them took the loop about 20 ms).
+        let asked = entry(.create, keyring: nil, detail: nil)
+        return { store throws(StoreError) in
+            let entries = writes.map { write in
+                var entry = asked
+                entry.event = write.isNew ? .create : .change
+                entry.keyring = write.collection.name
+                return Self.describing(
+                    entry, item: (write.sealed.id, write.sealed.accessGroup), contents: (write.sealed.label, write.sealed.attributes))
+            }
+            try store.appendAudit(entries, by: writer)
         }
-        return { store throws(StoreError) in try store.appendAudit(entries, by: writer) }
     }
 
     /// The entry of `event` about the item `item` (its id and group), with its label and
@@ -122,7 +130,14 @@ final class AuditTrail {
         _ event: Store.AuditEntry.Event, item: (id: Int64, accessGroup: String?)?, in collection: Store.CollectionRecord?,
         contents: (label: String, attributes: [String: String])?, detail: String?
     ) -> Store.AuditEntry {
-        var entry = entry(event, keyring: collection, detail: detail)
+        Self.describing(entry(event, keyring: collection, detail: detail), item: item, contents: contents)
+    }
+
+    /// `entry` with the item `item` (its id and group), and its label and account when known.
+    private static func describing(
+        _ entry: Store.AuditEntry, item: (id: Int64, accessGroup: String?)?, contents: (label: String, attributes: [String: String])?
+    ) -> Store.AuditEntry {
+        var entry = entry
         if let item {
             entry.itemID = item.id
             entry.accessGroup = item.accessGroup ?? AccessGroupNames.defaultGroup

@@ -14,9 +14,9 @@ extension Introspection {
         ], results: [
             Argument(name: "collection", type: "o"), Argument(name: "imported", type: "u"), Argument(name: "skipped", type: "u"),
         ], handler: .later { provider, call, reply throws(SecretServiceError) in
-            let request = try ImportObject(provider).prepareImport(
-                name: call.argument(0), properties: call.argument(1), master: call.argument(2), items: call.argument(3), sender: call.sender)
-            ImportObject(provider).importKeyring(request, reply: reply)
+            try ImportObject(provider).importKeyring(
+                name: call.argument(0), properties: call.argument(1), master: call.argument(2), items: call.argument(3), sender: call.sender,
+                reply: reply)
         }),
         Method(name: "ImportItems", rule: .unconfined, arguments: [
             Argument(name: "collection", type: "s"), Argument(name: "replace", type: "b"),
@@ -41,7 +41,8 @@ extension Introspection {
 
 /// secretd's import interface (`io.github.secretd.Import1`): a whole keyring from another
 /// provider's files (`secretctl import gnome-keyring`), with its name, label and times and its
-/// items' times, which the Secret Service's own CreateItem cannot carry, in one transaction.
+/// items' times, which the Secret Service's own CreateItem cannot carry, its items in one
+/// transaction (a large import's off the main loop: ``KeyringImportWrite``).
 struct ImportObject {
     /// What every object shares.
     let provider: Provider
@@ -50,7 +51,7 @@ struct ImportObject {
     init(_ provider: Provider) { self.provider = provider }
 
     /// One item of an import, as the call carries it.
-    fileprivate struct ImportedItem {
+    struct ImportedItem: Sendable {
         var label: String
         var attributes: [String: String]
         var secret: SecureBytes
@@ -58,29 +59,67 @@ struct ImportObject {
         var times: Store.Times?
     }
 
-    /// `ImportKeyring`; answers once the keyring's key is derived (off the main loop) and the
-    /// items are written.
-    fileprivate func importKeyring(_ request: ImportRequest, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+    /// `ImportKeyring`: checks the call (its items ``ItemBatchWrite/itemsPerTurn`` a turn of the
+    /// loop, other clients' calls served between turns; one bad item refuses it), derives the
+    /// keyring's key off the main loop, and writes the items (``importItems(_:newKey:)``);
+    /// `reply` runs on the loop with the reply.
+    fileprivate func importKeyring(
+        name: String, properties: [String: DBusValue], master: DBusValue, items itemValues: [DBusValue], sender: String,
+        reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) throws(SecretServiceError) {
+        _ = try checkImport(name: name, properties: properties, master: master, sender: sender).get()
+        let accessor = provider.keyring.accessor
+        var items: [ImportedItem] = []
+        items.reserveCapacity(itemValues.count)
+        func parseTurn() {
+            provider.keyring.acting(as: accessor) {
+                do throws(SecretServiceError) {
+                    for index in items.count..<min(items.count + ItemBatchWrite.itemsPerTurn, itemValues.count) {
+                        items.append(try importedItem(itemValues[index], sender: sender))
+                    }
+                } catch {
+                    return reply(.failure(error))
+                }
+                guard items.count == itemValues.count else { return provider.offLoop.nextTurn(parseTurn) }
+                // Checked again: the keyring may have been created, deleted or locked between turns.
+                switch checkImport(name: name, properties: properties, master: master, sender: sender) {
+                case .failure(let problem): reply(.failure(problem))
+                case .success(var request):
+                    request.items = items
+                    importKeyring(request, reply: reply)
+                }
+            }
+        }
+        parseTurn()
+    }
+
+    /// Unlocks the keyring `request` names with its password, or derives a new keyring's key,
+    /// then writes the items.
+    private func importKeyring(_ request: ImportRequest, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
         if let existing = request.existing {
             // A locked keyring is opened with the password given, as UnlockWithMasterPassword would.
             provider.unlock(existing, password: request.password) { [weak provider = provider] unlocked in
                 guard let provider else { return }
-                reply(unlocked.flatMap { ImportObject(provider).importItems(request, newKey: nil) })
+                switch unlocked {
+                case .failure(let problem): reply(.failure(problem))
+                case .success: ImportObject(provider).importItems(request, newKey: nil, reply: reply)
+                }
             }
         } else {
             let (password, parameters) = (request.password, provider.options.kdf)
             provider.passwordChecks.derive({ Result { () throws(StoreError) in try NewCollectionKey(password: password, parameters: parameters) } }) {
                 [weak provider = provider] derived in
                 guard let provider else { return }
-                reply(derived.flatMap { made in
-                    made.mapError { SecretServiceError(storeFailure: $0) }.flatMap { ImportObject(provider).importItems(request, newKey: $0) }
-                })
+                switch derived.flatMap({ $0.mapError { SecretServiceError(storeFailure: $0) } }) {
+                case .failure(let problem): reply(.failure(problem))
+                case .success(let key): ImportObject(provider).importItems(request, newKey: key, reply: reply)
+                }
             }
         }
     }
 
     /// What an import call asks for, checked.
-    fileprivate struct ImportRequest {
+    private struct ImportRequest {
         var name: String
         var label: String
         var times: Store.Times?
@@ -89,15 +128,9 @@ struct ImportObject {
         var password: SecureBytes
     }
 
-    /// Checks an import call's arguments, from `sender`.
-    fileprivate func prepareImport(
-        name: String, properties: [String: DBusValue], master: DBusValue, items itemValues: [DBusValue], sender: String
-    ) throws(SecretServiceError) -> ImportRequest {
-        try checkImport(name: name, properties: properties, master: master, items: itemValues, sender: sender).get()
-    }
-
+    /// Checks an import call's arguments from `sender` but its items (``importedItem(_:sender:)``).
     private func checkImport(
-        name: String, properties: [String: DBusValue], master: DBusValue, items itemValues: [DBusValue], sender: String
+        name: String, properties: [String: DBusValue], master: DBusValue, sender: String
     ) -> Result<ImportRequest, SecretServiceError> {
         guard ObjectPaths.isCollectionName(name), name != Provider.sessionName else {
             return .failure(.invalidArgs("“\(name)” cannot name a keyring (letters, digits and _, at most 64)"))
@@ -109,38 +142,6 @@ struct ImportObject {
         switch Self.times(properties, prefix: SecretServiceNames.Interface.collection) {
         case .failure(let problem): return .failure(problem)
         case .success(let times): collectionTimes = times
-        }
-        var items: [ImportedItem] = []
-        for value in itemValues {
-            guard let fields = value.tuple, fields.count == 2, let itemProperties = fields[0].variantMap else {
-                return .failure(.invalidArgs("each item must be (a{sv}(oayays))"))
-            }
-            guard let itemLabel = itemProperties[SecretServiceNames.Property.itemLabel].map(\.string) ?? "",
-                let requested = itemProperties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
-            else { return .failure(.invalidArgs("an item's Label must be s and its Attributes a{ss}")) }
-            if let problem = Provider.checkItemText(label: itemLabel, attributes: requested) { return .failure(problem) }
-            var placed: [String: String]
-            if let appID = PortalObject.appKeyOwner(requested) {
-                // A desktop portal app key (gnome-keyring's, oo7's): into its app's own group (only
-                // unconfined clients outside a sandbox import, so the key is the person's to place).
-                placed = requested
-                placed[AccessGroupNames.attribute] = PortalNames.group(of: appID)
-            } else {
-                switch provider.placeInGroup(requested, for: sender) {
-                case .failure(let refusal): return .failure(refusal)
-                case .success(let attributes): placed = attributes
-                }
-            }
-            let times: Store.Times?
-            switch Self.times(itemProperties, prefix: SecretServiceNames.Interface.item) {
-            case .failure(let problem): return .failure(problem)
-            case .success(let found): times = found
-            }
-            switch provider.decodeSecret(fields[1], from: sender) {
-            case .failure(let problem): return .failure(problem)
-            case .success(let (secret, contentType)):
-                items.append(ImportedItem(label: itemLabel, attributes: placed, secret: secret, contentType: contentType, times: times))
-            }
         }
         let existing: Store.CollectionRecord?
         do { existing = try provider.keyring.collection(named: name) } catch { return .failure(provider.storeFailure(error)) }
@@ -157,13 +158,68 @@ struct ImportObject {
             return .failure(.invalidArgs("a new keyring needs a password"))
         }
         return .success(ImportRequest(
-            name: name, label: label, times: collectionTimes, items: items, existing: existing, password: password))
+            name: name, label: label, times: collectionTimes, items: [], existing: existing, password: password))
     }
 
-    /// Writes the items in one transaction (into a new collection with `newKey` when the
-    /// request names none that exists), skipping each that the keyring holds already with the
-    /// same attributes and secret.
-    private func importItems(_ request: ImportRequest, newKey: NewCollectionKey?) -> Result<DBusValue, SecretServiceError> {
+    /// One item of an import call from `sender`, `(a{sv}(oayays))`, checked, placed in a group
+    /// and its secret decoded.
+    private func importedItem(_ value: DBusValue, sender: String) throws(SecretServiceError) -> ImportedItem {
+        guard let fields = value.tuple, fields.count == 2, let itemProperties = fields[0].variantMap else {
+            throw .invalidArgs("each item must be (a{sv}(oayays))")
+        }
+        guard let itemLabel = itemProperties[SecretServiceNames.Property.itemLabel].map(\.string) ?? "",
+            let requested = itemProperties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
+        else { throw .invalidArgs("an item's Label must be s and its Attributes a{ss}") }
+        if let problem = Provider.checkItemText(label: itemLabel, attributes: requested) { throw problem }
+        var placed: [String: String]
+        if let appID = PortalObject.appKeyOwner(requested) {
+            // A desktop portal app key (gnome-keyring's, oo7's): into its app's own group (only
+            // unconfined clients outside a sandbox import, so the key is the person's to place).
+            placed = requested
+            placed[AccessGroupNames.attribute] = PortalNames.group(of: appID)
+        } else {
+            placed = try provider.placeInGroup(requested, for: sender).get()
+        }
+        let times = try Self.times(itemProperties, prefix: SecretServiceNames.Interface.item).get()
+        let (secret, contentType) = try provider.decodeSecret(fields[1], from: sender).get()
+        return ImportedItem(label: itemLabel, attributes: placed, secret: secret, contentType: contentType, times: times)
+    }
+
+    /// Writes the items (into a new keyring with `newKey` when the request names none that
+    /// exists), skipping each that the keyring holds already with the same attributes and secret,
+    /// or that an earlier item of the call has; `reply` gets the reply. More than
+    /// ``ItemBatchWrite/itemsPerTurn`` items are written off the main loop
+    /// (``KeyringImportWrite``), after a new keyring is created on its own; fewer, with it, in
+    /// one transaction on the loop.
+    private func importItems(
+        _ request: ImportRequest, newKey: NewCollectionKey?, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) {
+        guard request.items.count > ItemBatchWrite.itemsPerTurn else { return reply(importOnLoop(request, newKey: newKey)) }
+        let (collection, keys, isNew): (Store.CollectionRecord, Store.ItemKeys, Bool)
+        do throws(StoreError) {
+            if let existing = request.existing {
+                guard let known = provider.keyring[existing.id] else { throw .locked }
+                (collection, keys, isNew) = (existing, known, false)
+            } else if let newKey {
+                let (created, createdKeys) = try provider.keyring.createCollection(
+                    name: request.name, label: request.label, key: newKey, times: request.times)
+                (collection, keys, isNew) = (created, createdKeys, true)
+            } else {
+                throw .invalidInput("a new keyring needs a password")
+            }
+        } catch {
+            return reply(.failure(provider.storeFailure(error)))
+        }
+        var again = request
+        again.existing = collection
+        KeyringImportWrite(provider: provider).store(
+            request.items, into: collection, keys: keys, isNew: isNew,
+            holds: { [provider] item throws(StoreError) in try ImportObject(provider).holds(item, in: collection, key: keys) },
+            onLoop: { [provider] in ImportObject(provider).importOnLoop(again, newKey: nil) }, reply: reply)
+    }
+
+    /// Writes the items as ``importItems(_:newKey:reply:)`` does, in one transaction on the loop.
+    private func importOnLoop(_ request: ImportRequest, newKey: NewCollectionKey?) -> Result<DBusValue, SecretServiceError> {
         let (items, existing, name, label, times) = (request.items, request.existing, request.name, request.label, request.times)
         do {
             var created: [Store.ItemRecord] = []
@@ -196,7 +252,7 @@ struct ImportObject {
     }
 
     /// Whether `collection` has an item with exactly `item`'s attributes and secret.
-    private func holds(_ item: ImportedItem, in collection: Store.CollectionRecord, key: Store.ItemKeys) throws(StoreError) -> Bool {
+    func holds(_ item: ImportedItem, in collection: Store.CollectionRecord, key: Store.ItemKeys) throws(StoreError) -> Bool {
         for candidate in try provider.searchItems(item.attributes, in: collection) {
             let contents = try provider.keyring.readItem(candidate, in: collection, keys: key)
             if contents.attributes == item.attributes && contents.secret.constantTimeEquals(item.secret) { return true }

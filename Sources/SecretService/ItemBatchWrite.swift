@@ -178,16 +178,9 @@ struct ItemBatchWrite {
             return .ready(creating: sealedNew, replacing: sealedChanges)
         }) { [provider] sealed -> SealingQueue.AfterSealing in
             provider.keyring.acting(as: accessor) { () -> SealingQueue.AfterSealing in
-                // Every keyring written must still be there, unlocked, with the keys the items were sealed with.
-                var same = true
-                for (collection, sealedWith) in [(target, keys)] + replacing.map({ ($0.collection, $0.keys) }) {
-                    switch provider.keyring.keysAfterSealing(in: collection, sealedWith: sealedWith) {
-                    case .success(let held): same = same && held.same
-                    case .failure(let problem):
-                        reply(.failure(problem))
-                        return .finished
-                    }
-                }
+                let step = ApartWriteStep(provider: provider, accessor: accessor)
+                let written = [(target, keys)] + replacing.map { ($0.collection, $0.keys) }
+                guard let same = step.keysUnchanged(written, reply: reply) else { return .finished }
                 switch sealed {
                 case .refused(let refusal):
                     reply(.failure(refusal))
@@ -195,7 +188,7 @@ struct ItemBatchWrite {
                 case .ready(let sealedNew, let sealedChanges) where same:
                     let quota = provider.quota
                     let counts = DBusValue.tuple([.uint32(UInt32(plan.imported)), .uint32(UInt32(plan.replaced)), .uint32(UInt32(plan.skipped))])
-                    return ApartWriteStep(provider: provider, accessor: accessor).write(
+                    return step.write(
                         sealedNew.map { .init(sealed: $0, collection: target, isNew: true) }
                             + sealedChanges.map { .init(sealed: $0.sealed, collection: $0.collection, isNew: false) },
                         { (recording) throws(StoreError) in
@@ -236,7 +229,7 @@ struct ItemBatchWrite {
 
     /// Runs `events` (each publishes an item written) as `accessor`, ``itemsPerTurn`` a turn of
     /// the loop, then `done`.
-    private func publish(_ events: [() -> Void], as accessor: Accessor, then done: @escaping () -> Void) {
+    func publish(_ events: [() -> Void], as accessor: Accessor, then done: @escaping () -> Void) {
         var next = 0
         func publishTurn() {
             provider.keyring.acting(as: accessor) {

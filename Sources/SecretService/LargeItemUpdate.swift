@@ -46,20 +46,15 @@ struct LargeItemUpdate {
             return .ready(sealed, previous: current.attributes, version: version)
         }) { [provider] sealed -> SealingQueue.AfterSealing in
             provider.keyring.acting(as: accessor) { () -> SealingQueue.AfterSealing in
-                let same: Bool
-                switch provider.keyring.keysAfterSealing(in: collection, sealedWith: keys) {
-                case .success(let held): same = held.same
-                case .failure(let problem):
-                    reply(.failure(problem))
-                    return .finished
-                }
+                let step = ApartWriteStep(provider: provider, accessor: accessor)
+                guard let same = step.keysUnchanged([(collection, keys)], reply: reply) else { return .finished }
                 switch sealed {
                 case .refused(let refusal):
                     reply(.failure(refusal))
                     return .finished
                 case .ready(let row, let previous, let version) where same:
                     let quota = provider.quota
-                    return ApartWriteStep(provider: provider, accessor: accessor).write(
+                    return step.write(
                         [.init(sealed: row, collection: collection, isNew: false)],
                         { (recording) throws(StoreError) -> Store.ItemRecord in
                             try apart.updateItem(

@@ -526,15 +526,16 @@ public final class Store {
     }
 
     /// Creates the item `sealed` holds (``seal(_:as:in:keys:)``, which can run on another
-    /// thread) in `collection`, under the id it was sealed for. With `quota`, an item that
+    /// thread) in `collection`, under the id it was sealed for, created and modified at
+    /// `times`, else at the sealed item's own, else now. With `quota`, an item that
     /// would take its creator, or the database, past it is refused (`.overQuota`) and undone.
     public func createItem(
         _ sealed: SealedItem, in collection: CollectionRecord, times: Times? = nil, creator: String? = nil, within quota: Quota? = nil
     ) throws(StoreError) -> ItemRecord {
         guard sealed.collectionUUID == collection.uuid else { throw .invalidInput("the item was sealed for another keyring") }
         let now = Self.now()
-        let created = times?.created ?? now
-        let modified = times?.modified ?? now
+        let created = (times ?? sealed.times)?.created ?? now
+        let modified = (times ?? sealed.times)?.modified ?? now
         return try database.transaction { () throws(StoreError) -> ItemRecord in
             try database.insert([
                 ItemColumn.id: .integer(sealed.id), .collectionID: .integer(collection.id), .created: .integer(Int64(created)),
@@ -566,6 +567,9 @@ public final class Store {
         public let accessGroup: String?
         /// Whether it is sealed with the key kept after a lock.
         let survivesLock: Bool
+        /// When it was created and last modified, when it is created (an imported item's own
+        /// times); nil: now.
+        public var times: Times?
     }
 
     /// An existing item's new contents, sealed, with what it replaces as it was read
@@ -604,7 +608,7 @@ public final class Store {
         }
         return SealedItem(
             id: id, collectionUUID: collection.uuid, bytes: bytes, label: contents.label, attributes: contents.attributes,
-            accessGroup: contents.accessGroup, survivesLock: survivesLock)
+            accessGroup: contents.accessGroup, survivesLock: survivesLock, times: nil)
     }
 
     /// An id no item has had, for an item to be sealed for before its row is written: above
