@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// What `scripts/power-cut/io-record.c` recorded of secretd's file operations in its data
 /// directory, with the lines the writers (`scripts/dbus-clients/power-cut-writer.py`) appended
@@ -44,26 +45,38 @@ struct IORecording {
 
     /// Reads the log at `url`.
     init(contentsOf url: URL) throws {
+        events = try Self.parse([UInt8](try Data(contentsOf: url))).events
+    }
+
+    /// Cuts the log at `url` after its last whole record. A process killed while it appended
+    /// its last record (a write to a file stops at a page boundary when SIGKILL comes) leaves
+    /// it cut short, and what others append after it would be read as its bytes.
+    static func dropTornRecord(atEndOf url: URL) throws {
         let data = [UInt8](try Data(contentsOf: url))
+        let whole = try parse(data).wholeLength
+        if whole < data.count { #expect(truncate(url.path, off_t(whole)) == 0) }
+    }
+
+    /// The events of `data`, and the length of its whole records (a torn last one ends them).
+    private static func parse(_ data: [UInt8]) throws -> (events: [Event], wholeLength: Int) {
         var events: [Event] = []
         var index = 0
         while index < data.count {
-            guard let end = data[index...].firstIndex(of: UInt8(ascii: "\n")) else { break }  // a torn last line
+            let start = index
+            guard let end = data[index...].firstIndex(of: UInt8(ascii: "\n")) else { return (events, start) }  // a torn last line
             let fields = String(decoding: data[index..<end], as: UTF8.self).split(separator: " ").map(String.init)
             index = end + 1
             guard let kind = fields.first, fields.count >= 2 else { throw RecordingError.malformed(fields.joined(separator: " ")) }
             switch (kind, fields.count) {
             case ("C", 2): events.append(.create(fields[1]))
             case ("W", 4):
-                guard let offset = Int(fields[2]), let count = Int(fields[3]), index + count <= data.count else {
-                    throw RecordingError.malformed(fields.joined(separator: " "))
-                }
+                guard let offset = Int(fields[2]), let count = Int(fields[3]) else { throw RecordingError.malformed(fields.joined(separator: " ")) }
+                guard index + count <= data.count else { return (events, start) }  // a torn last write
                 events.append(.write(fields[1], offset: offset, bytes: Array(data[index..<index + count])))
                 index += count
             case ("K", 3):
-                guard let count = Int(fields[2]), index + count <= data.count else {
-                    throw RecordingError.malformed(fields.joined(separator: " "))
-                }
+                guard let count = Int(fields[2]) else { throw RecordingError.malformed(fields.joined(separator: " ")) }
+                guard index + count <= data.count else { return (events, start) }
                 events.append(.found(fields[1], bytes: Array(data[index..<index + count])))
                 index += count
             case ("T", 3):
@@ -79,7 +92,7 @@ struct IORecording {
             default: throw RecordingError.malformed(fields.joined(separator: " "))
             }
         }
-        self.events = events
+        return (events, data.count)
     }
 
     /// A line the parser does not know.

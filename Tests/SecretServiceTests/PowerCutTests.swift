@@ -111,7 +111,14 @@ import Testing
             }
             usleep(UInt32(scale.seconds * 1_000_000))
             if phase % 3 == 1 {
+                // The writers held still first: secretd's last record may be cut short by the
+                // kill, and is dropped before anyone appends after it (the files as found are
+                // recorded next).
+                let held = writers.compactMap(\.helperPID)
+                for pid in held { kill(pid, SIGSTOP) }
                 daemon.crash()
+                try IORecording.dropTornRecord(atEndOf: log)
+                for pid in held { kill(pid, SIGCONT) }
                 for writer in writers { writer.stop() }
                 try fixture.waitUntilNameIsFree()
                 try Self.recordFiles(in: fixture.dataDirectory, to: log)
@@ -291,5 +298,25 @@ import Testing
         } catch {
             return "\(error)"
         }
+    }
+
+    @Test("a record cut short by a kill is dropped from the log's end, so that the lines appended after it read as lines, not as its bytes")
+    func tornRecord() throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("io-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: log) }
+        let whole = Data("C db\nA w0 k1 t1\nW db 0 4\nabcd".utf8)
+        try (whole + Data("W db 4 100\n0123456789".utf8)).write(to: log)
+        try IORecording.dropTornRecord(atEndOf: log)
+        #expect(try Data(contentsOf: log) == whole)
+        let handle = try FileHandle(forWritingTo: log)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("F w1 k2 t2 org.freedesktop.DBus.Error.ServiceUnknown\n".utf8))
+        try handle.close()
+        let events = try IORecording(contentsOf: log).events
+        #expect(events.count == 4)
+        guard case .failed(let key, let token) = events.last else { Issue.record("the last event is \(String(describing: events.last))"); return }
+        #expect(key == "k2" && token == "t2")
+        try IORecording.dropTornRecord(atEndOf: log)
+        #expect(try IORecording(contentsOf: log).events.count == 4, "a whole log is left as it is")
     }
 }
