@@ -71,16 +71,18 @@ struct ImportObject {
         let accessor = provider.keyring.accessor
         var items: [ImportedItem] = []
         items.reserveCapacity(itemValues.count)
-        func parseTurn() {
-            provider.keyring.acting(as: accessor) {
+        provider.offLoop.inTurns(itemValues.count, of: ItemBatchWrite.itemsPerTurn, { slice in
+            provider.keyring.acting(as: accessor) { () -> Bool in
                 do throws(SecretServiceError) {
-                    for index in items.count..<min(items.count + ItemBatchWrite.itemsPerTurn, itemValues.count) {
-                        items.append(try importedItem(itemValues[index], sender: sender))
-                    }
+                    for index in slice { items.append(try importedItem(itemValues[index], sender: sender)) }
+                    return true
                 } catch {
-                    return reply(.failure(error))
+                    reply(.failure(error))
+                    return false
                 }
-                guard items.count == itemValues.count else { return provider.offLoop.nextTurn(parseTurn) }
+            }
+        }, then: {
+            provider.keyring.acting(as: accessor) {
                 // Checked again: the keyring may have been created, deleted or locked between turns.
                 switch checkImport(name: name, properties: properties, master: master, sender: sender) {
                 case .failure(let problem): reply(.failure(problem))
@@ -89,8 +91,7 @@ struct ImportObject {
                     importKeyring(request, reply: reply)
                 }
             }
-        }
-        parseTurn()
+        })
     }
 
     /// Unlocks the keyring `request` names with its password, or derives a new keyring's key,

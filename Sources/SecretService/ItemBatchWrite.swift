@@ -85,15 +85,16 @@ struct ItemBatchWrite {
         var plan = Plan(target: target, keys: keys)
         var items: [Item] = []
         items.reserveCapacity(count)
-        func planTurn() {
-            provider.keyring.acting(as: accessor) {
+        provider.offLoop.inTurns(count, of: Self.itemsPerTurn, { slice in
+            provider.keyring.acting(as: accessor) { () -> Bool in
                 do throws(SecretServiceError) {
                     // Between turns the keyring may have been locked (its items would no longer be found) or deleted.
                     guard case .success(let held) = provider.keyring.keysAfterSealing(in: target, sealedWith: keys), held.same else {
                         while items.count < count { items.append(try item(items.count)) }
-                        return reply(onLoop(items))
+                        reply(onLoop(items))
+                        return false
                     }
-                    for index in items.count..<min(items.count + Self.itemsPerTurn, count) {
+                    for index in slice {
                         items.append(try item(index))
                         do throws(StoreError) {
                             try add(items[index], to: &plan, replace: replace, find: find)
@@ -101,17 +102,15 @@ struct ItemBatchWrite {
                             throw provider.storeFailure(error)
                         }
                     }
+                    return true
                 } catch {
-                    return reply(.failure(error))
-                }
-                if items.count < count {
-                    provider.offLoop.nextTurn(planTurn)
-                } else {
-                    write(plan, creator: creator, onLoop: { [items] in onLoop(items) }, reply: reply)
+                    reply(.failure(error))
+                    return false
                 }
             }
-        }
-        planTurn()
+        }, then: {
+            write(plan, creator: creator, onLoop: { [items] in onLoop(items) }, reply: reply)
+        })
     }
 
     /// Adds `item` to `plan`: as a new item, a replacement (with `replace`) or one skipped.
@@ -230,14 +229,9 @@ struct ItemBatchWrite {
     /// Runs `events` (each publishes an item written) as `accessor`, ``itemsPerTurn`` a turn of
     /// the loop, then `done`.
     func publish(_ events: [() -> Void], as accessor: Accessor, then done: @escaping () -> Void) {
-        var next = 0
-        func publishTurn() {
-            provider.keyring.acting(as: accessor) {
-                for event in events[next..<min(next + Self.itemsPerTurn, events.count)] { event() }
-            }
-            next += Self.itemsPerTurn
-            if next < events.count { provider.offLoop.nextTurn(publishTurn) } else { done() }
-        }
-        publishTurn()
+        provider.offLoop.inTurns(events.count, of: Self.itemsPerTurn, { [provider] slice in
+            provider.keyring.acting(as: accessor) { for event in events[slice] { event() } }
+            return true
+        }, then: done)
     }
 }

@@ -52,16 +52,15 @@ struct KeyringImportWrite {
         // The items planned, by attributes, for a later item with the same attributes and secret.
         var planned: [[String: String]: [Int]] = [:]
         var skipped = 0
-        var next = 0
-        func planTurn() {
-            provider.keyring.acting(as: accessor) {
+        provider.offLoop.inTurns(items.count, of: ItemBatchWrite.itemsPerTurn, { [provider] slice in
+            provider.keyring.acting(as: accessor) { () -> Bool in
                 // Between turns the keyring may have been locked (its items would no longer be found) or deleted.
                 guard case .success(let held) = provider.keyring.keysAfterSealing(in: collection, sealedWith: keys), held.same else {
-                    return finish(onLoop())
+                    finish(onLoop())
+                    return false
                 }
-                let end = min(next + ItemBatchWrite.itemsPerTurn, items.count)
                 do throws(StoreError) {
-                    for item in items[next..<end] {
+                    for item in items[slice] {
                         let earlier = planned[item.attributes] ?? []
                         var there = earlier.contains { creating[$0].item.secret.constantTimeEquals(item.secret) }
                         if !there && !isNew { there = try holds(item) }
@@ -73,17 +72,14 @@ struct KeyringImportWrite {
                         creating.append((try provider.keyring.store.reserveItemID(), item))
                     }
                 } catch {
-                    return finish(.failure(provider.storeFailure(error)))
+                    finish(.failure(provider.storeFailure(error)))
+                    return false
                 }
-                next = end
-                if next < items.count {
-                    provider.offLoop.nextTurn(planTurn)
-                } else {
-                    write(creating, skipped: skipped, into: collection, keys: keys, as: accessor, onLoop: onLoop, reply: finish)
-                }
+                return true
             }
-        }
-        planTurn()
+        }, then: {
+            write(creating, skipped: skipped, into: collection, keys: keys, as: accessor, onLoop: onLoop, reply: finish)
+        })
     }
 
     /// Seals and writes `creating`, then publishes it; as ``store(_:into:keys:isNew:holds:onLoop:reply:)``.

@@ -45,6 +45,18 @@ struct OffLoop: Sendable {
     /// into turns, so that other clients are served between them. In place in tests.
     func nextTurn(_ body: @escaping () -> Void) { later(body) }
 
+    /// Runs `turn` on `0..<count` cut into slices of `size`, one slice a turn of the loop
+    /// (``nextTurn(_:)``), so that other clients are served between slices; then `done`. A turn
+    /// that returns false ends it there (it has answered), and `done` does not run.
+    func inTurns(_ count: Int, of size: Int, _ turn: @escaping (Range<Int>) -> Bool, then done: @escaping () -> Void) {
+        func run(from start: Int) {
+            let slice = start..<min(start + size, count)
+            guard turn(slice) else { return }
+            if slice.upperBound < count { nextTurn { run(from: slice.upperBound) } } else { done() }
+        }
+        run(from: 0)
+    }
+
     /// Runs `work` off the loop (on a thread called `name`), then `done` with its value on the loop.
     func run<T>(named name: String, _ work: @escaping @Sendable () -> T, done: @escaping (T) -> Void) {
         let result = ResultBox<T>()
