@@ -38,11 +38,16 @@ enum Replay {
         return 0
     }
 
-    /// The process's peak resident memory so far.
+    /// This program's peak resident memory so far: the kernel's high-water mark of its own
+    /// address space (`VmHWM`), not `getrusage`'s `ru_maxrss`, which Linux keeps across `execve`
+    /// and so starts at the peak of the process that spawned this one (a test runner grown past
+    /// the limit failed every first input). 0 when /proc cannot be read.
     private static func peakMemoryMiB() -> Int {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return usage.ru_maxrss / 1024
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kibibytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return 0 }
+        return kibibytes / 1024
     }
 
     /// `path` itself when it is a file, its non-hidden files (sorted) when it is a directory
