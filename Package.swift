@@ -168,7 +168,7 @@ let package = Package(
             name: "KeychainTests", dependencies: ["Keychain", "KeychainCore", "KeychainTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "KeychainFuzzTests", dependencies: ["keychain-fuzz", "KeychainTestSupport"],
+            name: "KeychainFuzzTests", dependencies: ["keychain-fuzz", "KeychainCore", "KeychainTestSupport"],
             swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]

@@ -126,10 +126,7 @@ final class RunScopes {
     private static func descends(_ pid: Int32, from ancestor: Int32) -> Bool {
         var current = pid
         for _ in 0..<8 {
-            guard let status = try? String(contentsOfFile: "/proc/\(current)/status", encoding: .utf8),
-                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("PPid:") }),
-                let parent = Int32(line.dropFirst(5).trimmingWhitespace)
-            else { return false }
+            guard let parent = ProcessStatus.value("PPid", of: current).flatMap({ Int32($0) }) else { return false }
             if parent == ancestor { return true }
             if parent <= 1 { return false }
             current = parent

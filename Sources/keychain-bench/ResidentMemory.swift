@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 
 /// A process's resident memory (VmRSS), in KiB, read from /proc without disturbing it: no call
 /// reaches the provider, so nothing makes it return freed memory sooner than it would alone.
@@ -22,12 +23,7 @@ struct ResidentMemory {
     }
 
     /// Now; nil once the process is gone.
-    func kib() -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
-        else { return nil }
-        return Int(line.split(separator: " ").dropFirst().first ?? "")
-    }
+    func kib() -> Int? { ProcessStatus.kibibytes("VmRSS", of: pid) }
 
     /// Once it has settled, or after `deadline` seconds.
     func settled(deadline: Double = 10) -> Rest {

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 
 /// Replays saved inputs once each through a target: the committed corpus and crashers, in
 /// every normal build.
@@ -43,11 +44,7 @@ enum Replay {
     /// and so starts at the peak of the process that spawned this one (a test runner grown past
     /// the limit failed every first input). 0 when /proc cannot be read.
     private static func peakMemoryMiB() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-            let kibibytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
-        else { return 0 }
-        return kibibytes / 1024
+        (ProcessStatus.kibibytes("VmHWM") ?? 0) / 1024
     }
 
     /// `path` itself when it is a file, its non-hidden files (sorted) when it is a directory
