@@ -73,6 +73,7 @@ public final class Daemon {
         self.options = options
         dataLock = try Self.lockDataDirectory(options)
         store = try Store(directory: options.dataDirectory)
+        if !store.checkedAtStart { Log.info("the database passed its quick check at the last clean stop and is unchanged since: not checked again") }
         provider = try Provider(options: options, store: store, clock: clock, offLoop: offLoop)
         router = CallRouter(provider: provider)
     }
@@ -189,7 +190,9 @@ public final class Daemon {
         provider.audit.stop()
         provider.keyring.forgetAllKeys()
         provider.deleteSessionCollectionAtStop()
-        store.close()
+        if let finding = store.close() {
+            Log.error("the database fails its quick check as it closes (\(finding)); the next start will refuse it and say what to do")
+        }
     }
 
     // MARK: - Locking on idle and on logind's signals

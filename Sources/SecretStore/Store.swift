@@ -23,6 +23,8 @@ public final class Store {
         Gcrypt.initialize()
         try Self.makePrivateDirectory(directory.path)
         databaseURL = directory.appendingPathComponent(Self.fileName)
+        // Read before the file is opened below: its fchmod moves the file's change time.
+        let vouched = CleanStopMark.vouches(for: databaseURL)
         // The file is 0600 before SQLite opens it, and SQLite gives its -wal and -shm files the
         // database's mode. The umask is left alone: it is the whole process's, and changing it
         // here made files that other threads created at the same time private too.
@@ -37,10 +39,8 @@ public final class Store {
         // checkpoint: it stays exactly as it was (DatabaseRefusal).
         do throws(StoreError) {
             try database.execute("PRAGMA foreign_keys = ON")
-            let check = try database.rows("PRAGMA quick_check")
-            guard check.first?.first?.text == "ok" else {
-                let finding = check.first?.first?.text?.split(whereSeparator: \.isNewline).joined(separator: " ")
-                throw .corrupted("its quick check fails: \(finding ?? "no answer")")
+            if !vouched, let finding = Self.quickCheckFinding(database) {
+                throw .corrupted("its quick check fails: \(finding)")
             }
             try Migrations.check(database)
         } catch {
@@ -48,6 +48,8 @@ public final class Store {
             throw error
         }
         self.database = database
+        checkedAtStart = !vouched
+        CleanStopMark.remove(beside: databaseURL)
         try database.execute("PRAGMA journal_mode = WAL")
         try database.execute("PRAGMA synchronous = FULL")
         try Migrations.migrate(database)
@@ -62,15 +64,35 @@ public final class Store {
         self.database = database
     }
 
+    /// Whether this start ran SQLite's quick check; false when the mark of the last clean
+    /// stop vouched for the file (``CleanStopMark``).
+    public private(set) var checkedAtStart = true
+
     /// Closes the database file. SQLite then folds its write-ahead log into the file, so
-    /// after a clean stop `secretd.sqlite3` alone holds every item. Every later call throws.
-    public func close() {
+    /// after a clean stop `secretd.sqlite3` alone holds every item. The quick check runs
+    /// first, and a file that passes it is marked so that the next start need not check it
+    /// again (``CleanStopMark``). Returns what the check found when the file fails it (the
+    /// next start refuses the file); every later call throws.
+    @discardableResult
+    public func close() -> String? {
         forgetCollections()
         // A transaction left open would be rolled back by the close; ended first, so that a
         // write of the apart writer waiting for its lock goes through, and the close after it.
         database.endTransaction()
         closeApartWriter()
+        guard !database.isClosed else { return nil }
+        let finding = Self.quickCheckFinding(database)
         database.close()
+        if finding == nil && access(databaseURL.path + "-wal", F_OK) != 0 { CleanStopMark.write(beside: databaseURL) }
+        return finding
+    }
+
+    /// What SQLite's quick check finds wrong with `database`, on one line; nil when it passes.
+    private static func quickCheckFinding(_ database: Database) -> String? {
+        guard let check = try? database.rows("PRAGMA quick_check") else { return "the check cannot run" }
+        let answer = check.first?.first?.text
+        guard answer != "ok" else { return nil }
+        return answer.map { $0.split(whereSeparator: \.isNewline).joined(separator: " ") } ?? "no answer"
     }
 
     /// The second connection large items are written through off the main loop, opened on

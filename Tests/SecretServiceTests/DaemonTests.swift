@@ -85,7 +85,7 @@ import Testing
         daemon.stop()
     }
 
-    @Test("a clean stop leaves every item in the database file itself: no -wal or -shm file beside it")
+    @Test("a clean stop leaves every item in the database file itself, no -wal or -shm file beside it, and its quick check's mark: the next start checks nothing, one after a crash does")
     func cleanStop() throws {
         let fixture = try SecretdFixture()
         var daemon = try fixture.start()
@@ -94,14 +94,21 @@ import Testing
         daemon.stop()
         try fixture.waitUntilNameIsFree()
         // A user who copies only secretd.sqlite3 (a backup, a move) must get every item.
-        // Beside it only the empty lock file, which the kernel let go of when secretd ended.
+        // Beside it only the empty lock file, which the kernel let go of when secretd ended,
+        // and the mark of the quick check the stop made (CleanStopMark).
         let files = try FileManager.default.contentsOfDirectory(atPath: fixture.dataDirectory.path).sorted()
-        #expect(files == [DataDirectoryLock.fileName, Store.fileName].sorted(), "\(files)")
+        #expect(files == [DataDirectoryLock.fileName, Store.fileName, Store.fileName + ".checked"].sorted(), "\(files)")
+        let skipped = "passed its quick check at the last clean stop and is unchanged since"
 
         daemon = try fixture.start()
+        #expect(daemon.log.contains(skipped), "\(daemon.log)")
         let fresh = try openPlainSession(fixture)
         let reply = try fixture.call(path, Self.itemInterface, "GetSecret", "(objectpath '\(fresh)',)")
         #expect(reply.contains("[byte 0x66, 0x6f, 0x6c, 0x64, 0x65, 0x64]"), "\(reply)")
+        daemon.crash()
+        try fixture.waitUntilNameIsFree()
+        daemon = try fixture.start()
+        #expect(!daemon.log.contains(skipped), "a start after a crash checks the file")
         daemon.stop()
     }
 
