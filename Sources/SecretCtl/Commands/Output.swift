@@ -21,6 +21,42 @@ enum Output {
         Terminal.writeOutput(text + "\n")
     }
 
+    /// `elements` as a JSON array, byte for byte what ``json(_:)`` writes for
+    /// `elements.map(describe)`, but written out a chunk at a time: neither the described
+    /// elements nor the text of the whole list are ever held at once (100,000 items of `list`
+    /// made both).
+    static func jsonArray<Element>(_ elements: [Element], _ describe: (Element) -> Any) throws(CommandLineError) {
+        var text = "["
+        for (index, element) in elements.enumerated() {
+            if index > 0 { text += "," }
+            guard let encoded = JSONText.encode(describe(element)) else {
+                throw .failure("cannot encode the output as JSON", status: .failed)
+            }
+            text += encoded
+            if text.utf8.count >= chunkBytes {
+                Terminal.writeOutput(text)
+                text = ""
+            }
+        }
+        Terminal.writeOutput(text + "]\n")
+    }
+
+    /// `elements` a line each, written out a chunk at a time.
+    static func lines<Element>(_ elements: [Element], _ line: (Element) -> String) {
+        var text = ""
+        for element in elements {
+            text += line(element)
+            if text.utf8.count >= chunkBytes {
+                Terminal.writeOutput(text)
+                text = ""
+            }
+        }
+        if !text.isEmpty { Terminal.writeOutput(text) }
+    }
+
+    /// How much output ``jsonArray(_:_:)`` and ``lines(_:_:)`` gather before they write it.
+    private static let chunkBytes = 64 * 1024
+
     /// Every generic and internet password of every keyring (no secrets), sorted.
     static func allItems() throws(CommandLineError) -> [KeychainItem] {
         try sorted(CommandLineError.keychain { () throws(KeychainError) in
@@ -37,9 +73,9 @@ enum Output {
     /// Items as `list` and `search` print them: JSON, or service, account and label per line.
     static func items(_ items: [KeychainItem], json: Bool) throws(CommandLineError) {
         if json {
-            try Output.json(items.map(describe))
+            try jsonArray(items, describe)
         } else {
-            Terminal.writeOutput(items.map { "\($0.service)\t\($0.account)\t\($0.label)\n" }.joined())
+            lines(items) { "\($0.service)\t\($0.account)\t\($0.label)\n" }
         }
     }
 

@@ -70,9 +70,9 @@ enum SearchCommand: Verb {
         }
         if found.isEmpty && !json { throw .failure("nothing matches", status: .notFound) }
         if json {
-            try Output.json(found.map { Output.describe($0) })
+            try Output.jsonArray(found) { Output.describe($0) }
         } else {
-            Terminal.writeOutput(found.map { "\($0.path)\t\($0.label)\n" }.joined())
+            Output.lines(found) { "\($0.path)\t\($0.label)\n" }
         }
     }
 
@@ -86,7 +86,7 @@ enum SearchCommand: Verb {
         if found.isEmpty { throw .failure("nothing matches", status: .notFound) }
         if !all { found = Array(found.prefix(1)) }
         if json {
-            try Output.json(found.map { Output.describe($0, includingSecret: true) })
+            try Output.jsonArray(found) { Output.describe($0, includingSecret: true) }
         } else {
             for match in found {
                 var text = "[\(match.path)]\nlabel = \(match.label)\n"
