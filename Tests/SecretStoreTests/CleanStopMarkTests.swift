@@ -10,17 +10,34 @@ import Testing
 @Suite struct CleanStopMarkTests {
     let password = SecureBytes(Array("correct horse".utf8))
 
-    /// A store of 50 items, closed cleanly; its directory and database path.
-    func closedStore() throws -> (directory: URL, file: String) {
-        let (store, directory) = try makeStore()
+    /// A store of `count` items, open.
+    func filledStore(_ count: Int = 50) throws -> Store {
+        let (store, _) = try makeStore()
         let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
-        for index in 0..<50 {
+        for index in 0..<count {
             _ = try store.createItem(
                 in: login, keys: key,
                 contents: ItemContents(label: "\(index)", attributes: ["i": "\(index)"], secret: SecureBytes(Array("v\(index)".utf8)), contentType: "text/plain"))
         }
+        return store
+    }
+
+    /// A store of 50 items, closed cleanly; its directory and database path.
+    func closedStore() throws -> (directory: URL, file: String) {
+        let store = try filledStore()
         #expect(store.close() == nil)
-        return (directory, store.databaseURL.path)
+        return (store.databaseURL.deletingLastPathComponent(), store.databaseURL.path)
+    }
+
+    /// Flips a byte every 97 past the first page of `file`, in place (same inode and size).
+    func garble(_ file: String) throws {
+        let handle = try #require(FileHandle(forUpdatingAtPath: file))
+        let size = try handle.seekToEnd()
+        for offset in stride(from: UInt64(4096), to: size, by: 97) {
+            try handle.seek(toOffset: offset)
+            try handle.write(contentsOf: Data([0xA5]))
+        }
+        try handle.close()
     }
 
     @Test("a clean stop checks the file and marks it (0600); the next start skips its check, once, and reads every item")
@@ -50,13 +67,7 @@ import Testing
         let (directory, file) = try closedStore()
         var before = stat()
         stat(file, &before)
-        let handle = try #require(FileHandle(forUpdatingAtPath: file))
-        let size = try handle.seekToEnd()
-        for offset in stride(from: UInt64(4096), to: size, by: 97) {
-            try handle.seek(toOffset: offset)
-            try handle.write(contentsOf: Data([0xA5]))
-        }
-        try handle.close()
+        try garble(file)
         let times = [before.st_atim, before.st_mtim]
         #expect(times.withUnsafeBufferPointer { utimensat(AT_FDCWD, file, $0.baseAddress, 0) } == 0)
         var after = stat()
@@ -97,22 +108,10 @@ import Testing
 
     @Test("a store whose file fails the check as it closes says so and leaves no mark")
     func failingAtTheStop() throws {
-        let (store, _) = try makeStore()
-        let (login, key) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
-        for index in 0..<200 {
-            _ = try store.createItem(
-                in: login, keys: key,
-                contents: ItemContents(label: "\(index)", attributes: ["i": "\(index)"], secret: SecureBytes(Array("v".utf8)), contentType: "text/plain"))
-        }
+        let store = try filledStore(200)
         try store.database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         // Damage the file under the open connection: pages the check reads from the file.
-        let handle = try #require(FileHandle(forUpdatingAtPath: store.databaseURL.path))
-        let size = try handle.seekToEnd()
-        for offset in stride(from: UInt64(4096), to: size, by: 97) {
-            try handle.seek(toOffset: offset)
-            try handle.write(contentsOf: Data([0xA5]))
-        }
-        try handle.close()
+        try garble(store.databaseURL.path)
         try store.database.execute("PRAGMA shrink_memory")  // the connection's cached pages let go
         let finding = store.close()
         #expect(finding != nil)
