@@ -39,7 +39,7 @@ public final class Store {
         // checkpoint: it stays exactly as it was (DatabaseRefusal).
         do throws(StoreError) {
             try database.execute("PRAGMA foreign_keys = ON")
-            if !vouched, let finding = Self.quickCheckFinding(database) {
+            if !vouched, let finding = try Self.quickCheckFinding(database) {
                 throw .corrupted("its quick check fails: \(finding)")
             }
             try Migrations.check(database)
@@ -81,16 +81,17 @@ public final class Store {
         database.endTransaction()
         closeApartWriter()
         guard !database.isClosed else { return nil }
-        let finding = Self.quickCheckFinding(database)
+        var finding: String?
+        do { finding = try Self.quickCheckFinding(database) } catch { finding = "the check cannot run: \(error)" }
         database.close()
         if finding == nil && access(databaseURL.path + "-wal", F_OK) != 0 { CleanStopMark.write(beside: databaseURL) }
         return finding
     }
 
     /// What SQLite's quick check finds wrong with `database`, on one line; nil when it passes.
-    private static func quickCheckFinding(_ database: Database) -> String? {
-        guard let check = try? database.rows("PRAGMA quick_check") else { return "the check cannot run" }
-        let answer = check.first?.first?.text
+    /// Throws SQLite's own error when the check cannot run at all (a file that is no database).
+    private static func quickCheckFinding(_ database: Database) throws(StoreError) -> String? {
+        let answer = try database.rows("PRAGMA quick_check").first?.first?.text
         guard answer != "ok" else { return nil }
         return answer.map { $0.split(whereSeparator: \.isNewline).joined(separator: " ") } ?? "no answer"
     }
