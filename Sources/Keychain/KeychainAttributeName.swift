@@ -18,7 +18,7 @@ import KeychainCore
 /// | `keychain:accessible` | optional accessibility class | optional accessibility class |
 public enum KeychainAttributeName {
     /// `xdg:schema`: the schema name libsecret uses to tell kinds of items apart.
-    public static let schema = "xdg:schema"
+    public static let schema = ItemIdentity.schemaAttribute
     /// `service`: the service a generic password belongs to (as with `secret-tool`).
     public static let service = "service"
     /// `account`: the account of a generic password (as with `secret-tool`).

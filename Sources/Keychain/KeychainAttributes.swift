@@ -1,4 +1,5 @@
 package import FoundationEssentials
+import KeychainCore
 
 /// Items addressed by arbitrary attributes, as `secret-tool` does, for this package's command
 /// line (`secretctl store/lookup/clear/search`): not part of the library's public API yet.
@@ -32,7 +33,7 @@ package enum KeychainAttributes {
         var full = attributes
         if full[KeychainAttributeName.schema] == nil { full[KeychainAttributeName.schema] = KeychainAttributeName.genericSchema }
         let same = try LibSecret.search(attributes, in: collection.map(KeychainCollection.init(alias:)), options: .init(unlock: true))
-            .filter { withoutSchema($0.attributes) == withoutSchema(full) }
+            .filter { ItemIdentity.of($0.attributes) == ItemIdentity.of(full) }
         if let item = same.first {
             if item.isLocked { throw .locked }
             try item.setSecret(buffer, contentType: contentType)
@@ -184,9 +185,5 @@ package enum KeychainAttributes {
             try Validation.text(name, field: "attribute name")
             try Validation.text(value, field: "attribute value", allowEmpty: true)
         }
-    }
-
-    private static func withoutSchema(_ attributes: [String: String]) -> [String: String] {
-        attributes.filter { $0.key != KeychainAttributeName.schema }
     }
 }

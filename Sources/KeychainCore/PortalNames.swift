@@ -15,7 +15,7 @@ package enum PortalNames {
     /// The attribute that names the app an app key belongs to.
     package static let appIDAttribute = "app_id"
     /// The attribute libsecret names an item's schema with.
-    package static let schemaAttribute = "xdg:schema"
+    package static let schemaAttribute = ItemIdentity.schemaAttribute
     /// The schema of app keys.
     package static let schema = "org.freedesktop.portal.Secret"
     /// The length of an app key, in bytes.

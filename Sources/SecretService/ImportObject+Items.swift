@@ -56,7 +56,7 @@ extension ImportObject {
         guard let label = properties[SecretServiceNames.Property.itemLabel].map(\.string) ?? "",
             let requested = properties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
         else { throw .invalidArgs("an item's Label must be s and its Attributes a{ss}") }
-        guard !Self.withoutSchema(requested).isEmpty else { throw .invalidArgs("an item needs attributes") }
+        guard !ItemIdentity.of(requested).isEmpty else { throw .invalidArgs("an item needs attributes") }
         if let problem = Provider.checkItemText(label: label, attributes: requested) { throw problem }
         return ItemBatchWrite.Item(
             label: label, attributes: try provider.placeInGroup(requested, for: sender).get(),
@@ -124,21 +124,16 @@ extension ImportObject {
     private func sameItem(_ attributes: [String: String], in collection: Store.CollectionRecord?, sender: String) throws(StoreError)
         -> ItemBatchWrite.Match?
     {
-        let wanted = Self.withoutSchema(attributes)
+        let wanted = ItemIdentity.of(attributes)
         let collections = try provider.keyring.collections()
         for (candidate, access) in provider.visible(try provider.searchItems(wanted, in: collection), for: sender) where access == .full {
             guard let keys = provider.keyring.opening(candidate),
                 let home = collections.first(where: { $0.id == candidate.collectionID })
             else { continue }
             let (contents, version) = try provider.keyring.readItemAndVersion(candidate, in: home, keys: keys)
-            if Self.withoutSchema(contents.attributes) == wanted { return (candidate, home, keys, contents.attributes, version) }
+            if ItemIdentity.of(contents.attributes) == wanted { return (candidate, home, keys, contents.attributes, version) }
         }
         return nil
-    }
-
-    /// `attributes` without `xdg:schema`: what makes two imported items the same.
-    static func withoutSchema(_ attributes: [String: String]) -> [String: String] {
-        attributes.filter { $0.key != "xdg:schema" }
     }
 
     /// `ReadItems`: the `Label`, `Attributes`, `Created`, `Modified` and `Locked` of each item

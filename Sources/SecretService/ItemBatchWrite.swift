@@ -1,6 +1,7 @@
 // An `ImportItems` batch, sealed and written off the main loop.
 
 import DBusValues
+import KeychainCore
 import SecretStore
 
 /// Stores a batch of items (`Import1.ImportItems`: `secretctl import`) off the main loop, as
@@ -115,7 +116,7 @@ struct ItemBatchWrite {
 
     /// Adds `item` to `plan`: as a new item, a replacement (with `replace`) or one skipped.
     private func add(_ item: Item, to plan: inout Plan, replace: Bool, find: (Item) throws(StoreError) -> Match?) throws(StoreError) {
-        let wanted = ImportObject.withoutSchema(item.attributes)
+        let wanted = ItemIdentity.of(item.attributes)
         if let earlier = plan.planned[wanted] {
             guard replace else { return plan.skipped += 1 }
             switch earlier {
