@@ -68,7 +68,11 @@ package enum KeychainAttributes {
     /// would one by one, but each batch in one transaction of secretd's (`Import1.ImportItems`):
     /// an item whose attributes (`xdg:schema` aside) one holds already, in `collection` or
     /// without it in any keyring, is skipped, or with `replace` gets the new label and secret.
-    /// While secretd writes one batch, the next is encoded for the session.
+    /// While secretd writes one batch, the next is encoded for the session and, unless one of
+    /// its items may be the same item as one of the batch before (``ItemIdentity/asSent(_:)``),
+    /// sent: secretd reads and plans it meanwhile. The two then share no item, so the keyring
+    /// ends the same whichever secretd writes first, and a batch it refuses can still be stored
+    /// one by one after the next was written.
     package final class BatchStore {
         /// One item: label, attributes, secret.
         package typealias Item = (label: String, attributes: [String: String], secret: Data)
@@ -76,9 +80,9 @@ package enum KeychainAttributes {
         private let batches: [[Item]]
         private let collection: String?
         private let replace: Bool
-        /// The next batch, checked (and encoded, unless that failed) while the one before was
-        /// written.
-        private var ahead: (index: Int, items: [Item], encoded: LibSecret.EncodedBatch?)?
+        /// The next batch, checked and encoded (unless that failed: it is then tried again in
+        /// its turn, which reports why), and sent when it may be, while the one before was written.
+        private var ahead: (index: Int, batch: LibSecret.ImportBatch)?
 
         /// Batches `batches` for the keyring of the alias `collection` (the default one when nil).
         package init(_ batches: [[Item]], collection: String?, replace: Bool) {
@@ -87,20 +91,26 @@ package enum KeychainAttributes {
             self.replace = replace
         }
 
-        /// Stores batch `index`. Returns how many were stored, replaced and skipped; nil when
-        /// the provider cannot (not secretd, the keyring locked or missing, an item it
-        /// refuses), and then nothing of the batch was written.
+        /// Stores batch `index` (each batch in turn, from the first). Returns how many were
+        /// stored, replaced and skipped; nil when the provider cannot (not secretd, the keyring
+        /// locked or missing, an item it refuses), and then nothing of the batch was written.
         package func store(_ index: Int) throws(KeychainError) -> (stored: Int, replaced: Int, skipped: Int)? {
             do {
-                let made = ahead?.index == index ? ahead : nil
+                let current: LibSecret.ImportBatch
+                if let ahead, ahead.index == index {
+                    current = ahead.batch
+                } else {
+                    current = try LibSecret.ImportBatch(KeychainAttributes.prepared(batches[index]), alias: collection, replace: replace)
+                }
                 ahead = nil
-                let items: [Item]
-                if let made { items = made.items } else { items = try KeychainAttributes.prepared(batches[index]) }
-                let next = index + 1 < batches.count ? try? KeychainAttributes.prepared(batches[index + 1]) : nil
-                let (counts, nextBatch) = try LibSecret.importItems(
-                    items, alias: collection, replace: replace, encoded: made?.encoded, encodingMeanwhile: next)
-                ahead = next.map { (index + 1, $0, nextBatch) }
-                guard let counts else { return nil }
+                try current.send()
+                if index + 1 < batches.count,
+                    let next = try? LibSecret.ImportBatch(KeychainAttributes.prepared(batches[index + 1]), alias: collection, replace: replace)
+                {
+                    if Self.shareNoItem(batches[index], batches[index + 1]) { try? next.send() }
+                    ahead = (index + 1, next)
+                }
+                guard let counts = try current.counts() else { return nil }
                 return (counts.imported, counts.replaced, counts.skipped)
             } catch {
                 // A provider that is gone, or a cancelled call, stops the import; anything else
@@ -110,6 +120,13 @@ package enum KeychainAttributes {
                 default: return nil
                 }
             }
+        }
+
+        /// Whether no item of `first` may be the same item as one of `second` once secretd has
+        /// placed them (``ItemIdentity/asSent(_:)``).
+        static func shareNoItem(_ first: [Item], _ second: [Item]) -> Bool {
+            let identities = Set(first.lazy.map { ItemIdentity.asSent($0.attributes) })
+            return !second.contains { identities.contains(ItemIdentity.asSent($0.attributes)) }
         }
     }
 

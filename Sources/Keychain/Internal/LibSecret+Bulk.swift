@@ -1,6 +1,7 @@
 // secretd's bulk calls (`io.github.secretd.Import1`'s ImportItems and ReadItems, issue 51 point
 // 6), called over GDBus on libsecret's connection, their secrets in libsecret's session: a
-// batch of items written in one transaction, and a page of items read in one call.
+// page of items read in one call here, a batch of items written in one transaction in
+// ``LibSecret/ImportBatch``.
 
 internal import CLibSecret
 import DBusValues
@@ -10,7 +11,7 @@ import KeychainCore
 extension LibSecret {
     /// Errors that mean the provider has no bulk interface (gnome-keyring, KeePassXC, an older
     /// secretd) or does not let this client use it (a confined one).
-    private static let noBulk: Set<String> = [
+    static let noBulk: Set<String> = [
         "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownInterface",
         "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.AccessDenied",
         "org.freedesktop.Secret.Error.IsLocked", "org.freedesktop.Secret.Error.NoSuchObject",
@@ -28,71 +29,6 @@ extension LibSecret {
         var modified: UInt64
         var isLocked: Bool
         var secret: Data?
-    }
-
-    /// One item for ``importItems(_:alias:replace:encoded:encodingMeanwhile:)``: label, attributes, secret.
-    typealias ImportItem = (label: String, attributes: [String: String], secret: Data)
-
-    /// A batch of items encoded for `ImportItems` with the session of one service.
-    final class EncodedBatch: @unchecked Sendable {
-        /// The `a(a{sv}(oayays))` argument.
-        let items: OwnedVariant
-        /// The service whose session encrypted the secrets, referenced while the batch lives
-        /// (so that no later service can have its address).
-        let service: UnsafeMutablePointer<SecretService>
-
-        init(items: OwnedVariant, service: UnsafeMutablePointer<SecretService>) {
-            self.items = items
-            self.service = service
-            g_object_ref(service)
-        }
-
-        deinit { g_object_unref(service) }
-    }
-
-    /// `items` encoded for `ImportItems` with `service`'s session.
-    static func encodedBatch(_ items: [ImportItem], _ service: UnsafeMutablePointer<SecretService>) throws(KeychainError)
-        -> EncodedBatch
-    {
-        let array = try encodedItems(service, count: items.count) { index throws(KeychainError) in
-            let item = items[index]
-            let contentType = String(data: item.secret, encoding: .utf8) != nil ? SecretCoding.textType : SecretCoding.binaryType
-            return (
-                [
-                    SecretServiceNames.Property.itemLabel: .string(item.label),
-                    SecretServiceNames.Property.itemAttributes: .stringMap(item.attributes),
-                ], secretValue(try SecretCoding.buffer(item.secret), contentType: contentType)
-            )
-        }
-        return EncodedBatch(items: OwnedVariant(sinking: array), service: service)
-    }
-
-    /// Sends `items` to secretd's `ImportItems`, which writes them in one transaction into the
-    /// keyring of `alias` (the default one when nil), and meanwhile encodes `next` (when given)
-    /// with the same session. `encoded` is the encoding of `items` made that way during the
-    /// call before, sent if its service is still the one in use. Returns how many secretd
-    /// wrote, replaced and skipped (nil when the provider has no such call, or the keyring is
-    /// locked or missing: the caller then stores them one by one) and the encoding of `next`.
-    static func importItems(
-        _ items: [ImportItem], alias: String?, replace: Bool, encoded: EncodedBatch? = nil, encodingMeanwhile next: [ImportItem]?
-    ) throws(KeychainError) -> (counts: (imported: Int, replaced: Int, skipped: Int)?, next: EncodedBatch?) {
-        try withService { service throws(KeychainError) in
-            let batch: EncodedBatch
-            if let encoded, encoded.service == service { batch = encoded } else { batch = try encodedBatch(items, service) }
-            let connection = connection(of: service)
-            let call = Prefetch(named: "secretctl-import") { () throws(KeychainError) -> OwnedVariant? in
-                try callForReply(
-                    connection, interface: SecretServiceNames.Interface.importing, method: "ImportItems",
-                    arguments: [.string(alias ?? ""), .boolean(replace)], encoded: [batch.items.pointer], absentWhen: noBulk)
-            }
-            // A batch that does not encode is left for its own turn, which reports it.
-            let nextBatch = next.flatMap { next in try? encodedBatch(next, service) }
-            guard let reply = try call.value() else { return (nil, nextBatch) }
-            guard let values = DBusValue.makeValue(reply.pointer)?.tuple, values.count == 3,
-                case .uint32(let imported) = values[0], case .uint32(let replaced) = values[1], case .uint32(let skipped) = values[2]
-            else { throw .protocolError(reason: "the reply to ImportItems does not have the declared type") }
-            return ((Int(imported), Int(replaced), Int(skipped)), nextBatch)
-        }
     }
 
     /// The paths of every item with all of `attributes` (in the keyring of `alias`, or in all),

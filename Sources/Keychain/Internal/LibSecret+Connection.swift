@@ -30,7 +30,7 @@ extension LibSecret {
     }
 
     /// Whether `error` means the cached connection points at a provider that is gone.
-    private static func isStaleConnection(_ error: KeychainError) -> Bool {
+    static func isStaleConnection(_ error: KeychainError) -> Bool {
         switch error {
         case .noProvider: return true
         case .backend(let domain, let code, _): return domain == RemoteError.domain && code == RemoteError.noSession.rawValue

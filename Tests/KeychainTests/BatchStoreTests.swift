@@ -1,0 +1,64 @@
+import Foundation
+import KeychainCore
+import KeychainTestSupport
+import Testing
+
+@testable import Keychain
+
+extension ProviderTests {
+    /// `secretctl import`'s batches (`KeychainAttributes.BatchStore`, issue 51 point 6): each
+    /// batch is one `ImportItems` call, and the next is sent before the reply to the one before
+    /// when no item of it may be the same item as one of that one.
+    @Suite struct BatchStore {
+        typealias Item = KeychainAttributes.BatchStore.Item
+
+        @Test("items that secretd may place as one item are never in two batches under way at once")
+        func sameItemAcrossBatches() {
+            func item(_ attributes: [String: String]) -> Item { ("label", attributes, Data("s".utf8)) }
+            let first = [item(["service": "s", "account": "a"]), item(["service": "s", "account": "b"])]
+            #expect(KeychainAttributes.BatchStore.shareNoItem(first, [item(["service": "s", "account": "c"])]))
+            #expect(KeychainAttributes.BatchStore.shareNoItem(first, [item(["service": "s"])]))
+            for same in [
+                ["service": "s", "account": "b"],
+                ["service": "s", "account": "b", ItemIdentity.schemaAttribute: "org.freedesktop.Secret.Generic"],
+                ["service": "s", "account": "b", AccessGroupNames.attribute: "team"],
+                ["service": "s", "account": "b", ItemAccessibility.attribute: ItemAccessibility.afterFirstUnlock.rawValue],
+            ] {
+                #expect(!KeychainAttributes.BatchStore.shareNoItem(first, [item(["service": "s", "account": "z"]), item(same)]), "\(same)")
+            }
+        }
+
+        @Test("a batch secretd refuses writes nothing while the next, sent ahead, is written; an item in two batches ends with the later one's secret")
+        func refusedBatchAndLaterItem() throws {
+            let service = uniqueService()
+            let isSecretd = try environment().command.arguments[0].hasSuffix("secretd")
+            func items(_ prefix: String, _ count: Int) -> [Item] {
+                (0..<count).map { ("\(prefix) \($0)", ["service": service, "account": "\(prefix)-\($0)"], Data("\(prefix)-secret-\($0)".utf8)) }
+            }
+            var refused = items("a", 1_000)  // one item in a group this client is no member of
+            refused[500].attributes[AccessGroupNames.attribute] = "no-member-of-this"
+            var later = items("c", 999)
+            later.append(("b 0 again", ["service": service, "account": "b-0"], Data("b-secret-0-again".utf8)))
+            let store = KeychainAttributes.BatchStore([refused, items("b", 1_000), later], collection: nil, replace: true)
+            defer { _ = try? Keychain(service: service).removeAll() }
+
+            let counts = try (0..<3).map { try store.store($0) }
+            guard isSecretd else {
+                #expect(counts.allSatisfy { $0 == nil })  // no bulk call: secretctl stores them one by one
+                return
+            }
+            #expect(counts[0] == nil)
+            #expect(counts[1].map { [$0.stored, $0.replaced, $0.skipped] } == [1_000, 0, 0])
+            #expect(counts[2].map { [$0.stored, $0.replaced, $0.skipped] } == [999, 1, 0])
+            func secret(_ account: String) throws -> String? {
+                try KeychainAttributes.search(["service": service, "account": account], unlock: false, loadSecrets: true)
+                    .first?.secret.map { String(decoding: $0, as: UTF8.self) }
+            }
+            #expect(try secret("a-0") == nil && secret("a-999") == nil, "nothing of the refused batch")
+            #expect(try secret("b-999") == "b-secret-999")
+            #expect(try secret("b-0") == "b-secret-0-again")
+            #expect(try secret("c-998") == "c-secret-998")
+            #expect(try Keychain(service: service).allAccounts().count == 1_999)
+        }
+    }
+}
