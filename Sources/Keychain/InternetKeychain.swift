@@ -86,10 +86,21 @@ public struct InternetKeychain: Sendable {
     /// ``KeychainItem/service`` is the server. Throws ``KeychainError/locked`` when some are in
     /// a locked keyring, rather than leave them out.
     public static func allAccounts() throws(KeychainError) -> [KeychainItem] {
-        try ItemScope(
+        try everyServer.items()
+    }
+
+    /// ``allAccounts()-swift.type.method`` handed to `body` a page at a time (up to a thousand
+    /// items, in no order), for a caller that keeps less than every item (`secretctl list`).
+    /// Throws ``KeychainError/locked`` as it does, after the pages before such an item.
+    package static func allAccounts(pages body: ([KeychainItem]) throws(KeychainError) -> Void) throws(KeychainError) {
+        try everyServer.forEachItemPage(body)
+    }
+
+    /// The internet passwords of every server.
+    private static var everyServer: ItemScope {
+        ItemScope(
             schema: KeychainAttributeName.networkSchema, base: [:], keyNames: [], accountName: KeychainAttributeName.user,
-            mirrorAccountName: nil, serviceName: KeychainAttributeName.server, collection: nil, defaultLabel: { $0 }
-        ).items()
+            mirrorAccountName: nil, serviceName: KeychainAttributeName.server, collection: nil, defaultLabel: { $0 })
     }
 
     /// The password stored for `account`, or `nil` when there is none.

@@ -28,6 +28,13 @@ extension Keychain {
         try ItemScope.generic(service: nil, accessGroup: nil, collection: nil).items()
     }
 
+    /// ``allAccounts()`` handed to `body` a page at a time (up to a thousand items, in no
+    /// order), for a caller that keeps less than every item (`secretctl list` of 100,000).
+    /// Throws ``KeychainError/locked`` as it does, after the pages before such an item.
+    package static func allAccounts(pages body: ([KeychainItem]) throws(KeychainError) -> Void) throws(KeychainError) {
+        try ItemScope.generic(service: nil, accessGroup: nil, collection: nil).forEachItemPage(body)
+    }
+
     /// Every item of `service` (no secrets), sorted by account.
     public static func accounts(service: String) throws(KeychainError) -> [KeychainItem] {
         try Keychain(service: service).allAccounts()

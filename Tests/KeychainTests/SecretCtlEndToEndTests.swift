@@ -263,6 +263,13 @@ extension ProviderTests.SecretCtlEndToEnd {
         for index in Set([0, 999, 1_000, 1_999, 2_000, count / 2, count - 1]) where index < count {
             #expect(try keychain.string(for: "account-\(index)") == "secret-\(index)")
         }
+        // list and search TEXT read the items a page (1,000) at a time and keep only what they
+        // print: every item, once, in order (by service, then account), as lines and as JSON.
+        let accounts = (0..<count).map { "account-\($0)" }.sorted()
+        let listed = try run(["list"]).text.split(separator: "\n").filter { $0.hasPrefix(service + "\t") }
+        #expect(listed.map { String($0.split(separator: "\t")[1]) } == accounts)
+        let found = try JSONSerialization.jsonObject(with: try run(["search", "--json", service]).output) as? [[String: Any]]
+        #expect(found?.map { $0["account"] as? String ?? "" } == accounts)
         let again = try run(["import", file], input: "correct horse battery\n")
         #expect(again.text.hasPrefix("imported 0, replaced 0, skipped "))
         #expect(try keychain.allAccounts().count == count)

@@ -136,11 +136,18 @@ struct ItemScope: Sendable {
     /// Every item of the scope, sorted by service then account; never prompts. Throws `.locked`
     /// when some are locked with sealed attributes, rather than return a list without them.
     func items() throws(KeychainError) -> [KeychainItem] {
-        let found = try LibSecret.summaries(base, in: collection)
-        if found.contains(where: Self.isSealed) { throw .locked }
-        return found
-            .compactMap(describe)
-            .sorted { ($0.service, $0.account, $0.label) < ($1.service, $1.account, $1.label) }
+        var items: [KeychainItem] = []
+        try forEachItemPage { page in items += page }
+        return items.sorted { ($0.service, $0.account, $0.label) < ($1.service, $1.account, $1.label) }
+    }
+
+    /// ``items()`` handed to `body` a page at a time, in no order; throws `.locked` as it does,
+    /// once it meets such an item (the pages handed before are then to be let go of).
+    func forEachItemPage(_ body: ([KeychainItem]) throws(KeychainError) -> Void) throws(KeychainError) {
+        try LibSecret.forEachSummaryPage(base, in: collection) { page throws(KeychainError) in
+            if page.contains(where: Self.isSealed) { throw .locked }
+            try body(page.compactMap(describe))
+        }
     }
 
     /// A locked item whose provider shows no attributes until it is unlocked.

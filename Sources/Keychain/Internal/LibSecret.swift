@@ -76,30 +76,42 @@ enum LibSecret {
     static func summaries(_ attributes: [String: String], in collection: KeychainCollection?) throws(KeychainError)
         -> [ItemSummary]
     {
-        try withService { service throws(KeychainError) -> [ItemSummary] in
-            guard let found = try searchPaths(service, attributes, in: collection) else { return [] }
+        var summaries: [ItemSummary] = []
+        try forEachSummaryPage(attributes, in: collection) { page in summaries += page }
+        return summaries
+    }
+
+    /// ``summaries(_:in:)`` handed to `body` a page at a time (at most ``pageSize`` items, in
+    /// the order found), so that a caller that keeps less than every item never holds them all.
+    static func forEachSummaryPage(
+        _ attributes: [String: String], in collection: KeychainCollection?, _ body: ([ItemSummary]) throws(KeychainError) -> Void
+    ) throws(KeychainError) {
+        var handed = 0  // pages handed, so that a retry on a fresh connection goes on after them
+        try withService { service throws(KeychainError) in
+            guard let found = try searchPaths(service, attributes, in: collection) else { return }
             let paths = found.unlocked + found.locked
-            let bus = connection(of: service)
-            var summaries: [ItemSummary] = []
-            summaries.reserveCapacity(paths.count)
             // secretd reads a page of items a call (Import1.ReadItems); other providers, one GetAll each.
-            var handed = 0
-            let paged = try readPages(service, paths, secrets: false, handed: &handed) { page in
-                for item in page {
+            let paged = try readPages(service, paths, secrets: false, handed: &handed) { page throws(KeychainError) in
+                try body(page.map { item in
                     var summary = ItemSummary(objectPath: item.path)
                     summary.isLocked = item.isLocked
                     summary.label = item.label
                     summary.attributes = item.attributes
                     summary.created = Date(timeIntervalSince1970: TimeInterval(item.created))
                     summary.modified = Date(timeIntervalSince1970: TimeInterval(item.modified))
-                    summaries.append(summary)
+                    return summary
+                })
+            }
+            if paged { return }
+            let bus = connection(of: service)
+            for start in stride(from: handed * pageSize, to: paths.count, by: pageSize) {
+                var page: [ItemSummary] = []
+                for path in paths[start..<min(paths.count, start + pageSize)] {
+                    if let summary = try itemSummary(bus, path: path) { page.append(summary) }
                 }
+                try body(page)
+                handed += 1
             }
-            if paged { return summaries }
-            for path in paths {
-                if let summary = try itemSummary(bus, path: path) { summaries.append(summary) }
-            }
-            return summaries
         }
     }
 

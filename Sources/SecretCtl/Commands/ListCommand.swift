@@ -13,15 +13,17 @@ enum ListCommand: Verb {
 
     static func run(_ parsed: ParsedCommand) throws(CommandLineError) {
         let group = parsed[Common.group]
-        let items: [KeychainItem]
+        let json = parsed[Common.json]
+        let printed: [Output.Printed<Output.ListOrder>]
         if let service = parsed[Self.service] {
             let keychain = try Common.keychain(service: service, group: group)
-            items = try CommandLineError.keychain { () throws(KeychainError) in
-                try keychain.allAccounts() + InternetKeychain(server: service, accessGroup: group).allAccounts()
-            }
+            printed = try Output.printed(
+                CommandLineError.keychain { () throws(KeychainError) in
+                    try keychain.allAccounts() + InternetKeychain(server: service, accessGroup: group).allAccounts()
+                }, json: json)
         } else {
-            items = try Output.allItems().filter { group == nil || $0.accessGroup == group }
+            printed = try Output.allPrinted(json: json) { group == nil || $0.accessGroup == group }
         }
-        try Output.items(Output.sorted(items), json: parsed[Common.json])
+        Output.write(printed, json: json)
     }
 }

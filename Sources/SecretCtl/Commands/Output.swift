@@ -26,57 +26,118 @@ enum Output {
     /// elements nor the text of the whole list are ever held at once (100,000 items of `list`
     /// made both).
     static func jsonArray<Element>(_ elements: [Element], _ describe: (Element) -> Any) throws(CommandLineError) {
-        var text = "["
+        var out = Chunks("[")
         for (index, element) in elements.enumerated() {
-            if index > 0 { text += "," }
+            if index > 0 { out.append(",") }
             guard let encoded = JSONText.encode(describe(element)) else {
                 throw .failure("cannot encode the output as JSON", status: .failed)
             }
-            text += encoded
-            if text.utf8.count >= chunkBytes {
+            out.append(encoded)
+        }
+        out.finish("]\n")
+    }
+
+    /// Standard output gathered and written 64 KiB at a time (``jsonArray(_:_:)``,
+    /// ``write(_:json:by:)``): never the text of a whole list at once.
+    private struct Chunks {
+        private var text: String
+
+        /// Output that starts with `start`.
+        init(_ start: String = "") { text = start }
+
+        /// Adds `piece`, writing out what was gathered once it passes 64 KiB.
+        mutating func append(_ piece: String) {
+            text += piece
+            if text.utf8.count >= 64 * 1024 {
                 Terminal.writeOutput(text)
                 text = ""
             }
         }
-        Terminal.writeOutput(text + "]\n")
+
+        /// Adds `end` and writes out the rest.
+        mutating func finish(_ end: String = "") {
+            text += end
+            if !text.isEmpty { Terminal.writeOutput(text) }
+            text = ""
+        }
     }
 
-    /// `elements` a line each, written out a chunk at a time.
-    static func lines<Element>(_ elements: [Element], _ line: (Element) -> String) {
-        var text = ""
-        for element in elements {
-            text += line(element)
-            if text.utf8.count >= chunkBytes {
-                Terminal.writeOutput(text)
-                text = ""
+    /// One element of a list as it is printed (a JSON object, or a line), with what orders it:
+    /// all `list` and `search` hold of each item until they print, rather than the item and its
+    /// attributes (100,000 of those took 150 MiB).
+    struct Printed<Order> {
+        let order: Order
+        let text: String
+    }
+
+    /// What orders `list`'s items: service (or server), account, label, generic passwords
+    /// before internet ones.
+    struct ListOrder {
+        let service: String
+        let account: String
+        let label: String
+        let kind: KeychainItem.Kind
+
+        /// Whether `lhs` comes before `rhs`.
+        static func inOrder(_ lhs: ListOrder, _ rhs: ListOrder) -> Bool {
+            (lhs.service, lhs.account, lhs.label, lhs.kind.rawValue) < (rhs.service, rhs.account, rhs.label, rhs.kind.rawValue)
+        }
+    }
+
+    /// `item` as `list` prints it, JSON or a line; nil when it cannot be encoded as JSON.
+    static func printed(_ item: KeychainItem, json: Bool) -> Printed<ListOrder>? {
+        let order = ListOrder(service: item.service, account: item.account, label: item.label, kind: item.kind)
+        guard json else { return Printed(order: order, text: "\(item.service)\t\(item.account)\t\(item.label)\n") }
+        return JSONText.encode(describe(item)).map { Printed(order: order, text: $0) }
+    }
+
+    /// `items` as `list` prints them.
+    static func printed(_ items: [KeychainItem], json: Bool) throws(CommandLineError) -> [Printed<ListOrder>] {
+        var printed: [Printed<ListOrder>] = []
+        printed.reserveCapacity(items.count)
+        for item in items {
+            guard let one = Self.printed(item, json: json) else { throw .failure("cannot encode the output as JSON", status: .failed) }
+            printed.append(one)
+        }
+        return printed
+    }
+
+    /// Every generic and internet password of every keyring (no secrets) that `keep` keeps,
+    /// as `list` prints them; read a page of items at a time, each let go of once printed.
+    static func allPrinted(json: Bool, where keep: (KeychainItem) -> Bool) throws(CommandLineError) -> [Printed<ListOrder>] {
+        var printed: [Printed<ListOrder>] = []
+        var encodable = true
+        try CommandLineError.keychain { () throws(KeychainError) in
+            let take = { (page: [KeychainItem]) in
+                for item in page where keep(item) {
+                    guard let one = Self.printed(item, json: json) else { return encodable = false }
+                    printed.append(one)
+                }
             }
+            try Keychain.allAccounts(pages: take)
+            try InternetKeychain.allAccounts(pages: take)
         }
-        if !text.isEmpty { Terminal.writeOutput(text) }
+        guard encodable else { throw .failure("cannot encode the output as JSON", status: .failed) }
+        return printed
     }
 
-    /// How much output ``jsonArray(_:_:)`` and ``lines(_:_:)`` gather before they write it.
-    private static let chunkBytes = 64 * 1024
-
-    /// Every generic and internet password of every keyring (no secrets), sorted.
-    static func allItems() throws(CommandLineError) -> [KeychainItem] {
-        try sorted(CommandLineError.keychain { () throws(KeychainError) in
-            try Keychain.allAccounts() + InternetKeychain.allAccounts()
-        })
+    /// Writes `printed` in `list`'s order (``ListOrder``).
+    static func write(_ printed: [Printed<ListOrder>], json: Bool) {
+        write(printed, json: json, by: ListOrder.inOrder)
     }
 
-    /// `items` in the order `list` and `search` print them: by service (or server), account,
-    /// label, generic passwords before internet ones.
-    static func sorted(_ items: [KeychainItem]) -> [KeychainItem] {
-        items.sorted { ($0.service, $0.account, $0.label, $0.kind.rawValue) < ($1.service, $1.account, $1.label, $1.kind.rawValue) }
-    }
-
-    /// Items as `list` and `search` print them: JSON, or service, account and label per line.
-    static func items(_ items: [KeychainItem], json: Bool) throws(CommandLineError) {
-        if json {
-            try jsonArray(items, describe)
-        } else {
-            lines(items) { "\($0.service)\t\($0.account)\t\($0.label)\n" }
+    /// Writes `printed` ordered by `inOrder` (equal ones by their text, so that they print
+    /// alike every time): a JSON array, or the lines, 64 KiB at a time.
+    static func write<Order>(_ printed: [Printed<Order>], json: Bool, by inOrder: (Order, Order) -> Bool) {
+        let sorted = printed.sorted { lhs, rhs in
+            inOrder(lhs.order, rhs.order) || (!inOrder(rhs.order, lhs.order) && lhs.text < rhs.text)
         }
+        var out = Chunks(json ? "[" : "")
+        for (index, element) in sorted.enumerated() {
+            if json && index > 0 { out.append(",") }
+            out.append(element.text)
+        }
+        out.finish(json ? "]\n" : "")
     }
 
     /// The JSON fields of an item; dates in ISO 8601, absent values null. `kind` is `generic` or

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Keychain
 import KeychainCore
 
@@ -55,25 +56,33 @@ enum SearchCommand: Verb {
     /// `--attr`: every item with all these attributes, by path and label; never a secret or a
     /// prompt. With `--json` an empty list is an answer, not a failure.
     private static func listMatches(of attributes: [String: String], json: Bool) throws(CommandLineError) {
-        // From secretd a page of items a call (Import1.ReadItems), so that it never holds every
-        // match at once; from another provider through libsecret's search.
-        var found: [KeychainAttributes.Match] = []
-        let paged = try CommandLineError.keychain { () throws(KeychainError) in
-            try KeychainAttributes.forEachPage(attributes, loadSecrets: false) { page, _ in found += page }
-        }
-        if paged {
-            found.sort { ($0.modified, $0.path) > ($1.modified, $1.path) }
-        } else {
-            found = try CommandLineError.keychain { () throws(KeychainError) in
-                try KeychainAttributes.search(attributes, unlock: false, loadSecrets: false)
+        // From secretd a page of items a call (Import1.ReadItems), each match kept only as it is
+        // printed, so that neither holds every match at once; from another provider through
+        // libsecret's search.
+        var printed: [Output.Printed<(modified: Date, path: String)>] = []
+        var encodable = true
+        func take(_ matches: [KeychainAttributes.Match]) {
+            for match in matches {
+                let order = (match.modified, match.path)
+                if json {
+                    guard let text = JSONText.encode(Output.describe(match)) else { return encodable = false }
+                    printed.append(.init(order: order, text: text))
+                } else {
+                    printed.append(.init(order: order, text: "\(match.path)\t\(match.label)\n"))
+                }
             }
         }
-        if found.isEmpty && !json { throw .failure("nothing matches", status: .notFound) }
-        if json {
-            try Output.jsonArray(found) { Output.describe($0) }
-        } else {
-            Output.lines(found) { "\($0.path)\t\($0.label)\n" }
+        let paged = try CommandLineError.keychain { () throws(KeychainError) in
+            try KeychainAttributes.forEachPage(attributes, loadSecrets: false) { page, _ in take(page) }
         }
+        if !paged {
+            take(try CommandLineError.keychain { () throws(KeychainError) in
+                try KeychainAttributes.search(attributes, unlock: false, loadSecrets: false)
+            })
+        }
+        guard encodable else { throw .failure("cannot encode the output as JSON", status: .failed) }
+        if printed.isEmpty && !json { throw .failure("nothing matches", status: .notFound) }
+        Output.write(printed, json: json) { $0 > $1 }  // newest first
     }
 
     /// `ATTRIBUTE VALUE ...`, as secret-tool: the newest match (or all) as `name = value` blocks.
@@ -101,10 +110,10 @@ enum SearchCommand: Verb {
     /// One word: the items whose service, account or label contains it, ignoring case.
     private static func findText(_ text: String, json: Bool) throws(CommandLineError) {
         let needle = text.lowercased()
-        let items = try Output.allItems().filter {
-            [$0.service, $0.account, $0.label].contains { $0.lowercased().contains(needle) }
+        let printed = try Output.allPrinted(json: json) { item in
+            [item.service, item.account, item.label].contains { $0.lowercased().contains(needle) }
         }
-        if items.isEmpty && !json { throw .failure("nothing matches '\(text)'", status: .notFound) }
-        try Output.items(items, json: json)
+        if printed.isEmpty && !json { throw .failure("nothing matches '\(text)'", status: .notFound) }
+        Output.write(printed, json: json)
     }
 }
