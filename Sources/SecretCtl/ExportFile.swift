@@ -36,10 +36,6 @@ package enum ExportFile {
         }
     }
 
-    private struct Payload: Codable {
-        var items: [Item]
-    }
-
     /// Whether `data` starts like an export file.
     package static func isExport(_ data: Data) -> Bool { data.count >= headerLength && Array(data.prefix(16)) == magic }
 
@@ -92,13 +88,19 @@ package enum ExportFile {
         } catch {
             throw .failure("wrong passphrase, or the file is damaged; nothing was imported", status: .accessDenied)
         }
-        return try plaintext.withBytes { (raw) throws(CommandLineError) in try items(fromJSON: Data(raw)) }
+        return try plaintext.withBytes { (raw) throws(CommandLineError) in try items(fromJSON: UnsafeRawBufferPointer(raw)) }
     }
 
-    /// The items of an export's decrypted JSON payload.
+    /// The items of an export's decrypted JSON payload (``PayloadReader``).
     package static func items(fromJSON json: Data) throws(CommandLineError) -> [Item] {
+        try json.withUnsafeBytes { raw in Result { () throws(CommandLineError) in try items(fromJSON: raw) } }.get()
+    }
+
+    /// The items of the payload in `json`, read in place.
+    private static func items(fromJSON json: UnsafeRawBufferPointer) throws(CommandLineError) -> [Item] {
+        var reader = PayloadReader(json)
         do {
-            return try JSONDecoder().decode(Payload.self, from: json).items
+            return try reader.items()
         } catch {
             throw .failure("the export's contents are damaged; nothing was imported", status: .usage)
         }

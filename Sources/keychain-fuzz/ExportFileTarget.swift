@@ -42,6 +42,9 @@ enum ExportFileTarget {
         return seeds
     }
 
+    /// The payload as JSONDecoder reads it.
+    private struct Payload: Decodable { var items: [ExportFile.Item] }
+
     private static func run(_ data: Data) {
         if ExportFile.isExport(data) {
             // Parameters within the limits cost up to ~2 s each: those runs would only slow
@@ -53,8 +56,11 @@ enum ExportFileTarget {
             _ = try? ExportFile.open(data, passphrase: passphrase)
             return
         }
-        // The payload as it is once decrypted.
+        // The payload as it is once decrypted. What reads, JSONDecoder (which read it before)
+        // reads alike; it also lets by some that is not JSON (a trailing comma), refused here.
         guard let items = try? ExportFile.items(fromJSON: data) else { return }
+        let decoded = try? JSONDecoder().decode(Payload.self, from: data)
+        require(decoded?.items == items, "JSONDecoder reads the payload otherwise: \(String(describing: decoded?.items.count)) items")
         do {
             let sealed = try ExportFile.seal(items, passphrase: passphrase, parameters: .testing)
             let opened = try ExportFile.open(sealed, passphrase: passphrase)

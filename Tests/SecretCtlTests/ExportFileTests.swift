@@ -43,6 +43,49 @@ import Testing
             == #"{"items":[{"label":"a\u0001","attributes":{},"secret":"aGkhPw=="}]}"#)
     }
 
+    @Test("the payload reader reads what JSONDecoder reads: whitespace, any key order, unknown members, every escape; and refuses what it refuses")
+    func payloadReaderAgreesWithJSONDecoder() throws {
+        struct Payload: Decodable { var items: [ExportFile.Item] }
+        let readable = [
+            #"{"items":[]}"#,
+            " \n{ \"items\" :\t[ { \"secret\" : \"cHc=\" , \"attributes\" : { \"a\" : \"b\" } , \"label\" : \"L\" } ] }\r\n",
+            #"{"version":1,"items":[{"label":"x","attributes":{},"secret":"","extra":{"n":[1,2.5e3,-0,0.5E-2,true,false,null,"s",{}]}}],"more":null}"#,
+            #"{"items":[{"label":"a\/b \"q\" \\ \u00e9 \ud83d\ude00 \b\f\n\r\t","attributes":{"k\u0000":"v\u001F"},"secret":"AAEC/w=="}]}"#,
+            #"{"items":[{"label":"é ✓ 🔑","attributes":{"ключ":"значение"},"secret":"AA=="},{"label":"","attributes":{"":""},"secret":"AAA="}]}"#,
+        ]
+        for json in readable {
+            let decoded = try JSONDecoder().decode(Payload.self, from: Data(json.utf8)).items
+            #expect(try ExportFile.items(fromJSON: Data(json.utf8)) == decoded, "\(json)")
+        }
+        let refused = [
+            "", "[]", "{}", #"{"items":{}}"#, #"{"items":[{}]}"#, #"{"items":[]} x"#, #"{"items":[,]}"#,
+            #"{"items":[{"label":"x","attributes":{}}]}"#, #"{"items":[{"label":null,"attributes":{},"secret":""}]}"#,
+            #"{"items":[{"label":"x","attributes":{"a":1},"secret":""}]}"#, #"{"items":[{"label":"x","attributes":{},"secret":"!!"}]}"#,
+            #"{"items":[{"label":"\ud800","attributes":{},"secret":""}]}"#, #"{"items":[{"label":"\ud800\u0041","attributes":{},"secret":""}]}"#,
+            #"{"items":[{"label":"\x","attributes":{},"secret":""}]}"#, #"{"items":[{"label":"\u12g4","attributes":{},"secret":""}]}"#,
+            "{\"items\":[{\"label\":\"tab\tinside\",\"attributes\":{},\"secret\":\"\"}]}",
+            #"{"items":[],"t":tru}"#, #"{"items":[{"label":"x""#,
+        ]
+        // Not JSON, though JSONDecoder reads them (no secretctl ever wrote them): refused here.
+        let lenient = [#"{"items":[],}"#, #"{"items":[],"n":01}"#, #"{"items":[],"n":1.}"#, #"{"items":[],"n":-}"#]
+        for json in refused + lenient {
+            if !lenient.contains(json) {
+                #expect((try? JSONDecoder().decode(Payload.self, from: Data(json.utf8))) == nil, "JSONDecoder reads \(json)")
+            }
+            #expect(throws: CommandLineError.failure("the export's contents are damaged; nothing was imported", status: .usage)) {
+                try ExportFile.items(fromJSON: Data(json.utf8))
+            }
+        }
+        // A repeated member: the first one, as JSONDecoder takes it.
+        let repeated = #"{"items":[{"label":"first","attributes":{"a":"1","a":"2"},"secret":"","label":"second"}]}"#
+        #expect(try ExportFile.items(fromJSON: Data(repeated.utf8)) == JSONDecoder().decode(Payload.self, from: Data(repeated.utf8)).items)
+        #expect(try ExportFile.items(fromJSON: Data(repeated.utf8)).first?.label == "first")
+        // Bytes that are not UTF-8 inside a string.
+        let invalid = Data(#"{"items":[{"label":""#.utf8) + Data([0xC3, 0x28]) + Data(#"","attributes":{},"secret":""}]}"#.utf8)
+        #expect((try? JSONDecoder().decode(Payload.self, from: invalid)) == nil)
+        #expect(throws: CommandLineError.self) { try ExportFile.items(fromJSON: invalid) }
+    }
+
     @Test("a changed header, body or version is refused")
     func tampering() throws {
         let sealed = Array(try ExportFile.seal(items, passphrase: Data("p".utf8), parameters: .testing))
