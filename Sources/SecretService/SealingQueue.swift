@@ -1,10 +1,9 @@
 import SecretStore
 
 /// Where large items are decoded, sealed and written: off the main loop (``OffLoop``), one at
-/// a time in the order asked (the next seal beside the write before), so that one client's
-/// large writes do not hold the others up for copying their secret into locked memory (or
-/// decrypting it), sealing, encoding, page copies and sync, and a client sending many cannot
-/// start a thread for each. An item's secret is
+/// a time in the order asked, so that one client's large writes do not hold the others up for
+/// copying their secret into locked memory (or decrypting it), sealing, encoding, page copies
+/// and sync, and a client sending many cannot start a thread for each. An item's secret is
 /// decoded and the item sealed first; back on the loop, what was checked when it was asked for
 /// is checked again, and its row is then written through the store's second connection
 /// (``ApartWriter``) off the loop too, or on the loop (``CollectionObject``).
@@ -38,15 +37,9 @@ final class SealingQueue {
     /// loop's own writes then wait for it to end).
     private let gate: ApartWriteGate
     private let offLoop: OffLoop
-    /// The seals asked for and not started, each started with what takes its outcome.
-    private var waiting: [(_ sealed: @escaping (_ decide: @escaping () -> AfterSealing) -> Void) -> Void] = []
-    /// Whether a seal runs.
-    private var sealing = false
-    /// The seal ended and not yet taken on: what decides, on the loop, what follows it.
-    private var sealed: [() -> AfterSealing] = []
-    /// Whether what follows a seal (its decision, its write, what follows that on the loop) is
-    /// in progress.
-    private var following = false
+    /// The seals asked for and not started, each started with what is to run after it.
+    private var waiting: [(_ next: @escaping (AfterSealing) -> Void) -> Void] = []
+    private var running = false
 
     /// A queue whose work runs through `offLoop`, its writes shown by `gate`.
     init(offLoop: OffLoop, gate: ApartWriteGate) {
@@ -55,48 +48,33 @@ final class SealingQueue {
     }
 
     /// Runs `work` (a decode and ``Store/seal(_:as:in:keys:)``) off the loop after those asked
-    /// before it, then `done` with its result on the loop once what followed the seal before
-    /// has ended; the write `done` may ask for runs off the loop before the next item's
-    /// `done`. The next item's seal may run meanwhile (one seal, one write at a time), so that
-    /// a batch's seal does not wait for the write before it.
+    /// before it, then `done` with its result on the loop; the write `done` may ask for runs off
+    /// the loop before the next item's seal.
     func seal<Sealed>(_ work: @escaping @Sendable () -> Sealed, then done: @escaping (Sealed) -> AfterSealing) {
-        waiting.append { [offLoop] sealed in offLoop.run(named: "secretd-seal", work) { result in sealed { done(result) } } }
-        startSeal()
+        waiting.append { [offLoop] next in offLoop.run(named: "secretd-seal", work) { next(done($0)) } }
+        startNext()
     }
 
-    /// Starts the next seal, unless one runs or one ended waits for what follows the one before.
-    private func startSeal() {
-        guard !sealing, sealed.isEmpty, !waiting.isEmpty else { return }
+    private func startNext() {
+        guard !running, !waiting.isEmpty else { return }
         let start = waiting.removeFirst()
-        sealing = true
-        start { [self] decide in
-            sealing = false
-            sealed.append(decide)
-            follow()
-        }
-    }
-
-    /// Takes on the seal that ended, unless what follows the one before is in progress.
-    private func follow() {
-        guard !following, !sealed.isEmpty else { return }
-        let decide = sealed.removeFirst()
-        following = true
-        switch decide() {
-        case .finished:
-            followed()
-        case .writing(let write):
-            gate.began()
-            write(offLoop) { [self] in
-                gate.ended()
-                followed()
+        running = true
+        start { [self] after in
+            switch after {
+            case .finished:
+                finish()
+            case .writing(let write):
+                gate.began()
+                write(offLoop) { [self] in
+                    gate.ended()
+                    finish()
+                }
             }
-            startSeal()  // beside the write
         }
     }
 
-    private func followed() {
-        following = false
-        follow()
-        startSeal()
+    private func finish() {
+        running = false
+        startNext()
     }
 }

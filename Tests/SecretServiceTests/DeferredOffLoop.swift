@@ -27,10 +27,10 @@ final class DeferredOffLoop: @unchecked Sendable {
     /// Runs the turns waiting until none is left.
     func runTurns() { while !turns.isEmpty { runTurn() } }
 
-    /// Runs the oldest work (or the one at `index`), then `meanwhile` (what the loop does
-    /// before it hears the work ended), then what follows the work on the loop.
-    func runNext(at index: Int = 0, meanwhile: () -> Void = {}) {
-        let (work, done) = pending.remove(at: index)
+    /// Runs the oldest work, then `meanwhile` (what the loop does before it hears the work
+    /// ended), then what follows the work on the loop.
+    func runNext(meanwhile: () -> Void = {}) {
+        let (work, done) = pending.removeFirst()
         work()
         meanwhile()
         done()
