@@ -121,6 +121,20 @@ enum Output {
         return printed
     }
 
+    /// What orders the matches of `search --attr`: when they last changed, then their path.
+    typealias MatchOrder = (modified: Date, path: String)
+
+    /// `search --attr`'s order: the most recently changed first.
+    static func newestFirst(_ lhs: MatchOrder, _ rhs: MatchOrder) -> Bool { lhs > rhs }
+
+    /// `match` as `search --attr` prints it, JSON (``describe(_:includingSecret:)``) or its path
+    /// and label; nil when it cannot be encoded as JSON.
+    static func printed(_ match: KeychainAttributes.Match, json: Bool) -> Printed<MatchOrder>? {
+        let order = (modified: match.modified, path: match.path)
+        guard json else { return Printed(order: order, text: "\(match.path)\t\(match.label)\n") }
+        return JSONText.encode(describe(match)).map { Printed(order: order, text: $0) }
+    }
+
     /// Writes `printed` in `list`'s order (``ListOrder``).
     static func write(_ printed: [Printed<ListOrder>], json: Bool) {
         write(printed, json: json, by: ListOrder.inOrder)

@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Keychain
 import KeychainCore
 
@@ -59,17 +58,12 @@ enum SearchCommand: Verb {
         // From secretd a page of items a call (Import1.ReadItems), each match kept only as it is
         // printed, so that neither holds every match at once; from another provider through
         // libsecret's search.
-        var printed: [Output.Printed<(modified: Date, path: String)>] = []
+        var printed: [Output.Printed<Output.MatchOrder>] = []
         var encodable = true
         func take(_ matches: [KeychainAttributes.Match]) {
             for match in matches {
-                let order = (match.modified, match.path)
-                if json {
-                    guard let text = JSONText.encode(Output.describe(match)) else { return encodable = false }
-                    printed.append(.init(order: order, text: text))
-                } else {
-                    printed.append(.init(order: order, text: "\(match.path)\t\(match.label)\n"))
-                }
+                guard let one = Output.printed(match, json: json) else { return encodable = false }
+                printed.append(one)
             }
         }
         let paged = try CommandLineError.keychain { () throws(KeychainError) in
@@ -82,7 +76,7 @@ enum SearchCommand: Verb {
         }
         guard encodable else { throw .failure("cannot encode the output as JSON", status: .failed) }
         if printed.isEmpty && !json { throw .failure("nothing matches", status: .notFound) }
-        Output.write(printed, json: json) { $0 > $1 }  // newest first
+        Output.write(printed, json: json, by: Output.newestFirst)
     }
 
     /// `ATTRIBUTE VALUE ...`, as secret-tool: the newest match (or all) as `name = value` blocks.
