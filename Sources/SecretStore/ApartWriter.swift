@@ -128,15 +128,15 @@ public final class ApartWriter: @unchecked Sendable {
         }
     }
 
-    /// Runs `body`, then `recording`, in a transaction of this connection, committed and then
-    /// synced; refuses it (`.notFound`) when one of `collections` was deleted (or replaced by a
+    /// Runs `body`, then `recording`, in a transaction of this connection that lands whole or
+    /// not at all (``Database/wholeTransaction(_:)``), committed and then synced; refuses it (`.notFound`) when one of `collections` was deleted (or replaced by a
     /// restore) since its items were sealed.
     private func write<Written>(
         in collections: [Store.CollectionRecord], recording: Recording?, _ body: @Sendable (Store) throws(StoreError) -> Written
     ) throws(StoreError) -> Written {
         try store.withLock { store throws(StoreError) -> Written in
             guard let store else { throw .io("the database is closed") }
-            let written = try store.database.transaction { () throws(StoreError) -> Written in
+            let written = try store.database.wholeTransaction { () throws(StoreError) -> Written in
                 var checked: Set<Int64> = []
                 for collection in collections where checked.insert(collection.id).inserted {
                     let found = try store.database.rows("SELECT uuid FROM collections WHERE id = ?", [.integer(collection.id)])

@@ -210,10 +210,11 @@ public final class Store {
     }
 
     /// Runs `body` as one transaction inside the store's: every write it makes lands, or
-    /// none does (a keyring imported whole or not at all).
+    /// none does (a keyring imported whole or not at all), even when `body` caught the failure
+    /// of one of them (the whole then throws it).
     public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         do {
-            return try database.transaction(body)
+            return try database.wholeTransaction(body)
         } catch {
             forgetRolledBack()
             throw error

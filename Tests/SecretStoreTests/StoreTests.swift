@@ -578,4 +578,53 @@ func text(_ bytes: SecureBytes) -> String { bytes.withBytes { String(decoding: $
         }
         #expect(text(try store.readItem(read, in: login, keys: keys).secret) == "s2")
     }
+
+    @Test("a transaction lands whole or not at all: the writes inside it are not savepoints, and one that fails, even caught, undoes the whole")
+    func wholeTransaction() throws {
+        for grouped in [false, true] {
+            let (store, directory) = try makeStore()
+            let (login, keys) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+            store.groupsCommits = grouped
+            let before = try store.createItem(in: login, keys: keys, contents: contents("Before", ["service": "before"], "s0"))
+
+            // Every write lands.
+            let landed = try store.transaction { () throws(StoreError) -> [Store.ItemRecord] in
+                try (1...3).map { (index) throws(StoreError) in
+                    try store.createItem(in: login, keys: keys, contents: contents("Item \(index)", ["n": "\(index)"], "s\(index)"))
+                }
+            }
+            #expect(Set(try store.search([:], in: login).map(\.id)) == Set([before.id] + landed.map(\.id)))
+
+            // A write inside fails after its row went in (past its creator's quota of one
+            // item); the body catches it and goes on: the whole is undone and throws it.
+            let quota = Store.Quota(items: 1, bytes: 1 << 20, databaseBytes: 1 << 30)
+            #expect(throws: StoreError.overQuota(.items(1))) {
+                try store.transaction { () throws(StoreError) in
+                    _ = try store.createItem(in: login, keys: keys, contents: contents("Kept?", ["n": "4"], "s4"), creator: "app", within: quota)
+                    do {
+                        _ = try store.createItem(in: login, keys: keys, contents: contents("Over", ["n": "5"], "s5"), creator: "app", within: quota)
+                        Issue.record("the second item of the creator was not refused")
+                    } catch {
+                        // caught, and the body goes on
+                    }
+                    _ = try store.createItem(in: login, keys: keys, contents: contents("Kept?", ["n": "6"], "s6"))
+                }
+            }
+            #expect(Set(try store.search([:], in: login).map(\.id)) == Set([before.id] + landed.map(\.id)))
+
+            // A failure not caught undoes the whole too; the store goes on afterwards.
+            #expect(throws: StoreError.overQuota(.items(1))) {
+                try store.transaction { () throws(StoreError) in
+                    _ = try store.createItem(in: login, keys: keys, contents: contents("Kept?", ["n": "7"], "s7"), creator: "app", within: quota)
+                    _ = try store.createItem(in: login, keys: keys, contents: contents("Over", ["n": "8"], "s8"), creator: "app", within: quota)
+                }
+            }
+            let after = try store.createItem(in: login, keys: keys, contents: contents("After", ["service": "after"], "s9"))
+            if grouped { try store.commitPending() }
+            let observer = try Store(directory: directory)
+            #expect(Set(try observer.search([:], in: login).map(\.id)) == Set([before.id, after.id] + landed.map(\.id)))
+            #expect(text(try observer.readItem(after, in: login, keys: keys).secret) == "s9")
+            #expect(try observer.integrityProblems().isEmpty)
+        }
+    }
 }
