@@ -14,13 +14,13 @@ extension ExportFile {
         for (index, item) in items.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             out += #"{"label":"#.utf8
-            appendQuoted(item.label, to: &out)
+            JSONText.appendQuoted(item.label, to: &out)
             out += #","attributes":{"#.utf8
             for (position, (name, value)) in item.attributes.enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
-                appendQuoted(name, to: &out)
+                JSONText.appendQuoted(name, to: &out)
                 out.append(UInt8(ascii: ":"))
-                appendQuoted(value, to: &out)
+                JSONText.appendQuoted(value, to: &out)
             }
             out += #"},"secret":""#.utf8
             appendBase64(item.secret, to: &out)
@@ -34,43 +34,11 @@ extension ExportFile {
     static func jsonLength(_ items: [Item]) -> Int {
         var length = #"{"items":[]}"#.utf8.count + max(0, items.count - 1)
         for item in items {
-            length += #"{"label":,"attributes":{},"secret":""}"#.utf8.count + quotedLength(item.label)
+            length += #"{"label":,"attributes":{},"secret":""}"#.utf8.count + JSONText.quotedLength(item.label)
                 + max(0, item.attributes.count - 1) + base64Length(item.secret.count)
-            for (name, value) in item.attributes { length += quotedLength(name) + 1 + quotedLength(value) }
+            for (name, value) in item.attributes { length += JSONText.quotedLength(name) + 1 + JSONText.quotedLength(value) }
         }
         return length
-    }
-
-    /// The length of `text` as a JSON string, quotes included.
-    private static func quotedLength(_ text: String) -> Int {
-        var length = 2
-        for byte in text.utf8 { length += escape(byte).map(\.count) ?? 1 }
-        return length
-    }
-
-    /// `text` as a JSON string: `"` and `\` escaped, control characters as `\u00XX`, the rest
-    /// (UTF-8) as it is.
-    private static func appendQuoted(_ text: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            if let escaped = escape(byte) { out += escaped } else { out.append(byte) }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    /// How a JSON string writes `byte`, when not as itself.
-    private static func escape(_ byte: UInt8) -> [UInt8]? {
-        switch byte {
-        case UInt8(ascii: "\""): return Array(#"\""#.utf8)
-        case UInt8(ascii: "\\"): return Array(#"\\"#.utf8)
-        case 0x0A: return Array(#"\n"#.utf8)
-        case 0x0D: return Array(#"\r"#.utf8)
-        case 0x09: return Array(#"\t"#.utf8)
-        case ..<0x20:
-            let hex = Array("0123456789abcdef".utf8)
-            return Array(#"\u00"#.utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xf)]]
-        default: return nil
-        }
     }
 
     /// How many characters base64 (with padding) writes for `count` bytes.

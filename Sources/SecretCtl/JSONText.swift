@@ -50,23 +50,51 @@ enum JSONText {
         return mirror.children.first.flatMap { unwrapped($0.value) }
     }
 
+    /// `string` as a JSON string, appended to `text` (``appendQuoted(_:to:)``).
     private static func writeString(_ string: String, to text: inout String) {
-        text += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case "\u{08}": text += "\\b"
-            case "\u{0C}": text += "\\f"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: text.unicodeScalars.append(scalar)
-            }
+        guard string.utf8.contains(where: { escapes[Int($0)] != nil }) else {
+            text += "\""
+            text += string
+            text += "\""
+            return
         }
-        text += "\""
+        var bytes: [UInt8] = []
+        appendQuoted(string, to: &bytes)
+        text += String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `text` as a JSON string, quotes included, appended to `out`: `"` and `\\` escaped,
+    /// control characters as `\b`, `\t`, `\n`, `\f`, `\r` or `\u00XX`, the rest (UTF-8) as
+    /// it is. The one rule for every JSON secretctl writes: `--json` output and the export's payload.
+    static func appendQuoted(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            if let escaped = escapes[Int(byte)] { out += escaped } else { out.append(byte) }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// How many bytes ``appendQuoted(_:to:)`` writes for `text`.
+    static func quotedLength(_ text: String) -> Int {
+        var length = 2
+        for byte in text.utf8 { length += escapes[Int(byte)]?.count ?? 1 }
+        return length
+    }
+
+    /// How a JSON string writes each byte of UTF-8: nil when as itself.
+    private static let escapes: [[UInt8]?] = (0..<256).map { (byte: Int) -> [UInt8]? in
+        switch byte {
+        case 0x22: return Array(#"\""#.utf8)
+        case 0x5C: return Array(#"\\"#.utf8)
+        case 0x08: return Array(#"\b"#.utf8)
+        case 0x09: return Array(#"\t"#.utf8)
+        case 0x0A: return Array(#"\n"#.utf8)
+        case 0x0C: return Array(#"\f"#.utf8)
+        case 0x0D: return Array(#"\r"#.utf8)
+        case ..<0x20:
+            let hex = Array("0123456789abcdef".utf8)
+            return Array(#"\u00"#.utf8) + [hex[byte >> 4], hex[byte & 0xf]]
+        default: return nil
+        }
     }
 }

@@ -24,7 +24,7 @@ import Testing
     @Test("the plaintext is JSON that JSONDecoder reads back exactly: escapes, control characters, non-ASCII, every base64 padding, no items; its length is known before it is written")
     func plaintextJSON() throws {
         let awkward = [
-            ExportFile.Item(label: "quote \" backslash \\ slash / tab \t newline \n cr \r nul \u{0} bell \u{7} esc \u{1B} del \u{7F}",
+            ExportFile.Item(label: "quote \" backslash \\ slash / tab \t newline \n cr \r nul \u{0} bell \u{7} esc \u{1B} del \u{7F} bs \u{8} ff \u{C}",
                             attributes: ["ключ \u{1F511}": "значение \"é\"", "": "", "line\nbreak": "\u{1F}\u{10}"], secret: Data()),
             ExportFile.Item(label: "", attributes: ["a": "b"], secret: Data([0xFF])),
             ExportFile.Item(label: "two", attributes: [:], secret: Data([0, 0xFE])),
