@@ -17,5 +17,12 @@ import Testing
         #expect(parsed["service"] as? String == "svc/one" && parsed["pid"] is NSNull)
         #expect(((parsed["list"] as? [Any])?[1] as? String) == "quote \" back \\ tab \t nl \n bell \u{07} é 🔑")
         #expect(JSONText.encode(["date": Date()]) == nil, "a value JSON has no form for is refused")
+        // Optionals held in an Any: nil is null, else what they hold, at any depth.
+        let some: Int? = 5
+        let twice: Int?? = .some(nil)
+        let label: String? = "x"
+        let held: [String: Any?] = ["some": some as Any, "twice": twice as Any, "label": label as Any, "list": [some as Any, twice as Any]]
+        #expect(JSONText.encode(held) == #"{"label":"x","list":[5,null],"some":5,"twice":null}"#)
+        #expect(JSONText.encode([Date()] as [Any]) == nil)
     }
 }
