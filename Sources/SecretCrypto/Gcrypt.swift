@@ -140,23 +140,49 @@ public enum Gcrypt {
     package static func seal(
         _ plaintext: UnsafeRawBufferPointer, key: SecureBytes, associatedData: [UInt8], nonce: [UInt8]
     ) throws(CryptoError) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: nonceLength + plaintext.count + tagLength)
+        try output.withUnsafeMutableBytes { out in
+            Result { () throws(CryptoError) in try seal(into: out, from: plaintext.baseAddress, key: key, associatedData: associatedData, nonce: nonce) }
+        }.get()
+        return output
+    }
+
+    /// ``seal(_:key:associatedData:)`` where the plaintext lies, for one too large to copy:
+    /// `buffer` is ``nonceLength`` bytes for the nonce, then the plaintext, encrypted where it
+    /// is, then ``tagLength`` bytes for the tag; it ends as what `seal` returns.
+    public static func sealInPlace(_ buffer: UnsafeMutableRawBufferPointer, key: SecureBytes, associatedData: [UInt8]) throws(CryptoError) {
+        try seal(into: buffer, from: nil, key: key, associatedData: associatedData, nonce: randomBytes(count: nonceLength))
+    }
+
+    /// ``sealInPlace(_:key:associatedData:)`` with a given nonce, for known-answer tests only.
+    package static func sealInPlace(
+        _ buffer: UnsafeMutableRawBufferPointer, key: SecureBytes, associatedData: [UInt8], nonce: [UInt8]
+    ) throws(CryptoError) {
+        try seal(into: buffer, from: nil, key: key, associatedData: associatedData, nonce: nonce)
+    }
+
+    /// Seals into `buffer` (nonce, ciphertext, tag) the plaintext at `plaintext`, as long as
+    /// `buffer`'s middle; nil: the plaintext is that middle, encrypted in place.
+    private static func seal(
+        into buffer: UnsafeMutableRawBufferPointer, from plaintext: UnsafeRawPointer?, key: SecureBytes, associatedData: [UInt8],
+        nonce: [UInt8]
+    ) throws(CryptoError) {
+        guard buffer.count >= nonceLength + tagLength, nonce.count == nonceLength else {
+            throw .invalidInput("a sealed value has room for its nonce and tag")
+        }
         let cipher = try openCipher(key: key, nonce: nonce, associatedData: associatedData)
         defer { gcry_cipher_close(cipher) }
-        var output = [UInt8](repeating: 0, count: nonceLength + plaintext.count + tagLength)
-        let error: gcry_error_t = output.withUnsafeMutableBytes { out in
-            nonce.withUnsafeBytes { out.copyMemory(from: $0) }
-            let body = out.baseAddress! + nonceLength
-            if plaintext.count > 0 {
-                let status = gcry_cipher_encrypt(cipher, body, plaintext.count, plaintext.baseAddress, plaintext.count)
-                if status != 0 { return status }
-            } else {
-                let status = gcry_cipher_ctl(cipher, Int32(GCRYCTL_FINALIZE.rawValue), nil, 0)
-                if status != 0 { return status }
-            }
-            return gcry_cipher_gettag(cipher, body + plaintext.count, tagLength)
+        nonce.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: nonceLength) }
+        let body = buffer.baseAddress! + nonceLength
+        let length = buffer.count - nonceLength - tagLength
+        var error: gcry_error_t
+        if length > 0 {
+            error = gcry_cipher_encrypt(cipher, body, length, plaintext, plaintext == nil ? 0 : length)
+        } else {
+            error = gcry_cipher_ctl(cipher, Int32(GCRYCTL_FINALIZE.rawValue), nil, 0)
         }
+        if error == 0 { error = gcry_cipher_gettag(cipher, body + length, tagLength) }
         guard error == 0 else { throw .library("aes-gcm seal: \(describe(error))") }
-        return output
     }
 
     /// Decrypts what ``seal(_:key:associatedData:)`` produced; `.corrupted` when the tag, the

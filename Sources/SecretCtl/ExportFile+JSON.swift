@@ -10,6 +10,13 @@ extension ExportFile {
     static func json(_ items: [Item]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(jsonLength(items))
+        appendJSON(items, to: &out)
+        return out
+    }
+
+    /// Appends ``json(_:)`` to `out`, which has room for ``jsonLength(_:)`` more bytes (so that
+    /// no partial copy of it is left behind by growing).
+    static func appendJSON(_ items: [Item], to out: inout [UInt8]) {
         out += #"{"items":["#.utf8
         for (index, item) in items.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
@@ -27,7 +34,6 @@ extension ExportFile {
             out += #""}"#.utf8
         }
         out += "]}".utf8
-        return out
     }
 
     /// How many bytes ``json(_:)`` writes for `items`.

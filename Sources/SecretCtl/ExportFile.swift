@@ -1,3 +1,4 @@
+import Dispatch
 package import FoundationEssentials
 import Glibc
 import KeychainCore
@@ -39,24 +40,56 @@ package enum ExportFile {
     /// Whether `data` starts like an export file.
     package static func isExport(_ data: Data) -> Bool { data.count >= headerLength && Array(data.prefix(16)) == magic }
 
-    /// Seals `items` under `passphrase`.
-    package static func seal(_ items: [Item], passphrase: Data, parameters: KDFParameters = .standard) throws(CommandLineError) -> Data {
-        var json = json(items)
-        defer { json.wipe() }
+    /// Seals `items` under `passphrase`: the file's bytes. The key is derived on a thread of
+    /// its own while the payload is written (each about 0.2 s at 100,000 items), into the
+    /// buffer that is then sealed in place, so the file is the one copy of it.
+    package static func seal(_ items: [Item], passphrase: Data, parameters: KDFParameters = .standard) throws(CommandLineError) -> [UInt8] {
         let salt = Gcrypt.randomBytes(count: 16)
         var header = magic + [version]
         for value in [parameters.iterations, parameters.memoryKiB, parameters.lanes] { header += bigEndian(UInt32(value)) }
         header += salt
+        let derivation = KeyDerivation(passphrase: passphrase, salt: salt, parameters: parameters)
+        var file: [UInt8] = []
+        file.reserveCapacity(header.count + Gcrypt.nonceLength + jsonLength(items) + Gcrypt.tagLength)
+        file += header
+        file += [UInt8](repeating: 0, count: Gcrypt.nonceLength)
+        appendJSON(items, to: &file)
+        file += [UInt8](repeating: 0, count: Gcrypt.tagLength)
         do {
-            let key = try passphrase.withUnsafeBytes { bytes throws(CryptoError) in
-                try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters)
-            }
-            let sealed = try json.withUnsafeBytes { bytes throws(CryptoError) in
-                try Gcrypt.seal(bytes, key: key, associatedData: header)
-            }
-            return Data(header + sealed)
+            let key = try derivation.key()
+            try file.withUnsafeMutableBytes { bytes in
+                Result { () throws(CryptoError) in
+                    try Gcrypt.sealInPlace(UnsafeMutableRawBufferPointer(rebasing: bytes[header.count...]), key: key, associatedData: header)
+                }
+            }.get()
+            return file
         } catch {
+            file.wipe()  // it holds the payload in the clear
             throw .failure("cannot encrypt the export: \(error)", status: .failed)
+        }
+    }
+
+    /// Argon2id of a passphrase, run on a thread of its own from the start (here and now when
+    /// no thread can be had); ``key()`` waits for it.
+    private final class KeyDerivation: @unchecked Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        /// Written once by the thread before `done` is signalled, read after it.
+        private var result: Result<SecureBytes, CryptoError>?
+
+        init(passphrase: Data, salt: [UInt8], parameters: KDFParameters) {
+            let run = { [self] in
+                result = passphrase.withUnsafeBytes { bytes in
+                    Result { () throws(CryptoError) in try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters) }
+                }
+                done.signal()
+            }
+            if !DetachedThread.start(named: "secretctl-kdf", run) { run() }
+        }
+
+        /// The key, or why it could not be derived. Called once.
+        func key() throws(CryptoError) -> SecureBytes {
+            done.wait()
+            return try result!.get()
         }
     }
 

@@ -33,7 +33,7 @@ enum ExportFileTarget {
         var seeds: [(name: String, data: Data)] = []
         for (name, items) in sets {
             do {
-                seeds.append(("sealed-\(name)", try ExportFile.seal(items, passphrase: passphrase, parameters: .testing)))
+                seeds.append(("sealed-\(name)", Data(try ExportFile.seal(items, passphrase: passphrase, parameters: .testing))))
                 seeds.append(("payload-\(name).json", try JSONEncoder().encode(["items": items])))
             } catch {
                 FileHandle.standardError.write(Data("keychain-fuzz: no export-file seed \(name): \(error)\n".utf8))
@@ -63,7 +63,7 @@ enum ExportFileTarget {
         require(decoded?.items == items, "JSONDecoder reads the payload otherwise: \(String(describing: decoded?.items.count)) items")
         do {
             let sealed = try ExportFile.seal(items, passphrase: passphrase, parameters: .testing)
-            let opened = try ExportFile.open(sealed, passphrase: passphrase)
+            let opened = try ExportFile.open(Data(sealed), passphrase: passphrase)
             require(opened == items, "items do not survive an export: \(items.count) -> \(opened.count)")
         } catch {
             fatalError("items that decode do not export: \(error)")

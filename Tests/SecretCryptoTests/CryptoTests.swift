@@ -104,6 +104,30 @@ import Testing
         }
     }
 
+    @Test("sealing in place gives what sealing a copy gives (NIST test case 14 too), at any length; a buffer with no room for nonce and tag is refused")
+    func sealInPlace() throws {
+        let zero = SecureBytes([UInt8](repeating: 0, count: 32))
+        var buffer = [UInt8](repeating: 0, count: 12 + 16 + 16)
+        try buffer.withUnsafeMutableBytes { try Gcrypt.sealInPlace($0, key: zero, associatedData: [], nonce: [UInt8](repeating: 0, count: 12)) }
+        #expect(hex(Array(buffer[12..<28])) == "cea7403d4d606b6e074ec5d3baf39d18")
+        #expect(hex(Array(buffer[28...])) == "d0d1c8a799996bf0265b98b5d48ab919")
+
+        let key = Gcrypt.randomKey()
+        let nonce = Gcrypt.randomBytes(count: 12)
+        for length in [0, 1, 15, 16, 17, 1000, 65_537] {
+            let plaintext = (0..<length).map { UInt8(truncatingIfNeeded: $0 * 31 + 7) }
+            let copied = try plaintext.withUnsafeBytes { try Gcrypt.seal($0, key: key, associatedData: [1, 2], nonce: nonce) }
+            var inPlace = [UInt8](repeating: 0xAA, count: 12) + plaintext + [UInt8](repeating: 0xAA, count: 16)
+            try inPlace.withUnsafeMutableBytes { try Gcrypt.sealInPlace($0, key: key, associatedData: [1, 2], nonce: nonce) }
+            #expect(inPlace == copied, "length \(length)")
+            var fresh = [UInt8](repeating: 0, count: 12) + plaintext + [UInt8](repeating: 0, count: 16)
+            try fresh.withUnsafeMutableBytes { try Gcrypt.sealInPlace($0, key: key, associatedData: [3]) }
+            #expect(try Gcrypt.open(fresh, key: key, associatedData: [3]).withBytes { Array($0) } == plaintext)
+        }
+        var short = [UInt8](repeating: 0, count: 27)
+        #expect(throws: CryptoError.self) { try short.withUnsafeMutableBytes { try Gcrypt.sealInPlace($0, key: key, associatedData: []) } }
+    }
+
     @Test("sealing the same plaintext twice uses fresh nonces; empty plaintexts work")
     func freshNonces() throws {
         let key = Gcrypt.randomKey()

@@ -66,7 +66,9 @@ enum ExportCommand: Verb {
             defer { passphrase.wipe() }
             (sealed, leftOut) = try KDBXExport.database(entries, passphrase: passphrase)
         default:
-            sealed = Array(try ExportFile.seal(items, passphrase: try ExportPassphrase.read(confirm: true)))
+            var passphrase = try ExportPassphrase.read(confirm: true)
+            defer { passphrase.wipe() }
+            sealed = try ExportFile.seal(items, passphrase: passphrase)
         }
         defer { sealed.wipe() }
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (parsed[Self.force] ? O_TRUNC : O_EXCL)
