@@ -118,12 +118,70 @@ public enum Gcrypt {
         }
         guard error == 0, let handle else { throw .library("argon2id: \(describe(error))") }
         defer { gcry_kdf_close(handle) }
-        error = gcry_kdf_compute(handle, nil)
+        if parameters.lanes > 1 {
+            // The lanes of each segment side by side, on threads of their own: the standard
+            // parameters took 166-173 ms one lane after another, 122-148 ms so (2 cores; the
+            // memory's bandwidth is shared).
+            let lanes = LaneThreads()
+            var operations = gcry_kdf_thread_ops_t(
+                jobs_context: Unmanaged.passUnretained(lanes).toOpaque(), dispatch_job: LaneThreads.dispatch,
+                wait_all_jobs: LaneThreads.waitAll)
+            error = withExtendedLifetime(lanes) { gcry_kdf_compute(handle, &operations) }
+            lanes.joinAll()  // after a failure midway too: no job outlives the handle
+        } else {
+            error = gcry_kdf_compute(handle, nil)
+        }
         guard error == 0 else { throw .library("argon2id: \(describe(error))") }
         let key = SecureBytes(count: keyLength)
         error = key.withMutableBytes { gcry_kdf_final(handle, keyLength, $0.baseAddress) }
         guard error == 0 else { throw .library("argon2id: \(describe(error))") }
         return key
+    }
+
+    /// libgcrypt's hooks for running Argon2's jobs on threads: it hands over one job per lane
+    /// of a segment (``dispatch``), then waits for them all (``waitAll``), four times a pass.
+    /// A job that no thread can be had for runs at once, on the caller's.
+    private final class LaneThreads {
+        /// The threads of the jobs handed over since the last wait.
+        private var running: [pthread_t] = []
+
+        /// One job and its argument, for its thread.
+        private typealias Job = (run: gcry_kdf_job_fn_t, argument: UnsafeMutableRawPointer?)
+
+        static let dispatch: gcry_kdf_dispatch_job_fn_t = { context, run, argument in
+            guard let context, let run else { return -1 }
+            let lanes = Unmanaged<LaneThreads>.fromOpaque(context).takeUnretainedValue()
+            let job = UnsafeMutablePointer<Job>.allocate(capacity: 1)
+            job.initialize(to: (run, argument))
+            var thread = pthread_t()
+            let started = pthread_create(&thread, nil, { raw in
+                let job = raw!.assumingMemoryBound(to: Job.self)
+                let (run, argument) = job.move()
+                job.deallocate()
+                run(argument)
+                return nil
+            }, job)
+            if started == 0 {
+                lanes.running.append(thread)
+            } else {
+                job.deinitialize(count: 1)
+                job.deallocate()
+                run(argument)
+            }
+            return 0
+        }
+
+        static let waitAll: gcry_kdf_wait_all_jobs_fn_t = { context in
+            guard let context else { return -1 }
+            Unmanaged<LaneThreads>.fromOpaque(context).takeUnretainedValue().joinAll()
+            return 0
+        }
+
+        /// Waits for every job handed over so far.
+        func joinAll() {
+            for thread in running { pthread_join(thread, nil) }
+            running.removeAll()
+        }
     }
 
     // MARK: - AES-256-GCM
