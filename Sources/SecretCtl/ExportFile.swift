@@ -77,8 +77,11 @@ package enum ExportFile {
         private var result: Result<SecureBytes, CryptoError>?
 
         init(passphrase: Data, salt: [UInt8], parameters: KDFParameters) {
+            // A copy in secure memory, so that the thread holds no reference to the caller's
+            // `Data` (whose wipe would then copy it first, leaving this one unwiped).
+            let password = passphrase.withUnsafeBytes { SecureBytes(copying: $0) }
             let run = { [self] in
-                result = passphrase.withUnsafeBytes { bytes in
+                result = password.withBytes { bytes in
                     Result { () throws(CryptoError) in try Gcrypt.argon2id(password: bytes, salt: salt, parameters: parameters) }
                 }
                 done.signal()
