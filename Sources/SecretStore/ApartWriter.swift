@@ -129,8 +129,9 @@ public final class ApartWriter: @unchecked Sendable {
     }
 
     /// Runs `body`, then `recording`, in a transaction of this connection that lands whole or
-    /// not at all (``Database/wholeTransaction(_:)``), committed and then synced; refuses it (`.notFound`) when one of `collections` was deleted (or replaced by a
-    /// restore) since its items were sealed.
+    /// not at all (``Database/wholeTransaction(_:)``), committed and then synced; refuses it
+    /// (`.notFound`) when one of `collections` was deleted (or replaced by a restore) since its
+    /// items were sealed.
     private func write<Written>(
         in collections: [Store.CollectionRecord], recording: Recording?, _ body: @Sendable (Store) throws(StoreError) -> Written
     ) throws(StoreError) -> Written {
