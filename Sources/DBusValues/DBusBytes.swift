@@ -9,7 +9,7 @@ package final class DBusBytes: Equatable, CustomStringConvertible, @unchecked Se
     private let storage: UnsafeMutableRawBufferPointer
 
     /// `count` bytes, which `fill` writes.
-    private init(count: Int, fill: (UnsafeMutableRawBufferPointer) -> Void) {
+    package init(count: Int, fill: (UnsafeMutableRawBufferPointer) -> Void) {
         storage = .allocate(byteCount: max(count, 1), alignment: 1)
         self.count = count
         fill(UnsafeMutableRawBufferPointer(rebasing: storage[0..<count]))

@@ -22,6 +22,38 @@ extension ImportObject {
         collection alias: String, replace: Bool, items itemValues: [DBusValue], sender: String,
         reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
     ) throws(SecretServiceError) {
+        try importBatch(collection: alias, replace: replace, count: itemValues.count, sender: sender, reply: reply) {
+            [provider] index throws(SecretServiceError) in
+            try ImportObject(provider).batchItem(itemValues[index], sender: sender)
+        }
+    }
+
+    /// `ImportPackedItems`: ``importBatch(collection:replace:items:sender:reply:)`` with the
+    /// items packed in one byte array (``PackedItems``), their secrets all encoded by one session.
+    func importPackedBatch(
+        collection alias: String, replace: Bool, packed: DBusBytes, sender: String,
+        reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+    ) throws(SecretServiceError) {
+        let (sessionPath, items): (String, [PackedItems.Item])
+        do { (sessionPath, items) = try PackedItems.unpack(packed) } catch { throw .invalidArgs(error.description) }
+        // Looked up once: every secret of the batch was encoded in it. An empty batch needs
+        // none (and reads no item).
+        let session = items.isEmpty ? nil : try provider.session(at: sessionPath, for: sender).get()
+        try importBatch(collection: alias, replace: replace, count: items.count, sender: sender, reply: reply) {
+            [provider] index throws(SecretServiceError) in
+            let item = items[index]
+            let secret = try provider.sentSecret(
+                parameters: item.parameters, value: item.value, contentType: item.contentType, in: session!).get()
+            return try ImportObject(provider).batchItem(label: item.label, attributes: item.attributes, secret: secret, sender: sender)
+        }
+    }
+
+    /// Stores the `count` items `item` reads from a call (``importBatch(collection:replace:items:sender:reply:)``).
+    private func importBatch(
+        collection alias: String, replace: Bool, count: Int, sender: String,
+        reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void,
+        item read: @escaping (Int) throws(SecretServiceError) -> ItemBatchWrite.Item
+    ) throws(SecretServiceError) {
         let everywhere = alias.isEmpty
         guard let target = provider.resolveAlias(everywhere ? "default" : alias) else {
             throw .noSuchObject("no keyring has the alias \(everywhere ? "default" : alias)")
@@ -31,17 +63,15 @@ extension ImportObject {
         let onLoop = { [provider] (batch: [ItemBatchWrite.Item]) -> Result<DBusValue, SecretServiceError> in
             ImportObject(provider).storeOnLoop(batch, into: alias, replace: replace, sender: sender, creator: creator)
         }
-        var item = { [provider] (index: Int) throws(SecretServiceError) -> ItemBatchWrite.Item in
-            try ImportObject(provider).batchItem(itemValues[index], sender: sender)
-        }
-        if itemValues.count <= ItemBatchWrite.itemsPerTurn {
+        var item = read
+        if count <= ItemBatchWrite.itemsPerTurn {
             var batch: [ItemBatchWrite.Item] = []
-            for index in itemValues.indices { batch.append(try item(index)) }
+            for index in 0..<count { batch.append(try read(index)) }
             guard batch.reduce(0, { $0 + $1.byteCount }) >= SealingQueue.threshold else { return reply(onLoop(batch)) }
             item = { index in batch[index] }
         }
         ItemBatchWrite(provider: provider).store(
-            count: itemValues.count, item: item, into: target, keys: targetKeys, replace: replace, creator: creator,
+            count: count, item: item, into: target, keys: targetKeys, replace: replace, creator: creator,
             find: { [provider] item throws(StoreError) in
                 try ImportObject(provider).sameItem(item.attributes, in: everywhere ? nil : target, sender: sender)
             }, onLoop: onLoop, reply: reply)
@@ -56,11 +86,17 @@ extension ImportObject {
         guard let label = properties[SecretServiceNames.Property.itemLabel].map(\.string) ?? "",
             let requested = properties[SecretServiceNames.Property.itemAttributes].map(\.stringMap) ?? [:]
         else { throw .invalidArgs("an item's Label must be s and its Attributes a{ss}") }
+        return try batchItem(label: label, attributes: requested, secret: try provider.sentSecret(fields[1], from: sender).get(), sender: sender)
+    }
+
+    /// An item of a batch from `sender` with `label`, the `requested` attributes and `secret`,
+    /// checked and placed in a group.
+    private func batchItem(label: String, attributes requested: [String: String], secret: SentSecret, sender: String)
+        throws(SecretServiceError) -> ItemBatchWrite.Item
+    {
         guard !ItemIdentity.of(requested).isEmpty else { throw .invalidArgs("an item needs attributes") }
         if let problem = Provider.checkItemText(label: label, attributes: requested) { throw problem }
-        return ItemBatchWrite.Item(
-            label: label, attributes: try provider.placeInGroup(requested, for: sender).get(),
-            secret: try provider.sentSecret(fields[1], from: sender).get())
+        return ItemBatchWrite.Item(label: label, attributes: try provider.placeInGroup(requested, for: sender).get(), secret: secret)
     }
 
     /// Writes `batch` into the keyring of the alias `alias` on the loop, in one transaction,

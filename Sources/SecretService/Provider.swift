@@ -233,13 +233,21 @@ final class Provider {
         guard let fields = value.tuple, fields.count == 4, let path = fields[0].objectPath, let parameters = fields[1].bytes,
             let bytes = fields[2].bytes, let contentType = fields[3].string
         else { return .failure(.invalidArgs("a secret must be (oayays)")) }
-        guard bytes.count <= KeychainLimits.secretSize + 32 else {
+        return session(at: path, for: sender).flatMap { session in
+            sentSecret(parameters: parameters, value: bytes, contentType: contentType, in: session)
+        }
+    }
+
+    /// A secret sent in `session` as its parameters, value and content type, checked against
+    /// the size limit.
+    func sentSecret(parameters: DBusBytes, value: DBusBytes, contentType: String, in session: Session)
+        -> Result<SentSecret, SecretServiceError>
+    {
+        guard value.count <= KeychainLimits.secretSize + 32 else {
             return .failure(.invalidArgs("the secret is larger than \(KeychainLimits.secretSize) bytes"))
         }
-        return session(at: path, for: sender).map { session in
-            SentSecret(algorithm: session.algorithm, parameters: parameters, value: bytes,
-                       contentType: contentType.isEmpty ? "text/plain" : contentType)
-        }
+        return .success(SentSecret(
+            algorithm: session.algorithm, parameters: parameters, value: value, contentType: contentType.isEmpty ? "text/plain" : contentType))
     }
 
     // MARK: - Lookup

@@ -22,7 +22,7 @@ struct FuzzTarget: Sendable {
         GitCredentialTarget.target, AccessPolicyTarget.target, ExportFileTarget.target, CSVImportTarget.target,
         ConfigurationTarget.target, SessionTarget.target, StoredItemTarget.target, LoginControlTarget.target,
         GnomeKeyringTarget.target, TPMSlotTarget.target, SyncFileTarget.target, PasswordManagerImportTarget.target,
-        KDBXImportTarget.target, SSHAgentTarget.target,
+        KDBXImportTarget.target, SSHAgentTarget.target, PackedItemsTarget.target,
     ]
 
     /// The target called `name`, if any.

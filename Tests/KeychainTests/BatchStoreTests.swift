@@ -7,9 +7,10 @@ import Testing
 
 extension ProviderTests {
     /// `secretctl import`'s batches (`KeychainAttributes.BatchStore`, issue 51 point 6): each
-    /// batch is one `ImportItems` call, and the next is sent before the reply to the one before
-    /// when no item of it may be the same item as one of that one.
-    @Suite struct BatchStore {
+    /// batch is one `ImportPackedItems` call (`ImportItems` with a secretd that has none), and the
+    /// next is sent before the reply to the one before when no item of it may be the same item as
+    /// one of that one. Serialized: one test takes the fallback for the whole process.
+    @Suite(.serialized) struct BatchStore {
         typealias Item = KeychainAttributes.BatchStore.Item
 
         @Test("items that secretd may place as one item are never in two batches under way at once")
@@ -28,8 +29,10 @@ extension ProviderTests {
             }
         }
 
-        @Test("a batch secretd refuses writes nothing while the next, sent ahead, is written; an item in two batches ends with the later one's secret")
-        func refusedBatchAndLaterItem() throws {
+        @Test("a batch secretd refuses writes nothing while the next, sent ahead, is written; an item in two batches ends with the later one's secret; the same with ImportItems where secretd has no ImportPackedItems", arguments: [true, false])
+        func refusedBatchAndLaterItem(packed: Bool) throws {
+            LibSecret.ImportBatch.packedMethod = packed ? "ImportPackedItems" : "ImportPackedItemsNotHere"
+            defer { LibSecret.ImportBatch.packedMethod = "ImportPackedItems" }
             let service = uniqueService()
             let isSecretd = try environment().command.arguments[0].hasSuffix("secretd")
             func items(_ prefix: String, _ count: Int) -> [Item] {

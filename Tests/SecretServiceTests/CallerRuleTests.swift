@@ -231,6 +231,7 @@ import Testing
         "io.github.secretd.AccessGroups1.RemoveMember": .unconfined,
         "io.github.secretd.Import1.ImportKeyring": .unconfined,
         "io.github.secretd.Import1.ImportItems": .unconfined,
+        "io.github.secretd.Import1.ImportPackedItems": .unconfined,
         "io.github.secretd.Import1.ReadItems": .unconfined,
         "io.github.secretd.AppKeys1.List": .unconfined,
         "io.github.secretd.AppKeys1.Delete": .unconfined,

@@ -43,6 +43,27 @@ import Testing
         }
     }
 
+    /// Sends `ImportPackedItems` (into the default keyring) as `client`, the items `(n, secret)`
+    /// packed for `session` (attributes `kind = batch`, `n = n`; none for a negative `n`), or
+    /// `packed` as it is; `answer` is set when it is answered.
+    static func importPacked(_ setup: Setup, _ client: String, _ items: [(n: Int, secret: [UInt8])], session: String,
+                             packed: DBusBytes? = nil, answer: @escaping (Result<DBusValue, SecretServiceError>) -> Void) {
+        let writer = PackedItems.Writer(sessionPath: session)
+        for (n, secret) in items {
+            secret.withUnsafeBytes { value in
+                writer.append(label: "item \(n)", attributes: n < 0 ? [:] : ["kind": "batch", "n": "\(n)"],
+                              parameters: UnsafeRawBufferPointer(start: nil, count: 0), value: value, contentType: "text/plain")
+            }
+        }
+        let call = MethodCall(
+            sender: client, path: SecretServiceNames.Path.service, interface: SecretServiceNames.Interface.importing,
+            method: "ImportPackedItems", arguments: [.string(""), .boolean(false), .bytes(packed ?? writer.finish())])
+        setup.daemon.router.handle(call) {
+            answer($0)
+            _ = setup.daemon.commitPending()
+        }
+    }
+
     /// The secret of the item `n`, read by `client` (nil: no such item, or more than one).
     static func secret(_ setup: Setup, _ client: String, item n: Int) -> [UInt8]? {
         let found = setup.search(client, ["kind": "batch", "n": "\(n)"])
@@ -96,6 +117,49 @@ import Testing
         #expect(Self.secret(setup, ":1.2", item: 42) == Self.secret(42, version: 3))
         let path = setup.search(":1.2", ["kind": "batch", "n": "42"])[0]
         #expect(setup.daemon.router.property("Label", interface: Introspection.item, path: path, sender: ":1.2").success == .string("again 42"))
+    }
+
+    @Test("ImportPackedItems stores a batch as ImportItems does, a small one on the loop, a large one off it; bytes that are not a packed batch, another client's session or one bad item refuse it whole and write nothing")
+    func packed() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        let session = setup.sessions[":1.1"]!
+        var answer: Result<DBusValue, SecretServiceError>?
+        Self.importPacked(setup, ":1.1", [(0, Self.secret(0, version: 0))], session: session) { answer = $0 }
+        #expect(answer?.success == .tuple([.uint32(1), .uint32(0), .uint32(0)]), "a small batch is stored at once, on the loop")
+
+        answer = nil
+        let batch = (0..<100).map { ($0, Self.secret($0, version: 1)) } + [(5, Self.secret(5, version: 2))]
+        Self.importPacked(setup, ":1.1", batch, session: session) { answer = $0 }
+        setup.deferred.runTurns()
+        #expect(answer == nil && setup.deferred.pending.count == 1, "sealed off the loop")
+        setup.deferred.runAll()
+        #expect(answer?.success == .tuple([.uint32(99), .uint32(0), .uint32(2)]), "\(String(describing: answer))")
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == 100)
+        #expect(Self.secret(setup, ":1.2", item: 0) == Self.secret(0, version: 0), "there already: skipped")
+        #expect(Self.secret(setup, ":1.2", item: 5) == Self.secret(5, version: 1), "twice in the batch: the first kept")
+        #expect(Self.secret(setup, ":1.2", item: 99) == Self.secret(99, version: 1))
+
+        let fresh = (200..<300).map { ($0, Self.secret($0, version: 1)) }
+        let good = PackedItemsTests.pack([], session: session).array
+        for (packed, refusal) in [
+            (DBusBytes(good + [0]), SecretServiceError.invalidArgs(PackedItems.Malformed.trailingBytes.description)),
+            (DBusBytes(Array(good.dropLast())), .invalidArgs(PackedItems.Malformed.truncated.description)),
+        ] {
+            answer = nil
+            Self.importPacked(setup, ":1.1", fresh, session: session, packed: packed) { answer = $0 }
+            setup.deferred.runAll()
+            #expect(answer?.failure == refusal)
+        }
+        answer = nil
+        Self.importPacked(setup, ":1.1", fresh, session: setup.sessions[":1.2"]!) { answer = $0 }
+        setup.deferred.runAll()
+        #expect(answer?.failure == .noSession("the session \(setup.sessions[":1.2"]!) does not exist"), "another client's session")
+        answer = nil
+        Self.importPacked(setup, ":1.1", fresh + [(-1, Self.secret(0, version: 3))], session: session) { answer = $0 }
+        setup.deferred.runAll()
+        #expect(answer?.failure == .invalidArgs("an item needs attributes"))
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == 100, "nothing of the refused calls")
     }
 
     @Test("a large batch with one secret that cannot be decoded is refused whole; locked while it is sealed, it is refused; nothing of either is written")

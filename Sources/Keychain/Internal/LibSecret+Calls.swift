@@ -47,6 +47,28 @@ extension LibSecret {
         path: String = SecretServiceNames.Path.service, interface: String, method: String,
         arguments: [DBusValue] = [], encoded: [OpaquePointer] = [], absentWhen: Set<String> = [], timeout: Int32 = -1
     ) throws(KeychainError) -> OwnedVariant? {
+        let outcome = try callOutcome(
+            connection, destination: destination, path: path, interface: interface, method: method, arguments: arguments,
+            encoded: encoded, absentWhen: absentWhen, timeout: timeout)
+        guard case .reply(let reply) = outcome else { return nil }
+        return reply
+    }
+
+    /// What a call gives: its reply, or which error of `absentWhen` said there is none.
+    enum CallOutcome {
+        /// The reply, as GDBus gave it.
+        case reply(OwnedVariant)
+        /// The D-Bus error name, one of `absentWhen`.
+        case absent(String)
+    }
+
+    /// ``callForReply(_:destination:path:interface:method:arguments:encoded:absentWhen:timeout:)``,
+    /// saying which error of `absentWhen` came, for a caller that goes on differently for each.
+    static func callOutcome(
+        _ connection: OpaquePointer?, destination: String = providerBusName,
+        path: String = SecretServiceNames.Path.service, interface: String, method: String,
+        arguments: [DBusValue] = [], encoded: [OpaquePointer] = [], absentWhen: Set<String> = [], timeout: Int32 = -1
+    ) throws(KeychainError) -> CallOutcome {
         let parameters = DBusValue.makeTuple(arguments, appending: encoded)  // floating, taken by the call
         var error: UnsafeMutablePointer<GError>?
         let reply = g_dbus_connection_call_sync(
@@ -56,15 +78,16 @@ extension LibSecret {
             if let reply { g_variant_unref(reply) }
             if !absentWhen.isEmpty, let remote = g_dbus_error_get_remote_error(error) {
                 defer { g_free(remote) }
-                if absentWhen.contains(String(cString: remote)) {
+                let name = String(cString: remote)
+                if absentWhen.contains(name) {
                     g_error_free(error)
-                    return nil
+                    return .absent(name)
                 }
             }
             throw takeError(error)
         }
         guard let reply else { throw .protocolError(reason: "no reply to \(method)") }
-        return OwnedVariant(adopting: reply)
+        return .reply(OwnedVariant(adopting: reply))
     }
 
     /// A `GVariant` this side holds a reference to (a method reply as GDBus gave it, a large
