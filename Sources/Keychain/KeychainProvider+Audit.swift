@@ -32,7 +32,8 @@ extension KeychainProvider {
     package struct AuditReading: Equatable, Sendable {
         /// The entries, oldest first.
         package var entries: [AuditEntry]
-        /// Entries that could not be opened (their keyring is locked, or they are damaged).
+        /// Sealed records of entries that could not be opened (their keyring is locked, or they
+        /// are damaged): an entry each, or the entries of one write sealed together.
         package var unreadable: Int
         /// Locked keyrings that hold the key to the rest.
         package var lockedKeyrings: [String]

@@ -34,7 +34,7 @@ struct AuditObject {
     /// `Read`: the entries from `since` (milliseconds since 1970) on, oldest first, each an
     /// `a{sv}` of the fields it has (`time` x, `event`, `identity` s, `pid` i, `command`,
     /// `keyring` s, `item` x, `group`, `label`, `service`, `account`, `detail` s); then how many
-    /// entries could not be opened and the locked keyrings that hold their key. An item's
+    /// sealed records of entries could not be opened and the locked keyrings that hold their key. An item's
     /// label, service and account are left out for a reader that may not see its group.
     fileprivate func read(since: Int64, for sender: String) throws(SecretServiceError) -> DBusValue {
         let audit = provider.audit

@@ -108,7 +108,8 @@ extension Store {
     public struct AuditReading: Sendable {
         /// The entries, oldest first.
         public var entries: [AuditEntry]
-        /// Entries that could not be opened.
+        /// Sealed records that could not be opened: an entry, or the entries of one write
+        /// sealed together (``Store/appendAudit(_:by:)``).
         public var unreadable: Int
         /// Keyrings that must be unlocked to read the rest.
         public var lockedKeyrings: [String]
@@ -123,6 +124,62 @@ extension Store.AuditEntry {
 
     /// The first byte of the sealed form.
     private static let formatVersion: UInt8 = 1
+    /// The first byte of entries sealed together (``encoded(together:)``).
+    private static let groupVersion: UInt8 = 2
+
+    /// Entries sealed as one (those of one write, at one time): a version byte, then each
+    /// entry's ``encoded()`` form, its length (LEB128) first. One entry is its own form, which
+    /// every build reads.
+    static func encoded(together entries: [Self]) -> [UInt8] {
+        guard entries.count != 1 else { return entries[0].encoded() }
+        var bytes: [UInt8] = [groupVersion]
+        bytes.reserveCapacity(1 + entries.count * 170)
+        for entry in entries {
+            let one = entry.encoded()
+            appendLength(one.count, to: &bytes)
+            bytes += one
+        }
+        return bytes
+    }
+
+    /// The entries ``encoded(together:)`` (or ``encoded()``) wrote; nil for bytes it did not write.
+    static func decoded(together bytes: UnsafeRawBufferPointer) -> [Self]? {
+        guard bytes.first == groupVersion else { return Self(decoding: bytes).map { [$0] } }
+        var entries: [Self] = []
+        var index = 1
+        while index < bytes.count {
+            guard let length = readLength(bytes, at: &index), length <= bytes.count - index,
+                let entry = Self(decoding: UnsafeRawBufferPointer(rebasing: bytes[index..<(index + length)]))
+            else { return nil }
+            entries.append(entry)
+            index += length
+        }
+        return entries
+    }
+
+    /// Appends `length` as LEB128.
+    private static func appendLength(_ length: Int, to bytes: inout [UInt8]) {
+        var length = length
+        repeat {
+            bytes.append(UInt8(length & 0x7f) | (length > 0x7f ? 0x80 : 0))
+            length >>= 7
+        } while length > 0
+    }
+
+    /// The LEB128 length at `index`, which moves past it; nil when it runs past the end or
+    /// past 35 bits.
+    private static func readLength(_ bytes: UnsafeRawBufferPointer, at index: inout Int) -> Int? {
+        var length = 0
+        var shift = 0
+        while true {
+            guard index < bytes.count, shift < 35 else { return nil }
+            let byte = bytes[index]
+            index += 1
+            length |= Int(byte & 0x7f) << shift
+            shift += 7
+            if byte & 0x80 == 0 { return length }
+        }
+    }
 
     /// The entry as it is sealed: a version byte, then each present field as its tag, its
     /// length (LEB128) and its bytes (UTF-8 text, or a number as 8 bytes big-endian). Compact
@@ -132,11 +189,7 @@ extension Store.AuditEntry {
         bytes.reserveCapacity(160)
         func put(_ tag: Tag, _ field: [UInt8]) {
             bytes.append(tag.rawValue)
-            var length = field.count
-            repeat {
-                bytes.append(UInt8(length & 0x7f) | (length > 0x7f ? 0x80 : 0))
-                length >>= 7
-            } while length > 0
+            Self.appendLength(field.count, to: &bytes)
             bytes += field
         }
         func put(_ tag: Tag, _ text: String?) { if let text { put(tag, Array(text.utf8)) } }
@@ -166,17 +219,7 @@ extension Store.AuditEntry {
         while index < all.count {
             let tag = all[index]
             index += 1
-            var length = 0
-            var shift = 0
-            while true {
-                guard index < all.count, shift < 35 else { return nil }
-                let byte = all[index]
-                index += 1
-                length |= Int(byte & 0x7f) << shift
-                shift += 7
-                if byte & 0x80 == 0 { break }
-            }
-            guard length <= all.count - index else { return nil }
+            guard let length = Self.readLength(bytes, at: &index), length <= all.count - index else { return nil }
             if let known = Tag(rawValue: tag) { fields[known] = all[index..<(index + length)] }
             index += length
         }

@@ -1,6 +1,8 @@
 // The audit trail's storage (schema version 8): entries sealed for an X25519 key pair whose
 // public half is in the clear, so they are written while keyrings are locked, and whose
 // private half is sealed under a keyring's master key, so reading them needs it unlocked.
+// A row holds one entry, or the entries of one write at one time (a batch of an import),
+// sealed together: one seal and one row for a thousand items rather than a thousand.
 
 import KeychainCore
 import SecretCrypto
@@ -42,21 +44,25 @@ extension Store {
         }
     }
 
-    /// Seals `entries` with `writer` and appends them to the trail.
+    /// Seals `entries` with `writer` and appends them to the trail: each run of entries with
+    /// the same time (a write's entries: a batch of an import) sealed together as one row.
     public func appendAudit(_ entries: [AuditEntry], by writer: AuditWriter) throws(StoreError) {
-        for entry in entries {
-            let plaintext = entry.encoded()
+        var start = entries.startIndex
+        while start < entries.endIndex {
+            let time = entries[start].time
+            let end = entries[start...].firstIndex { $0.time != time } ?? entries.endIndex
+            let plaintext = SecureBytes(AuditEntry.encoded(together: Array(entries[start..<end])))
             let sealed = try StoreError.fromCrypto { () throws(CryptoError) in
-                try SecureBytes(plaintext).withBytes { (bytes) throws(CryptoError) in
+                try plaintext.withBytes { (bytes) throws(CryptoError) in
                     try Gcrypt.seal(
-                        bytes, key: writer.sealingKey,
-                        associatedData: Self.auditEntryAssociatedData(writer.key.id, entry.time, writer.writerPublicKey))
+                        bytes, key: writer.sealingKey, associatedData: Self.auditEntryAssociatedData(writer.key.id, time, writer.writerPublicKey))
                 }
             }
             try database.insert([
-                AuditEntryColumn.keyID: .integer(writer.key.id), .time: .integer(entry.time),
+                AuditEntryColumn.keyID: .integer(writer.key.id), .time: .integer(time),
                 .writer: .blob(writer.writerPublicKey), .sealed: .blob(sealed),
             ])
+            start = end
         }
     }
 
@@ -104,13 +110,13 @@ extension Store {
             }
             guard let opened = try? Gcrypt.open(
                       sealed, key: sealingKey, associatedData: Self.auditEntryAssociatedData(keyID, time, writer)),
-                  let entry = opened.withBytes({ AuditEntry(decoding: $0) }),
-                  entry.time == time
+                  let entries = opened.withBytes({ AuditEntry.decoded(together: $0) }),
+                  entries.allSatisfy({ $0.time == time })
             else {
                 reading.unreadable += 1
                 continue
             }
-            reading.entries.append(entry)
+            reading.entries += entries
         }
         return reading
     }
@@ -123,7 +129,7 @@ extension Store {
         return Int(database.totalChanges - changesBefore)
     }
 
-    /// How many entries the trail holds.
+    /// How many sealed records the trail holds: an entry, or the entries of one write sealed together.
     public func auditCount() throws(StoreError) -> Int {
         Int(try database.rows("SELECT count(*) FROM audit_entries").first?.first?.integer ?? 0)
     }

@@ -37,6 +37,49 @@ import Testing
         #expect(throws: StoreError.locked) { try store.createAuditKey(sealedBy: login, keys: keys.withoutMaster) }
     }
 
+    @Test("a write's entries at one time are sealed together in one row and read back in order, beside rows of one entry; a changed byte makes the whole row unreadable, counted once")
+    func sealedTogether() throws {
+        let (store, _) = try makeStore()
+        let (login, keys) = try store.createCollection(name: "login", label: "Login", password: password, parameters: .testing)
+        let writer = try store.auditWriter(for: try store.createAuditKey(sealedBy: login, keys: keys))
+        let batch = (0..<1_000).map { entry(7_000, .create, label: "item \($0)") }
+        try store.appendAudit([entry(6_000, .read)] + batch + [entry(8_000, .delete)], by: writer)
+        #expect(try store.auditCount() == 3, "one row for the entries at 7,000, one each for the others")
+        let reading = try store.readAudit(since: 0, keys: { _ in keys })
+        #expect(reading.entries == [entry(6_000, .read)] + batch + [entry(8_000, .delete)] && reading.unreadable == 0)
+        #expect(try store.readAudit(since: 7_000, keys: { _ in keys }).entries.count == 1_001)
+
+        let grouped = try #require(try store.database.rows("SELECT id, sealed FROM audit_entries WHERE time = 7000").first)
+        var damaged = try #require(grouped[1].blob)
+        damaged[damaged.count / 2] ^= 1
+        try store.database.run("UPDATE audit_entries SET sealed = ? WHERE id = ?", [.blob(damaged), grouped[0]])
+        let after = try store.readAudit(since: 0, keys: { _ in keys })
+        #expect(after.entries == [entry(6_000, .read), entry(8_000, .delete)] && after.unreadable == 1)
+    }
+
+    @Test("entries sealed together decode back in order; bytes cut inside an entry, a length past the end or a damaged entry decode to nothing")
+    func togetherDecoding() {
+        let entries = (0..<3).map { entry(9_000, .create, label: "item \($0)") }
+        let bytes = Store.AuditEntry.encoded(together: entries)
+        #expect(bytes.withUnsafeBytes { Store.AuditEntry.decoded(together: $0) } == entries)
+        #expect(Store.AuditEntry.encoded(together: [entries[0]]) == entries[0].encoded(), "one entry keeps the form every build reads")
+        #expect(entries[0].encoded().withUnsafeBytes { Store.AuditEntry.decoded(together: $0) } == [entries[0]])
+        // Where each entry ends: after the version byte, each entry's length (LEB128) and bytes.
+        var boundaries: [Int: Int] = [1: 0]
+        var end = 1
+        for (index, one) in entries.enumerated() {
+            end += (one.encoded().count < 128 ? 1 : 2) + one.encoded().count
+            boundaries[end] = index + 1
+        }
+        #expect(end == bytes.count)
+        for length in 1..<bytes.count {
+            let decoded = Array(bytes.prefix(length)).withUnsafeBytes { Store.AuditEntry.decoded(together: $0) }
+            #expect(decoded == boundaries[length].map { Array(entries.prefix($0)) }, "cut at \(length)")
+        }
+        #expect(([2, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01] as [UInt8]).withUnsafeBytes { Store.AuditEntry.decoded(together: $0) } == nil)
+        #expect(([2, 3, 9, 9, 9] as [UInt8]).withUnsafeBytes { Store.AuditEntry.decoded(together: $0) } == nil)
+    }
+
     @Test("nothing of an entry is in the clear but its time; a changed time or sealed byte makes it unreadable, not wrong")
     func sealed() throws {
         let (store, _) = try makeStore()

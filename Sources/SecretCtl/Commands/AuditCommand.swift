@@ -56,7 +56,7 @@ enum AuditCommand: Verb {
         if entries.isEmpty { Terminal.writeError("secretctl: no entries\n") }
         if reading.unreadable > 0 {
             let keyrings = reading.lockedKeyrings.isEmpty ? "" : ": unlock \(reading.lockedKeyrings.joined(separator: ", ")) to read them"
-            Terminal.writeError("secretctl: \(reading.unreadable) entries could not be opened\(keyrings)\n")
+            Terminal.writeError("secretctl: \(reading.unreadable) sealed records of entries could not be opened\(keyrings)\n")
         }
     }
 
