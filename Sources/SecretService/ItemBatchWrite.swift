@@ -110,7 +110,7 @@ struct ItemBatchWrite {
                 }
             }
         }, then: {
-            write(plan, creator: creator, onLoop: { [items] in onLoop(items) }, reply: reply)
+            write(plan, creator: creator, as: accessor, onLoop: { [items] in onLoop(items) }, reply: reply)
         })
     }
 
@@ -147,14 +147,14 @@ struct ItemBatchWrite {
         case onLoop
     }
 
-    /// Seals and writes `plan`, then publishes it; as ``store(count:item:into:keys:replace:creator:find:onLoop:reply:)``.
+    /// Seals and writes `plan` for `accessor` (who asked: the audit trail names it), then
+    /// publishes it; as ``store(count:item:into:keys:replace:creator:find:onLoop:reply:)``.
     private func write(
-        _ plan: Plan, creator: String?,
+        _ plan: Plan, creator: String?, as accessor: Accessor,
         onLoop: @escaping () -> Result<DBusValue, SecretServiceError>,
         reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
     ) {
         guard let apart = provider.keyring.store.apartWriter() else { return reply(onLoop()) }
-        let accessor = provider.keyring.accessor
         let (target, keys) = (plan.target, plan.keys)
         let (creating, replacing) = (plan.creating, plan.replacing)
         provider.sealing.seal({ () -> Sealed in

@@ -139,6 +139,9 @@ import Testing
         #expect(Self.secret(setup, ":1.2", item: 0) == Self.secret(0, version: 0), "there already: skipped")
         #expect(Self.secret(setup, ":1.2", item: 5) == Self.secret(5, version: 1), "twice in the batch: the first kept")
         #expect(Self.secret(setup, ":1.2", item: 99) == Self.secret(99, version: 1))
+        let created = try setup.daemon.keyring.store.readAudit(since: 0) { setup.daemon.keyring.held($0.id) }.entries.filter { $0.event == .create }
+        #expect(created.count == 100 && Set(created.map(\.identity)).count == 1, "the batch written off the loop names its client, as the one on the loop does")
+        #expect(created.last?.identity != "secretd" && created.last?.pid != nil, "\(String(describing: created.last))")
 
         let fresh = (200..<300).map { ($0, Self.secret($0, version: 1)) }
         let good = PackedItemsTests.pack([], session: session).array
