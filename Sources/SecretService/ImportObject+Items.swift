@@ -177,43 +177,70 @@ extension ImportObject {
     /// its `Secret` encoded for it, as `GetSecrets` would; a locked item has no label,
     /// attributes or secret, and a path that names no item it may see is left out.
     func readItems(_ paths: [String], sessionPath: String, sender: String) -> Result<DBusValue, SecretServiceError> {
-        guard paths.count <= Self.readLimit else { return .failure(.limitsExceeded("at most \(Self.readLimit) items a call")) }
+        var entries: [DBusValue.Entry] = []
+        entries.reserveCapacity(paths.count)
+        let problem = read(paths, sessionPath: sessionPath, sender: sender) { item in
+            var properties: [String: DBusValue] = [
+                "Created": .uint64(item.created), "Modified": .uint64(item.modified), "Locked": .boolean(item.isLocked),
+                "Label": .string(item.label), "Attributes": .stringMap(item.attributes),
+            ]
+            if let (parameters, value, contentType) = item.secret {
+                properties["Secret"] = .tuple([.objectPath(sessionPath), .bytes(parameters), .bytes(value), .string(contentType)])
+            }
+            entries.append(.init(key: .objectPath(item.path), value: .properties(properties)))
+        }
+        if let problem { return .failure(problem) }
+        return .success(.tuple([.dictionary(key: "o", value: "a{sv}", entries)]))
+    }
+
+    /// `ReadPackedItems`: what ``readItems(_:sessionPath:sender:)`` reads, packed in one byte
+    /// array (``PackedItems/unpackRead(_:)``).
+    func readPackedItems(_ paths: [String], sessionPath: String, sender: String) -> Result<DBusValue, SecretServiceError> {
+        let writer = PackedItems.Writer(sessionPath: sessionPath, capacity: paths.count * 200)
+        if let problem = read(paths, sessionPath: sessionPath, sender: sender, { writer.append(read: $0) }) { return .failure(problem) }
+        return .success(.tuple([.bytes(writer.finish())]))
+    }
+
+    /// Reads each item of `paths` that `sender` may see into `body`, as
+    /// ``readItems(_:sessionPath:sender:)`` describes; or says why none can be read.
+    private func read(_ paths: [String], sessionPath: String, sender: String, _ body: (PackedItems.ReadItem) -> Void)
+        -> SecretServiceError?
+    {
+        guard paths.count <= Self.readLimit else { return .limitsExceeded("at most \(Self.readLimit) items a call") }
         var session: Session?
         if sessionPath != ObjectPaths.none {
             switch provider.session(at: sessionPath, for: sender) {
-            case .failure(let problem): return .failure(problem)
+            case .failure(let problem): return problem
             case .success(let found): session = found
             }
         }
-        var entries: [DBusValue.Entry] = []
-        entries.reserveCapacity(paths.count)
         for path in paths {
             guard let (item, collection, access) = provider.visibleItem(at: path, for: sender) else { continue }
-            var properties: [String: DBusValue] = [
-                "Created": .uint64(item.created), "Modified": .uint64(item.modified), "Locked": .boolean(true),
-                "Label": .string(""), "Attributes": .stringMap([:]),
-            ]
+            var read = PackedItems.ReadItem(
+                path: path, isLocked: true, created: item.created, modified: item.modified, label: "", attributes: [:], secret: nil)
             if access == .full, let keys = provider.keyring.opening(item) {
                 do {
                     let contents =
                         session == nil
                         ? try provider.keyring.readItem(item, in: collection, keys: keys)
                         : try provider.keyring.readSecret(item, in: collection, keys: keys, route: "Import1.ReadItems")
-                    properties["Locked"] = .boolean(false)
-                    properties["Label"] = .string(contents.label)
-                    properties["Attributes"] = .stringMap(contents.attributes)
+                    (read.isLocked, read.label, read.attributes) = (false, contents.label, contents.attributes)
                     if let session {
                         switch session.encode(contents, sessionPath: sessionPath) {
-                        case .failure(let problem): return .failure(problem)
-                        case .success(let secret): properties["Secret"] = secret
+                        case .failure(let problem): return problem
+                        case .success(let secret):
+                            guard let parts = secret.tuple, parts.count == 4, let parameters = parts[1].bytes, let value = parts[2].bytes,
+                                let contentType = parts[3].string
+                            else { return .failed("a secret encoded for the session is not (oayays)") }
+                            read.secret = (parameters, value, contentType)
                         }
                     }
                 } catch {
-                    return .failure(provider.storeFailure(error))
+                    return provider.storeFailure(error)
                 }
             }
-            entries.append(.init(key: .objectPath(path), value: .properties(properties)))
+            body(read)
         }
-        return .success(.tuple([.dictionary(key: "o", value: "a{sv}", entries)]))
+        return nil
     }
 }

@@ -36,6 +36,15 @@ extension Introspection {
             try ImportObject(provider).importPackedBatch(
                 collection: call.argument(0), replace: call.argument(1), packed: packed, sender: call.sender, reply: reply)
         }),
+        Method(name: "ReadPackedItems", rule: .unconfined, arguments: [
+            Argument(name: "items", type: "ao"), Argument(name: "session", type: "o"),
+        ], results: [Argument(name: "items", type: "ay")],
+        handler: .now { provider, call throws(SecretServiceError) in
+            try ImportObject(provider).readPackedItems(
+                call.argument(0, as: [ObjectPath].self).map(\.path), sessionPath: call.argument(1, as: ObjectPath.self).path,
+                sender: call.sender
+            ).get()
+        }),
         Method(name: "ReadItems", rule: .unconfined, arguments: [
             Argument(name: "items", type: "ao"), Argument(name: "session", type: "o"),
         ], results: [Argument(name: "properties", type: "a{oa{sv}}")],

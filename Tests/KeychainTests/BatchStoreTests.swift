@@ -64,4 +64,44 @@ extension ProviderTests {
             #expect(try Keychain(service: service).allAccounts().count == 1_999)
         }
     }
+
+    /// `secretctl export`'s, `list`'s and `search`'s reads (`KeychainAttributes.forEachPage`):
+    /// a page of items a `ReadPackedItems` call (`ReadItems` with a secretd that has none).
+    /// Serialized: one test takes the fallback for the whole process.
+    @Suite(.serialized) struct BulkRead {
+        @Test("every item is read back a page a call with its label, attributes, times and secret, the same with ReadItems where secretd has no ReadPackedItems", arguments: [true, false])
+        func pages(packed: Bool) throws {
+            LibSecret.readPackedMethod = packed ? "ReadPackedItems" : "ReadPackedItemsNotHere"
+            defer { LibSecret.readPackedMethod = "ReadPackedItems" }
+            let service = uniqueService()
+            let isSecretd = try environment().command.arguments[0].hasSuffix("secretd")
+            let items = (0..<2_500).map { n in
+                (label: "item \(n) ✓", attributes: ["service": service, "account": "a\(n)"], secret: Data("secret \(n) ß".utf8))
+            }
+            let store = KeychainAttributes.BatchStore(stride(from: 0, to: items.count, by: 1_000).map { Array(items[$0..<min(items.count, $0 + 1_000)]) },
+                                                      collection: nil, replace: false)
+            defer { _ = try? Keychain(service: service).removeAll() }
+            guard isSecretd else {
+                try Keychain(service: service).set("s", for: "a")
+                #expect(try KeychainAttributes.forEachPage(["service": service], loadSecrets: true) { _, _ in } == false, "no bulk call")
+                return
+            }
+            #expect(try (0..<3).map { try store.store($0)?.stored } == [1_000, 1_000, 500])
+            var read: [KeychainAttributes.Match] = []
+            var pages: [(count: Int, total: Int)] = []
+            let paged = try KeychainAttributes.forEachPage(["service": service], loadSecrets: true) { page, total in
+                read += page
+                pages.append((page.count, total))
+            }
+            #expect(paged && read.count == 2_500)
+            #expect(pages.map(\.count) == [1_000, 1_000, 500] && pages.allSatisfy { $0.total == 2_500 })
+            let byAccount = Dictionary(uniqueKeysWithValues: read.map { ($0.attributes["account"] ?? "", $0) })
+            for (n, item) in items.enumerated() {
+                let match = byAccount["a\(n)"]
+                #expect(match?.label == item.label && match?.secret == item.secret && match?.attributes["service"] == service)
+                #expect(match.map { abs($0.created.timeIntervalSinceNow) < 600 && $0.modified >= $0.created } == true)
+            }
+        }
+    }
 }
+

@@ -233,6 +233,7 @@ import Testing
         "io.github.secretd.Import1.ImportItems": .unconfined,
         "io.github.secretd.Import1.ImportPackedItems": .unconfined,
         "io.github.secretd.Import1.ReadItems": .unconfined,
+        "io.github.secretd.Import1.ReadPackedItems": .unconfined,
         "io.github.secretd.AppKeys1.List": .unconfined,
         "io.github.secretd.AppKeys1.Delete": .unconfined,
         "io.github.secretd.Locking1.LockAll": .unconfined,

@@ -165,6 +165,47 @@ import Testing
         #expect(setup.search(":1.2", ["kind": "batch"]).count == 100, "nothing of the refused calls")
     }
 
+    @Test("ReadPackedItems answers what ReadItems does, packed: the same items in the same order, locked ones without contents, with and without secrets; too many paths or another client's session are refused")
+    func readPacked() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        let session = setup.sessions[":1.1"]!
+        var answer: Result<DBusValue, SecretServiceError>?
+        Self.importPacked(setup, ":1.1", (0..<20).map { ($0, Self.secret($0, version: 0)) }, session: session) { answer = $0 }
+        setup.deferred.runAll()
+        #expect(answer?.success == .tuple([.uint32(20), .uint32(0), .uint32(0)]))
+        let paths = setup.search(":1.1", ["kind": "batch"]) + ["/org/freedesktop/secrets/collection/login/999999"]
+        func call(_ method: String, _ sessionPath: String, _ paths: [String] = paths) throws -> Result<DBusValue, SecretServiceError>? {
+            try setup.call(":1.1", Fixture.service, SecretServiceNames.Interface.importing, method, [.objectPaths(paths), .objectPath(sessionPath)])
+        }
+        func entries(_ value: DBusValue?) -> [DBusValue.Entry]? {
+            guard case .dictionary(_, _, let entries) = value else { return nil }
+            return entries
+        }
+        for sessionPath in [session, "/"] {
+            let values = try #require(entries(try call("ReadItems", sessionPath)?.success?.tuple?.first))
+            let packed = try #require(try call("ReadPackedItems", sessionPath)?.success?.tuple?.first?.bytes)
+            let (packedSession, items) = try PackedItems.unpackRead(packed)
+            #expect(packedSession == sessionPath && items.count == 20 && values.count == 20)
+            for (entry, item) in zip(values, items) {
+                let properties = try #require(entry.value.variantMap)
+                #expect(entry.key.objectPath == item.path && properties["Label"]?.string == item.label)
+                #expect(properties["Attributes"]?.stringMap == item.attributes && properties["Locked"] == .boolean(item.isLocked))
+                #expect(properties["Created"] == .uint64(item.created) && properties["Modified"] == .uint64(item.modified))
+                let secret = properties["Secret"]?.tuple
+                #expect(secret?[2].bytes == item.secret?.value && secret?[1].bytes == item.secret?.parameters)
+                #expect((secret == nil) == (sessionPath == "/"))
+            }
+            #expect(items.map(\.secret?.value.array) == (sessionPath == "/" ? Array(repeating: nil, count: 20) : items.map { Self.secret(Int($0.attributes["n"]!)!, version: 0) }))
+        }
+        _ = try setup.call(":1.2", Fixture.service, Introspection.service, "Lock", [.objectPaths([Fixture.login])])?.get()
+        let locked = try PackedItems.unpackRead(try #require(try call("ReadPackedItems", session)?.success?.tuple?.first?.bytes)).items
+        #expect(locked.count == 20 && locked.allSatisfy { $0.isLocked && $0.label.isEmpty && $0.attributes.isEmpty && $0.secret == nil })
+        #expect(try call("ReadPackedItems", setup.sessions[":1.2"]!)?.failure == .noSession("the session \(setup.sessions[":1.2"]!) does not exist"))
+        let tooMany = Array(repeating: paths[0], count: ImportObject.readLimit + 1)
+        #expect(try call("ReadPackedItems", "/", tooMany)?.failure == .limitsExceeded("at most \(ImportObject.readLimit) items a call"))
+    }
+
     @Test("a large batch with one secret that cannot be decoded is refused whole; locked while it is sealed, it is refused; nothing of either is written")
     func refusedWhole() throws {
         let setup = try Setup()

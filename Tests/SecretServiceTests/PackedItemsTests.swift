@@ -71,4 +71,39 @@ import Testing
         #expect(throws: PackedItems.Malformed.invalidText) { try PackedItems.unpack(DBusBytes(batch(label: [0x66, 0, 0x66]))) }
         #expect(throws: PackedItems.Malformed.invalidText) { try PackedItems.unpack(DBusBytes(batch(label: [0xed, 0xa0, 0x80]))) }
     }
+
+    static let read: [PackedItems.ReadItem] = [
+        .init(path: "/org/freedesktop/secrets/collection/login/1", isLocked: false, created: 1_700_000_000, modified: UInt64(UInt32.max) + 5,
+              label: "Ünïcødé", attributes: ["service": "s", "account": "a"],
+              secret: (DBusBytes(Array(repeating: 3, count: 16)), DBusBytes([1, 2, 3]), "text/plain")),
+        .init(path: "/org/freedesktop/secrets/collection/login/2", isLocked: true, created: 1, modified: 2, label: "", attributes: [:], secret: nil),
+        .init(path: "/org/freedesktop/secrets/collection/login/3", isLocked: false, created: 0, modified: .max, label: "no secret asked",
+              attributes: ["x": ""], secret: nil),
+    ]
+
+    static func packRead(_ items: [PackedItems.ReadItem], capacity: Int = 4096) -> DBusBytes {
+        let writer = PackedItems.Writer(sessionPath: "/org/freedesktop/secrets/session/s2", capacity: capacity)
+        for item in items { writer.append(read: item) }
+        return writer.finish()
+    }
+
+    @Test("items read unpack to the same paths, flags, times, labels, attributes and secrets; every cut is refused as truncated, a byte more as trailing")
+    func readRoundTrip() throws {
+        for capacity in [0, 4096] {
+            let (session, items) = try PackedItems.unpackRead(Self.packRead(Self.read, capacity: capacity))
+            #expect(session == "/org/freedesktop/secrets/session/s2" && items.count == Self.read.count)
+            for (item, original) in zip(items, Self.read) {
+                #expect(item.path == original.path && item.isLocked == original.isLocked && item.created == original.created)
+                #expect(item.modified == original.modified && item.label == original.label && item.attributes == original.attributes)
+                #expect(item.secret?.parameters == original.secret?.parameters && item.secret?.value == original.secret?.value)
+                #expect(item.secret?.contentType == original.secret?.contentType)
+            }
+        }
+        let whole = Self.packRead(Self.read).array
+        for length in 0..<whole.count {
+            #expect(throws: PackedItems.Malformed.truncated) { try PackedItems.unpackRead(DBusBytes(Array(whole.prefix(length)))) }
+        }
+        #expect(throws: PackedItems.Malformed.trailingBytes) { try PackedItems.unpackRead(DBusBytes(whole + [0])) }
+    }
 }
+

@@ -39,7 +39,8 @@ extension LibSecret {
         }
     }
 
-    /// Reads the items at `paths` with secretd's `ReadItems`, ``pageSize`` a call (label,
+    /// Reads the items at `paths` with secretd's `ReadPackedItems` (an older secretd's
+    /// `ReadItems`), ``pageSize`` a call (label,
     /// attributes, times and, with `secrets`, each unlocked item's secret), and hands each page
     /// to `body`, in order. The call for the next page is under way while the reply before is
     /// read and handed. Returns false, having handed nothing, when the provider has no such
@@ -63,25 +64,93 @@ extension LibSecret {
         guard handed < pages.count else { return true }
         let sessionPath = secrets ? try sessionPath(service) : SecretServiceNames.Path.none
         let connection = connection(of: service)
-        func reading(_ index: Int) -> Prefetch<OwnedVariant?> {
-            Prefetch(named: "secretctl-read") { () throws(KeychainError) -> OwnedVariant? in
-                try callForReply(
-                    connection, interface: SecretServiceNames.Interface.importing, method: "ReadItems",
-                    arguments: [.objectPaths(pages[index]), .objectPath(sessionPath)], absentWhen: noBulk)
+        var packed = true  // until the provider turns out to have no ReadPackedItems
+        func reading(_ index: Int) -> Prefetch<Page?> {
+            let tryPacked = packed
+            return Prefetch(named: "secretctl-read") { () throws(KeychainError) -> Page? in
+                let arguments: [DBusValue] = [.objectPaths(pages[index]), .objectPath(sessionPath)]
+                if tryPacked {
+                    switch try callOutcome(
+                        connection, interface: SecretServiceNames.Interface.importing, method: readPackedMethod, arguments: arguments,
+                        absentWhen: noBulk)
+                    {
+                    case .reply(let reply): return .packed(reply)
+                    case .absent(let error) where error != "org.freedesktop.DBus.Error.UnknownMethod": return nil
+                    case .absent: break
+                    }
+                }
+                return try callForReply(
+                    connection, interface: SecretServiceNames.Interface.importing, method: "ReadItems", arguments: arguments,
+                    absentWhen: noBulk
+                ).map { .values($0) }
             }
         }
         var next = reading(handed)
         while handed < pages.count {
             let reply = try next.value()
+            if case .values = reply { packed = false }
             if handed + 1 < pages.count { next = reading(handed + 1) }
-            guard let reply else {
+            switch reply {
+            case nil:
                 if handed == 0 { return false }
                 throw .protocolError(reason: "the provider stopped answering ReadItems")
+            case .packed(let reply): try body(try bulkItems(packed: reply, asked: pages[handed], service))
+            case .values(let reply): try body(try bulkItems(in: reply, asked: pages[handed], service))
             }
-            try body(try bulkItems(in: reply, asked: pages[handed], service))
             handed += 1
         }
         return true
+    }
+
+    /// A page's reply: `ReadPackedItems`' or `ReadItems`'.
+    private enum Page {
+        case packed(OwnedVariant)
+        case values(OwnedVariant)
+    }
+
+    /// The packed call's name; a test names one secretd does not have, to take the fallback.
+    #if DEBUG
+    nonisolated(unsafe) static var readPackedMethod = "ReadPackedItems"
+    #else
+    static let readPackedMethod = "ReadPackedItems"
+    #endif
+
+    /// The items of a `ReadPackedItems` reply (`(ay)`, ``PackedItems/unpackRead(_:)``), in the
+    /// order of `asked`; an item gone meanwhile is left out. Each secret is decoded with
+    /// `service`'s session.
+    private static func bulkItems(packed reply: OwnedVariant, asked: [String], _ service: UnsafeMutablePointer<SecretService>)
+        throws(KeychainError) -> [BulkItem]
+    {
+        guard reply.isOfType("(ay)") else {
+            throw .protocolError(reason: "the reply to ReadPackedItems does not have the declared type")
+        }
+        let array = g_variant_get_child_value(reply.pointer, 0)!
+        defer { g_variant_unref(array) }
+        var count: gsize = 0
+        let base = g_variant_get_fixed_array(array, &count, 1)
+        let (sessionPath, items): (String, [PackedItems.ReadItem])
+        do {
+            (sessionPath, items) = try PackedItems.unpackRead(DBusBytes(copying: UnsafeRawBufferPointer(start: base, count: Int(count))))
+        } catch {
+            throw .protocolError(reason: "the reply to ReadPackedItems: \(error.description)")
+        }
+        var read: [String: BulkItem] = [:]
+        read.reserveCapacity(items.count)
+        for item in items {
+            var bulk = BulkItem(
+                path: item.path, label: item.label, attributes: item.attributes, created: item.created, modified: item.modified,
+                isLocked: item.isLocked, secret: nil)
+            if let (parameters, value, contentType) = item.secret {
+                let encoded = OwnedVariant(sinking: DBusValue.makeVariant(
+                    .tuple([.objectPath(sessionPath), .bytes(parameters), .bytes(value), .string(contentType)])))
+                guard let secret = secret_service_decode_dbus_secret(service, encoded.pointer) else {  // transfer full
+                    throw .protocolError(reason: "a secret that the session does not decode")
+                }
+                bulk.secret = try consume(secret) { bytes, _ in Data(bytes) }
+            }
+            read[item.path] = bulk
+        }
+        return asked.compactMap { read[$0] }
     }
 
     /// The D-Bus path of libsecret's session with the provider, opened if need be.
