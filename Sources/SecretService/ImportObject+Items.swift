@@ -179,7 +179,7 @@ extension ImportObject {
     func readItems(_ paths: [String], sessionPath: String, sender: String) -> Result<DBusValue, SecretServiceError> {
         var entries: [DBusValue.Entry] = []
         entries.reserveCapacity(paths.count)
-        let problem = read(paths, sessionPath: sessionPath, sender: sender) { item in
+        let problem = read(paths, sessionPath: sessionPath, sender: sender, route: "Import1.ReadItems") { item in
             var properties: [String: DBusValue] = [
                 "Created": .uint64(item.created), "Modified": .uint64(item.modified), "Locked": .boolean(item.isLocked),
                 "Label": .string(item.label), "Attributes": .stringMap(item.attributes),
@@ -197,14 +197,17 @@ extension ImportObject {
     /// array (``PackedItems/unpackRead(_:)``).
     func readPackedItems(_ paths: [String], sessionPath: String, sender: String) -> Result<DBusValue, SecretServiceError> {
         let writer = PackedItems.Writer(sessionPath: sessionPath, capacity: paths.count * 200)
-        if let problem = read(paths, sessionPath: sessionPath, sender: sender, { writer.append(read: $0) }) { return .failure(problem) }
+        let problem = read(paths, sessionPath: sessionPath, sender: sender, route: "Import1.ReadPackedItems") { writer.append(read: $0) }
+        if let problem { return .failure(problem) }
         return .success(.tuple([.bytes(writer.finish())]))
     }
 
     /// Reads each item of `paths` that `sender` may see into `body`, as
-    /// ``readItems(_:sessionPath:sender:)`` describes; or says why none can be read.
-    private func read(_ paths: [String], sessionPath: String, sender: String, _ body: (PackedItems.ReadItem) -> Void)
-        -> SecretServiceError?
+    /// ``readItems(_:sessionPath:sender:)`` describes, a secret read recorded as read by `route`;
+    /// or says why none can be read.
+    private func read(
+        _ paths: [String], sessionPath: String, sender: String, route: String, _ body: (PackedItems.ReadItem) -> Void
+    ) -> SecretServiceError?
     {
         guard paths.count <= Self.readLimit else { return .limitsExceeded("at most \(Self.readLimit) items a call") }
         var session: Session?
@@ -223,16 +226,12 @@ extension ImportObject {
                     let contents =
                         session == nil
                         ? try provider.keyring.readItem(item, in: collection, keys: keys)
-                        : try provider.keyring.readSecret(item, in: collection, keys: keys, route: "Import1.ReadItems")
+                        : try provider.keyring.readSecret(item, in: collection, keys: keys, route: route)
                     (read.isLocked, read.label, read.attributes) = (false, contents.label, contents.attributes)
                     if let session {
-                        switch session.encode(contents, sessionPath: sessionPath) {
+                        switch session.encodedParts(contents) {
                         case .failure(let problem): return problem
-                        case .success(let secret):
-                            guard let parts = secret.tuple, parts.count == 4, let parameters = parts[1].bytes, let value = parts[2].bytes,
-                                let contentType = parts[3].string
-                            else { return .failed("a secret encoded for the session is not (oayays)") }
-                            read.secret = (parameters, value, contentType)
+                        case .success(let parts): read.secret = parts
                         }
                     }
                 } catch {

@@ -51,20 +51,31 @@ package final class Session {
     /// Encodes an item's secret for this session as the `(oayays)` struct, with the content
     /// type clients are answered (``SecretContentType/answered(_:for:)``).
     package func encode(_ contents: ItemContents, sessionPath: String) -> Result<DBusValue, SecretServiceError> {
-        encode(contents.secret, contentType: SecretContentType.answered(contents.contentType, for: contents.secret), sessionPath: sessionPath)
+        encodedParts(contents).map { .tuple([.objectPath(sessionPath), .bytes($0.parameters), .bytes($0.value), .string($0.contentType)]) }
     }
 
     /// Encodes a secret for this session as the `(oayays)` struct.
     package func encode(_ secret: SecureBytes, contentType: String, sessionPath: String) -> Result<DBusValue, SecretServiceError> {
+        encodedParts(secret).map { .tuple([.objectPath(sessionPath), .bytes($0.parameters), .bytes($0.value), .string(contentType)]) }
+    }
+
+    /// ``encode(_:sessionPath:)``'s parts without the session's path: the parameters, the value
+    /// and the content type (`ReadPackedItems` packs them).
+    package func encodedParts(_ contents: ItemContents)
+        -> Result<(parameters: DBusBytes, value: DBusBytes, contentType: String), SecretServiceError>
+    {
+        encodedParts(contents.secret).map { ($0.parameters, $0.value, SecretContentType.answered(contents.contentType, for: contents.secret)) }
+    }
+
+    /// `secret` encoded for this session: the parameters (an IV, or none) and the value.
+    private func encodedParts(_ secret: SecureBytes) -> Result<(parameters: DBusBytes, value: DBusBytes), SecretServiceError> {
         switch algorithm {
         case .plain:
-            let value = secret.withBytes { DBusBytes(copying: $0) }
-            return .success(.tuple([.objectPath(sessionPath), .bytes(DBusBytes([])), .bytes(value), .string(contentType)]))
+            return .success((DBusBytes([]), secret.withBytes { DBusBytes(copying: $0) }))
         case .diffieHellman(let key):
             let iv = Gcrypt.randomBytes(count: 16)
             do {
-                let encrypted = try Gcrypt.encryptAES128CBC(secret, key: key, iv: iv)
-                return .success(.tuple([.objectPath(sessionPath), .bytes(DBusBytes(iv)), .bytes(DBusBytes(encrypted)), .string(contentType)]))
+                return .success((DBusBytes(iv), DBusBytes(try Gcrypt.encryptAES128CBC(secret, key: key, iv: iv))))
             } catch {
                 return .failure(.failed("cannot encrypt the secret for the session"))
             }
