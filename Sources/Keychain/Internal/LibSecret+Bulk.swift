@@ -1,5 +1,5 @@
-// secretd's bulk calls (`io.github.secretd.Import1`'s ImportItems and ReadItems, issue 51 point
-// 6), called over GDBus on libsecret's connection, their secrets in libsecret's session: a
+// secretd's bulk calls (`io.github.secretd.Import1`'s ImportPackedItems and ReadPackedItems,
+// or an older secretd's ImportItems and ReadItems, issue 51 point 6), called over GDBus on libsecret's connection, their secrets in libsecret's session: a
 // page of items read in one call here, a batch of items written in one transaction in
 // ``LibSecret/ImportBatch``.
 
@@ -12,10 +12,32 @@ extension LibSecret {
     /// Errors that mean the provider has no bulk interface (gnome-keyring, KeePassXC, an older
     /// secretd) or does not let this client use it (a confined one).
     static let noBulk: Set<String> = [
-        "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownInterface",
+        unknownMethod, "org.freedesktop.DBus.Error.UnknownInterface",
         "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.AccessDenied",
         "org.freedesktop.Secret.Error.IsLocked", "org.freedesktop.Secret.Error.NoSuchObject",
     ]
+
+    /// The error of a provider without the method called: for a packed call, an older secretd.
+    static let unknownMethod = "org.freedesktop.DBus.Error.UnknownMethod"
+
+    /// Calls the packed bulk call `method` of `Import1` with `arguments` and `packed` after them;
+    /// where secretd has no such method (one before it), `older` instead, its reply then
+    /// `.values`. nil when the provider has no bulk call at all (``noBulk``).
+    static func callPacked(
+        _ connection: OpaquePointer?, method: String, arguments: [DBusValue], older: () throws(KeychainError) -> OwnedVariant?
+    ) throws(KeychainError) -> BulkReply? {
+        switch try callOutcome(connection, interface: SecretServiceNames.Interface.importing, method: method, arguments: arguments, absentWhen: noBulk) {
+        case .reply(let reply): return .packed(reply)
+        case .absent(let error) where error != unknownMethod: return nil
+        case .absent: return try older().map { .values($0) }
+        }
+    }
+
+    /// A bulk call's reply: the packed call's, or the older call's.
+    enum BulkReply {
+        case packed(OwnedVariant)
+        case values(OwnedVariant)
+    }
 
     /// How many items a bulk call carries: one `ImportItems` transaction, one `ReadItems` reply.
     static let pageSize = 1000
@@ -65,24 +87,17 @@ extension LibSecret {
         let sessionPath = secrets ? try sessionPath(service) : SecretServiceNames.Path.none
         let connection = connection(of: service)
         var packed = true  // until the provider turns out to have no ReadPackedItems
-        func reading(_ index: Int) -> Prefetch<Page?> {
+        func reading(_ index: Int) -> Prefetch<BulkReply?> {
             let tryPacked = packed
-            return Prefetch(named: "secretctl-read") { () throws(KeychainError) -> Page? in
+            return Prefetch(named: "secretctl-read") { () throws(KeychainError) -> BulkReply? in
                 let arguments: [DBusValue] = [.objectPaths(pages[index]), .objectPath(sessionPath)]
-                if tryPacked {
-                    switch try callOutcome(
-                        connection, interface: SecretServiceNames.Interface.importing, method: readPackedMethod, arguments: arguments,
+                func older() throws(KeychainError) -> OwnedVariant? {
+                    try callForReply(
+                        connection, interface: SecretServiceNames.Interface.importing, method: "ReadItems", arguments: arguments,
                         absentWhen: noBulk)
-                    {
-                    case .reply(let reply): return .packed(reply)
-                    case .absent(let error) where error != "org.freedesktop.DBus.Error.UnknownMethod": return nil
-                    case .absent: break
-                    }
                 }
-                return try callForReply(
-                    connection, interface: SecretServiceNames.Interface.importing, method: "ReadItems", arguments: arguments,
-                    absentWhen: noBulk
-                ).map { .values($0) }
+                guard tryPacked else { return try older().map { .values($0) } }
+                return try callPacked(connection, method: readPackedMethod, arguments: arguments, older: older)
             }
         }
         var next = reading(handed)
@@ -100,12 +115,6 @@ extension LibSecret {
             handed += 1
         }
         return true
-    }
-
-    /// A page's reply: `ReadPackedItems`' or `ReadItems`'.
-    private enum Page {
-        case packed(OwnedVariant)
-        case values(OwnedVariant)
     }
 
     /// The packed call's name; a test names one secretd does not have, to take the fallback.

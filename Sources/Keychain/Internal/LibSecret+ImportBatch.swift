@@ -63,19 +63,18 @@ extension LibSecret {
                 // it lets go of the packed items once sent.
                 call = Prefetch(named: "secretctl-import") { [self] () throws(KeychainError) -> OwnedVariant? in
                     defer { packed = nil }
-                    switch try callOutcome(
-                        connection, interface: SecretServiceNames.Interface.importing, method: Self.packedMethod,
-                        arguments: arguments + [.bytes(packed!)], absentWhen: noBulk)
-                    {
-                    case .reply(let reply): return reply
-                    case .absent(let error) where error != "org.freedesktop.DBus.Error.UnknownMethod": return nil
-                    case .absent: break
+                    let reply = try callPacked(connection, method: Self.packedMethod, arguments: arguments + [.bytes(packed!)]) {
+                        () throws(KeychainError) -> OwnedVariant? in
+                        // A secretd before the packed call: each item as a value of its own.
+                        let argument = try Self.encode(items, service)
+                        return try callForReply(
+                            connection, interface: SecretServiceNames.Interface.importing, method: "ImportItems",
+                            arguments: arguments, encoded: [argument.pointer], absentWhen: noBulk)
                     }
-                    // A secretd before the packed call: each item as a value of its own.
-                    let argument = try Self.encode(items, service)
-                    return try callForReply(
-                        connection, interface: SecretServiceNames.Interface.importing, method: "ImportItems",
-                        arguments: arguments, encoded: [argument.pointer], absentWhen: noBulk)
+                    switch reply {
+                    case .packed(let reply), .values(let reply): return reply
+                    case nil: return nil
+                    }
                 }
             }
         }
