@@ -43,7 +43,7 @@ struct CleanStopMark: Equatable {
 
     /// Whether the mark beside `database` vouches for it as it is now (`now`: seconds since
     /// 1970). The mark is left in place: a file refused at start stays exactly as it was.
-    static func vouches(for database: URL, now: Int = time(nil)) -> Bool {
+    static func vouches(for database: URL, now: Int = currentSeconds()) -> Bool {
         let markPath = path(beside: database)
         var markStatus = stat()
         guard stat(markPath, &markStatus) == 0, markStatus.st_size < 4096,
@@ -56,6 +56,16 @@ struct CleanStopMark: Equatable {
         guard Self.isBefore(current.changed, markStatus.st_ctim) else { return false }
         let age = now - markStatus.st_ctim.tv_sec
         return age >= 0 && age <= maximumAge
+    }
+
+    /// The clock's seconds, read as finely as file times are set. Not `time(nil)`: that reads
+    /// the coarse clock, which lags the fine one by up to a tick, and file systems with
+    /// fine-grained change times (Linux 6.13 on) can stamp a file a second ahead of it at a
+    /// second's turn, so that a mark just written would look as if it came from the future.
+    static func currentSeconds() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return now.tv_sec
     }
 
     /// Removes the mark beside `database`: once the file is open and in use, so that it

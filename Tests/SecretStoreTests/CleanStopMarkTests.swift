@@ -112,6 +112,32 @@ import Testing
         #expect(CleanStopMark.vouches(for: url(file), now: time(nil) + CleanStopMark.maximumAge - 60))
     }
 
+    /// A mark written at a second's turn on a file system with fine-grained change times
+    /// (Linux 6.13 on) is stamped in the new second while `time(nil)` still reads the old
+    /// one; the mark then looked as if it came from the future and vouched for nothing (a
+    /// failure of `skippedOnce` seen in CI). Files are written without a pause across two
+    /// turns of the second (one to two seconds); with `time(nil)` this fails on such a kernel.
+    @Test("the clock the mark's age is read against is never behind a file just written")
+    func clockNotBehindFileTimes() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("clean-stop-clock-\(UUID().uuidString)").path
+        defer { unlink(path) }
+        let start = CleanStopMark.currentSeconds()
+        var ahead = 0
+        var writes = 0
+        while CleanStopMark.currentSeconds() < start + 2 {
+            let file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            try #require(file >= 0)
+            _ = write(file, "x", 1)
+            var status = stat()
+            fstat(file, &status)
+            close(file)
+            if CleanStopMark.currentSeconds() < status.st_ctim.tv_sec { ahead += 1 }
+            writes += 1
+        }
+        #expect(writes > 100)
+        #expect(ahead == 0)
+    }
+
     @Test("a store whose file fails the check as it closes says so and leaves no mark")
     func failingAtTheStop() throws {
         let store = try filledStore(200)
