@@ -12,6 +12,10 @@ struct AdmittedCall {
     /// The caller's unique bus name.
     var sender: String { call.sender }
 
+    /// Lets the caller's next calls of this method be handled before this one is answered
+    /// (``MethodCall/letSameMethodGoAhead``).
+    var letSameMethodGoAhead: () -> Void { call.letSameMethodGoAhead }
+
     /// Argument `index` as a `T`; `InvalidArgs` when it is missing or of another type.
     func argument<T: DBusArgument>(_ index: Int, as type: T.Type = T.self) throws(SecretServiceError) -> T {
         guard call.arguments.indices.contains(index), let value = T(dbusValue: call.arguments[index]) else {

@@ -16,30 +16,32 @@ extension ImportObject {
     /// is skipped, or with `replace` gets the new label and secret. Every item is checked first:
     /// one bad item refuses the batch and nothing is written. A batch of more than
     /// ``ItemBatchWrite/itemsPerTurn`` items or of ``SealingQueue/threshold`` bytes is stored off
-    /// the main loop (``ItemBatchWrite``), a smaller one on it at once; `reply` runs on the loop
-    /// with the reply.
+    /// the main loop (``ItemBatchWrite``), a smaller one on it at once; `planned` runs once the
+    /// batch's plan is made (the client's next batch may then be planned: ``BatchesInFlight``).
+    /// One that has an item of a batch in flight waits until that batch has ended. `reply` runs
+    /// on the loop with the reply.
     func importBatch(
         collection alias: String, replace: Bool, items itemValues: [DBusValue], sender: String,
-        reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+        planned: @escaping () -> Void, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
     ) throws(SecretServiceError) {
-        try importBatch(collection: alias, replace: replace, count: itemValues.count, sender: sender, reply: reply) {
+        try importBatch(collection: alias, replace: replace, count: itemValues.count, sender: sender, planned: planned, reply: reply) {
             [provider] index throws(SecretServiceError) in
             try ImportObject(provider).batchItem(itemValues[index], sender: sender)
         }
     }
 
-    /// `ImportPackedItems`: ``importBatch(collection:replace:items:sender:reply:)`` with the
+    /// `ImportPackedItems`: ``importBatch(collection:replace:items:sender:planned:reply:)`` with the
     /// items packed in one byte array (``PackedItems``), their secrets all encoded by one session.
     func importPackedBatch(
         collection alias: String, replace: Bool, packed: DBusBytes, sender: String,
-        reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
+        planned: @escaping () -> Void, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
     ) throws(SecretServiceError) {
         let (sessionPath, items): (String, [PackedItems.Item])
         do { (sessionPath, items) = try PackedItems.unpack(packed) } catch { throw .invalidArgs(error.description) }
         // Looked up once: every secret of the batch was encoded in it. An empty batch needs
         // none (and reads no item).
         let session = items.isEmpty ? nil : try provider.session(at: sessionPath, for: sender).get()
-        try importBatch(collection: alias, replace: replace, count: items.count, sender: sender, reply: reply) {
+        try importBatch(collection: alias, replace: replace, count: items.count, sender: sender, planned: planned, reply: reply) {
             [provider] index throws(SecretServiceError) in
             let item = items[index]
             let secret = try provider.sentSecret(
@@ -48,10 +50,10 @@ extension ImportObject {
         }
     }
 
-    /// Stores the `count` items `item` reads from a call (``importBatch(collection:replace:items:sender:reply:)``).
+    /// Stores the `count` items `item` reads from a call (``importBatch(collection:replace:items:sender:planned:reply:)``).
     private func importBatch(
         collection alias: String, replace: Bool, count: Int, sender: String,
-        reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void,
+        planned: @escaping () -> Void, reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void,
         item read: @escaping (Int) throws(SecretServiceError) -> ItemBatchWrite.Item
     ) throws(SecretServiceError) {
         let everywhere = alias.isEmpty
@@ -67,14 +69,29 @@ extension ImportObject {
         if count <= ItemBatchWrite.itemsPerTurn {
             var batch: [ItemBatchWrite.Item] = []
             for index in 0..<count { batch.append(try read(index)) }
-            guard batch.reduce(0, { $0 + $1.byteCount }) >= SealingQueue.threshold else { return reply(onLoop(batch)) }
+            if batch.reduce(0, { $0 + $1.byteCount }) < SealingQueue.threshold {
+                // Written at once, so claiming nothing; but not before a batch in flight with
+                // one of its items has ended (``BatchesInFlight``).
+                guard provider.batchesInFlight.holdsAny(of: batch.map { ItemIdentity.of($0.attributes) }) else {
+                    return reply(onLoop(batch))
+                }
+                return provider.batchesInFlight.afterNextEnd { [self] in
+                    do throws(SecretServiceError) {
+                        try importBatch(collection: alias, replace: replace, count: count, sender: sender, planned: planned, reply: reply) {
+                            index in batch[index]
+                        }
+                    } catch {
+                        reply(.failure(error))
+                    }
+                }
+            }
             item = { index in batch[index] }
         }
         ItemBatchWrite(provider: provider).store(
             count: count, item: item, into: target, keys: targetKeys, replace: replace, creator: creator,
             find: { [provider] item throws(StoreError) in
                 try ImportObject(provider).sameItem(item.attributes, in: everywhere ? nil : target, sender: sender)
-            }, onLoop: onLoop, reply: reply)
+            }, onLoop: onLoop, planned: planned, reply: reply)
     }
 
     /// One item of an `ImportItems` call from `sender`, `(a{sv}(oayays))`, checked (its secret
@@ -100,7 +117,7 @@ extension ImportObject {
     }
 
     /// Writes `batch` into the keyring of the alias `alias` on the loop, in one transaction,
-    /// as ``importBatch(collection:replace:items:sender:reply:)`` describes.
+    /// as ``importBatch(collection:replace:items:sender:planned:reply:)`` describes.
     private func storeOnLoop(_ batch: [ItemBatchWrite.Item], into alias: String, replace: Bool, sender: String, creator: String?)
         -> Result<DBusValue, SecretServiceError>
     {

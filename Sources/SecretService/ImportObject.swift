@@ -25,7 +25,8 @@ extension Introspection {
             Argument(name: "imported", type: "u"), Argument(name: "replaced", type: "u"), Argument(name: "skipped", type: "u"),
         ], handler: .later { provider, call, reply throws(SecretServiceError) in
             try ImportObject(provider).importBatch(
-                collection: call.argument(0), replace: call.argument(1), items: call.argument(2), sender: call.sender, reply: reply)
+                collection: call.argument(0), replace: call.argument(1), items: call.argument(2), sender: call.sender,
+                planned: call.letSameMethodGoAhead, reply: reply)
         }),
         Method(name: "ImportPackedItems", rule: .unconfined, arguments: [
             Argument(name: "collection", type: "s"), Argument(name: "replace", type: "b"), Argument(name: "items", type: "ay"),
@@ -34,7 +35,8 @@ extension Introspection {
         ], handler: .later { provider, call, reply throws(SecretServiceError) in
             guard let packed = try call.argument(2, as: DBusValue.self).bytes else { throw .invalidArgs("argument 3 of ImportPackedItems must be ay") }
             try ImportObject(provider).importPackedBatch(
-                collection: call.argument(0), replace: call.argument(1), packed: packed, sender: call.sender, reply: reply)
+                collection: call.argument(0), replace: call.argument(1), packed: packed, sender: call.sender,
+                planned: call.letSameMethodGoAhead, reply: reply)
         }),
         Method(name: "ReadPackedItems", rule: .unconfined, arguments: [
             Argument(name: "items", type: "ao"), Argument(name: "session", type: "o"),

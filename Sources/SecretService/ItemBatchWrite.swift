@@ -74,15 +74,25 @@ struct ItemBatchWrite {
     /// batch has, is skipped, or with `replace` replaces it; the others are created (counting
     /// for `creator`'s quota). `reply` runs on the loop with the reply to `ImportItems` or why
     /// there is none; `onLoop` stores the items given on the loop at once, with the keyrings as
-    /// they are then.
+    /// they are then. `planned` runs once the plan is made and its items are claimed
+    /// (``BatchesInFlight``): a batch planned from then on sees them as in flight, so the
+    /// client's next batch may be planned while this one is written.
     func store(
         count: Int, item: @escaping (Int) throws(SecretServiceError) -> Item,
         into target: Store.CollectionRecord, keys: Store.ItemKeys, replace: Bool, creator: String?,
         find: @escaping (Item) throws(StoreError) -> Match?,
         onLoop: @escaping ([Item]) -> Result<DBusValue, SecretServiceError>,
+        planned: @escaping () -> Void = {},
         reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void
     ) {
         let accessor = provider.keyring.accessor
+        let inFlight = provider.batchesInFlight
+        let batch = inFlight.begin()
+        // Every answer ends the batch's hold on its items, before it is sent.
+        let answer = { (result: Result<DBusValue, SecretServiceError>) in
+            inFlight.end(batch)
+            reply(result)
+        }
         var plan = Plan(target: target, keys: keys)
         var items: [Item] = []
         items.reserveCapacity(count)
@@ -92,11 +102,24 @@ struct ItemBatchWrite {
                     // Between turns the keyring may have been locked (its items would no longer be found) or deleted.
                     guard case .success(let held) = provider.keyring.keysAfterSealing(in: target, sealedWith: keys), held.same else {
                         while items.count < count { items.append(try item(items.count)) }
-                        reply(onLoop(items))
+                        answer(onLoop(items))
                         return false
                     }
                     for index in slice {
                         items.append(try item(index))
+                        guard inFlight.claim(ItemIdentity.of(items[index].attributes), for: batch) else {
+                            // Another batch in flight has this item: this one lets its own go and
+                            // is planned anew, as a whole, once a batch has ended.
+                            inFlight.end(batch)
+                            inFlight.afterNextEnd {
+                                provider.keyring.acting(as: accessor) {
+                                    store(
+                                        count: count, item: item, into: target, keys: keys, replace: replace, creator: creator,
+                                        find: find, onLoop: onLoop, planned: planned, reply: reply)
+                                }
+                            }
+                            return false
+                        }
                         do throws(StoreError) {
                             try add(items[index], to: &plan, replace: replace, find: find)
                         } catch {
@@ -105,12 +128,13 @@ struct ItemBatchWrite {
                     }
                     return true
                 } catch {
-                    reply(.failure(error))
+                    answer(.failure(error))
                     return false
                 }
             }
         }, then: {
-            write(plan, creator: creator, as: accessor, onLoop: { [items] in onLoop(items) }, reply: reply)
+            planned()
+            write(plan, creator: creator, as: accessor, onLoop: { [items] in onLoop(items) }, reply: answer)
         })
     }
 
@@ -148,7 +172,7 @@ struct ItemBatchWrite {
     }
 
     /// Seals and writes `plan` for `accessor` (who asked: the audit trail names it), then
-    /// publishes it; as ``store(count:item:into:keys:replace:creator:find:onLoop:reply:)``.
+    /// publishes it; as ``store(count:item:into:keys:replace:creator:find:onLoop:planned:reply:)``.
     private func write(
         _ plan: Plan, creator: String?, as accessor: Accessor,
         onLoop: @escaping () -> Result<DBusValue, SecretServiceError>,

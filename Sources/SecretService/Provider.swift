@@ -61,6 +61,8 @@ final class Provider {
     let consents: ReaderConsents
     /// Where large items are sealed, off the main loop.
     let sealing: SealingQueue
+    /// The items of import batches planned and not yet written (``ItemBatchWrite``).
+    let batchesInFlight = BatchesInFlight()
     /// Where slow work runs off the loop, and how loop work cut into turns waits for the next.
     let offLoop: OffLoop
     /// The automatic backups secretd.conf asks for (taken on ``Daemon``'s timer).

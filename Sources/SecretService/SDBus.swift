@@ -26,6 +26,11 @@ struct MethodCall {
     var method: String
     /// The arguments, already checked against the method's declaration (``Introspection``).
     var arguments: [DBusValue]
+    /// Lets the sender's next calls of this same method be handled before this one is answered,
+    /// which a large call (read off the loop) otherwise waits for: the handler keeps their
+    /// order from then on (an import batch, once planned: ``BatchesInFlight``). Does nothing for
+    /// a call that holds no other.
+    var letSameMethodGoAhead: () -> Void = {}
 }
 
 /// What answers calls on the objects a ``BusServer`` exports.
@@ -266,11 +271,18 @@ final class BusServer {
     /// each queue.
     private var queued: [String: CallQueue] = [:]
     private var turns: [String] = []
-    /// Each client one of whose large calls is being read off the loop or handled, with that
-    /// call: its next calls wait in its queue until the large one is answered, so that they are
-    /// handled in the order sent (a read right behind a large write sees it, as behind a small
-    /// one) and one client reads one large call at a time.
-    private var largeCallOf: [String: OpaquePointer] = [:]
+    /// Each client's large calls being read off the loop or handled, in the order sent: its
+    /// next calls wait in its queue until they are answered, so that they are handled in the
+    /// order sent (a read right behind a large write sees it, as behind a small one) and one
+    /// client reads one large call at a time. Only once the handler of each has let the calls
+    /// of its method go ahead (``MethodCall/letSameMethodGoAhead``, in ``overtakable``) may the
+    /// next call go, if it is of that method, up to ``largeCallsAtOnce`` in progress.
+    private var largeCallsOf: [String: [OpaquePointer]] = [:]
+    /// The large calls in progress whose handler let the next calls of their method go ahead.
+    private var overtakable: Set<OpaquePointer> = []
+    /// How many large calls of one client may be in progress at once (one being written while
+    /// the next is read and planned).
+    static let largeCallsAtOnce = 2
     /// Each client with a large call admitted by what its first ``readApartFrom`` bytes take
     /// (``CallQuota``), with that call: it is measured whole as its arguments are read off the
     /// loop, and the client's next calls are measured whole until then.
@@ -316,6 +328,9 @@ final class BusServer {
             }
         }
 
+        /// The first call not yet taken.
+        var first: QueuedCall? { isEmpty ? nil : calls[head] }
+
         /// The calls not yet taken.
         var remaining: ArraySlice<QueuedCall> { calls[head...] }
     }
@@ -347,7 +362,7 @@ final class BusServer {
             let round = turns
             turns = []
             for sender in round {
-                guard queued[sender]?.isEmpty == false, largeCallOf[sender] == nil, !waitingForWrite.contains(sender) else { continue }
+                guard queued[sender]?.isEmpty == false, mayHandleNext(of: sender), !waitingForWrite.contains(sender) else { continue }
                 if left > 0, let call = queued[sender]?.removeFirst() {
                     left -= 1
                     dispatch(call, from: sender)
@@ -358,13 +373,42 @@ final class BusServer {
         }
     }
 
+    /// Whether `sender`'s first queued call may be handled now: no large call of theirs is in
+    /// progress, or every one let the calls of its method go ahead, the first queued is of that
+    /// method, and fewer than ``largeCallsAtOnce`` are in progress.
+    private func mayHandleNext(of sender: String) -> Bool {
+        guard let inProgress = largeCallsOf[sender], let last = inProgress.last else { return true }
+        guard inProgress.count < Self.largeCallsAtOnce, inProgress.allSatisfy(overtakable.contains),
+            let next = queued[sender]?.first
+        else { return false }
+        let (ahead, waiting) = (CallHeader(last), CallHeader(next.message))
+        return (ahead.path, ahead.interface, ahead.method) == (waiting.path, waiting.interface, waiting.method)
+    }
+
+    /// Lets `sender`'s next calls of the method of `message`, a large call of theirs in
+    /// progress, go ahead of it (``MethodCall/letSameMethodGoAhead``).
+    private func letGoAhead(_ message: OpaquePointer, from sender: String) {
+        guard largeCallsOf[sender]?.contains(message) == true, overtakable.insert(message).inserted else { return }
+        released.append(sender)
+        hasMoreToProcess = true
+    }
+
+    /// Forgets `message` as a large call of `sender`'s in progress; false when it was not one.
+    private func endLargeCall(_ message: OpaquePointer, from sender: String) -> Bool {
+        guard var inProgress = largeCallsOf[sender], let index = inProgress.firstIndex(of: message) else { return false }
+        inProgress.remove(at: index)
+        largeCallsOf[sender] = inProgress.isEmpty ? nil : inProgress
+        overtakable.remove(message)
+        return true
+    }
+
     /// Puts `message` back first in its sender's queue, to run again once the write that
     /// made it answer ``SecretServiceError/waitForWrite`` has ended; the sender's calls wait
     /// until then, the other clients' go on.
     private func runAfterWrite(_ message: OpaquePointer, from sender: String) {
         sd_bus_message_ref(message)
         sd_bus_message_rewind(message, 1)
-        if largeCallOf[sender] == message { largeCallOf[sender] = nil }
+        _ = endLargeCall(message, from: sender)
         queued[sender, default: CallQueue()].prepend(
             QueuedCall(message: message, argumentBytes: SDBusValues.payloadSize(message, upTo: Self.readApartFrom)))
         let first = waitingForWrite.isEmpty
@@ -378,10 +422,9 @@ final class BusServer {
         }
     }
 
-    /// Gives `sender` its turns back if `message` is the large call they waited for.
+    /// Gives `sender` their turns back if `message` is a large call they waited for.
     private func release(_ message: OpaquePointer, from sender: String) {
-        guard largeCallOf[sender] == message else { return }
-        largeCallOf[sender] = nil
+        guard endLargeCall(message, from: sender) else { return }
         released.append(sender)
         hasMoreToProcess = true
     }
@@ -438,8 +481,8 @@ final class BusServer {
             return answer(message, header, arguments: SDBusValues.readAll(message), from: sender, served: served, handler)
         }
         // A large call: its arguments are read off the loop, and its client's next calls wait
-        // until it is answered (``largeCallOf``). Nothing else touches the message meanwhile.
-        largeCallOf[sender] = message
+        // until it is answered (``largeCallsOf``). Nothing else touches the message meanwhile.
+        largeCallsOf[sender, default: []].append(message)
         sd_bus_message_ref(message)
         let read = UncheckedBox(message)
         let measure = partlyMeasured[sender] == message
@@ -529,6 +572,7 @@ final class BusServer {
         var routed = call
         routed.interface = interface
         guard declaration.repliesLater else { return handler.handle(routed) }
+        routed.letSameMethodGoAhead = { [weak self] in self?.letGoAhead(message, from: call.sender) }
         sd_bus_message_ref(message)
         handler.handle(routed) { [weak self] result in
             defer { sd_bus_message_unref(message) }

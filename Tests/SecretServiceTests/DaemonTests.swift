@@ -243,6 +243,28 @@ import Testing
         #expect(daemon.isRunning)
     }
 
+    @Test("ImportPackedItems batches and a search sent on one connection without waiting: secretd plans a batch while the one before is written, yet it ends as if they ran in turn: an item of two batches is made once, the later batch with replace wins, and the search right behind sees all")
+    func batchesPipelined() throws {
+        let fixture = try SecretdFixture()
+        let daemon = try fixture.start()
+        defer { daemon.stop() }
+        let result = try fixture.runClient("batch-pipeliner.py")
+        #expect(result.status == 0, "\(result.errorOutput)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.text.utf8)) as? [String: Any], "\(result.text)")
+        let answers = try #require(report["answers"] as? [String: Any], "\(report)")
+        #expect(answers["A"] as? [Int] == [1000, 0, 0], "\(report)")
+        #expect(answers["B"] as? [Int] == [500, 500, 0], "\(report)")
+        #expect(answers["C"] as? [Int] == [1000, 0, 0], "\(report)")
+        #expect(answers["search"] as? Int == 2500, "\(report)")
+        #expect((report["order"] as? [String])?.last == "search", "\(report)")
+        let copies = try #require(report["copies"] as? [String: Int], "\(report)")
+        #expect(copies.count == 8 && copies.values.allSatisfy { $0 == 1 }, "\(report)")
+        #expect(report["secrets"] as? [String: String] == [
+            "0": "a 0", "499": "a 499", "500": "b 500", "999": "b 999", "1000": "b 1000", "1499": "b 1499", "2000": "c 2000", "2999": "c 2999",
+        ], "\(report)")
+        #expect(daemon.isRunning)
+    }
+
     @Test("every write sends ItemCreated before its reply; the collection's Items, with the value, at once after a quiet spell, else gathered: a few lists for 100 writes, the last with every item")
     func itemsPerWrite() throws {
         let fixture = try SecretdFixture()

@@ -330,4 +330,39 @@ extension ImportBatchTests {
         #expect(setup.deferred.pending.isEmpty && !setup.daemon.keyring.apartWrites.isWriting)
         #expect(setup.search(":1.2", ["kind": "batch"]).count == count)
     }
+
+    @Test("batches in flight at once (planned, not yet written): one with an item of another waits until it has ended and is then planned anew, as a small batch written at once does; each item is made once, and skip and replace see the batch before")
+    func inFlight() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        let batch = { (client: String, numbers: Range<Int>, version: Int) in
+            numbers.map { Self.item($0, Self.secret($0, version: version), session: setup.sessions[client]!) }
+        }
+        var first, overlapping, small, apart: Result<DBusValue, SecretServiceError>?
+        Self.importItems(setup, ":1.1", batch(":1.1", 0..<100, 1), replace: false) { first = $0 }
+        setup.deferred.runTurns()
+        #expect(setup.deferred.pending.count == 1 && setup.daemon.batchesInFlight.count == 1, "planned, being sealed")
+
+        // Items 50-99 are the first batch's, not yet written: the store does not show them.
+        Self.importItems(setup, ":1.2", batch(":1.2", 50..<150, 2), replace: false) { overlapping = $0 }
+        setup.deferred.runTurns()
+        #expect(overlapping == nil && setup.deferred.pending.count == 1, "it gave its plan up and waits")
+        Self.importItems(setup, ":1.2", batch(":1.2", 0..<1, 3), replace: true) { small = $0 }
+        #expect(small == nil, "a small batch with one of its items waits too")
+        Self.importItems(setup, ":1.1", batch(":1.1", 200..<300, 4), replace: false) { apart = $0 }
+        setup.deferred.runTurns()
+        #expect(apart == nil && setup.daemon.batchesInFlight.count == 2, "a batch that shares no item is planned meanwhile")
+
+        setup.deferred.runAll()
+        #expect(first?.success == .tuple([.uint32(100), .uint32(0), .uint32(0)]), "\(String(describing: first))")
+        #expect(overlapping?.success == .tuple([.uint32(50), .uint32(0), .uint32(50)]), "\(String(describing: overlapping))")
+        #expect(small?.success == .tuple([.uint32(0), .uint32(1), .uint32(0)]), "\(String(describing: small))")
+        #expect(apart?.success == .tuple([.uint32(100), .uint32(0), .uint32(0)]), "\(String(describing: apart))")
+        #expect(setup.daemon.batchesInFlight.count == 0)
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == 250, "each item once")
+        #expect(Self.secret(setup, ":1.2", item: 0) == Self.secret(0, version: 3))
+        #expect(Self.secret(setup, ":1.2", item: 75) == Self.secret(75, version: 1), "skipped: the first batch's")
+        #expect(Self.secret(setup, ":1.2", item: 149) == Self.secret(149, version: 2))
+        #expect(Self.secret(setup, ":1.2", item: 250) == Self.secret(250, version: 4))
+    }
 }
