@@ -213,7 +213,7 @@ import Testing
         #expect(setup.search(":1.1", ["kind": "large"]) == [path])
     }
 
-    @Test("large items are sealed one at a time, in the order they came")
+    @Test("large items are sealed one at a time and written one at a time, in the order they came: the next is sealed while one is written, and checked and written only once that write has ended")
     func oneAtATime() throws {
         let setup = try Setup()
         defer { setup.remove() }
@@ -227,16 +227,28 @@ import Testing
             }
         }
         #expect(setup.deferred.pending.count == 1 && answers.isEmpty)
-        for expected in 1...3 {
-            setup.deferred.runNext()  // sealed
-            #expect(answers.count == expected - 1 && setup.deferred.pending.count == 1)
-            // A read snapshot begun before the write (nothing commits it here) is let go of
-            // when the write is heard of, so the writer finds its item at once.
-            _ = setup.searchLeavingGroupOpen(":1.2", ["kind": "large"])
-            setup.deferred.runNext()  // written
-            #expect(answers.count == expected)
-            #expect(foundAtOnce[expected - 1] == [answers[expected - 1]].compactMap { $0 }, "the writer finds its item at once")
-            #expect(setup.deferred.pending.count == (expected < 3 ? 1 : 0))
+        setup.deferred.runNext()  // the first sealed: written, and the second sealed meanwhile
+        #expect(answers.isEmpty && setup.deferred.pending.count == 2)
+        // The second seal ends before the first write: it waits for that write to end.
+        let (work, done) = setup.deferred.pending.remove(at: 1)
+        work()
+        done()
+        #expect(answers.isEmpty && setup.deferred.pending.count == 1, "the second is not written while the first is")
+        // A read snapshot begun before the write (nothing commits it here) is let go of
+        // when the write is heard of, so the writer finds its item at once.
+        _ = setup.searchLeavingGroupOpen(":1.2", ["kind": "large"])
+        setup.deferred.runNext()  // the first written
+        #expect(answers.count == 1 && setup.deferred.pending.count == 2, "then the second write, and the third seal")
+        _ = setup.searchLeavingGroupOpen(":1.2", ["kind": "large"])
+        setup.deferred.runNext()  // the second written
+        #expect(answers.count == 2 && setup.deferred.pending.count == 1)
+        setup.deferred.runNext()  // the third sealed
+        #expect(answers.count == 2 && setup.deferred.pending.count == 1)
+        _ = setup.searchLeavingGroupOpen(":1.2", ["kind": "large"])
+        setup.deferred.runNext()  // and written
+        #expect(answers.count == 3 && setup.deferred.pending.isEmpty)
+        for index in 0..<3 {
+            #expect(foundAtOnce[index] == [answers[index]].compactMap { $0 }, "the writer finds its item at once")
         }
         for index in 0..<3 {
             let path = try #require(answers[index])
