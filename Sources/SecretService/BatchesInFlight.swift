@@ -14,10 +14,26 @@ final class BatchesInFlight {
         fileprivate let number: Int
     }
 
+    /// An item's identity with its hash, worked out once (hashing a dictionary hashes each of
+    /// its entries with a hasher of its own): an item is looked up once as it is claimed and
+    /// once as it is let go.
+    private struct Identity: Hashable {
+        let attributes: [String: String]
+        let hash: Int
+
+        init(_ attributes: [String: String]) {
+            self.attributes = attributes
+            hash = attributes.hashValue
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+        static func == (left: Identity, right: Identity) -> Bool { left.hash == right.hash && left.attributes == right.attributes }
+    }
+
     /// Which batch holds each item.
-    private var holders: [[String: String]: Int] = [:]
+    private var holders: [Identity: Int] = [:]
     /// The items each batch holds.
-    private var claims: [Int: [[String: String]]] = [:]
+    private var claims: [Int: [Identity]] = [:]
     private var lastNumber = 0
     /// What runs once a batch has ended (a batch given up, to be planned again).
     private var waiting: [() -> Void] = []
@@ -31,7 +47,8 @@ final class BatchesInFlight {
 
     /// Claims `identity` for `batch`; false when another batch holds it (`batch` holding it
     /// already is true).
-    func claim(_ identity: [String: String], for batch: Batch) -> Bool {
+    func claim(_ attributes: [String: String], for batch: Batch) -> Bool {
+        let identity = Identity(attributes)
         if let holder = holders[identity] { return holder == batch.number }
         guard claims[batch.number] != nil else { return false }
         holders[identity] = batch.number
@@ -42,7 +59,7 @@ final class BatchesInFlight {
     /// Whether any batch holds one of `identities` (a batch written at once on the loop, which
     /// need not claim them, asks this first).
     func holdsAny(of identities: [[String: String]]) -> Bool {
-        identities.contains { holders[$0] != nil }
+        !holders.isEmpty && identities.contains { holders[Identity($0)] != nil }
     }
 
     /// Ends `batch` (once; later calls do nothing): its items are let go, and what waited for

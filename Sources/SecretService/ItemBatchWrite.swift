@@ -107,7 +107,8 @@ struct ItemBatchWrite {
                     }
                     for index in slice {
                         items.append(try item(index))
-                        guard inFlight.claim(ItemIdentity.of(items[index].attributes), for: batch) else {
+                        let identity = ItemIdentity.of(items[index].attributes)
+                        guard inFlight.claim(identity, for: batch) else {
                             // Another batch in flight has this item: this one lets its own go and
                             // is planned anew, as a whole, once a batch has ended.
                             inFlight.end(batch)
@@ -121,7 +122,7 @@ struct ItemBatchWrite {
                             return false
                         }
                         do throws(StoreError) {
-                            try add(items[index], to: &plan, replace: replace, find: find)
+                            try add(items[index], identity, to: &plan, replace: replace, find: find)
                         } catch {
                             throw provider.storeFailure(error)
                         }
@@ -138,9 +139,11 @@ struct ItemBatchWrite {
         })
     }
 
-    /// Adds `item` to `plan`: as a new item, a replacement (with `replace`) or one skipped.
-    private func add(_ item: Item, to plan: inout Plan, replace: Bool, find: (Item) throws(StoreError) -> Match?) throws(StoreError) {
-        let wanted = ItemIdentity.of(item.attributes)
+    /// Adds `item`, whose identity is `wanted` (``ItemIdentity/of(_:)``), to `plan`: as a new
+    /// item, a replacement (with `replace`) or one skipped.
+    private func add(_ item: Item, _ wanted: [String: String], to plan: inout Plan, replace: Bool, find: (Item) throws(StoreError) -> Match?)
+        throws(StoreError)
+    {
         if let earlier = plan.planned[wanted] {
             guard replace else { return plan.skipped += 1 }
             switch earlier {
