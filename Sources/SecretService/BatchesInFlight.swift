@@ -78,6 +78,21 @@ final class BatchesInFlight {
         waiting.append(body)
     }
 
+    /// Runs `body` once a batch has ended, as ``afterNextEnd(_:)``, with `keyring`'s accessor
+    /// as it is now (the caller whose call waits: the audit trail names it); `failed` with
+    /// what it throws.
+    func afterNextEnd(
+        as keyring: Keyring, _ body: @escaping () throws(SecretServiceError) -> Void,
+        failed: @escaping (SecretServiceError) -> Void
+    ) {
+        let accessor = keyring.accessor
+        afterNextEnd {
+            keyring.acting(as: accessor) {
+                do throws(SecretServiceError) { try body() } catch { failed(error) }
+            }
+        }
+    }
+
     /// How many batches are in flight.
     var count: Int { claims.count }
 }

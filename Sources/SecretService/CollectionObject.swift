@@ -97,6 +97,13 @@ struct CollectionObject {
         }
         if let problem = Provider.checkItemText(label: label, attributes: requested) { throw problem }
         let attributes = try provider.placeInGroup(requested, for: sender).get()
+        // An item an import batch has planned and not yet written (``BatchesInFlight``) is
+        // replaced once that batch has ended, so that it is not made twice.
+        if replace, provider.batchesInFlight.holdsAny(of: [ItemIdentity.of(attributes)]) {
+            return provider.batchesInFlight.afterNextEnd(as: provider.keyring) { [self] () throws(SecretServiceError) in
+                try createItem(in: collection, properties: properties, secret: secret, replace: replace, sender: sender, reply: reply)
+            } failed: { reply(.failure($0)) }
+        }
         let creator = try? provider.caller(sender).get().identity.description
         let large = ItemContents.byteCount(secret: secret.byteCount, label: label, attributes: attributes) >= SealingQueue.threshold
         // On the loop, with the keys held then: stored as a small item is.

@@ -75,15 +75,11 @@ extension ImportObject {
                 guard provider.batchesInFlight.holdsAny(of: batch.map { ItemIdentity.of($0.attributes) }) else {
                     return reply(onLoop(batch))
                 }
-                return provider.batchesInFlight.afterNextEnd { [self] in
-                    do throws(SecretServiceError) {
-                        try importBatch(collection: alias, replace: replace, count: count, sender: sender, planned: planned, reply: reply) {
-                            index in batch[index]
-                        }
-                    } catch {
-                        reply(.failure(error))
+                return provider.batchesInFlight.afterNextEnd(as: provider.keyring) { [self] () throws(SecretServiceError) in
+                    try importBatch(collection: alias, replace: replace, count: count, sender: sender, planned: planned, reply: reply) {
+                        index in batch[index]
                     }
-                }
+                } failed: { reply(.failure($0)) }
             }
             item = { index in batch[index] }
         }

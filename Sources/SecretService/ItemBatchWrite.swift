@@ -112,13 +112,11 @@ struct ItemBatchWrite {
                             // Another batch in flight has this item: this one lets its own go and
                             // is planned anew, as a whole, once a batch has ended.
                             inFlight.end(batch)
-                            inFlight.afterNextEnd {
-                                provider.keyring.acting(as: accessor) {
-                                    store(
-                                        count: count, item: item, into: target, keys: keys, replace: replace, creator: creator,
-                                        find: find, onLoop: onLoop, planned: planned, reply: reply)
-                                }
-                            }
+                            inFlight.afterNextEnd(as: provider.keyring) {
+                                store(
+                                    count: count, item: item, into: target, keys: keys, replace: replace, creator: creator,
+                                    find: find, onLoop: onLoop, planned: planned, reply: reply)
+                            } failed: { reply(.failure($0)) }
                             return false
                         }
                         do throws(StoreError) {

@@ -331,7 +331,7 @@ extension ImportBatchTests {
         #expect(setup.search(":1.2", ["kind": "batch"]).count == count)
     }
 
-    @Test("batches in flight at once (planned, not yet written): one with an item of another waits until it has ended and is then planned anew, as a small batch written at once does; each item is made once, and skip and replace see the batch before")
+    @Test("batches in flight at once (planned, not yet written): one with an item of another waits until it has ended and is then planned anew, as a small batch written at once and CreateItem with replace do; each item is made once, skip and replace see the batch before, and the audit trail names who waited")
     func inFlight() throws {
         let setup = try Setup()
         defer { setup.remove() }
@@ -349,6 +349,9 @@ extension ImportBatchTests {
         #expect(overlapping == nil && setup.deferred.pending.count == 1, "it gave its plan up and waits")
         Self.importItems(setup, ":1.2", batch(":1.2", 0..<1, 3), replace: true) { small = $0 }
         #expect(small == nil, "a small batch with one of its items waits too")
+        var created: Result<DBusValue, SecretServiceError>?
+        setup.create(":1.2", ["kind": "batch", "n": "10"], Array("made by CreateItem".utf8)) { created = $0 }
+        #expect(created == nil, "so does CreateItem with replace")
         Self.importItems(setup, ":1.1", batch(":1.1", 200..<300, 4), replace: false) { apart = $0 }
         setup.deferred.runTurns()
         #expect(apart == nil && setup.daemon.batchesInFlight.count == 2, "a batch that shares no item is planned meanwhile")
@@ -357,6 +360,7 @@ extension ImportBatchTests {
         #expect(first?.success == .tuple([.uint32(100), .uint32(0), .uint32(0)]), "\(String(describing: first))")
         #expect(overlapping?.success == .tuple([.uint32(50), .uint32(0), .uint32(50)]), "\(String(describing: overlapping))")
         #expect(small?.success == .tuple([.uint32(0), .uint32(1), .uint32(0)]), "\(String(describing: small))")
+        #expect(created?.success?.tuple?.first?.objectPath == setup.search(":1.2", ["kind": "batch", "n": "10"]).first)
         #expect(apart?.success == .tuple([.uint32(100), .uint32(0), .uint32(0)]), "\(String(describing: apart))")
         #expect(setup.daemon.batchesInFlight.count == 0)
         #expect(setup.search(":1.2", ["kind": "batch"]).count == 250, "each item once")
@@ -364,5 +368,9 @@ extension ImportBatchTests {
         #expect(Self.secret(setup, ":1.2", item: 75) == Self.secret(75, version: 1), "skipped: the first batch's")
         #expect(Self.secret(setup, ":1.2", item: 149) == Self.secret(149, version: 2))
         #expect(Self.secret(setup, ":1.2", item: 250) == Self.secret(250, version: 4))
+        #expect(Self.secret(setup, ":1.2", item: 10) == Array("made by CreateItem".utf8))
+        let written = try setup.daemon.keyring.store.readAudit(since: 0) { setup.daemon.keyring.held($0.id) }.entries
+            .filter { $0.event == .create || $0.event == .change }
+        #expect(written.count == 252 && written.allSatisfy { $0.identity != "secretd" }, "what waited names its client, not secretd")
     }
 }
