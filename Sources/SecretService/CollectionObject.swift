@@ -115,11 +115,22 @@ struct CollectionObject {
             }
         }
         guard large else { return reply(.success(try onLoop().get())) }
+        // Written later, off the loop: until it is answered the item is held as an import
+        // batch's is (``BatchesInFlight``), so that a batch planned meanwhile does not make it
+        // again. Every way out below ends the hold: the answer, or a throw.
+        let inFlight = provider.batchesInFlight
+        let hold = inFlight.begin()
+        _ = inFlight.claim(ItemIdentity.of(attributes), for: hold)
+        let answer = { (result: Result<DBusValue, SecretServiceError>) in
+            inFlight.end(hold)
+            reply(result)
+        }
         if replace {
             let target: Store.ItemRecord?
             do throws(StoreError) {
                 target = try replaced(attributes, in: collection, for: sender, keys: keys)
             } catch {
+                inFlight.end(hold)
                 throw provider.storeFailure(error)
             }
             if let target {
@@ -132,7 +143,7 @@ struct CollectionObject {
                     case .failure(let refusal):
                         return refusal
                     }
-                }, answer: { [self] in self.reply(created: $0, in: collection) }, onLoop: onLoop, reply: reply)
+                }, answer: { [self] in self.reply(created: $0, in: collection) }, onLoop: onLoop, reply: answer)
                 return
             }
         }
@@ -145,6 +156,7 @@ struct CollectionObject {
         do throws(StoreError) {
             id = try provider.keyring.store.reserveItemID()
         } catch {
+            inFlight.end(hold)
             throw provider.storeFailure(error)
         }
         let accessor = provider.keyring.accessor
@@ -160,7 +172,7 @@ struct CollectionObject {
                 switch sealing {
                 case .success(let item): sealed = item
                 case .failure(let problem):
-                    reply(.failure(problem))
+                    answer(.failure(problem))
                     return .finished
                 }
                 let write = ItemWrite(collection: collection, contents: sealed.contents, replace: replace, sender: sender, creator: creator)
@@ -168,14 +180,14 @@ struct CollectionObject {
                 switch provider.keyring.keysAfterSealing(in: collection, sealedWith: keys) {
                 case .success(let held): (current, same) = held
                 case .failure(let problem):
-                    reply(.failure(problem))
+                    answer(.failure(problem))
                     return .finished
                 }
                 let object = CollectionObject(provider)
                 guard same, case .success(let sealedItem) = sealed.row, !object.mayReplace(write, keys: current),
                     let apart = provider.keyring.store.apartWriter()
                 else {
-                    reply(object.store(write, keys: current, sealed: same ? try? sealed.row.get() : nil))
+                    answer(object.store(write, keys: current, sealed: same ? try? sealed.row.get() : nil))
                     return .finished
                 }
                 let quota = provider.quota
@@ -192,7 +204,7 @@ struct CollectionObject {
                         guard let keys = provider.keyring.held(collection.id) else { return .failure(.isLocked("the keyring is locked")) }
                         return object.store(write, keys: keys, sealed: nil)
                     },
-                    reply: reply)
+                    reply: answer)
             }
         }
     }

@@ -373,4 +373,23 @@ extension ImportBatchTests {
             .filter { $0.event == .create || $0.event == .change }
         #expect(written.count == 252 && written.allSatisfy { $0.identity != "secretd" }, "what waited names its client, not secretd")
     }
+
+    @Test("a large CreateItem being sealed and written holds its item as a batch does: a batch with that item waits for its answer and then skips it")
+    func largeCreateHolds() throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        var created, batch: Result<DBusValue, SecretServiceError>?
+        setup.create(":1.1", ["kind": "batch", "n": "7"], LargeItemSealingTests.large) { created = $0 }
+        #expect(created == nil && setup.deferred.pending.count == 1, "being sealed")
+        let items = (0..<100).map { Self.item($0, Self.secret($0, version: 1), session: setup.sessions[":1.2"]!) }
+        Self.importItems(setup, ":1.2", items, replace: false) { batch = $0 }
+        setup.deferred.runTurns()
+        #expect(batch == nil && setup.daemon.batchesInFlight.count == 1, "the batch gave its plan up and waits")
+        setup.deferred.runAll()
+        #expect(created?.success != nil, "\(String(describing: created))")
+        #expect(batch?.success == .tuple([.uint32(99), .uint32(0), .uint32(1)]), "\(String(describing: batch))")
+        #expect(setup.search(":1.2", ["kind": "batch"]).count == 100)
+        #expect(Self.secret(setup, ":1.2", item: 7) == LargeItemSealingTests.large)
+        #expect(setup.daemon.batchesInFlight.count == 0)
+    }
 }
