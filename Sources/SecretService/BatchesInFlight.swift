@@ -1,6 +1,8 @@
 // The items of import batches planned and not yet written, so that a batch planned meanwhile
 // does not plan one of them again (issue 51, point 6).
 
+import DBusValues
+
 /// The items (by ``ItemIdentity/of(_:)``) of the import batches (``ItemBatchWrite``) between
 /// their plan and their answer. The store shows such an item only once its batch is written,
 /// so a batch planned meanwhile, by the same client (whose next batch is planned while the one
@@ -70,6 +72,17 @@ final class BatchesInFlight {
         let due = waiting
         waiting = []
         for body in due { body() }
+    }
+
+    /// `reply`, ending `batch` first: what a holder answers with, so that its every answer
+    /// lets its items go.
+    func ending(_ batch: Batch, before reply: @escaping (Result<DBusValue, SecretServiceError>) -> Void)
+        -> (Result<DBusValue, SecretServiceError>) -> Void
+    {
+        { [self] result in
+            end(batch)
+            reply(result)
+        }
     }
 
     /// Runs `body` once a batch has ended; at once when none is in flight.

@@ -121,10 +121,7 @@ struct CollectionObject {
         let inFlight = provider.batchesInFlight
         let hold = inFlight.begin()
         _ = inFlight.claim(ItemIdentity.of(attributes), for: hold)
-        let answer = { (result: Result<DBusValue, SecretServiceError>) in
-            inFlight.end(hold)
-            reply(result)
-        }
+        let answer = inFlight.ending(hold, before: reply)
         if replace {
             let target: Store.ItemRecord?
             do throws(StoreError) {

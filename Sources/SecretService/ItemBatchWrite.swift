@@ -88,11 +88,7 @@ struct ItemBatchWrite {
         let accessor = provider.keyring.accessor
         let inFlight = provider.batchesInFlight
         let batch = inFlight.begin()
-        // Every answer ends the batch's hold on its items, before it is sent.
-        let answer = { (result: Result<DBusValue, SecretServiceError>) in
-            inFlight.end(batch)
-            reply(result)
-        }
+        let answer = inFlight.ending(batch, before: reply)
         var plan = Plan(target: target, keys: keys)
         var items: [Item] = []
         items.reserveCapacity(count)
